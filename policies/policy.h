@@ -1,0 +1,79 @@
+/*
+ * policy.h - the release-policy interface.
+ *
+ * A release policy decides what cached (reserved but unallocated) memory an
+ * allocator gives back to the driver, and when: on allocation failure, just
+ * before the allocator grows, right after it grew, and on a timer. It sees
+ * segments through gm_seg_info (sim/alloc.h) and releases them with
+ * gm_alloc_release(); it never touches allocator internals.
+ *
+ * Adding a policy = one file policies/<name>.c defining a const
+ * gm_policy_ops, plus one line in policies/registry.c.
+ */
+#ifndef GM_POLICY_H
+#define GM_POLICY_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "sim/alloc.h"
+#include "sim/util.h"
+
+#define GM_POLICY_VERSION 1
+
+/* What the allocator is trying to do when it asks the policy. */
+typedef struct gm_pressure {
+    uint64_t size;       /* rounded block size requested                 */
+    uint64_t alloc_size; /* driver allocation the allocator needs         */
+    uint64_t stream;
+    int small_pool; /* the request's pool                             */
+    int attempt;    /* 0, 1, 2... for on_alloc_fail within one malloc  */
+    uint64_t now_ns;
+} gm_pressure;
+
+/* on_alloc_fail results. */
+#define GM_POLICY_RETRY 1   /* released memory: retry the driver now        */
+#define GM_POLICY_NEXT 0    /* nothing released at this step: ask again      */
+#define GM_POLICY_GIVE_UP -1/* nothing more to do: the allocation is an OOM  */
+
+typedef struct gm_policy_ops {
+    int version; /* GM_POLICY_VERSION */
+    const char *name;
+    const char *summary;
+    int realizable; /* 0: needs the future (oracle), labelled in every output */
+    /* params: "key=value,..." from --policy NAME:params, may be "". */
+    int (*create)(const char *params, void **state, gm_err *err);
+    void (*destroy)(void *state);
+    /* No cached block fits and the allocator is about to ask the driver. */
+    void (*before_grow)(void *state, gm_alloc *a, const gm_pressure *p);
+    /* The driver (or the memory limit) refused; see GM_POLICY_*. Required. */
+    int (*on_alloc_fail)(void *state, gm_alloc *a, const gm_pressure *p);
+    /* The allocator just got memory from the driver (proactive thresholds). */
+    void (*after_grow)(void *state, gm_alloc *a, uint64_t now_ns);
+    /* Proactive timer: period in ns (0 = none), and what to do on each tick. */
+    uint64_t (*timer_period_ns)(void *state);
+    void (*on_timer)(void *state, gm_alloc *a, uint64_t now_ns);
+    /* Results the policy wants in the output (may be NULL). */
+    void (*report)(void *state, json_t *obj);
+} gm_policy_ops;
+
+/* An instance: ops + state + its parameter string (for reproducibility). */
+typedef struct gm_policy {
+    const gm_policy_ops *ops;
+    void *state;
+    char params[256];
+} gm_policy;
+
+const gm_policy_ops *gm_policy_find(const char *name);
+const char *gm_policy_names(void); /* "pytorch, lru, ..." */
+/* Parse "NAME[:k=v,...]" and create an instance. */
+int gm_policy_create(const char *spec, gm_policy **out, gm_err *err);
+void gm_policy_destroy(gm_policy *p);
+
+/* Parameter helper: find key in "k=v,k2=v2"; copies value into buf. 1 if found. */
+int gm_policy_param(const char *params, const char *key, char *buf, size_t len);
+/* Reject keys not in the NULL-terminated list `known`. */
+int gm_policy_check_params(const char *policy, const char *params, const char *const *known,
+                           gm_err *err);
+
+#endif

@@ -1,0 +1,50 @@
+/* seglist.c - see seglist.h. */
+#include "seglist.h"
+
+#include <stdlib.h>
+
+int gm_seglist_fetch(gm_seglist *l, gm_alloc *a)
+{
+    for (;;) {
+        size_t n = gm_alloc_segments(a, l->v, l->cap);
+        if (n <= l->cap) {
+            l->n = n;
+            return GM_OK;
+        }
+        size_t cap = n * 2;
+        gm_seg_info *v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return GM_ENOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+}
+
+void gm_seglist_free(gm_seglist *l)
+{
+    free(l->v);
+    l->v = NULL;
+    l->n = l->cap = 0;
+}
+
+void gm_seglist_filter(gm_seglist *l, int (*keep)(const gm_seg_info *, const void *),
+                       const void *ctx)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < l->n; i++)
+        if (keep(&l->v[i], ctx))
+            l->v[j++] = l->v[i];
+    l->n = j;
+}
+
+int gm_seg_cmp_pool_order(const void *x, const void *y)
+{
+    const gm_seg_info *a = x, *b = y;
+    if (a->stream != b->stream)
+        return a->stream < b->stream ? -1 : 1;
+    if (a->size != b->size)
+        return a->size < b->size ? -1 : 1;
+    if (a->addr != b->addr)
+        return a->addr < b->addr ? -1 : 1;
+    return 0;
+}

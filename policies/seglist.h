@@ -1,0 +1,25 @@
+/*
+ * seglist.h - a reusable snapshot of an allocator's segments for policies:
+ * fetch all gm_seg_info, filter, sort. Policies run only under memory
+ * pressure, so a snapshot per decision is cheap next to the driver call.
+ */
+#ifndef GM_SEGLIST_H
+#define GM_SEGLIST_H
+
+#include "sim/alloc.h"
+
+typedef struct gm_seglist {
+    gm_seg_info *v;
+    size_t n, cap;
+} gm_seglist;
+
+/* Refresh the snapshot; returns GM_OK or GM_ENOMEM. */
+int gm_seglist_fetch(gm_seglist *l, gm_alloc *a);
+void gm_seglist_free(gm_seglist *l);
+/* Keep only entries for which keep(info, ctx) is true. */
+void gm_seglist_filter(gm_seglist *l, int (*keep)(const gm_seg_info *, const void *),
+                       const void *ctx);
+/* Order as PyTorch's free-block set: (stream, size, address). */
+int gm_seg_cmp_pool_order(const void *a, const void *b);
+
+#endif

@@ -1,0 +1,183 @@
+/* results_json.c - see results.h. */
+#include "results.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "traces/trace.h"
+
+static json_t *ju(uint64_t v)
+{
+    return json_integer((json_int_t)v);
+}
+
+static json_t *timeline_json(const gm_timeline *tl)
+{
+    json_t *pts = json_array();
+    for (size_t i = 0; i < tl->n; i++) {
+        const gm_tl_point *p = &tl->p[i];
+        json_array_append_new(pts, json_pack("[I,I,I,I,f]", (json_int_t)p->t_ns,
+                                             (json_int_t)p->q_max, (json_int_t)p->a_max,
+                                             (json_int_t)p->r_max, (double)p->ext_frag));
+    }
+    return json_pack("{s:I,s:I,s:[s,s,s,s,s],s:o}", "t0_ns", (json_int_t)tl->t0, "width_ns",
+                     (json_int_t)tl->width_ns, "columns", "t_ns", "requested_max",
+                     "allocated_max", "reserved_max", "ext_frag", "points", pts);
+}
+
+static json_t *oom_json(const gm_oom *o)
+{
+    return json_pack("{s:I,s:I,s:i,s:i,s:I,s:I,s:I,s:I,s:I}", "t_ns", (json_int_t)o->t_ns,
+                     "event_index", (json_int_t)o->event_index, "pass", (int)o->pass, "tenant",
+                     o->tenant, "size_bytes", (json_int_t)o->size, "reserved_bytes",
+                     (json_int_t)o->reserved, "allocated_bytes", (json_int_t)o->allocated,
+                     "largest_free_bytes", (json_int_t)o->largest_free, "device_used_bytes",
+                     (json_int_t)o->device_used);
+}
+
+json_t *gm_metrics_json(const gm_metrics *m, uint64_t capacity)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "peak_live_bytes", ju(m->peak_q));
+    json_object_set_new(o, "peak_allocated_bytes", ju(m->peak_a));
+    json_object_set_new(o, "peak_reserved_bytes", ju(m->peak_r));
+    json_object_set_new(o, "peak_live_t_ns", ju(m->peak_q_t));
+    json_object_set_new(o, "peak_reserved_t_ns", ju(m->peak_r_t));
+    json_object_set_new(o, "fragmentation", json_real(gm_metrics_fragmentation(m)));
+    json_object_set_new(o, "fragmentation_time_weighted",
+                        json_real(gm_metrics_frag_time_weighted(m)));
+    json_object_set_new(o, "utilization", json_real(gm_metrics_utilization(m)));
+    json_object_set_new(o, "external_fragmentation_mean", json_real(gm_metrics_ext_frag_mean(m)));
+    json_object_set_new(o, "external_fragmentation_max", json_real(m->ext_frag_max));
+    double span = (double)(m->t_last - m->t_first);
+    double dev_util = span > 0 && capacity ? m->int_r / (span * (double)capacity)
+                      : capacity              ? (double)m->r / (double)capacity
+                                              : 0.0;
+    json_object_set_new(o, "device_utilization", json_real(dev_util));
+    json_object_set_new(o, "t_first_ns", ju(m->t_first));
+    json_object_set_new(o, "t_last_ns", ju(m->t_last));
+    json_object_set_new(o, "events", ju(m->n_events));
+    json_object_set_new(o, "oom_count", ju(m->n_oom));
+    json_t *ooms = json_array();
+    for (size_t i = 0; i < m->n_oom_kept; i++)
+        json_array_append_new(ooms, oom_json(&m->ooms[i]));
+    json_object_set_new(o, "ooms", ooms);
+    json_object_set_new(o, "timeline", timeline_json(&m->tl));
+    return o;
+}
+
+static json_t *driver_json(const gm_alloc_counters *c)
+{
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "malloc_calls",
+                     (json_int_t)c->n_driver_alloc, "free_calls", (json_int_t)c->n_driver_free,
+                     "malloc_ns", (json_int_t)c->driver_alloc_ns, "free_ns",
+                     (json_int_t)c->driver_free_ns, "total_ns",
+                     (json_int_t)(c->driver_alloc_ns + c->driver_free_ns), "alloc_retries",
+                     (json_int_t)c->n_alloc_retries, "cache_flushes",
+                     (json_int_t)c->n_cache_flushes, "released_bytes",
+                     (json_int_t)c->released_bytes);
+}
+
+static json_t *tenant_json(const gm_sim_config *cfg, const gm_sim_result *r, size_t i)
+{
+    const gm_tenant_result *t = &r->t[i];
+    const gm_tenant_spec *sp = &cfg->tenants[i];
+    json_t *o = json_object();
+    json_object_set_new(o, "trace", json_string(t->path));
+    json_object_set_new(o, "source", json_string(t->source));
+    json_object_set_new(o, "trace_hash", json_string(t->trace_hash));
+    json_object_set_new(o, "trace_events", ju(t->trace_events));
+    json_object_set_new(o, "offset_ns", ju(sp->offset_ns));
+    json_object_set_new(o, "repeat", ju(sp->repeat));
+    json_object_set_new(o, "quota_bytes", ju(sp->quota_bytes));
+    json_object_set_new(o, "alloc_conf", json_string(t->alloc_conf));
+    json_object_set_new(o, "status",
+                        json_string(t->status == GM_TENANT_COMPLETED ? "completed" : "aborted"));
+    if (t->status == GM_TENANT_ABORTED)
+        json_object_set_new(o, "abort_t_ns", ju(t->abort_t_ns));
+    json_object_set_new(o, "events_done", ju(t->events_done));
+    json_object_set_new(o, "initial_live_bytes", ju(t->init_live_bytes));
+    json_object_set_new(o, "initial_reserved_bytes", ju(t->init_reserved_bytes));
+    json_object_set_new(o, "unknown_frees", ju(t->unknown_frees));
+    json_object_set_new(o, "live_reallocs", ju(t->live_reallocs));
+    json_object_set_new(o, "recorded_segment_events", ju(t->recorded_segment_events));
+    json_object_set_new(o, "repeat_leftover_bytes", ju(t->repeat_leftover_bytes));
+    json_object_set_new(o, "metrics", gm_metrics_json(&t->m, r->capacity_bytes));
+    json_object_set_new(o, "driver", driver_json(&t->c));
+    return o;
+}
+
+json_t *gm_result_json(const gm_sim_config *cfg, const gm_sim_result *r, const char *command)
+{
+    char now[32];
+    gm_utc_now(now, sizeof now);
+    json_t *root = json_object();
+    json_object_set_new(root, "schema", json_string(GM_RESULT_SCHEMA));
+    json_object_set_new(root, "gmsim_version", json_string(GM_VERSION));
+    json_object_set_new(root, "command", json_string(command));
+    json_object_set_new(root, "created_utc", json_string(now));
+    json_object_set_new(root, "backend", json_string("model"));
+
+    json_t *in = json_object();
+    json_object_set_new(in, "capacity_bytes", ju(r->capacity_bytes));
+    json_object_set_new(in, "overhead_bytes", ju(r->overhead_bytes));
+    json_object_set_new(in, "allocator", json_string(r->allocator));
+    json_object_set_new(in, "alloc_conf_given",
+                        cfg->alloc_conf ? json_string(cfg->alloc_conf) : json_null());
+    json_object_set_new(in, "policy", json_string(r->policy));
+    json_object_set_new(in, "policy_realizable", json_boolean(r->policy_realizable));
+    json_object_set_new(in, "memory_fraction", json_real(r->memory_fraction));
+    json_object_set_new(in, "on_oom", json_string(r->on_oom_skip ? "skip" : "abort"));
+    json_object_set_new(in, "lenient", json_boolean(cfg->lenient));
+    json_object_set_new(in, "latency",
+                        json_pack("{s:I,s:I,s:I,s:I}", "malloc_base_ns",
+                                  (json_int_t)cfg->latency.malloc_base_ns, "malloc_ns_per_gib",
+                                  (json_int_t)cfg->latency.malloc_ns_per_gib, "free_base_ns",
+                                  (json_int_t)cfg->latency.free_base_ns, "free_ns_per_gib",
+                                  (json_int_t)cfg->latency.free_ns_per_gib));
+    json_object_set_new(root, "inputs", in);
+
+    json_t *dev = gm_metrics_json(&r->device, r->capacity_bytes);
+    json_object_set_new(dev, "peak_device_used_bytes", ju(r->peak_device_used));
+    json_object_set_new(dev, "tenants", ju(r->n_tenants));
+    json_object_set_new(dev, "tenants_completed", ju(gm_sim_completed(r)));
+    gm_alloc_counters sum = {0};
+    for (size_t i = 0; i < r->n_tenants; i++) {
+        const gm_alloc_counters *c = &r->t[i].c;
+        sum.n_driver_alloc += c->n_driver_alloc;
+        sum.n_driver_free += c->n_driver_free;
+        sum.driver_alloc_ns += c->driver_alloc_ns;
+        sum.driver_free_ns += c->driver_free_ns;
+        sum.n_alloc_retries += c->n_alloc_retries;
+        sum.n_cache_flushes += c->n_cache_flushes;
+        sum.released_bytes += c->released_bytes;
+    }
+    json_object_set_new(dev, "driver", driver_json(&sum));
+    json_object_set_new(root, "device", dev);
+
+    json_t *ts = json_array();
+    for (size_t i = 0; i < r->n_tenants; i++)
+        json_array_append_new(ts, tenant_json(cfg, r, i));
+    json_object_set_new(root, "tenants", ts);
+    json_object_set_new(root, "events", ju(r->events));
+    json_object_set_new(root, "wall_s", json_real(r->wall_s));
+    return root;
+}
+
+int gm_json_write(json_t *root, const char *path, gm_err *err)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    if (json_dump_file(root, tmp, JSON_INDENT(1) | JSON_ENSURE_ASCII) != 0) {
+        unlink(tmp);
+        return gm_errf(err, GM_EIO, "%s: cannot write the JSON results (directory missing or "
+                                    "not writable?)",
+                       path);
+    }
+    if (rename(tmp, path) != 0) {
+        unlink(tmp);
+        return gm_errf(err, GM_EIO, "%s: cannot move the JSON results into place", path);
+    }
+    return GM_OK;
+}

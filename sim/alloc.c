@@ -1,0 +1,131 @@
+/* alloc.c - allocator registry, instance lifecycle and accounted driver calls. */
+#include "alloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "policies/policy.h"
+
+extern const gm_alloc_ops gm_alloc_pytorch;
+extern const gm_alloc_ops gm_alloc_direct;
+
+static const gm_alloc_ops *const allocators[] = {&gm_alloc_pytorch, &gm_alloc_direct};
+#define NALLOC (sizeof allocators / sizeof allocators[0])
+
+const gm_alloc_ops *gm_alloc_find(const char *name)
+{
+    for (size_t i = 0; i < NALLOC; i++)
+        if (!strcmp(allocators[i]->name, name))
+            return allocators[i];
+    return NULL;
+}
+
+const char *gm_alloc_names(void)
+{
+    return "pytorch, direct";
+}
+
+int gm_alloc_create(const gm_alloc_ops *ops, gm_device *dev, const char *conf,
+                    double memory_fraction, gm_policy *policy, gm_alloc **out, gm_err *err)
+{
+    *out = NULL;
+    if (memory_fraction < 0 || memory_fraction > 1)
+        return gm_errf(err, GM_EINVAL,
+                       "memory fraction %g is out of range; give a value in (0, 1]",
+                       memory_fraction);
+    gm_alloc *a = calloc(1, sizeof *a);
+    if (!a)
+        return gm_errf(err, GM_ENOMEM, "out of memory");
+    a->ops = ops;
+    a->dev = dev;
+    a->limits.max_split_size = UINT64_MAX;
+    a->limits.device_capacity = dev->capacity_bytes;
+    /* setMemoryFraction: allowed_memory_maximum = fraction * total memory */
+    if (memory_fraction > 0)
+        a->limits.memory_limit = (uint64_t)(memory_fraction * (double)dev->capacity_bytes);
+    a->policy = policy;
+    if (!a->policy) {
+        int rc = gm_policy_create("pytorch", &a->policy, err);
+        if (rc) {
+            free(a);
+            return rc;
+        }
+        a->owns_policy = 1;
+    }
+    int rc = ops->create(a, conf ? conf : "", err);
+    if (rc != GM_OK) {
+        if (a->owns_policy)
+            gm_policy_destroy(a->policy);
+        free(a);
+        return rc;
+    }
+    *out = a;
+    return GM_OK;
+}
+
+void gm_alloc_destroy(gm_alloc *a)
+{
+    if (!a)
+        return;
+    a->ops->destroy(a);
+    if (a->owns_policy)
+        gm_policy_destroy(a->policy);
+    free(a);
+}
+
+static void hook(gm_alloc *a, int op, uint64_t addr, uint64_t size, uint64_t stream, uint64_t now)
+{
+    if (a->seg_hook) {
+        gm_seg_event ev = {op, addr, size, stream, now};
+        a->seg_hook(a->seg_hook_ctx, &ev);
+    }
+}
+
+int gm_alloc_driver_malloc(gm_alloc *a, uint64_t bytes, uint64_t stream, uint64_t now,
+                           uint64_t *dptr)
+{
+    uint64_t ns = 0;
+    int rc = a->dev->ops->mem_alloc(a->dev, bytes, dptr, &ns);
+    a->c.driver_alloc_ns += ns;
+    if (rc != GM_OK)
+        return rc;
+    a->c.n_driver_alloc++;
+    a->c.reserved_bytes += bytes;
+    hook(a, GM_OP_SEGMENT_ALLOC, *dptr, bytes, stream, now);
+    return GM_OK;
+}
+
+void gm_alloc_driver_free(gm_alloc *a, uint64_t dptr, uint64_t bytes, uint64_t stream,
+                          uint64_t now)
+{
+    uint64_t ns = 0;
+    a->dev->ops->mem_free(a->dev, dptr, bytes, &ns);
+    a->c.driver_free_ns += ns;
+    a->c.n_driver_free++;
+    a->c.reserved_bytes -= bytes;
+    hook(a, GM_OP_SEGMENT_FREE, dptr, bytes, stream, now);
+}
+
+int gm_alloc_driver_map(gm_alloc *a, uint64_t va, uint64_t bytes, uint64_t stream, uint64_t now)
+{
+    uint64_t ns = 0;
+    int rc = a->dev->ops->mem_map(a->dev, va, bytes, &ns);
+    a->c.driver_alloc_ns += ns;
+    if (rc != GM_OK)
+        return rc;
+    a->c.n_driver_alloc++;
+    a->c.reserved_bytes += bytes;
+    hook(a, GM_OP_SEGMENT_ALLOC, va, bytes, stream, now);
+    return GM_OK;
+}
+
+void gm_alloc_driver_unmap(gm_alloc *a, uint64_t va, uint64_t bytes, uint64_t stream,
+                           uint64_t now)
+{
+    uint64_t ns = 0;
+    a->dev->ops->mem_unmap(a->dev, va, bytes, &ns);
+    a->c.driver_free_ns += ns;
+    a->c.n_driver_free++;
+    a->c.reserved_bytes -= bytes;
+    hook(a, GM_OP_SEGMENT_FREE, va, bytes, stream, now);
+}

@@ -1,0 +1,139 @@
+/*
+ * alloc.h - the allocator model interface.
+ *
+ * An allocator model (pytorch, direct, ...) is a const gm_alloc_ops found by
+ * name; an instance is a gm_alloc that belongs to one tenant. It gets driver
+ * memory only through the gm_device backend, and asks its release policy
+ * (policies/policy.h) what cached memory to give back and when.
+ *
+ * Counters (Q, A, R, driver calls) are kept up to date by the model on every
+ * call, so metrics.c can read them after each event without asking.
+ */
+#ifndef GM_ALLOC_H
+#define GM_ALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device.h"
+#include "traces/trace.h"
+#include "util.h"
+
+struct gm_policy;
+
+/* What an allocator instance has done so far; read by metrics.c. */
+typedef struct gm_alloc_counters {
+    uint64_t requested_bytes; /* Q: sum of live requested sizes          */
+    uint64_t allocated_bytes; /* A: sum of live block sizes (rounded)      */
+    uint64_t reserved_bytes;  /* R: memory held from the driver           */
+    uint64_t n_driver_alloc;  /* cudaMalloc / cuMemMap calls              */
+    uint64_t n_driver_free;   /* cudaFree / cuMemUnmap calls              */
+    uint64_t driver_alloc_ns; /* their modelled (or measured) time        */
+    uint64_t driver_free_ns;
+    uint64_t n_alloc_retries; /* mallocs that needed a release + retry    */
+    uint64_t n_cache_flushes; /* "release all cached" steps (PyTorch's release_cached_blocks) */
+    uint64_t released_bytes;  /* bytes given back by policy decisions     */
+} gm_alloc_counters;
+
+/* A driver-level event, reported to an optional hook (fidelity checks,
+ * gmreplay's logs). op is GM_OP_SEGMENT_ALLOC or GM_OP_SEGMENT_FREE. */
+typedef struct gm_seg_event {
+    int op;
+    uint64_t addr, size, stream;
+    uint64_t t_ns;
+} gm_seg_event;
+
+/* How a policy sees one segment. Never allocator internals beyond this. */
+typedef struct gm_seg_info {
+    uint64_t id;              /* opaque handle, valid until the next malloc/free/release */
+    uint64_t addr, size;      /* driver range (expandable: mapped bytes)   */
+    uint64_t stream;
+    uint8_t small_pool;       /* 1: small-block pool (<= 1 MiB requests)   */
+    uint8_t expandable;       /* 1: an expandable segment (VMM pages)      */
+    uint32_t n_blocks;        /* blocks in the segment                     */
+    uint32_t n_allocated;     /* of which allocated                        */
+    uint64_t allocated_bytes; /* bytes in allocated blocks                 */
+    uint64_t largest_free;    /* largest free block                        */
+    uint64_t releasable;      /* bytes a release would return now (whole free segment, or free pages) */
+    uint64_t last_use_ns;     /* last malloc/free of a block in it         */
+    uint64_t gc_age;          /* PyTorch's GC age of the whole-free block (pool lookups since it was freed) */
+    uint32_t category_mask;   /* 1<<gm_category of tensors that used it    */
+} gm_seg_info;
+
+/* Allocator settings a policy may read. */
+typedef struct gm_alloc_limits {
+    uint64_t max_split_size;       /* UINT64_MAX when unset                */
+    double gc_threshold;           /* 0 when unset                         */
+    uint64_t memory_limit;         /* per-process fraction * capacity, 0 = unset */
+    uint64_t device_capacity;
+} gm_alloc_limits;
+
+typedef struct gm_alloc gm_alloc;
+
+typedef struct gm_alloc_ops {
+    const char *name;
+    const char *summary;
+    int (*create)(gm_alloc *a, const char *conf, gm_err *err); /* fill a->impl */
+    void (*destroy)(gm_alloc *a); /* returns all memory to the device */
+    /* Allocate `size` requested bytes. GM_OK with *handle set, or GM_EOOM. */
+    int (*malloc)(gm_alloc *a, uint64_t size, uint64_t stream, uint8_t category, uint64_t now_ns,
+                  uint64_t *handle);
+    void (*free)(gm_alloc *a, uint64_t handle, uint64_t now_ns);
+    uint64_t (*largest_free)(gm_alloc *a); /* largest free cached block */
+    /* Rebuild memory alive before the first event: segments, then live blocks.
+     * For each live block, *handles[i] receives its handle (0 if rows[i] is a segment). */
+    int (*restore)(gm_alloc *a, const gm_init_row *rows, size_t n, uint64_t *handles, gm_err *err);
+    /* Policy view: fill up to cap infos, return the number of segments. */
+    size_t (*segments)(gm_alloc *a, gm_seg_info *buf, size_t cap);
+    /* Give back what segment `id` can release now; returns bytes released. */
+    uint64_t (*release)(gm_alloc *a, uint64_t id, uint64_t now_ns);
+    /* torch.cuda.empty_cache(): release every releasable segment. */
+    uint64_t (*empty_cache)(gm_alloc *a, uint64_t now_ns);
+    /* Rounded block size the model would use for a request (for reports/tests). */
+    uint64_t (*block_size)(gm_alloc *a, uint64_t size);
+} gm_alloc_ops;
+
+struct gm_alloc {
+    const gm_alloc_ops *ops;
+    void *impl;
+    gm_device *dev;
+    struct gm_policy *policy; /* release policy; never NULL once created */
+    int owns_policy;          /* created by gm_alloc_create (none was given) */
+    gm_alloc_counters c;
+    gm_alloc_limits limits;
+    void (*seg_hook)(void *ctx, const gm_seg_event *ev); /* optional */
+    void *seg_hook_ctx;
+    int tenant; /* index within the run, for multi-tenant scope */
+};
+
+const gm_alloc_ops *gm_alloc_find(const char *name); /* NULL if unknown */
+const char *gm_alloc_names(void);                    /* "pytorch, direct" */
+
+/* Create an allocator instance. memory_fraction 0 = unset (PyTorch's
+ * torch.cuda.set_per_process_memory_fraction). policy may be NULL (=pytorch). */
+int gm_alloc_create(const gm_alloc_ops *ops, gm_device *dev, const char *conf,
+                    double memory_fraction, struct gm_policy *policy, gm_alloc **out,
+                    gm_err *err);
+void gm_alloc_destroy(gm_alloc *a);
+
+/* Convenience wrappers used by policies (view the instance). */
+static inline size_t gm_alloc_segments(gm_alloc *a, gm_seg_info *buf, size_t cap)
+{
+    return a->ops->segments(a, buf, cap);
+}
+static inline uint64_t gm_alloc_release(gm_alloc *a, uint64_t id, uint64_t now_ns)
+{
+    return a->ops->release(a, id, now_ns);
+}
+
+/* Driver calls through the device, with accounting and the hook. Used by models. */
+int gm_alloc_driver_malloc(gm_alloc *a, uint64_t bytes, uint64_t stream, uint64_t now_ns,
+                           uint64_t *dptr);
+void gm_alloc_driver_free(gm_alloc *a, uint64_t dptr, uint64_t bytes, uint64_t stream,
+                          uint64_t now_ns);
+int gm_alloc_driver_map(gm_alloc *a, uint64_t va, uint64_t bytes, uint64_t stream,
+                        uint64_t now_ns);
+void gm_alloc_driver_unmap(gm_alloc *a, uint64_t va, uint64_t bytes, uint64_t stream,
+                           uint64_t now_ns);
+
+#endif

@@ -1,0 +1,36 @@
+/*
+ * alloc_conf.h - PYTORCH_CUDA_ALLOC_CONF, parsed as PyTorch parses it.
+ *
+ * Facts from PyTorch's c10/cuda/CUDAAllocatorConfig.{h,cpp} (v2.x): options
+ * are "key:value" pairs separated by ',' (or spaces); roundup_power2_divisions
+ * takes one power of two or a list "[256:1,512:2,>:8]" whose keys are sizes
+ * in MiB; max_split_size_mb must be > 20; garbage_collection_threshold must be
+ * in (0, 1); unknown keys are errors.
+ */
+#ifndef GM_ALLOC_CONF_H
+#define GM_ALLOC_CONF_H
+
+#include <stdint.h>
+
+#include "util.h"
+
+/* PyTorch splits rounding divisions into 16 power-of-two intervals from 1 MiB
+ * to 64 GiB (kRoundUpPowerOfTwoIntervals, kRoundUpPowerOfTwoStart). */
+#define GM_PT_ROUNDUP_INTERVALS 16
+
+typedef struct gm_pt_conf {
+    uint64_t max_split_size;              /* bytes; UINT64_MAX = unset (PyTorch default) */
+    uint64_t max_non_split_rounding_size; /* bytes; default kLargeBuffer (20 MiB) */
+    double gc_threshold;                  /* 0 = off */
+    int expandable_segments;              /* 0/1 */
+    int backend_async;                    /* backend:cudaMallocAsync */
+    uint64_t roundup_divisions[GM_PT_ROUNDUP_INTERVALS]; /* 0 = off */
+} gm_pt_conf;
+
+void gm_pt_conf_default(gm_pt_conf *c);
+/* Parse a PYTORCH_CUDA_ALLOC_CONF string ("" or NULL = defaults). */
+int gm_pt_conf_parse(const char *s, gm_pt_conf *c, gm_err *err);
+/* Canonical string form (for results and reports). */
+void gm_pt_conf_format(const gm_pt_conf *c, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,225 @@
+/*
+ * cmd_run.c - `gmsim run`: simulate trace(s) under one allocator and one
+ * release policy, print a summary table, optionally write JSON.
+ *
+ * Per-trace options (--offset, --repeat, --quota) apply to every trace that
+ * follows them on the command line, until given again:
+ *   gmsim run a.h5 --offset 2s b.h5 c.h5   (b and c start at 2 s)
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "engine.h"
+#include "reports/results.h"
+#include "run_opts.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: gmsim run [options] TRACE [[per-trace options] TRACE...]\n"
+            "\n"
+            "Replay allocation trace(s) on a simulated GPU and report peak live, allocated\n"
+            "and reserved memory, fragmentation, utilization, driver calls and OOMs.\n"
+            "Several traces share one device (multi-tenant).\n"
+            "\n");
+    gm_run_opts_help(f);
+    fprintf(f, "\n"
+               "output:\n"
+               "  --json FILE            write all metrics and the inputs that produced them\n"
+               "  -q, --quiet            no table on stdout\n"
+               "  -h, --help             this text\n"
+               "\n"
+               "example: gmsim run --policy pytorch --capacity 24GiB traces/bert.h5\n");
+}
+
+int gm_cmd_fail(const char *cmd, int code, const char *msg)
+{
+    fprintf(stderr, "gmsim %s: %s\n", cmd, msg);
+    return code == GM_EUSAGE ? 2 : 1;
+}
+
+static void pct(char *buf, size_t n, double v)
+{
+    snprintf(buf, n, "%.1f %%", v * 100.0);
+}
+
+static void print_series(const char *title, const gm_metrics *m)
+{
+    char q[32], a[32], r[32];
+    printf("  %-28s %12s %12s %12s\n", title, gm_fmt_bytes(m->peak_q, q, sizeof q),
+           gm_fmt_bytes(m->peak_a, a, sizeof a), gm_fmt_bytes(m->peak_r, r, sizeof r));
+}
+
+static void print_ooms(const gm_metrics *m)
+{
+    char b1[32], b2[32], b3[32], b4[32], b5[32];
+    size_t show = m->n_oom_kept < 5 ? m->n_oom_kept : 5;
+    for (size_t i = 0; i < show; i++) {
+        const gm_oom *o = &m->ooms[i];
+        printf("    OOM tenant %d event %llu%s at %s: %s requested; reserved %s, allocated %s, "
+               "largest free block %s, device used %s\n",
+               o->tenant, (unsigned long long)o->event_index, o->pass ? " (repeat pass)" : "",
+               gm_fmt_ns(o->t_ns, b5, sizeof b5), gm_fmt_bytes(o->size, b1, sizeof b1),
+               gm_fmt_bytes(o->reserved, b2, sizeof b2), gm_fmt_bytes(o->allocated, b3, sizeof b3),
+               gm_fmt_bytes(o->largest_free, b4, sizeof b4),
+               gm_fmt_bytes(o->device_used, b1, sizeof b1));
+    }
+    if (m->n_oom > show)
+        printf("    ... %llu more (all in --json)\n", (unsigned long long)(m->n_oom - show));
+}
+
+static void print_table(const gm_sim_config *cfg, const gm_sim_result *r)
+{
+    char b1[32], b2[32], p[32];
+    printf("gmsim run: %zu trace%s on a %s device (%s context overhead per tenant)\n",
+           r->n_tenants, r->n_tenants == 1 ? "" : "s",
+           gm_fmt_bytes(r->capacity_bytes, b1, sizeof b1),
+           gm_fmt_bytes(r->overhead_bytes, b2, sizeof b2));
+    printf("allocator %s, policy %s%s%s\n", r->allocator, r->policy,
+           r->policy_realizable ? "" : " (UNREALIZABLE: uses the future; a bound)",
+           r->on_oom_skip ? ", OOMs skipped" : "");
+    for (size_t i = 0; i < r->n_tenants; i++) {
+        const gm_tenant_result *t = &r->t[i];
+        printf("  [%zu] %s  (%s, %llu events, hash %s, alloc conf '%s'%s)\n", i, t->path,
+               t->source, (unsigned long long)t->trace_events, t->trace_hash, t->alloc_conf,
+               cfg->tenants[i].repeat > 1 ? ", repeated" : "");
+    }
+    printf("\n  %-28s %12s %12s %12s\n", "peak", "live (Q)", "allocated", "reserved");
+    if (r->n_tenants > 1)
+        for (size_t i = 0; i < r->n_tenants; i++) {
+            char name[48];
+            snprintf(name, sizeof name, "tenant %zu%s", i,
+                     r->t[i].status == GM_TENANT_ABORTED ? " (aborted)" : "");
+            print_series(name, &r->t[i].m);
+        }
+    print_series(r->n_tenants > 1 ? "device (all tenants)" : "", &r->device);
+    const gm_metrics *d = &r->device;
+    printf("\n");
+    pct(p, sizeof p, gm_metrics_fragmentation(d));
+    printf("  %-44s %s\n", "fragmentation (1 - peak A / peak R)", p);
+    pct(p, sizeof p, gm_metrics_frag_time_weighted(d));
+    printf("  %-44s %s\n", "fragmentation, time-weighted", p);
+    pct(p, sizeof p, gm_metrics_utilization(d));
+    printf("  %-44s %s\n", "utilization (time-weighted A / R)", p);
+    char p2[32];
+    pct(p, sizeof p, gm_metrics_ext_frag_mean(d));
+    pct(p2, sizeof p2, d->ext_frag_max);
+    printf("  %-44s %s mean, %s max\n", "external fragmentation (1 - largest free/(R-A))", p,
+           p2);
+    pct(p, sizeof p, (double)r->peak_device_used / (double)r->capacity_bytes);
+    printf("  %-44s %s (%s)\n", "peak device used (R + overhead) / capacity", p,
+           gm_fmt_bytes(r->peak_device_used, b1, sizeof b1));
+    uint64_t nm = 0, nf = 0, ns = 0;
+    for (size_t i = 0; i < r->n_tenants; i++) {
+        nm += r->t[i].c.n_driver_alloc;
+        nf += r->t[i].c.n_driver_free;
+        ns += r->t[i].c.driver_alloc_ns + r->t[i].c.driver_free_ns;
+    }
+    printf("  %-44s %llu malloc, %llu free, %s modelled\n", "driver calls",
+           (unsigned long long)nm, (unsigned long long)nf, gm_fmt_ns(ns, b1, sizeof b1));
+    printf("  %-44s %llu\n", "OOMs", (unsigned long long)d->n_oom);
+    print_ooms(d);
+    if (r->n_tenants > 1)
+        printf("  %-44s %zu of %zu\n", "tenants that ran to completion", gm_sim_completed(r),
+               r->n_tenants);
+    for (size_t i = 0; i < r->n_tenants; i++) {
+        const gm_tenant_result *t = &r->t[i];
+        if (t->init_live_bytes)
+            printf("  tenant %zu: %s alive before the first event (from /initial_state)\n", i,
+                   gm_fmt_bytes(t->init_live_bytes, b1, sizeof b1));
+        if (t->unknown_frees || t->live_reallocs)
+            printf("  tenant %zu: repaired %llu free(s) of unknown addresses, %llu "
+                   "re-allocation(s) of live addresses\n",
+                   i, (unsigned long long)t->unknown_frees, (unsigned long long)t->live_reallocs);
+        if (t->repeat_leftover_bytes)
+            printf("  tenant %zu: %s left allocated at pass ends were freed (--repeat)\n", i,
+                   gm_fmt_bytes(t->repeat_leftover_bytes, b1, sizeof b1));
+    }
+    double rate = r->wall_s > 0 ? (double)r->events / r->wall_s : 0;
+    printf("\n  simulated %llu events in %.3f s (%.1f M events/s)\n",
+           (unsigned long long)r->events, r->wall_s, rate / 1e6);
+}
+
+static void progress(void *ctx, uint64_t done)
+{
+    (void)ctx;
+    fprintf(stderr, "\r  %llu M events...", (unsigned long long)(done >> 20));
+}
+
+int cmd_run(int argc, char **argv)
+{
+    gm_run_opts o;
+    gm_run_opts_init(&o);
+    const char *json_path = NULL;
+    int quiet = 0;
+    enum { OPT_JSON = 1000 };
+    static const struct option extra[] = {
+        {"json", required_argument, NULL, OPT_JSON},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct option longopts[64];
+    gm_run_opts_longopts(longopts, 64, extra);
+    gm_err err = {0};
+    int c, rc = GM_OK;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "-qh", longopts, NULL)) != -1) {
+        if (c == 'h') {
+            usage(stdout);
+            gm_run_opts_free(&o);
+            return 0;
+        } else if (c == 'q') {
+            quiet = 1;
+        } else if (c == OPT_JSON) {
+            json_path = optarg;
+        } else if (c == '?' || c == ':') {
+            gm_run_opts_free(&o);
+            fprintf(stderr, "gmsim run: unknown option or missing value near '%s'; see 'gmsim "
+                            "run --help'\n",
+                    argv[optind - 1]);
+            return 2;
+        } else if ((rc = gm_run_opts_parse(&o, c, optarg, &err)) != GM_OK) {
+            gm_run_opts_free(&o);
+            return gm_cmd_fail("run", rc, err.msg);
+        }
+    }
+    if (o.n_tenants == 0) {
+        gm_run_opts_free(&o);
+        fprintf(stderr, "gmsim run: no trace given; e.g. gmsim run traces/bert.h5 (see --help)\n");
+        return 2;
+    }
+    gm_sim_config cfg;
+    gm_run_opts_config(&o, &cfg);
+    if (!quiet && isatty(2)) {
+        cfg.progress = progress;
+    }
+    gm_sim_result *r;
+    rc = gm_simulate(&cfg, &r, &err);
+    if (cfg.progress)
+        fprintf(stderr, "\r                         \r");
+    if (rc != GM_OK) {
+        gm_run_opts_free(&o);
+        return gm_cmd_fail("run", rc, err.msg);
+    }
+    if (!quiet)
+        print_table(&cfg, r);
+    if (json_path) {
+        json_t *j = gm_result_json(&cfg, r, "run");
+        rc = gm_json_write(j, json_path, &err);
+        json_decref(j);
+        if (rc != GM_OK) {
+            gm_sim_result_free(r);
+            gm_run_opts_free(&o);
+            return gm_cmd_fail("run", rc, err.msg);
+        }
+    }
+    gm_sim_result_free(r);
+    gm_run_opts_free(&o);
+    return 0;
+}

@@ -1,0 +1,616 @@
+/* engine.c - the discrete-event engine; see engine.h. */
+#include "engine.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "addrmap.h"
+#include "policies/policy.h"
+#include "traces/trace.h"
+
+#define CHUNK_EVENTS GM_TRACE_CHUNK_EVENTS
+#define PASS_GAP_NS 1000ull /* idle time between --repeat passes */
+#define SKIPPED 0ull        /* live-map value of an allocation skipped on OOM */
+
+typedef struct tenant {
+    int idx;
+    const gm_tenant_spec *spec;
+    gm_trace_reader *r;
+    gm_alloc *a;
+    gm_policy *pol;
+    gm_tenant_result *res;
+    gm_event *buf;
+    size_t nbuf, pos;
+    uint64_t index;     /* pass-local index of buf[pos]                */
+    uint32_t pass;
+    uint64_t t_first;   /* trace time of event 0                       */
+    uint64_t shift;     /* added to trace time: offset + pass shift    */
+    uint64_t t_last;    /* last effective time processed               */
+    uint64_t next_t;    /* effective time of buf[pos]; UINT64_MAX: done */
+    uint64_t timer_period, next_timer;
+    gm_addrmap live;    /* trace address key -> allocator handle       */
+    gm_addrmap pass_new;/* addresses allocated in this pass (only with --repeat) */
+    gm_hash hash;
+    int hashing; /* still hashing pass 0 */
+    int done;
+} tenant;
+
+typedef struct sim {
+    const gm_sim_config *cfg;
+    gm_device *dev;
+    tenant *t;
+    size_t n;
+    gm_sim_result *res;
+    uint64_t q, a, r; /* device totals */
+    uint64_t next_progress;
+} sim;
+
+/* ---------------- tenant lifecycle ---------------- */
+
+static void hook_trampoline(void *ctx, const gm_seg_event *ev);
+
+typedef struct hook_ctx {
+    const gm_sim_config *cfg;
+    int tenant;
+} hook_ctx;
+
+static int refill(sim *s, tenant *t, gm_err *err);
+static int retire(sim *s, tenant *t, uint64_t now, int status, gm_err *err);
+
+static const char *conf_for(const gm_sim_config *cfg, const gm_trace_meta *meta)
+{
+    if (cfg->alloc_conf)
+        return cfg->alloc_conf;
+    return meta->alloc_conf ? meta->alloc_conf : "";
+}
+
+static int tenant_open(sim *s, tenant *t, gm_err *err)
+{
+    const gm_sim_config *cfg = s->cfg;
+    int rc = gm_trace_open(t->spec->path, &t->r, err);
+    if (rc)
+        return rc;
+    const gm_trace_meta *meta = gm_trace_meta_get(t->r);
+    gm_tenant_result *res = t->res;
+    snprintf(res->path, sizeof res->path, "%s", t->spec->path);
+    snprintf(res->source, sizeof res->source, "%s", meta->source ? meta->source : "");
+    res->trace_events = gm_trace_nevents(t->r);
+    gm_hash_init(&t->hash);
+    gm_hash_bytes(&t->hash, res->source, strlen(res->source));
+    t->hashing = 1;
+    const char *conf = conf_for(cfg, meta);
+    snprintf(res->alloc_conf, sizeof res->alloc_conf, "%s", conf);
+
+    rc = gm_policy_create(cfg->policy ? cfg->policy : "pytorch", &t->pol, err);
+    if (rc)
+        return rc;
+    const gm_alloc_ops *ops = gm_alloc_find(cfg->allocator ? cfg->allocator : "pytorch");
+    if (!ops)
+        return gm_errf(err, GM_EINVAL, "--allocator '%s': unknown allocator; choose one of: %s",
+                       cfg->allocator, gm_alloc_names());
+    rc = gm_alloc_create(ops, s->dev, conf, cfg->memory_fraction, t->pol, &t->a, err);
+    if (rc) {
+        if (!cfg->alloc_conf && conf[0]) { /* the trace's own settings failed */
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            return gm_errf(err, rc,
+                           "%s: its recorded allocator settings do not parse (%s); override "
+                           "them with --alloc-conf ''",
+                           t->spec->path, msg);
+        }
+        return rc;
+    }
+    if (t->spec->quota_bytes &&
+        (!t->a->limits.memory_limit || t->spec->quota_bytes < t->a->limits.memory_limit))
+        t->a->limits.memory_limit = t->spec->quota_bytes;
+    t->a->tenant = t->idx;
+    if (cfg->seg_hook) {
+        hook_ctx *hc = malloc(sizeof *hc);
+        if (!hc)
+            return gm_errf(err, GM_ENOMEM, "out of memory");
+        hc->cfg = cfg;
+        hc->tenant = t->idx;
+        t->a->seg_hook = hook_trampoline;
+        t->a->seg_hook_ctx = hc;
+    }
+    if (gm_device_add_context(s->dev, cfg->overhead_bytes) != GM_OK)
+        return gm_errf(err, GM_EOOM,
+                       "%s: the CUDA context overhead (%" PRIu64 " bytes per tenant) does not "
+                       "fit on the device; give a larger --capacity or a smaller --overhead",
+                       t->spec->path, cfg->overhead_bytes);
+    if (gm_addrmap_init(&t->live, 1024) || gm_addrmap_init(&t->pass_new, 16))
+        return gm_errf(err, GM_ENOMEM, "out of memory");
+    t->buf = malloc(CHUNK_EVENTS * sizeof *t->buf);
+    if (!t->buf)
+        return gm_errf(err, GM_ENOMEM, "out of memory");
+    const gm_policy_ops *po = t->pol->ops;
+    t->timer_period = po->timer_period_ns ? po->timer_period_ns(t->pol->state) : 0;
+    return GM_OK;
+}
+
+static void hook_trampoline(void *ctx, const gm_seg_event *ev)
+{
+    const hook_ctx *hc = ctx;
+    hc->cfg->seg_hook(hc->cfg->seg_hook_ctx, hc->tenant, ev);
+}
+
+/* Rebuild /initial_state in the allocator and the live map. */
+static int tenant_restore(sim *s, tenant *t, gm_err *err)
+{
+    gm_init_row *rows = NULL;
+    size_t n = 0;
+    int rc = gm_trace_read_initial(t->r, &rows, &n, err);
+    if (rc || n == 0) {
+        free(rows);
+        return rc;
+    }
+    uint64_t *handles = calloc(n, sizeof *handles);
+    if (!handles) {
+        free(rows);
+        return gm_errf(err, GM_ENOMEM, "out of memory");
+    }
+    rc = t->a->ops->restore(t->a, rows, n, handles, err);
+    for (size_t i = 0; rc == GM_OK && i < n; i++) {
+        if (rows[i].kind == GM_INIT_SEGMENT) {
+            t->res->init_reserved_bytes += rows[i].size;
+            continue;
+        }
+        t->res->init_live_bytes += rows[i].size;
+        uint64_t key = gm_addrmap_key(rows[i].addr);
+        if (gm_addrmap_get(&t->live, key))
+            rc = gm_errf(err, GM_EINVAL,
+                         "%s: /initial_state lists address 0x%" PRIx64 " twice; re-import the "
+                         "trace",
+                         t->spec->path, rows[i].addr);
+        else if (gm_addrmap_put(&t->live, key, handles[i]))
+            rc = gm_errf(err, GM_ENOMEM, "out of memory");
+    }
+    if (rc && rc != GM_ENOMEM && !strstr(err->msg, t->spec->path)) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        gm_errf(err, rc, "%s: %s", t->spec->path, msg);
+    }
+    free(handles);
+    free(rows);
+    (void)s;
+    return rc;
+}
+
+/* Free the allocations listed in `which` (the live map itself, or the
+ * addresses allocated in this pass) that are still live. */
+static void free_live(tenant *t, gm_addrmap *which, uint64_t now)
+{
+    for (size_t i = 0; i <= which->mask; i++) {
+        uint64_t key = which->slots[i].key, h;
+        if (!key)
+            continue;
+        if (which == &t->live)
+            h = which->slots[i].val;
+        else if (!gm_addrmap_del(&t->live, key, &h))
+            continue; /* freed during the pass */
+        if (h != SKIPPED)
+            t->a->ops->free(t->a, h, now);
+    }
+}
+
+static void tenant_close(tenant *t)
+{
+    if (t->a) {
+        if (t->a->seg_hook_ctx)
+            free(t->a->seg_hook_ctx);
+        t->a->seg_hook = NULL;
+        if (t->live.slots)
+            free_live(t, &t->live, t->t_last);
+        gm_alloc_destroy(t->a);
+        t->a = NULL;
+    }
+    gm_policy_destroy(t->pol);
+    t->pol = NULL;
+    gm_trace_close(t->r);
+    t->r = NULL;
+    gm_addrmap_free(&t->live);
+    gm_addrmap_free(&t->pass_new);
+    free(t->buf);
+    t->buf = NULL;
+}
+
+/* ---------------- event flow ---------------- */
+
+static void finish_hash(tenant *t)
+{
+    if (!t->hashing)
+        return;
+    t->hashing = 0;
+    uint64_t h = gm_hash_final(&t->hash);
+    snprintf(t->res->trace_hash, sizeof t->res->trace_hash, "%016" PRIx64, h);
+}
+
+static void hash_chunk(tenant *t)
+{
+    for (size_t i = 0; i < t->nbuf; i++) {
+        const gm_event *e = &t->buf[i];
+        gm_hash_u64(&t->hash, e->t_ns);
+        gm_hash_u64(&t->hash, e->addr);
+        gm_hash_u64(&t->hash, e->size);
+        gm_hash_u64(&t->hash, e->stream ^ ((uint64_t)e->op << 56) ^ ((uint64_t)e->category << 48) ^
+                                  ((uint64_t)e->phase << 40));
+    }
+}
+
+/* An aborted tenant still hashes the rest of its trace (reproducibility). */
+static int drain_hash(tenant *t, gm_err *err)
+{
+    while (t->hashing) {
+        int64_t n = gm_trace_read(t->r, t->buf, CHUNK_EVENTS, err);
+        if (n < 0)
+            return (int)n;
+        if (n == 0) {
+            finish_hash(t);
+            break;
+        }
+        t->nbuf = (size_t)n;
+        hash_chunk(t);
+    }
+    return GM_OK;
+}
+
+static void set_next(tenant *t)
+{
+    t->next_t = t->pos < t->nbuf ? t->buf[t->pos].t_ns + t->shift : UINT64_MAX;
+}
+
+/* End of a pass: start the next one, or finish. */
+static int end_pass(sim *s, tenant *t, gm_err *err)
+{
+    finish_hash(t);
+    if (t->pass + 1 >= t->spec->repeat)
+        return retire(s, t, t->t_last, GM_TENANT_COMPLETED, err);
+    /* memory this pass allocated and never freed is given back, so each pass
+     * starts from the same state (see docs: --repeat) */
+    uint64_t before = t->a->c.requested_bytes;
+    free_live(t, &t->pass_new, t->t_last);
+    t->res->repeat_leftover_bytes += before - t->a->c.requested_bytes;
+    gm_addrmap_clear(&t->pass_new);
+    int rc = gm_trace_rewind(t->r);
+    if (rc)
+        return gm_errf(err, rc, "%s: cannot rewind for --repeat", t->spec->path);
+    t->pass++;
+    t->index = 0;
+    t->shift = t->t_last + PASS_GAP_NS - t->t_first;
+    t->nbuf = t->pos = 0;
+    return refill(s, t, err);
+}
+
+static int refill(sim *s, tenant *t, gm_err *err)
+{
+    int64_t n = gm_trace_read(t->r, t->buf, CHUNK_EVENTS, err);
+    if (n < 0)
+        return (int)n;
+    t->nbuf = (size_t)n;
+    t->pos = 0;
+    if (n == 0)
+        return end_pass(s, t, err);
+    if (t->hashing)
+        hash_chunk(t);
+    set_next(t);
+    return GM_OK;
+}
+
+static void update_device(sim *s, uint64_t t_ns, const gm_alloc_counters *before,
+                          const gm_alloc_counters *after)
+{
+    s->q += after->requested_bytes - before->requested_bytes;
+    s->a += after->allocated_bytes - before->allocated_bytes;
+    s->r += after->reserved_bytes - before->reserved_bytes;
+    gm_metrics *d = &s->res->device;
+    if (gm_metrics_step(d, t_ns, s->q, s->a, s->r)) {
+        uint64_t lf = 0;
+        for (size_t i = 0; i < s->n; i++)
+            if (s->t[i].a) {
+                uint64_t x = s->t[i].a->ops->largest_free(s->t[i].a);
+                lf = x > lf ? x : lf;
+            }
+        gm_metrics_ext_sample(d, lf);
+    }
+    uint64_t used = s->dev->used_bytes + s->dev->overhead_bytes;
+    if (used > s->res->peak_device_used)
+        s->res->peak_device_used = used;
+}
+
+static void tenant_step_metrics(tenant *t, uint64_t now)
+{
+    gm_alloc *a = t->a;
+    if (gm_metrics_step(&t->res->m, now, a->c.requested_bytes, a->c.allocated_bytes,
+                        a->c.reserved_bytes))
+        gm_metrics_ext_sample(&t->res->m, a->ops->largest_free(a));
+}
+
+/* A job that ends, or dies on OOM, gives all its memory back to the device
+ * (cached or not), so other tenants can use it. */
+static int retire(sim *s, tenant *t, uint64_t now, int status, gm_err *err)
+{
+    gm_alloc_counters held = t->a->c;
+    t->res->c = held;
+    free_live(t, &t->live, now);
+    gm_addrmap_clear(&t->live);
+    gm_metrics_step(&t->res->m, now, 0, 0, 0);
+    void *hc = t->a->seg_hook_ctx;
+    gm_alloc_destroy(t->a);
+    free(hc);
+    t->a = NULL;
+    gm_device_remove_context(s->dev, s->cfg->overhead_bytes);
+    static const gm_alloc_counters none;
+    update_device(s, now, &held, &none);
+    t->res->status = status;
+    if (status == GM_TENANT_ABORTED)
+        t->res->abort_t_ns = now;
+    t->done = 1;
+    t->next_t = UINT64_MAX;
+    return drain_hash(t, err);
+}
+
+/* Record the OOM; *abort says whether the tenant must stop. */
+static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort, gm_err *err)
+{
+    gm_alloc *a = t->a;
+    gm_oom o = {
+        .t_ns = now,
+        .event_index = t->index,
+        .pass = t->pass,
+        .tenant = t->idx,
+        .size = e->size,
+        .reserved = a->c.reserved_bytes,
+        .allocated = a->c.allocated_bytes,
+        .largest_free = a->ops->largest_free(a),
+        .device_used = s->dev->used_bytes + s->dev->overhead_bytes,
+        .device_capacity = s->dev->capacity_bytes,
+    };
+    gm_metrics_oom(&t->res->m, &o);
+    gm_metrics_oom(&s->res->device, &o);
+    if (!s->cfg->on_oom_skip) {
+        *abort = 1;
+        return GM_OK;
+    }
+    if (gm_addrmap_put(&t->live, gm_addrmap_key(e->addr), SKIPPED))
+        return gm_errf(err, GM_ENOMEM, "out of memory");
+    return GM_OK;
+}
+
+static int do_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort,
+                    gm_err *err)
+{
+    uint64_t key = gm_addrmap_key(e->addr);
+    uint64_t *old = gm_addrmap_get(&t->live, key);
+    if (old) {
+        if (!s->cfg->lenient)
+            return gm_errf(err, GM_EINVAL,
+                           "%s: event %" PRIu64 ": allocation at address 0x%" PRIx64
+                           " which is still live (its free is missing); fix the trace or pass "
+                           "--lenient to free the old allocation first and count it",
+                           t->spec->path, t->index, e->addr);
+        t->res->live_reallocs++;
+        uint64_t h;
+        gm_addrmap_del(&t->live, key, &h);
+        if (h != SKIPPED)
+            t->a->ops->free(t->a, h, now);
+    }
+    uint64_t h;
+    if (t->a->ops->malloc(t->a, e->size, e->stream, e->category, now, &h) != GM_OK)
+        return on_oom(s, t, e, now, abort, err);
+    if (gm_addrmap_put(&t->live, key, h))
+        return gm_errf(err, GM_ENOMEM, "out of memory");
+    if (t->spec->repeat > 1 && gm_addrmap_put(&t->pass_new, key, 1))
+        return gm_errf(err, GM_ENOMEM, "out of memory");
+    return GM_OK;
+}
+
+static int do_free(sim *s, tenant *t, const gm_event *e, uint64_t now, gm_err *err)
+{
+    uint64_t key = gm_addrmap_key(e->addr), h;
+    if (!gm_addrmap_del(&t->live, key, &h)) {
+        /* in later passes, frees of blocks that existed before event 0 have
+         * nothing to free: the first pass already did */
+        if (!s->cfg->lenient && t->pass == 0)
+            return gm_errf(err, GM_EINVAL,
+                           "%s: event %" PRIu64 ": free of address 0x%" PRIx64
+                           " which is not live (never allocated, or already freed: a double "
+                           "free); fix the trace, or pass --lenient to skip and count such frees",
+                           t->spec->path, t->index, e->addr);
+        t->res->unknown_frees++;
+        return GM_OK;
+    }
+    if (t->spec->repeat > 1)
+        gm_addrmap_del(&t->pass_new, key, NULL);
+    if (h != SKIPPED)
+        t->a->ops->free(t->a, h, now);
+    return GM_OK;
+}
+
+static void fire_timers(tenant *t, uint64_t upto)
+{
+    while (t->timer_period && t->next_timer <= upto) {
+        t->pol->ops->on_timer(t->pol->state, t->a, t->next_timer);
+        t->next_timer += t->timer_period;
+    }
+}
+
+/* Process the tenant's next event. */
+static int step(sim *s, tenant *t, gm_err *err)
+{
+    const gm_event *e = &t->buf[t->pos];
+    uint64_t now = t->next_t;
+    gm_alloc_counters before = t->a->c;
+    if (t->timer_period)
+        fire_timers(t, now);
+    int rc = GM_OK, abort = 0;
+    switch (e->op) {
+    case GM_OP_ALLOC:
+        rc = do_alloc(s, t, e, now, &abort, err);
+        break;
+    case GM_OP_FREE:
+        rc = do_free(s, t, e, now, err);
+        break;
+    default: /* the recorded allocator's own decisions: the model makes its own */
+        t->res->recorded_segment_events++;
+        break;
+    }
+    if (rc)
+        return rc;
+    t->res->events_done++;
+    s->res->events++;
+    t->t_last = now;
+    tenant_step_metrics(t, now);
+    update_device(s, now, &before, &t->a->c);
+    if (abort)
+        return retire(s, t, now, GM_TENANT_ABORTED, err);
+    t->pos++;
+    t->index++;
+    if (t->pos < t->nbuf) {
+        t->next_t = t->buf[t->pos].t_ns + t->shift;
+        return GM_OK;
+    }
+    return refill(s, t, err);
+}
+
+static tenant *next_tenant(sim *s)
+{
+    tenant *best = NULL;
+    for (size_t i = 0; i < s->n; i++)
+        if (!s->t[i].done && (!best || s->t[i].next_t < best->next_t))
+            best = &s->t[i];
+    return best;
+}
+
+/* ---------------- run ---------------- */
+
+static int setup(sim *s, gm_err *err)
+{
+    const gm_sim_config *cfg = s->cfg;
+    uint64_t cap = cfg->capacity_bytes;
+    for (size_t i = 0; i < s->n; i++) {
+        tenant *t = &s->t[i];
+        t->idx = (int)i;
+        t->spec = &cfg->tenants[i];
+        t->res = &s->res->t[i];
+        if (t->spec->repeat == 0)
+            return gm_errf(err, GM_EINVAL, "%s: --repeat must be at least 1", t->spec->path);
+    }
+    /* the device comes first: capacity defaults to the first trace's card */
+    gm_trace_reader *r0;
+    int rc = gm_trace_open(cfg->tenants[0].path, &r0, err);
+    if (rc)
+        return rc;
+    if (!cap)
+        cap = gm_trace_meta_get(r0)->device_total_bytes;
+    gm_trace_close(r0);
+    if (!cap)
+        return gm_errf(err, GM_EINVAL,
+                       "%s does not record the device's memory size; give one with "
+                       "--capacity (e.g. --capacity 80GiB)",
+                       cfg->tenants[0].path);
+    rc = gm_device_model_create(cap, &cfg->latency, &s->dev, err);
+    if (rc)
+        return rc;
+    s->res->capacity_bytes = cap;
+    s->res->overhead_bytes = cfg->overhead_bytes;
+    for (size_t i = 0; i < s->n; i++) {
+        tenant *t = &s->t[i];
+        if ((rc = tenant_open(s, t, err)))
+            return rc;
+        gm_metrics_init(&t->res->m);
+    }
+    gm_policy *p0 = s->t[0].pol;
+    snprintf(s->res->policy, sizeof s->res->policy, "%s%s%s", p0->ops->name,
+             p0->params[0] ? ":" : "", p0->params);
+    s->res->policy_realizable = p0->ops->realizable;
+    snprintf(s->res->allocator, sizeof s->res->allocator, "%s", s->t[0].a->ops->name);
+    for (size_t i = 0; i < s->n; i++) {
+        tenant *t = &s->t[i];
+        if ((rc = refill(s, t, err)))
+            return rc;
+        if (t->done) /* an empty trace */
+            continue;
+        t->t_first = t->nbuf ? t->buf[0].t_ns : 0;
+        t->shift = t->spec->offset_ns;
+        set_next(t);
+        gm_alloc_counters before = t->a->c;
+        if ((rc = tenant_restore(s, t, err)))
+            return rc;
+        uint64_t t0 = t->nbuf ? t->next_t : t->spec->offset_ns;
+        t->t_last = t0;
+        t->next_timer = t0 + t->timer_period;
+        tenant_step_metrics(t, t0);
+        update_device(s, t0, &before, &t->a->c);
+    }
+    return GM_OK;
+}
+
+int gm_simulate(const gm_sim_config *cfg, gm_sim_result **out, gm_err *err)
+{
+    *out = NULL;
+    if (cfg->n_tenants == 0)
+        return gm_errf(err, GM_EUSAGE, "no trace given");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    sim s = {.cfg = cfg, .n = cfg->n_tenants};
+    s.res = calloc(1, sizeof *s.res);
+    s.t = calloc(s.n, sizeof *s.t);
+    if (s.res)
+        s.res->t = calloc(s.n, sizeof *s.res->t);
+    if (!s.res || !s.t || !s.res->t) {
+        free(s.t);
+        gm_sim_result_free(s.res);
+        return gm_errf(err, GM_ENOMEM, "out of memory");
+    }
+    s.res->n_tenants = s.n;
+    s.res->memory_fraction = cfg->memory_fraction;
+    s.res->on_oom_skip = cfg->on_oom_skip;
+    gm_metrics_init(&s.res->device);
+    s.next_progress = 1u << 20;
+    int rc = setup(&s, err);
+    while (rc == GM_OK) {
+        tenant *t = s.n == 1 ? (s.t[0].done ? NULL : &s.t[0]) : next_tenant(&s);
+        if (!t)
+            break;
+        rc = step(&s, t, err);
+        if (cfg->progress && s.res->events >= s.next_progress) {
+            cfg->progress(cfg->progress_ctx, s.res->events);
+            s.next_progress += 1u << 20;
+        }
+    }
+    for (size_t i = 0; i < s.n; i++) {
+        tenant *t = &s.t[i];
+        if (t->a)
+            t->res->c = t->a->c;
+        tenant_close(t);
+    }
+    gm_device_destroy(s.dev);
+    free(s.t);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    s.res->wall_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    if (rc != GM_OK) {
+        gm_sim_result_free(s.res);
+        return rc;
+    }
+    *out = s.res;
+    return GM_OK;
+}
+
+void gm_sim_result_free(gm_sim_result *r)
+{
+    if (!r)
+        return;
+    free(r->t);
+    free(r);
+}
+
+size_t gm_sim_completed(const gm_sim_result *r)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_tenants; i++)
+        n += r->t[i].status == GM_TENANT_COMPLETED;
+    return n;
+}

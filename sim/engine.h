@@ -1,0 +1,91 @@
+/*
+ * engine.h - the discrete-event engine: replays one or more traces (tenants)
+ * on one simulated device, in global time order, each tenant with its own
+ * allocator instance and release policy.
+ *
+ * Events: every trace row of every tenant (shifted by the tenant's offset and
+ * its --repeat pass), plus each policy's timer ticks. Ties in time go to the
+ * lower tenant index, timers before trace events, so a run is deterministic.
+ *
+ * Memory: each tenant holds one chunk of events and a map of its live
+ * allocations; nothing grows with trace length.
+ */
+#ifndef GM_ENGINE_H
+#define GM_ENGINE_H
+
+#include <stdint.h>
+
+#include "alloc.h"
+#include "device.h"
+#include "metrics.h"
+#include "util.h"
+
+typedef struct gm_tenant_spec {
+    const char *path;
+    uint64_t offset_ns;   /* start time on the device                       */
+    uint32_t repeat;      /* passes over the trace (>= 1)                   */
+    uint64_t quota_bytes; /* cap on this tenant's reserved bytes (0 = none) */
+} gm_tenant_spec;
+
+typedef struct gm_sim_config {
+    const gm_tenant_spec *tenants;
+    size_t n_tenants;
+    const char *allocator;  /* "pytorch" (default) or "direct"                 */
+    const char *alloc_conf; /* PYTORCH_CUDA_ALLOC_CONF; NULL = the trace's own */
+    const char *policy;     /* "NAME[:k=v,...]", NULL = "pytorch"               */
+    double memory_fraction; /* 0 = unset                                        */
+    uint64_t capacity_bytes;/* 0 = the first trace's device_total_bytes         */
+    uint64_t overhead_bytes;/* context overhead per tenant                      */
+    gm_latency latency;
+    int on_oom_skip; /* 1: skip the failing allocation; 0: abort the tenant  */
+    int lenient;     /* count and skip frees of unknown addresses             */
+    /* optional: every driver call of every tenant (fidelity, logs) */
+    void (*seg_hook)(void *ctx, int tenant, const gm_seg_event *ev);
+    void *seg_hook_ctx;
+    /* optional: called about every million events */
+    void (*progress)(void *ctx, uint64_t events_done);
+    void *progress_ctx;
+} gm_sim_config;
+
+enum gm_tenant_status { GM_TENANT_COMPLETED = 0, GM_TENANT_ABORTED = 1 };
+
+typedef struct gm_tenant_result {
+    char path[512];
+    char source[64];
+    char trace_hash[17]; /* 16 hex digits over metadata + events */
+    char alloc_conf[256];/* the configuration this tenant ran with */
+    uint64_t trace_events;
+    uint64_t events_done;
+    int status;                 /* enum gm_tenant_status                   */
+    uint64_t abort_t_ns;        /* when it aborted (OOM)                   */
+    uint64_t init_live_bytes;   /* requested bytes alive before event 0    */
+    uint64_t init_reserved_bytes;
+    uint64_t unknown_frees;     /* --lenient repairs, and later-pass frees of pre-existing blocks */
+    uint64_t live_reallocs;     /* --lenient: alloc of an address still live */
+    uint64_t recorded_segment_events; /* segment_* rows in the trace (not replayed) */
+    uint64_t repeat_leftover_bytes;   /* freed at pass ends (allocated, never freed, in a pass) */
+    gm_metrics m;
+    gm_alloc_counters c;
+} gm_tenant_result;
+
+typedef struct gm_sim_result {
+    size_t n_tenants;
+    gm_tenant_result *t;
+    gm_metrics device; /* Q, A, R summed over tenants */
+    uint64_t capacity_bytes, overhead_bytes, peak_device_used;
+    char allocator[32];
+    char policy[320];
+    int policy_realizable;
+    double memory_fraction;
+    int on_oom_skip;
+    uint64_t events; /* trace events processed, all tenants */
+    double wall_s;
+} gm_sim_result;
+
+int gm_simulate(const gm_sim_config *cfg, gm_sim_result **out, gm_err *err);
+void gm_sim_result_free(gm_sim_result *r);
+
+/* Completed tenants. */
+size_t gm_sim_completed(const gm_sim_result *r);
+
+#endif

@@ -1,0 +1,153 @@
+/* metrics.c - see metrics.h for what each number means. */
+#include "metrics.h"
+
+#include <string.h>
+
+#define INITIAL_WIDTH_NS 1000ull
+
+void gm_metrics_init(gm_metrics *m)
+{
+    memset(m, 0, sizeof *m);
+    m->tl.width_ns = INITIAL_WIDTH_NS;
+    m->ext_frag_max = 0;
+}
+
+static void bucket_reset(gm_tl_point *p, uint64_t t, uint64_t q, uint64_t a, uint64_t r)
+{
+    p->t_ns = t;
+    p->q_max = p->q_end = q;
+    p->a_max = p->a_end = a;
+    p->r_max = p->r_end = r;
+    p->ext_frag = -1;
+}
+
+/* Halve the resolution: merge bucket pairs, double the width. */
+static void tl_coarsen(gm_timeline *tl)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < tl->n; i += 2, n++) {
+        gm_tl_point m = tl->p[i];
+        if (i + 1 < tl->n) {
+            const gm_tl_point *b = &tl->p[i + 1];
+            m.q_max = m.q_max > b->q_max ? m.q_max : b->q_max;
+            m.a_max = m.a_max > b->a_max ? m.a_max : b->a_max;
+            m.r_max = m.r_max > b->r_max ? m.r_max : b->r_max;
+            m.q_end = b->q_end;
+            m.a_end = b->a_end;
+            m.r_end = b->r_end;
+            if (b->ext_frag > m.ext_frag)
+                m.ext_frag = b->ext_frag;
+        }
+        tl->p[n] = m;
+    }
+    tl->n = n;
+    tl->width_ns *= 2;
+}
+
+static int tl_add(gm_timeline *tl, uint64_t t, uint64_t q, uint64_t a, uint64_t r)
+{
+    if (tl->n == 0) {
+        tl->t0 = t;
+        tl->n = 1;
+        bucket_reset(&tl->p[0], t, q, a, r);
+        return 1;
+    }
+    uint64_t idx = (t - tl->t0) / tl->width_ns;
+    while (idx >= GM_TIMELINE_POINTS) {
+        tl_coarsen(tl);
+        idx = (t - tl->t0) / tl->width_ns;
+    }
+    int fresh = 0;
+    while (tl->n <= idx) { /* quiet buckets carry the last state */
+        gm_tl_point *prev = &tl->p[tl->n - 1];
+        bucket_reset(&tl->p[tl->n], tl->t0 + tl->n * tl->width_ns, prev->q_end, prev->a_end,
+                     prev->r_end);
+        tl->n++;
+        fresh = 1;
+    }
+    gm_tl_point *p = &tl->p[idx];
+    if (q > p->q_max)
+        p->q_max = q;
+    if (a > p->a_max)
+        p->a_max = a;
+    if (r > p->r_max)
+        p->r_max = r;
+    p->q_end = q;
+    p->a_end = a;
+    p->r_end = r;
+    return fresh;
+}
+
+int gm_metrics_step(gm_metrics *m, uint64_t t, uint64_t q, uint64_t a, uint64_t r)
+{
+    if (!m->started) {
+        m->started = 1;
+        m->t_first = m->t_last = t;
+    }
+    if (t > m->t_last) {
+        double dt = (double)(t - m->t_last);
+        m->int_a += (double)m->a * dt;
+        m->int_r += (double)m->r * dt;
+        m->t_last = t;
+    }
+    m->q = q;
+    m->a = a;
+    m->r = r;
+    m->n_events++;
+    if (q > m->peak_q) {
+        m->peak_q = q;
+        m->peak_q_t = t;
+    }
+    if (a > m->peak_a)
+        m->peak_a = a;
+    if (r > m->peak_r) {
+        m->peak_r = r;
+        m->peak_r_t = t;
+    }
+    return tl_add(&m->tl, t, q, a, r);
+}
+
+void gm_metrics_ext_sample(gm_metrics *m, uint64_t largest_free)
+{
+    if (m->r <= m->a)
+        return; /* nothing cached: external fragmentation undefined */
+    float f = (float)(1.0 - (double)largest_free / (double)(m->r - m->a));
+    m->ext_frag_sum += f;
+    m->ext_frag_n++;
+    if (f > m->ext_frag_max)
+        m->ext_frag_max = f;
+    if (m->tl.n) {
+        gm_tl_point *p = &m->tl.p[m->tl.n - 1];
+        if (f > p->ext_frag)
+            p->ext_frag = f;
+    }
+}
+
+void gm_metrics_oom(gm_metrics *m, const gm_oom *o)
+{
+    m->n_oom++;
+    if (m->n_oom_kept < GM_OOM_RECORDS)
+        m->ooms[m->n_oom_kept++] = *o;
+}
+
+double gm_metrics_fragmentation(const gm_metrics *m)
+{
+    return m->peak_r ? 1.0 - (double)m->peak_a / (double)m->peak_r : 0.0;
+}
+
+double gm_metrics_utilization(const gm_metrics *m)
+{
+    if (m->int_r > 0)
+        return m->int_a / m->int_r;
+    return m->r ? (double)m->a / (double)m->r : 0.0; /* zero-length run */
+}
+
+double gm_metrics_frag_time_weighted(const gm_metrics *m)
+{
+    return m->int_r > 0 || m->r ? 1.0 - gm_metrics_utilization(m) : 0.0;
+}
+
+double gm_metrics_ext_frag_mean(const gm_metrics *m)
+{
+    return m->ext_frag_n ? m->ext_frag_sum / (double)m->ext_frag_n : 0.0;
+}

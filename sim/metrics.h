@@ -1,0 +1,81 @@
+/*
+ * metrics.h - every number gmsim reports, computed in one place (DESIGN §6).
+ *
+ * At each instant: requested Q (live requested bytes), allocated A (live
+ * blocks, rounded), reserved R (held from the driver). A gm_metrics follows
+ * one series (a tenant, or the whole device) event by event:
+ *  - peaks of Q ("peak live bytes": no allocator can reserve less), A, R;
+ *  - fragmentation = 1 - peak A / peak R (GMLake's definition);
+ *  - utilization = time-weighted A / R = integral(A dt) / integral(R dt), and
+ *    time-weighted fragmentation = 1 - utilization;
+ *  - external fragmentation at an instant = 1 - largest free block / (R - A),
+ *    sampled once per timeline bucket and at every OOM;
+ *  - OOMs with their context; a bounded timeline (GM_TIMELINE_POINTS buckets
+ *    whose width doubles as the run grows) for charts.
+ * Driver calls and their time come from the allocator counters (alloc.h).
+ */
+#ifndef GM_METRICS_H
+#define GM_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GM_TIMELINE_POINTS 1024
+#define GM_OOM_RECORDS 256 /* OOMs kept in detail; all are counted */
+
+typedef struct gm_tl_point {
+    uint64_t t_ns;                 /* bucket start                               */
+    uint64_t q_max, a_max, r_max;  /* maxima within the bucket                   */
+    uint64_t q_end, a_end, r_end;  /* values at the end of the bucket            */
+    float ext_frag;                /* external fragmentation sampled in the bucket, -1 = none */
+} gm_tl_point;
+
+typedef struct gm_timeline {
+    gm_tl_point p[GM_TIMELINE_POINTS];
+    size_t n;          /* buckets in use                                  */
+    uint64_t t0;       /* time of bucket 0                                */
+    uint64_t width_ns; /* bucket width                                    */
+} gm_timeline;
+
+typedef struct gm_oom {
+    uint64_t t_ns;
+    uint64_t event_index; /* index in the tenant's trace (pass-local)     */
+    uint32_t pass;        /* --repeat pass (0-based)                      */
+    int tenant;
+    uint64_t size;        /* requested bytes                              */
+    uint64_t reserved, allocated, largest_free, device_used, device_capacity;
+} gm_oom;
+
+typedef struct gm_metrics {
+    uint64_t t_first, t_last;
+    uint64_t q, a, r;                 /* current values                       */
+    uint64_t peak_q, peak_a, peak_r;
+    uint64_t peak_q_t, peak_r_t;      /* when the peaks happened              */
+    double int_a, int_r;              /* integrals over time (byte * ns)      */
+    uint64_t n_events;
+    double ext_frag_sum;              /* sum and count of samples             */
+    uint64_t ext_frag_n;
+    float ext_frag_max;
+    uint64_t n_oom;
+    size_t n_oom_kept;
+    gm_oom ooms[GM_OOM_RECORDS];
+    gm_timeline tl;
+    int started;
+} gm_metrics;
+
+void gm_metrics_init(gm_metrics *m);
+
+/* Advance to time t and set the new values; returns 1 when a new timeline
+ * bucket began (the caller may then sample external fragmentation). */
+int gm_metrics_step(gm_metrics *m, uint64_t t, uint64_t q, uint64_t a, uint64_t r);
+/* Record an external-fragmentation sample (largest free block now). */
+void gm_metrics_ext_sample(gm_metrics *m, uint64_t largest_free);
+void gm_metrics_oom(gm_metrics *m, const gm_oom *o);
+
+/* Derived figures. */
+double gm_metrics_fragmentation(const gm_metrics *m);    /* 1 - peak A / peak R */
+double gm_metrics_utilization(const gm_metrics *m);      /* integral A / integral R */
+double gm_metrics_frag_time_weighted(const gm_metrics *m); /* 1 - utilization */
+double gm_metrics_ext_frag_mean(const gm_metrics *m);
+
+#endif

@@ -1,0 +1,177 @@
+/*
+ * trace.h - the gmsim trace: one recorded process on one device.
+ *
+ * On disk it is HDF5 (schema version 1, see traces/FORMAT.md). In memory the
+ * simulator sees a stream of gm_event read in chunks, so memory use is
+ * O(chunk + live allocations), never O(trace length).
+ *
+ * The reader validates every event it hands out (op, size, time order,
+ * category, phase) and reports the first bad one with the file name, the
+ * event index and the fix. Semantic checks that need allocation state (free
+ * of an unknown address, double free) belong to the engine, which has it.
+ */
+#ifndef GM_TRACE_H
+#define GM_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../sim/util.h"
+
+#define GM_TRACE_VERSION 1
+/* Largest size an event may carry: 2^48 bytes (256 TiB), far above any GPU. */
+#define GM_TRACE_MAX_SIZE (1ull << 48)
+
+/* Event operation (column `op`). */
+enum gm_op {
+    GM_OP_ALLOC = 0,         /* tensor allocation: size = bytes requested   */
+    GM_OP_FREE = 1,          /* tensor free: addr of an earlier alloc       */
+    GM_OP_SEGMENT_ALLOC = 2, /* recorded allocator's own driver allocation  */
+    GM_OP_SEGMENT_FREE = 3,  /* recorded allocator's own driver free        */
+    GM_OP_COUNT
+};
+
+/* Tensor category (column `category`), as PyTorch's memory profiler names them. */
+enum gm_category {
+    GM_CAT_UNKNOWN = 0,
+    GM_CAT_PARAMETER = 1,
+    GM_CAT_OPTIMIZER_STATE = 2,
+    GM_CAT_INPUT = 3,
+    GM_CAT_TEMPORARY = 4,
+    GM_CAT_ACTIVATION = 5,
+    GM_CAT_GRADIENT = 6,
+    GM_CAT_AUTOGRAD_DETAIL = 7,
+    GM_CAT_COUNT
+};
+
+/* Training phase (column `phase`). */
+enum gm_phase {
+    GM_PHASE_UNKNOWN = 0,
+    GM_PHASE_FORWARD = 1,
+    GM_PHASE_BACKWARD = 2,
+    GM_PHASE_OPTIMIZER = 3,
+    GM_PHASE_COUNT
+};
+
+/* One row of /events. Native layout; HDF5 converts to/from the file type. */
+typedef struct gm_event {
+    uint64_t t_ns;   /* time since trace start, non-decreasing             */
+    uint64_t addr;   /* device address as recorded (an id, not reused live) */
+    uint64_t size;   /* bytes requested (unrounded); segment bytes for segment ops */
+    uint64_t stream; /* CUDA stream handle as recorded (0 = default stream)  */
+    uint8_t op;      /* enum gm_op                                          */
+    uint8_t category;/* enum gm_category                                    */
+    uint8_t phase;   /* enum gm_phase                                       */
+} gm_event;
+
+/* One row of /initial_state: memory that existed before the first event. */
+enum gm_init_kind {
+    GM_INIT_SEGMENT = 0, /* a driver segment: addr, size = segment bytes      */
+    GM_INIT_BLOCK = 1,   /* a live tensor block inside a segment: addr, size =
+                            requested bytes, block_size = bytes it occupies   */
+};
+typedef struct gm_init_row {
+    uint64_t addr;
+    uint64_t size;
+    uint64_t block_size; /* GM_INIT_BLOCK: allocated block bytes (0 = unknown) */
+    uint64_t stream;
+    uint8_t kind;     /* enum gm_init_kind */
+    uint8_t category; /* enum gm_category (blocks) */
+} gm_init_row;
+
+/* Marker kinds (column `kind` of /markers). */
+enum gm_marker_kind {
+    GM_MARK_ITERATION = 0, /* start of a training iteration */
+    GM_MARK_RANGE_PUSH = 1,/* NVTX range start              */
+    GM_MARK_RANGE_POP = 2, /* NVTX range end                */
+    GM_MARK_INSTANT = 3,   /* NVTX mark / snapshot / oom     */
+};
+#define GM_MARKER_NAME_LEN 64
+typedef struct gm_marker {
+    uint64_t t_ns;
+    uint8_t kind;
+    char name[GM_MARKER_NAME_LEN]; /* NUL-terminated, truncated if longer */
+} gm_marker;
+
+/* Root attributes. Strings are heap-owned; gm_trace_meta_free releases them. */
+typedef struct gm_trace_meta {
+    int version;                 /* gmtrace_version (=1)                        */
+    char *source;                /* cupti | torch-snapshot | rmm-log | synthetic:<model> */
+    char *device_name;           /* "NVIDIA H200", "" if unknown                 */
+    uint64_t device_total_bytes; /* 0 if unknown                                */
+    char *created_utc;           /* ISO-8601                                     */
+    char *command;               /* command line that produced the trace         */
+    char *workload;              /* free text                                    */
+    char *alloc_conf;            /* recorded allocator settings (PYTORCH_CUDA_ALLOC_CONF form), "" if none */
+    uint64_t dropped_records;    /* records the capture lost (0 if none/unknown) */
+} gm_trace_meta;
+
+void gm_trace_meta_init(gm_trace_meta *m); /* all strings "" and numbers 0, version 1 */
+void gm_trace_meta_free(gm_trace_meta *m);
+int gm_trace_meta_set(char **field, const char *value); /* strdup into field; GM_ENOMEM */
+
+/* Compression of /events on write. */
+enum gm_compress {
+    GM_COMPRESS_NONE = 0,    /* fastest to read; what benchmarks use        */
+    GM_COMPRESS_DEFLATE = 1, /* shuffle + deflate: smallest, slower to read */
+};
+
+typedef struct gm_trace_write_opts {
+    enum gm_compress compress;
+    int deflate_level;   /* 1..9, default 4                   */
+    size_t chunk_events; /* default GM_TRACE_CHUNK_EVENTS     */
+} gm_trace_write_opts;
+
+#define GM_TRACE_CHUNK_EVENTS (64u * 1024u)
+
+/* ---------------- reader ---------------- */
+typedef struct gm_trace_reader gm_trace_reader;
+
+/* Open and check the root attributes and datasets. On error *out is NULL and
+ * err names the file and what to do. */
+int gm_trace_open(const char *path, gm_trace_reader **out, gm_err *err);
+void gm_trace_close(gm_trace_reader *r);
+
+const gm_trace_meta *gm_trace_meta_get(const gm_trace_reader *r);
+const char *gm_trace_path(const gm_trace_reader *r);
+uint64_t gm_trace_nevents(const gm_trace_reader *r);
+
+/*
+ * Read up to cap events into buf, continuing where the last call stopped.
+ * Returns the number read (0 at the end) or a negative GM_E* code; each event
+ * is validated (see the file comment), and the first invalid one makes the
+ * call fail with its global index in the message. Index of buf[0] is
+ * gm_trace_position() before the call.
+ */
+int64_t gm_trace_read(gm_trace_reader *r, gm_event *buf, size_t cap, gm_err *err);
+uint64_t gm_trace_position(const gm_trace_reader *r);
+int gm_trace_rewind(gm_trace_reader *r); /* back to event 0 (for --repeat) */
+
+/* Whole (small) tables. *rows is malloc'd (free() it); *n may be 0. */
+int gm_trace_read_initial(gm_trace_reader *r, gm_init_row **rows, size_t *n, gm_err *err);
+int gm_trace_read_markers(gm_trace_reader *r, gm_marker **rows, size_t *n, gm_err *err);
+
+/* ---------------- writer ---------------- */
+typedef struct gm_trace_writer gm_trace_writer;
+
+/* Create path (written as path.tmp.<pid> and renamed by gm_trace_finish, so a
+ * crash never leaves a half trace that looks whole). opts may be NULL. */
+int gm_trace_create(const char *path, const gm_trace_meta *meta, const gm_trace_write_opts *opts,
+                    gm_trace_writer **out, gm_err *err);
+int gm_trace_append(gm_trace_writer *w, const gm_event *ev, size_t n, gm_err *err);
+int gm_trace_write_initial(gm_trace_writer *w, const gm_init_row *rows, size_t n, gm_err *err);
+int gm_trace_add_markers(gm_trace_writer *w, const gm_marker *m, size_t n, gm_err *err);
+/* Update dropped_records (capture learns it late). */
+void gm_trace_set_dropped(gm_trace_writer *w, uint64_t dropped);
+/* Flush, close, rename into place. Frees w whatever the result. */
+int gm_trace_finish(gm_trace_writer *w, gm_err *err);
+/* Close and delete the temporary file. Frees w. */
+void gm_trace_abort(gm_trace_writer *w);
+
+/* Names for printing and parsing ("activation" <-> GM_CAT_ACTIVATION). -1 if unknown. */
+const char *gm_op_name(int op);
+const char *gm_category_name(int cat);
+const char *gm_phase_name(int phase);
+int gm_category_parse(const char *s);
+
+#endif
