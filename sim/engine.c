@@ -503,6 +503,8 @@ static int setup(sim *s, gm_err *err)
     int rc = gm_trace_open(cfg->tenants[0].path, &r0, err);
     if (rc)
         return rc;
+    if (cfg->device)
+        cap = cfg->device->capacity_bytes;
     if (!cap)
         cap = gm_trace_meta_get(r0)->device_total_bytes;
     gm_trace_close(r0);
@@ -511,8 +513,9 @@ static int setup(sim *s, gm_err *err)
                        "%s does not record the device's memory size; give one with "
                        "--capacity (e.g. --capacity 80GiB)",
                        cfg->tenants[0].path);
-    rc = gm_device_model_create(cap, &cfg->latency, &s->dev, err);
-    if (rc)
+    if (cfg->device)
+        s->dev = cfg->device;
+    else if ((rc = gm_device_model_create(cap, &cfg->latency, &s->dev, err)))
         return rc;
     s->res->capacity_bytes = cap;
     s->res->overhead_bytes = cfg->overhead_bytes;
@@ -587,7 +590,8 @@ int gm_simulate(const gm_sim_config *cfg, gm_sim_result **out, gm_err *err)
             t->res->c = t->a->c;
         tenant_close(t);
     }
-    gm_device_destroy(s.dev);
+    if (!cfg->device)
+        gm_device_destroy(s.dev);
     free(s.t);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     s.res->wall_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;

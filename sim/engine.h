@@ -37,6 +37,9 @@ typedef struct gm_sim_config {
     uint64_t capacity_bytes;/* 0 = the first trace's device_total_bytes         */
     uint64_t overhead_bytes;/* context overhead per tenant                      */
     gm_latency latency;
+    /* optional: run on this backend instead of the simulated GPU (gmreplay's
+     * CUDA device); capacity_bytes is then the device's. Not destroyed. */
+    gm_device *device;
     int on_oom_skip; /* 1: skip the failing allocation; 0: abort the tenant  */
     int lenient;     /* count and skip frees of unknown addresses             */
     /* optional: every driver call of every tenant (fidelity, logs) */

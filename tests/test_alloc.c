@@ -1,0 +1,498 @@
+/*
+ * test_alloc.c - hand-checked cases for the allocator models, one per rule
+ * of PyTorch's caching allocator that sim/alloc_pytorch.c claims to follow.
+ * Expected values are worked out by hand from the rules (see the comments),
+ * not read back from the model.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cu.h"
+#include "policies/policy.h"
+#include "sim/alloc.h"
+#include "sim/alloc_conf.h"
+#include "sim/device.h"
+
+#define MiB GM_MiB
+#define GiB GM_GiB
+
+/* Driver events seen by the hook. */
+typedef struct seglog {
+    int n;
+    gm_seg_event ev[256];
+} seglog;
+
+static void hook(void *ctx, const gm_seg_event *ev)
+{
+    seglog *l = ctx;
+    if (l->n < 256)
+        l->ev[l->n++] = *ev;
+}
+
+typedef struct fixture {
+    gm_device *dev;
+    gm_alloc *a;
+    seglog log;
+} fixture;
+
+static int fx_open(fixture *f, uint64_t capacity, const char *alloc, const char *conf,
+                   double fraction)
+{
+    gm_err err = {0};
+    memset(f, 0, sizeof *f);
+    if (gm_device_model_create(capacity, NULL, &f->dev, &err) != GM_OK)
+        return -1;
+    if (gm_alloc_create(gm_alloc_find(alloc), f->dev, conf, fraction, NULL, &f->a, &err) !=
+        GM_OK) {
+        gm_device_destroy(f->dev);
+        return -1;
+    }
+    f->a->seg_hook = hook;
+    f->a->seg_hook_ctx = &f->log;
+    return 0;
+}
+
+static void fx_close(fixture *f)
+{
+    gm_alloc_destroy(f->a);
+    gm_device_destroy(f->dev);
+}
+
+static uint64_t must_malloc(fixture *f, uint64_t size, uint64_t stream)
+{
+    uint64_t h = 0;
+    int rc = f->a->ops->malloc(f->a, size, stream, GM_CAT_ACTIVATION, 0, &h);
+    CU_ASSERT_EQUAL_FATAL(rc, GM_OK);
+    return h;
+}
+
+static void test_round_size(void)
+{
+    fixture f;
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 80 * GiB, "pytorch", "roundup_power2_divisions:4", 0), 0);
+    /* PyTorch's round_size applies divisions only to sizes above
+     * 512 B * divisions (2 KiB here); below that it rounds to 512 B, so
+     * 1200 B -> 1536 B (not 1280 B: that would be the division rule alone) */
+    CU_ASSERT_EQUAL(f.a->ops->block_size(f.a, 1200), 1536);
+    /* 9000 B: floor power of two 8192, 4 divisions of 2 KiB -> 10240 B
+     * (plain 512 B rounding would give 9216 B) */
+    CU_ASSERT_EQUAL(f.a->ops->block_size(f.a, 9000), 10240);
+    /* powers of two are kept */
+    CU_ASSERT_EQUAL(f.a->ops->block_size(f.a, 4096), 4096);
+    /* 5 MiB + 1: floor 4 MiB, divisions of 1 MiB -> 6 MiB */
+    CU_ASSERT_EQUAL(f.a->ops->block_size(f.a, 5 * MiB + 1), 6 * MiB);
+    fx_close(&f);
+
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 80 * GiB, "pytorch", "", 0), 0);
+    CU_ASSERT_EQUAL(f.a->ops->block_size(f.a, 1), 512);   /* kMinBlockSize */
+    CU_ASSERT_EQUAL(f.a->ops->block_size(f.a, 1200), 1536); /* multiple of 512 */
+    CU_ASSERT_EQUAL(f.a->ops->block_size(f.a, 5 * MiB + 1), 5 * MiB + 512);
+    fx_close(&f);
+
+    /* list form "[2:4,>:8]" (keys in MiB): the first entry (2 MiB interval,
+     * index 1) also fills every smaller interval; '>' fills from the last
+     * index given, inclusive (PyTorch's parser does the same), so the 1 MiB
+     * interval has 4 divisions and the 2 MiB one 8. */
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 80 * GiB, "pytorch", "roundup_power2_divisions:[2:4,>:8]", 0),
+                          0);
+    /* 1.5 MiB + 1: 4 divisions of 256 KiB -> 1.75 MiB */
+    CU_ASSERT_EQUAL(f.a->ops->block_size(f.a, 3 * MiB / 2 + 1), 7 * MiB / 4);
+    /* 3 MiB + 1: 8 divisions of 256 KiB -> 3.25 MiB */
+    CU_ASSERT_EQUAL(f.a->ops->block_size(f.a, 3 * MiB + 1), 3 * MiB + 256 * 1024);
+    fx_close(&f);
+}
+
+static void test_conf_errors(void)
+{
+    gm_pt_conf c;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL(gm_pt_conf_parse("max_split_size_mb:20", &c, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "must be > 20"));
+    CU_ASSERT_EQUAL(gm_pt_conf_parse("garbage_collection_threshold:1.5", &c, &err), GM_EINVAL);
+    CU_ASSERT_EQUAL(gm_pt_conf_parse("roundup_power2_divisions:3", &c, &err), GM_EINVAL);
+    CU_ASSERT_EQUAL(gm_pt_conf_parse("bogus_option:1", &c, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "bogus_option"));
+    CU_ASSERT_EQUAL(gm_pt_conf_parse("expandable_segments:maybe", &c, &err), GM_EINVAL);
+    CU_ASSERT_EQUAL(gm_pt_conf_parse("max_split_size_mb", &c, &err), GM_EINVAL);
+    CU_ASSERT_EQUAL(gm_pt_conf_parse("max_split_size_mb:128,garbage_collection_threshold:0.6,"
+                                     "expandable_segments:True",
+                                     &c, &err),
+                    GM_OK);
+    CU_ASSERT_EQUAL(c.max_split_size, 128 * MiB);
+    CU_ASSERT_DOUBLE_EQUAL(c.gc_threshold, 0.6, 1e-12);
+    CU_ASSERT_EQUAL(c.expandable_segments, 1);
+    char buf[512];
+    gm_pt_conf_format(&c, buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "max_split_size_mb:128,garbage_collection_threshold:0.6,"
+                                "expandable_segments:True");
+}
+
+/* A 5 MiB request gets a 20 MiB segment (kLargeBuffer, as < 10 MiB) and the
+ * 15 MiB remainder stays in the pool, split off; the next 5 MiB request uses
+ * it without a driver call. */
+static void test_large_segment_split(void)
+{
+    fixture f;
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 80 * GiB, "pytorch", "", 0), 0);
+    uint64_t h1 = must_malloc(&f, 5 * MiB, 0);
+    CU_ASSERT_EQUAL(f.log.n, 1);
+    CU_ASSERT_EQUAL(f.log.ev[0].op, GM_OP_SEGMENT_ALLOC);
+    CU_ASSERT_EQUAL(f.log.ev[0].size, 20 * MiB);
+    CU_ASSERT_EQUAL(f.a->c.reserved_bytes, 20 * MiB);
+    CU_ASSERT_EQUAL(f.a->c.allocated_bytes, 5 * MiB);
+    CU_ASSERT_EQUAL(f.a->c.requested_bytes, 5 * MiB);
+    CU_ASSERT_EQUAL(f.a->ops->largest_free(f.a), 15 * MiB);
+    gm_seg_info s[4];
+    CU_ASSERT_EQUAL(f.a->ops->segments(f.a, s, 4), 1);
+    CU_ASSERT_EQUAL(s[0].n_blocks, 2);
+    CU_ASSERT_EQUAL(s[0].n_allocated, 1);
+    uint64_t h2 = must_malloc(&f, 5 * MiB, 0);
+    CU_ASSERT_EQUAL(f.log.n, 1); /* reused the remainder */
+    CU_ASSERT_EQUAL(f.a->ops->largest_free(f.a), 10 * MiB);
+    /* free both: the blocks merge back into one 20 MiB block, kept cached */
+    f.a->ops->free(f.a, h1, 1);
+    f.a->ops->free(f.a, h2, 2);
+    CU_ASSERT_EQUAL(f.a->ops->segments(f.a, s, 4), 1);
+    CU_ASSERT_EQUAL(s[0].n_blocks, 1);
+    CU_ASSERT_EQUAL(s[0].releasable, 20 * MiB);
+    CU_ASSERT_EQUAL(f.a->c.reserved_bytes, 20 * MiB);
+    CU_ASSERT_EQUAL(f.a->c.allocated_bytes, 0);
+    fx_close(&f);
+}
+
+/* Small requests (<= 1 MiB) get 2 MiB segments of the small pool, and a
+ * large request never uses a small-pool block. 11 MiB gets its own 12 MiB
+ * segment (>= 10 MiB: rounded to 2 MiB) and is not split, since only 1 MiB
+ * would remain (the large pool splits only when more than 1 MiB remains). */
+static void test_pools(void)
+{
+    fixture f;
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 80 * GiB, "pytorch", "", 0), 0);
+    must_malloc(&f, 1000, 0);
+    CU_ASSERT_EQUAL(f.log.ev[0].size, 2 * MiB);
+    CU_ASSERT_EQUAL(f.a->c.allocated_bytes, 1024);
+    must_malloc(&f, 1 * MiB, 0); /* fits in the same small segment */
+    CU_ASSERT_EQUAL(f.log.n, 1);
+    must_malloc(&f, 1 * MiB + 1, 0); /* large pool: new 20 MiB segment */
+    CU_ASSERT_EQUAL(f.log.n, 2);
+    CU_ASSERT_EQUAL(f.log.ev[1].size, 20 * MiB);
+    uint64_t before = f.a->c.allocated_bytes;
+    must_malloc(&f, 11 * MiB, 0); /* 11 MiB fits the 20 MiB segment's 19 MiB - 512 B */
+    CU_ASSERT_EQUAL(f.log.n, 2);
+    CU_ASSERT_EQUAL(f.a->c.allocated_bytes - before, 11 * MiB);
+    must_malloc(&f, 11 * MiB, 0); /* no room left: 12 MiB segment, unsplit */
+    CU_ASSERT_EQUAL(f.log.n, 3);
+    CU_ASSERT_EQUAL(f.log.ev[2].size, 12 * MiB);
+    CU_ASSERT_EQUAL(f.a->c.allocated_bytes - before, 11 * MiB + 12 * MiB);
+    fx_close(&f);
+}
+
+/* Best fit by (stream, size, address): blocks of another stream are never
+ * used, and the smallest fitting block wins. */
+static void test_streams_best_fit(void)
+{
+    fixture f;
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 80 * GiB, "pytorch", "", 0), 0);
+    uint64_t a = must_malloc(&f, 12 * MiB, 7);
+    f.a->ops->free(f.a, a, 1);
+    must_malloc(&f, 12 * MiB, 8); /* stream 8 cannot use stream 7's block */
+    CU_ASSERT_EQUAL(f.log.n, 2);
+    uint64_t b1 = must_malloc(&f, 30 * MiB, 7);
+    uint64_t b2 = must_malloc(&f, 14 * MiB, 7);
+    f.a->ops->free(f.a, b1, 2);
+    f.a->ops->free(f.a, b2, 3);
+    int n = f.log.n;
+    /* free on stream 7: 12, 30 and 14 MiB blocks; 13 MiB takes the 14 MiB one */
+    must_malloc(&f, 13 * MiB, 7);
+    CU_ASSERT_EQUAL(f.log.n, n);
+    gm_seg_info s[8];
+    size_t ns = f.a->ops->segments(f.a, s, 8);
+    int found = 0;
+    for (size_t i = 0; i < ns; i++)
+        if (s[i].size == 14 * MiB && s[i].n_allocated == 1)
+            found = 1;
+    CU_ASSERT(found);
+    fx_close(&f);
+}
+
+/* Freed blocks merge with free neighbours only. */
+static void test_merge(void)
+{
+    fixture f;
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 80 * GiB, "pytorch", "", 0), 0);
+    uint64_t x = must_malloc(&f, 4 * MiB, 0), y = must_malloc(&f, 4 * MiB, 0),
+             z = must_malloc(&f, 4 * MiB, 0);
+    gm_seg_info s[2];
+    f.a->ops->segments(f.a, s, 2);
+    CU_ASSERT_EQUAL(s[0].n_blocks, 4); /* x, y, z, 8 MiB remainder */
+    f.a->ops->free(f.a, y, 1);
+    f.a->ops->segments(f.a, s, 2);
+    CU_ASSERT_EQUAL(s[0].n_blocks, 4); /* y's neighbours are allocated */
+    f.a->ops->free(f.a, x, 2);
+    f.a->ops->segments(f.a, s, 2);
+    CU_ASSERT_EQUAL(s[0].n_blocks, 3); /* x+y merged */
+    CU_ASSERT_EQUAL(s[0].largest_free, 8 * MiB);
+    f.a->ops->free(f.a, z, 3);
+    f.a->ops->segments(f.a, s, 2);
+    CU_ASSERT_EQUAL(s[0].n_blocks, 1);
+    CU_ASSERT_EQUAL(s[0].largest_free, 20 * MiB);
+    fx_close(&f);
+}
+
+/* max_split_size_mb:64: oversize blocks (>= 64 MiB) are never split, never
+ * handed to requests below 64 MiB, and an oversize request takes a cached
+ * oversize block only if it wastes < 20 MiB (max_non_split_rounding). */
+static void test_max_split(void)
+{
+    fixture f;
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 80 * GiB, "pytorch", "max_split_size_mb:64", 0), 0);
+    uint64_t h = must_malloc(&f, 100 * MiB, 0);
+    CU_ASSERT_EQUAL(f.log.ev[0].size, 100 * MiB);
+    f.a->ops->free(f.a, h, 1);
+    must_malloc(&f, 30 * MiB, 0); /* below max split: not from the oversize block */
+    CU_ASSERT_EQUAL(f.log.n, 2);
+    CU_ASSERT_EQUAL(f.log.ev[1].size, 30 * MiB);
+    uint64_t h70 = must_malloc(&f, 70 * MiB, 0); /* 100 >= 70 + 20: too wasteful */
+    CU_ASSERT_EQUAL(f.log.n, 3);
+    CU_ASSERT_EQUAL(f.log.ev[2].size, 70 * MiB);
+    f.a->ops->free(f.a, h70, 2);
+    /* 90 MiB: free oversize blocks 70 (too small) and 100 (< 90 + 20): use 100, unsplit */
+    must_malloc(&f, 90 * MiB, 0);
+    CU_ASSERT_EQUAL(f.log.n, 3);
+    CU_ASSERT_EQUAL(f.a->c.allocated_bytes, 30 * MiB + 100 * MiB);
+    fx_close(&f);
+}
+
+/* Retry order on a full device, with max_split_size set: first release the
+ * smallest cached oversize block that is large enough (not everything), and
+ * only then release all cached blocks. */
+static void test_retry_order(void)
+{
+    fixture f;
+    /* 1 GiB card, 512 MiB context overhead: 512 MiB usable */
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 1 * GiB, "pytorch", "max_split_size_mb:64", 0), 0);
+    CU_ASSERT_EQUAL_FATAL(gm_device_add_context(f.dev, 512 * MiB), GM_OK);
+    uint64_t a = must_malloc(&f, 200 * MiB, 0);
+    uint64_t b = must_malloc(&f, 100 * MiB, 0);
+    uint64_t c = must_malloc(&f, 4 * MiB, 0); /* 20 MiB segment */
+    f.a->ops->free(f.a, a, 1);
+    f.a->ops->free(f.a, b, 2);
+    f.a->ops->free(f.a, c, 3);
+    CU_ASSERT_EQUAL(f.a->c.reserved_bytes, 320 * MiB);
+    /* 250 MiB: 192 MiB free on the device; cached oversize 200 and 100 MiB
+     * do not fit it (250 + 20 > 200 is fine, but 200 < 250). Step 1 releases
+     * oversize blocks from the largest down until 250 MiB: 200 then 100. */
+    int n0 = f.log.n;
+    must_malloc(&f, 250 * MiB, 0);
+    CU_ASSERT_EQUAL(f.log.n, n0 + 3);
+    CU_ASSERT_EQUAL(f.log.ev[n0].op, GM_OP_SEGMENT_FREE);
+    CU_ASSERT_EQUAL(f.log.ev[n0].size, 200 * MiB);
+    CU_ASSERT_EQUAL(f.log.ev[n0 + 1].size, 100 * MiB);
+    CU_ASSERT_EQUAL(f.log.ev[n0 + 2].op, GM_OP_SEGMENT_ALLOC);
+    CU_ASSERT_EQUAL(f.a->c.n_cache_flushes, 0); /* the 20 MiB segment stayed */
+    CU_ASSERT_EQUAL(f.a->c.reserved_bytes, 270 * MiB);
+    /* 250 MiB more: 242 MiB free, nothing oversize cached: flush all (the
+     * 20 MiB segment), then 262 MiB free: fits */
+    must_malloc(&f, 250 * MiB, 0);
+    CU_ASSERT_EQUAL(f.a->c.n_cache_flushes, 1);
+    CU_ASSERT_EQUAL(f.a->c.reserved_bytes, 500 * MiB);
+    /* and now a real OOM */
+    uint64_t h;
+    CU_ASSERT_EQUAL(f.a->ops->malloc(f.a, 100 * MiB, 0, 0, 5, &h), GM_EOOM);
+    fx_close(&f);
+}
+
+/* Without max_split_size, step 1 does nothing and step 2 releases every
+ * whole free segment, large pool first; split segments stay. */
+static void test_flush_all(void)
+{
+    fixture f;
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 1 * GiB, "pytorch", "", 0), 0);
+    CU_ASSERT_EQUAL_FATAL(gm_device_add_context(f.dev, 512 * MiB), GM_OK);
+    uint64_t s1 = must_malloc(&f, 1000, 0);       /* small 2 MiB segment */
+    uint64_t l1 = must_malloc(&f, 100 * MiB, 0);  /* 100 MiB */
+    must_malloc(&f, 1000, 0);                     /* stays: same small segment */
+    uint64_t l2 = must_malloc(&f, 300 * MiB, 0);  /* 300 MiB */
+    f.a->ops->free(f.a, s1, 1);
+    f.a->ops->free(f.a, l1, 2);
+    f.a->ops->free(f.a, l2, 3);
+    int n0 = f.log.n;
+    must_malloc(&f, 450 * MiB, 0); /* 110 MiB free: needs both large segments back */
+    CU_ASSERT_EQUAL(f.log.n, n0 + 3);
+    CU_ASSERT_EQUAL(f.log.ev[n0].size, 100 * MiB); /* (stream, size, address) order */
+    CU_ASSERT_EQUAL(f.log.ev[n0 + 1].size, 300 * MiB);
+    CU_ASSERT_EQUAL(f.a->c.reserved_bytes, 450 * MiB + 2 * MiB);
+    fx_close(&f);
+}
+
+/* garbage_collection_threshold (with a memory fraction): before growing,
+ * when reserved > threshold * limit, release whole free large segments whose
+ * age (pool lookups since they were freed) is >= the average age. */
+static void test_gc(void)
+{
+    fixture f;
+    /* limit = 1.0 * 2 GiB; GC starts above 0.5 * 2 GiB = 1 GiB reserved */
+    CU_ASSERT_EQUAL_FATAL(
+        fx_open(&f, 2 * GiB, "pytorch", "garbage_collection_threshold:0.5", 1.0), 0);
+    uint64_t old = must_malloc(&f, 100 * MiB, 0);
+    uint64_t young = must_malloc(&f, 110 * MiB, 0);
+    f.a->ops->free(f.a, old, 1);
+    /* three large-pool lookups that miss (300 MiB fits no cached block) age
+     * the old block to 3; reserved stays below 1 GiB meanwhile (210..810) */
+    for (int i = 0; i < 3; i++)
+        must_malloc(&f, 300 * MiB, 0);
+    CU_ASSERT_EQUAL(f.a->c.reserved_bytes, 1110 * MiB);
+    CU_ASSERT_EQUAL(f.a->c.n_driver_free, 0);
+    f.a->ops->free(f.a, young, 2);
+    /* next miss: ages old 4, young 1, average 2.5; reserved 1110 MiB is
+     * 86 MiB over the threshold: releasing old (100 MiB) is enough */
+    int n0 = f.log.n;
+    must_malloc(&f, 400 * MiB, 0);
+    CU_ASSERT_EQUAL_FATAL(f.log.n, n0 + 2);
+    CU_ASSERT_EQUAL(f.log.ev[n0].op, GM_OP_SEGMENT_FREE);
+    CU_ASSERT_EQUAL(f.log.ev[n0].size, 100 * MiB);
+    CU_ASSERT_EQUAL(f.log.ev[n0 + 1].op, GM_OP_SEGMENT_ALLOC);
+    CU_ASSERT_EQUAL(f.a->c.reserved_bytes, (1110 - 100 + 400) * MiB);
+    fx_close(&f);
+
+    /* without a memory fraction, the threshold has no effect (PyTorch) */
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 2 * GiB, "pytorch", "garbage_collection_threshold:0.5", 0),
+                          0);
+    old = must_malloc(&f, 100 * MiB, 0);
+    f.a->ops->free(f.a, old, 1);
+    for (int i = 0; i < 4; i++)
+        must_malloc(&f, 300 * MiB, 0);
+    CU_ASSERT_EQUAL(f.a->c.n_driver_free, 0);
+    fx_close(&f);
+}
+
+/* Per-process memory fraction: reserved never exceeds fraction * capacity. */
+static void test_memory_fraction(void)
+{
+    fixture f;
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 10 * GiB, "pytorch", "", 0.1), 0); /* 1 GiB allowed */
+    must_malloc(&f, 600 * MiB, 0);
+    uint64_t h;
+    CU_ASSERT_EQUAL(f.a->ops->malloc(f.a, 600 * MiB, 0, 0, 1, &h), GM_EOOM);
+    CU_ASSERT(f.a->c.reserved_bytes <= 1 * GiB);
+    fx_close(&f);
+}
+
+/* expandable_segments: pages of 20 MiB (large pool) are mapped on demand in
+ * one growing range; a 30 MiB request after a 5 MiB one maps one more page
+ * and both live in the same segment. */
+static void test_expandable(void)
+{
+    fixture f;
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 80 * GiB, "pytorch", "expandable_segments:True", 0), 0);
+    uint64_t a = must_malloc(&f, 5 * MiB, 0);
+    CU_ASSERT_EQUAL(f.a->c.reserved_bytes, 20 * MiB);
+    CU_ASSERT_EQUAL(f.log.n, 1);
+    uint64_t b = must_malloc(&f, 30 * MiB, 0);
+    CU_ASSERT_EQUAL(f.a->c.reserved_bytes, 40 * MiB);
+    CU_ASSERT_EQUAL(f.log.n, 2);
+    CU_ASSERT_EQUAL(f.log.ev[1].size, 20 * MiB);
+    gm_seg_info s[4];
+    CU_ASSERT_EQUAL(f.a->ops->segments(f.a, s, 4), 1);
+    CU_ASSERT(s[0].expandable);
+    CU_ASSERT_EQUAL(s[0].size, 40 * MiB);
+    /* freeing b leaves [5, 40) MiB free: the page [20, 40) is whole and can
+     * be unmapped; [5, 20) shares a page with a and stays mapped */
+    f.a->ops->free(f.a, b, 1);
+    f.a->ops->segments(f.a, s, 4);
+    CU_ASSERT_EQUAL(s[0].releasable, 20 * MiB);
+    CU_ASSERT_EQUAL(f.a->ops->empty_cache(f.a, 2), 20 * MiB);
+    CU_ASSERT_EQUAL(f.a->c.reserved_bytes, 20 * MiB);
+    f.a->ops->free(f.a, a, 3);
+    CU_ASSERT_EQUAL(f.a->ops->empty_cache(f.a, 4), 20 * MiB);
+    CU_ASSERT_EQUAL(f.a->c.reserved_bytes, 0);
+    CU_ASSERT_EQUAL(f.dev->used_bytes, 0);
+    /* mapping again reuses the same virtual range */
+    must_malloc(&f, 5 * MiB, 0);
+    CU_ASSERT_EQUAL(f.a->ops->segments(f.a, s, 4), 1);
+    fx_close(&f);
+}
+
+/* The direct allocator: one driver call per tensor, 2 MiB granularity. */
+static void test_direct(void)
+{
+    fixture f;
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 80 * GiB, "direct", "", 0), 0);
+    uint64_t h = must_malloc(&f, 1000, 0);
+    CU_ASSERT_EQUAL(f.log.n, 1);
+    CU_ASSERT_EQUAL(f.log.ev[0].size, 2 * MiB);
+    CU_ASSERT_EQUAL(f.a->c.reserved_bytes, 2 * MiB);
+    CU_ASSERT_EQUAL(f.a->c.requested_bytes, 1000);
+    f.a->ops->free(f.a, h, 1);
+    CU_ASSERT_EQUAL(f.log.n, 2);
+    CU_ASSERT_EQUAL(f.log.ev[1].op, GM_OP_SEGMENT_FREE);
+    CU_ASSERT_EQUAL(f.a->c.reserved_bytes, 0);
+    fx_close(&f);
+    gm_device *d;
+    gm_alloc *a;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_device_model_create(GiB, NULL, &d, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_alloc_create(gm_alloc_find("direct"), d, "max_split_size_mb:64", 0, NULL,
+                                    &a, &err),
+                    GM_EINVAL);
+    gm_device_destroy(d);
+}
+
+/* Restoring an initial state: blocks land at their recorded offsets and
+ * the gaps between them are free and usable. */
+static void test_restore(void)
+{
+    fixture f;
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 80 * GiB, "pytorch", "", 0), 0);
+    gm_init_row rows[] = {
+        {.addr = 0x1000000, .size = 20 * MiB, .kind = GM_INIT_SEGMENT},
+        {.addr = 0x1000000 + 4 * MiB, .size = 3 * MiB, .block_size = 3 * MiB,
+         .kind = GM_INIT_BLOCK, .category = GM_CAT_PARAMETER},
+        {.addr = 0x1000000 + 10 * MiB, .size = 1000000, .kind = GM_INIT_BLOCK},
+    };
+    uint64_t handles[3];
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(f.a->ops->restore(f.a, rows, 3, handles, &err), GM_OK);
+    CU_ASSERT_EQUAL(handles[0], 0);
+    CU_ASSERT(handles[1] != 0 && handles[2] != 0);
+    CU_ASSERT_EQUAL(f.a->c.reserved_bytes, 20 * MiB);
+    CU_ASSERT_EQUAL(f.a->c.requested_bytes, 3 * MiB + 1000000);
+    gm_seg_info s[2];
+    f.a->ops->segments(f.a, s, 2);
+    CU_ASSERT_EQUAL(s[0].n_blocks, 5); /* gap, block, gap, block, tail */
+    CU_ASSERT_EQUAL(s[0].largest_free, 10 * MiB - 1000448);
+    /* a 4 MiB request fits the 4 MiB gap at the start: no driver call */
+    int n = f.log.n;
+    must_malloc(&f, 4 * MiB, 0);
+    CU_ASSERT_EQUAL(f.log.n, n);
+    f.a->ops->free(f.a, handles[1], 1);
+    f.a->ops->free(f.a, handles[2], 1);
+    CU_ASSERT_EQUAL(f.a->c.requested_bytes, 4 * MiB);
+    /* a block outside its segment is an error naming the problem */
+    gm_init_row bad[] = {{.addr = 0x9000000, .size = 5, .kind = GM_INIT_BLOCK}};
+    CU_ASSERT_EQUAL(f.a->ops->restore(f.a, bad, 1, handles, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "outside"));
+    fx_close(&f);
+}
+
+int gm_test_register(void)
+{
+    CU_pSuite s = CU_add_suite("alloc", NULL, NULL);
+    if (!s)
+        return CU_get_error();
+    GM_ADD_TEST(s, test_round_size);
+    GM_ADD_TEST(s, test_conf_errors);
+    GM_ADD_TEST(s, test_large_segment_split);
+    GM_ADD_TEST(s, test_pools);
+    GM_ADD_TEST(s, test_streams_best_fit);
+    GM_ADD_TEST(s, test_merge);
+    GM_ADD_TEST(s, test_max_split);
+    GM_ADD_TEST(s, test_retry_order);
+    GM_ADD_TEST(s, test_flush_all);
+    GM_ADD_TEST(s, test_gc);
+    GM_ADD_TEST(s, test_memory_fraction);
+    GM_ADD_TEST(s, test_expandable);
+    GM_ADD_TEST(s, test_direct);
+    GM_ADD_TEST(s, test_restore);
+    return CUE_SUCCESS;
+}
