@@ -1,0 +1,718 @@
+/*
+ * test_trace.c - the HDF5 trace (traces/trace.h): round trips, the names,
+ * and every kind of bad input the reader must reject with a message naming
+ * the file (and the event, where there is one).
+ */
+#include "cu.h"
+#include "traces/trace.h"
+
+#include <hdf5.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---------------- helpers ---------------- */
+
+/* n valid events: time non-decreasing, allocs with a size, every enum used. */
+static gm_event *make_events(size_t n)
+{
+    gm_event *ev = calloc(n ? n : 1, sizeof *ev);
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        ev[i].t_ns = (i / 2) * 10; /* equal times are allowed */
+        ev[i].op = (uint8_t)(i % GM_OP_COUNT);
+        ev[i].addr = 0x7f0000000000ull + (x & 0xfffffff) * 512;
+        ev[i].size = (x >> 30) % (1ull << 34) + 1;
+        ev[i].stream = (x >> 60) & 1 ? 0x5555aaaa : 0;
+        ev[i].category = (uint8_t)((x >> 8) % GM_CAT_COUNT);
+        ev[i].phase = (uint8_t)((x >> 16) % GM_PHASE_COUNT);
+    }
+    if (n) ev[n - 1].size = GM_TRACE_MAX_SIZE; /* the limit itself is valid */
+    return ev;
+}
+
+static int event_eq(const gm_event *a, const gm_event *b)
+{
+    return a->t_ns == b->t_ns && a->op == b->op && a->addr == b->addr && a->size == b->size &&
+           a->stream == b->stream && a->category == b->category && a->phase == b->phase;
+}
+
+static int write_trace(const char *path, const gm_event *ev, size_t n,
+                       const gm_trace_write_opts *opts)
+{
+    gm_err err = {0};
+    gm_trace_writer *w = NULL;
+    int rc = gm_trace_create(path, NULL, opts, &w, &err);
+    if (!rc) rc = gm_trace_append(w, ev, n, &err);
+    if (!rc) return gm_trace_finish(w, &err);
+    if (w) gm_trace_abort(w);
+    return rc;
+}
+
+/* Open path and read it through with buffers of cap; result of the first failure. */
+static int read_all(const char *path, size_t cap, gm_err *err)
+{
+    gm_trace_reader *r;
+    int rc = gm_trace_open(path, &r, err);
+    if (rc) return rc;
+    gm_event *buf = malloc(cap * sizeof *buf);
+    int64_t k;
+    while ((k = gm_trace_read(r, buf, cap, err)) > 0)
+        ;
+    free(buf);
+    gm_trace_close(r);
+    return (int)k;
+}
+
+/*
+ * Write n events with ev[bad] replaced by *bad_ev (keeping its time unless
+ * the test is about time), read with buffers of cap, and expect GM_EINVAL
+ * with a message naming the file, the event and saying `words`.
+ */
+static void expect_bad_event(size_t n, size_t bad, const gm_event *bad_ev, int set_time, size_t cap,
+                             const char *words)
+{
+    const char *path = gm_test_tmp("bad.h5");
+    gm_event *ev = make_events(n);
+    uint64_t t_ns = ev[bad].t_ns;
+    ev[bad] = *bad_ev;
+    if (!set_time) ev[bad].t_ns = t_ns;
+    gm_trace_write_opts o = {.chunk_events = 1000};
+    CU_ASSERT_EQUAL_FATAL(write_trace(path, ev, n, &o), GM_OK);
+    gm_err err = {0};
+    CU_ASSERT_EQUAL(read_all(path, cap, &err), GM_EINVAL);
+    char want[64];
+    snprintf(want, sizeof want, "event %zu:", bad);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, path));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, want));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, words));
+    if (!strstr(err.msg, want) || !strstr(err.msg, words))
+        fprintf(stderr, "\n  got: %s\n", err.msg);
+    free(ev);
+    unlink(path);
+}
+
+/* Open path with the HDF5 API to damage it; returns the file id. */
+static hid_t h5_edit(const char *path)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    return H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+}
+
+/* Expect gm_trace_open(path) to fail with code, naming the file and saying `words`. */
+static void expect_open_fails(const char *path, int code, const char *words)
+{
+    gm_err err = {0};
+    gm_trace_reader *r = (gm_trace_reader *)1;
+    CU_ASSERT_EQUAL(gm_trace_open(path, &r, &err), code);
+    CU_ASSERT_PTR_NULL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, path));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, words));
+    if (!strstr(err.msg, words)) fprintf(stderr, "\n  got: %s\n", err.msg);
+}
+
+/* ---------------- names and meta ---------------- */
+
+static void test_names(void)
+{
+    CU_ASSERT_STRING_EQUAL(gm_op_name(GM_OP_ALLOC), "alloc");
+    CU_ASSERT_STRING_EQUAL(gm_op_name(GM_OP_SEGMENT_FREE), "segment_free");
+    CU_ASSERT_STRING_EQUAL(gm_category_name(GM_CAT_OPTIMIZER_STATE), "optimizer_state");
+    CU_ASSERT_STRING_EQUAL(gm_category_name(GM_CAT_AUTOGRAD_DETAIL), "autograd_detail");
+    CU_ASSERT_STRING_EQUAL(gm_phase_name(GM_PHASE_BACKWARD), "backward");
+    for (int c = 0; c < GM_CAT_COUNT; c++)
+        CU_ASSERT_EQUAL(gm_category_parse(gm_category_name(c)), c);
+    CU_ASSERT_EQUAL(gm_category_parse("activations"), -1);
+    CU_ASSERT_EQUAL(gm_category_parse(""), -1);
+    CU_ASSERT_EQUAL(gm_category_parse(NULL), -1);
+    CU_ASSERT_PTR_NOT_NULL(gm_op_name(GM_OP_COUNT));
+    CU_ASSERT_PTR_NOT_NULL(gm_category_name(-1));
+    CU_ASSERT_PTR_NOT_NULL(gm_phase_name(99));
+}
+
+static void test_meta(void)
+{
+    gm_trace_meta m;
+    gm_trace_meta_init(&m);
+    CU_ASSERT_EQUAL(m.version, GM_TRACE_VERSION);
+    CU_ASSERT_STRING_EQUAL(m.source, "");
+    CU_ASSERT_STRING_EQUAL(m.alloc_conf, "");
+    CU_ASSERT_EQUAL(m.device_total_bytes, 0);
+    CU_ASSERT_EQUAL(gm_trace_meta_set(&m.source, "cupti"), GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_meta_set(&m.source, "rmm-log"), GM_OK);
+    CU_ASSERT_STRING_EQUAL(m.source, "rmm-log");
+    CU_ASSERT_EQUAL(gm_trace_meta_set(&m.workload, NULL), GM_OK);
+    CU_ASSERT_STRING_EQUAL(m.workload, "");
+    gm_trace_meta_free(&m);
+    gm_trace_meta_free(&m); /* zeroed: harmless twice */
+}
+
+/* ---------------- round trips ---------------- */
+
+/* Write meta, events (n, in appends of odd sizes), initial state, markers; read back with cap. */
+static void round_trip(size_t n, const gm_trace_write_opts *opts, size_t cap)
+{
+    const char *path = gm_test_tmp("rt.h5");
+    gm_err err = {0};
+    gm_trace_meta m;
+    gm_trace_meta_init(&m);
+    gm_trace_meta_set(&m.source, "synthetic:bert");
+    gm_trace_meta_set(&m.device_name, "NVIDIA H200");
+    gm_trace_meta_set(&m.created_utc, "2026-11-30T05:35:08Z");
+    gm_trace_meta_set(&m.command, "gmsim gen bert --seed 1 -o 'x y.h5'");
+    gm_trace_meta_set(&m.workload, "BERT-large, batch 32, \xc3\xa9t\xc3\xa9"); /* UTF-8 */
+    gm_trace_meta_set(&m.alloc_conf, "expandable_segments:True");
+    m.device_total_bytes = 150ull * GM_GiB;
+    m.dropped_records = 3;
+
+    gm_event *ev = make_events(n);
+    gm_init_row init[3] = {
+        {.addr = 0x1000, .size = 2 * GM_MiB, .kind = GM_INIT_SEGMENT},
+        {.addr = 0x1000,
+         .size = 1000,
+         .block_size = 1024,
+         .stream = 7,
+         .kind = GM_INIT_BLOCK,
+         .category = GM_CAT_PARAMETER},
+        {.addr = 0x1400,
+         .size = 1,
+         .block_size = 512,
+         .kind = GM_INIT_BLOCK,
+         .category = GM_CAT_AUTOGRAD_DETAIL},
+    };
+    gm_marker mk[3] = {{.t_ns = 0, .kind = GM_MARK_ITERATION, .name = "iteration 0"},
+                       {.t_ns = 50, .kind = GM_MARK_RANGE_PUSH, .name = "forward"},
+                       {.t_ns = 90, .kind = GM_MARK_RANGE_POP}};
+    memset(mk[2].name, 'x', sizeof mk[2].name - 1); /* longest name that fits */
+
+    gm_trace_writer *w;
+    CU_ASSERT_EQUAL_FATAL(gm_trace_create(path, &m, opts, &w, &err), GM_OK);
+    for (size_t done = 0, step = 1; done < n; done += step, step = step * 3 + 1) {
+        if (step > n - done) step = n - done;
+        CU_ASSERT_EQUAL(gm_trace_append(w, ev + done, step, &err), GM_OK);
+    }
+    CU_ASSERT_EQUAL(gm_trace_write_initial(w, init, 1, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_write_initial(w, init + 1, 2, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_add_markers(w, mk, 3, &err), GM_OK);
+    gm_trace_set_dropped(w, 42);
+    CU_ASSERT_EQUAL_FATAL(gm_trace_finish(w, &err), GM_OK);
+
+    gm_trace_reader *r;
+    CU_ASSERT_EQUAL_FATAL(gm_trace_open(path, &r, &err), GM_OK);
+    const gm_trace_meta *g = gm_trace_meta_get(r);
+    CU_ASSERT_EQUAL(g->version, 1);
+    CU_ASSERT_STRING_EQUAL(g->source, m.source);
+    CU_ASSERT_STRING_EQUAL(g->device_name, m.device_name);
+    CU_ASSERT_STRING_EQUAL(g->created_utc, m.created_utc);
+    CU_ASSERT_STRING_EQUAL(g->command, m.command);
+    CU_ASSERT_STRING_EQUAL(g->workload, m.workload);
+    CU_ASSERT_STRING_EQUAL(g->alloc_conf, m.alloc_conf);
+    CU_ASSERT_EQUAL(g->device_total_bytes, 150ull * GM_GiB);
+    CU_ASSERT_EQUAL(g->dropped_records, 42);
+    CU_ASSERT_STRING_EQUAL(gm_trace_path(r), path);
+    CU_ASSERT_EQUAL(gm_trace_nevents(r), n);
+
+    gm_event *buf = malloc(cap * sizeof *buf);
+    size_t got = 0, same = 0;
+    int64_t k;
+    while ((k = gm_trace_read(r, buf, cap, &err)) > 0) {
+        CU_ASSERT((size_t)k <= cap);
+        for (int64_t i = 0; i < k && got + (size_t)i < n; i++)
+            same += event_eq(&buf[i], &ev[got + (size_t)i]);
+        got += (size_t)k;
+        CU_ASSERT_EQUAL(gm_trace_position(r), got);
+    }
+    CU_ASSERT_EQUAL(k, 0);
+    CU_ASSERT_EQUAL(got, n);
+    CU_ASSERT_EQUAL(same, n);
+    CU_ASSERT_EQUAL(gm_trace_read(r, buf, cap, &err), 0); /* stays at the end */
+
+    gm_init_row *ir;
+    size_t nir;
+    CU_ASSERT_EQUAL_FATAL(gm_trace_read_initial(r, &ir, &nir, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(nir, 3);
+    for (size_t i = 0; i < 3; i++)
+        CU_ASSERT(ir[i].addr == init[i].addr && ir[i].size == init[i].size &&
+                  ir[i].block_size == init[i].block_size && ir[i].stream == init[i].stream &&
+                  ir[i].kind == init[i].kind && ir[i].category == init[i].category);
+    free(ir);
+    gm_marker *mr;
+    size_t nmr;
+    CU_ASSERT_EQUAL_FATAL(gm_trace_read_markers(r, &mr, &nmr, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(nmr, 3);
+    for (size_t i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL(mr[i].t_ns, mk[i].t_ns);
+        CU_ASSERT_EQUAL(mr[i].kind, mk[i].kind);
+        CU_ASSERT_STRING_EQUAL(mr[i].name, mk[i].name);
+    }
+    free(mr);
+    gm_trace_close(r);
+    free(buf);
+    free(ev);
+    gm_trace_meta_free(&m);
+    unlink(path);
+}
+
+static void test_round_trip_small_chunks(void)
+{
+    /* chunks of 1000, reads of 777: reads straddle chunk boundaries */
+    gm_trace_write_opts o = {.chunk_events = 1000};
+    round_trip(3 * 1000 + 123, &o, 777);
+    round_trip(3000, &o, 1000);
+}
+
+static void test_round_trip_default_chunks(void)
+{
+    /* the default 64 Ki chunk, with reads larger than one (split inside the reader) */
+    round_trip(2 * GM_TRACE_CHUNK_EVENTS + 10, NULL, GM_TRACE_CHUNK_EVENTS + 5);
+    round_trip(GM_TRACE_CHUNK_EVENTS + 1, NULL, 1);
+}
+
+static void test_round_trip_deflate(void)
+{
+    gm_trace_write_opts o = {
+        .compress = GM_COMPRESS_DEFLATE, .deflate_level = 6, .chunk_events = 4096};
+    round_trip(5 * 4096 + 17, &o, 1000);
+    gm_trace_write_opts d = {.compress = GM_COMPRESS_DEFLATE};
+    round_trip(GM_TRACE_CHUNK_EVENTS + 3, &d, 4096);
+}
+
+static void test_empty_trace(void)
+{
+    const char *path = gm_test_tmp("empty.h5");
+    CU_ASSERT_EQUAL_FATAL(write_trace(path, NULL, 0, NULL), GM_OK);
+    gm_err err = {0};
+    gm_trace_reader *r;
+    CU_ASSERT_EQUAL_FATAL(gm_trace_open(path, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_nevents(r), 0);
+    gm_event e;
+    CU_ASSERT_EQUAL(gm_trace_read(r, &e, 1, &err), 0);
+    CU_ASSERT_STRING_EQUAL(gm_trace_meta_get(r)->source, "");
+    gm_trace_close(r);
+    unlink(path);
+}
+
+static void test_rewind(void)
+{
+    const char *path = gm_test_tmp("rewind.h5");
+    size_t n = 2500;
+    gm_event *ev = make_events(n);
+    gm_trace_write_opts o = {.chunk_events = 1000};
+    CU_ASSERT_EQUAL_FATAL(write_trace(path, ev, n, &o), GM_OK);
+    gm_err err = {0};
+    gm_trace_reader *r;
+    CU_ASSERT_EQUAL_FATAL(gm_trace_open(path, &r, &err), GM_OK);
+    gm_event *buf = calloc(n, sizeof *buf);
+    CU_ASSERT_EQUAL(gm_trace_read(r, buf, 1700, &err), 1700);
+    CU_ASSERT_EQUAL(gm_trace_rewind(r), GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_position(r), 0);
+    /* time restarts with the trace: no "time goes backwards" after a rewind */
+    for (int pass = 0; pass < 2; pass++) {
+        CU_ASSERT_EQUAL(gm_trace_read(r, buf, n, &err), (int64_t)n);
+        size_t same = 0;
+        for (size_t i = 0; i < n; i++)
+            same += event_eq(&buf[i], &ev[i]);
+        CU_ASSERT_EQUAL(same, n);
+        CU_ASSERT_EQUAL(gm_trace_read(r, buf, n, &err), 0);
+        gm_trace_rewind(r);
+    }
+    gm_trace_close(r);
+    free(buf);
+    free(ev);
+    unlink(path);
+}
+
+static void test_writer_temp_file(void)
+{
+    const char *path = gm_test_tmp("tmpfile.h5");
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    gm_err err = {0};
+    gm_trace_writer *w;
+    gm_event *ev = make_events(10);
+    struct stat st;
+
+    CU_ASSERT_EQUAL_FATAL(gm_trace_create(path, NULL, NULL, &w, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_append(w, ev, 10, &err), GM_OK);
+    CU_ASSERT_EQUAL(stat(tmp, &st), 0); /* written under the temporary name */
+    CU_ASSERT_NOT_EQUAL(stat(path, &st), 0);
+    gm_trace_abort(w);
+    CU_ASSERT_NOT_EQUAL(stat(tmp, &st), 0); /* abort leaves nothing */
+    CU_ASSERT_NOT_EQUAL(stat(path, &st), 0);
+
+    CU_ASSERT_EQUAL_FATAL(gm_trace_create(path, NULL, NULL, &w, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_append(w, ev, 10, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_finish(w, &err), GM_OK);
+    CU_ASSERT_NOT_EQUAL(stat(tmp, &st), 0);
+    CU_ASSERT_EQUAL(stat(path, &st), 0);
+    unlink(path);
+
+    /* a directory that does not exist: an I/O error naming the path */
+    CU_ASSERT_EQUAL(gm_trace_create("/nonexistent-dir/x.h5", NULL, NULL, &w, &err), GM_EIO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "/nonexistent-dir/x.h5"));
+    gm_trace_write_opts bad = {.compress = GM_COMPRESS_DEFLATE, .deflate_level = 10};
+    CU_ASSERT_EQUAL(gm_trace_create(path, NULL, &bad, &w, &err), GM_EINVAL);
+    CU_ASSERT_NOT_EQUAL(stat(tmp, &st), 0);
+    free(ev);
+}
+
+/*
+ * A file whose /events has another layout: the columns in another order, a
+ * column the reader does not know, wider types. HDF5 matches columns by name,
+ * so it reads the same (through HDF5's conversion rather than the fast path).
+ */
+struct foreign_row {
+    int64_t size;
+    uint32_t phase;
+    double extra;
+    uint64_t addr;
+    uint16_t category;
+    uint64_t stream;
+    int32_t op;
+    uint64_t t_ns;
+};
+
+/* Write ev[0..n) in the foreign layout; row neg gets size -5 unless neg >= n. */
+static void write_foreign(const char *path, const gm_event *ev, size_t n, size_t neg)
+{
+    struct foreign_row *rows = calloc(n, sizeof *rows);
+    for (size_t i = 0; i < n; i++)
+        rows[i] = (struct foreign_row){(int64_t)ev[i].size, ev[i].phase,  0.5,      ev[i].addr,
+                                       ev[i].category,      ev[i].stream, ev[i].op, ev[i].t_ns};
+    if (neg < n) rows[neg].size = -5;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(struct foreign_row));
+    H5Tinsert(t, "size", HOFFSET(struct foreign_row, size), H5T_NATIVE_INT64);
+    H5Tinsert(t, "phase", HOFFSET(struct foreign_row, phase), H5T_NATIVE_UINT32);
+    H5Tinsert(t, "extra", HOFFSET(struct foreign_row, extra), H5T_NATIVE_DOUBLE);
+    H5Tinsert(t, "addr", HOFFSET(struct foreign_row, addr), H5T_NATIVE_UINT64);
+    H5Tinsert(t, "category", HOFFSET(struct foreign_row, category), H5T_NATIVE_UINT16);
+    H5Tinsert(t, "stream", HOFFSET(struct foreign_row, stream), H5T_NATIVE_UINT64);
+    H5Tinsert(t, "op", HOFFSET(struct foreign_row, op), H5T_NATIVE_INT32);
+    H5Tinsert(t, "t_ns", HOFFSET(struct foreign_row, t_ns), H5T_NATIVE_UINT64);
+    hsize_t dims = n;
+    hid_t sp = H5Screate_simple(1, &dims, NULL);
+    hid_t ds = H5Dcreate2(f, "events", t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    CU_ASSERT(H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) >= 0);
+    hid_t asp = H5Screate(H5S_SCALAR);
+    int64_t version = 1; /* an int64 attribute, as h5py writes a Python int */
+    hid_t a = H5Acreate2(f, "gmtrace_version", H5T_STD_I64LE, asp, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(a, H5T_NATIVE_INT64, &version);
+    H5Aclose(a);
+    hid_t st = H5Tcopy(H5T_C_S1); /* a fixed-length string attribute */
+    H5Tset_size(st, 5);
+    a = H5Acreate2(f, "source", st, asp, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(a, st, "cupti");
+    H5Aclose(a);
+    H5Tclose(st);
+    H5Sclose(asp);
+    H5Dclose(ds);
+    H5Sclose(sp);
+    H5Tclose(t);
+    H5Fclose(f);
+    free(rows);
+}
+
+static void test_foreign_layout(void)
+{
+    const char *path = gm_test_tmp("foreign.h5");
+    size_t n = 3000;
+    gm_event *ev = make_events(n);
+    ev[n - 1].size = 4096;
+    write_foreign(path, ev, n, n);
+    gm_err err = {0};
+    gm_trace_reader *r;
+    CU_ASSERT_EQUAL_FATAL(gm_trace_open(path, &r, &err), GM_OK);
+    CU_ASSERT_STRING_EQUAL(gm_trace_meta_get(r)->source, "cupti");
+    CU_ASSERT_STRING_EQUAL(gm_trace_meta_get(r)->device_name, ""); /* absent: empty */
+    gm_event *buf = calloc(n, sizeof *buf);
+    CU_ASSERT_EQUAL(gm_trace_read(r, buf, 1234, &err), 1234);
+    CU_ASSERT_EQUAL(gm_trace_read(r, buf + 1234, n, &err), (int64_t)(n - 1234));
+    size_t same = 0;
+    for (size_t i = 0; i < n; i++)
+        same += event_eq(&buf[i], &ev[i]);
+    CU_ASSERT_EQUAL(same, n);
+    size_t nrows = 1;
+    gm_init_row *ir = (gm_init_row *)1;
+    CU_ASSERT_EQUAL(gm_trace_read_initial(r, &ir, &nrows, &err), GM_OK); /* absent: none */
+    CU_ASSERT_EQUAL(nrows, 0);
+    CU_ASSERT_PTR_NULL(ir);
+    gm_marker *mr = (gm_marker *)1;
+    CU_ASSERT_EQUAL(gm_trace_read_markers(r, &mr, &nrows, &err), GM_OK);
+    CU_ASSERT_EQUAL(nrows, 0);
+    CU_ASSERT_PTR_NULL(mr);
+    gm_trace_close(r);
+    free(buf);
+    free(ev);
+    unlink(path);
+}
+
+/* HDF5 would clamp a negative int64 to 0; the reader refuses it, naming the row. */
+static void test_foreign_out_of_range(void)
+{
+    const char *path = gm_test_tmp("negative.h5");
+    size_t n = 3000;
+    gm_event *ev = make_events(n);
+    write_foreign(path, ev, n, 1500);
+    gm_err err = {0};
+    CU_ASSERT_EQUAL(read_all(path, 1000, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, path));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "event 1500: a value does not fit its column"));
+    CU_ASSERT_EQUAL(read_all(path, 4096, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "event 1500:"));
+    write_foreign(path, ev, n, 0);
+    CU_ASSERT_EQUAL(read_all(path, 1, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "event 0:"));
+    free(ev);
+    unlink(path);
+}
+
+/* ---------------- bad files ---------------- */
+
+static void test_not_hdf5(void)
+{
+    const char *path = gm_test_tmp("text.h5");
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs("t_ns,op,addr,size\n0,alloc,0x1000,512\n", f);
+    fclose(f);
+
+    /* HDF5 must print nothing: watch stderr while opening */
+    const char *errpath = gm_test_tmp("stderr.txt");
+    fflush(stderr);
+    int saved = dup(2), fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 2);
+    gm_err err = {0};
+    gm_trace_reader *r;
+    int rc = gm_trace_open(path, &r, &err);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    close(fd);
+    struct stat st;
+    CU_ASSERT_EQUAL(stat(errpath, &st), 0);
+    CU_ASSERT_EQUAL(st.st_size, 0);
+    unlink(errpath);
+
+    CU_ASSERT_EQUAL(rc, GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, path));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "not an HDF5 file"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "gmsim import"));
+    CU_ASSERT_EQUAL(truncate(path, 0), 0);
+    expect_open_fails(path, GM_EINVAL, "not an HDF5 file");
+    unlink(path);
+    expect_open_fails(gm_test_tmp("missing.h5"), GM_EIO, "cannot open");
+}
+
+static void test_truncated(void)
+{
+    const char *path = gm_test_tmp("trunc.h5");
+    size_t n = 5000;
+    gm_event *ev = make_events(n);
+    gm_trace_write_opts o = {.chunk_events = 1000};
+    CU_ASSERT_EQUAL_FATAL(write_trace(path, ev, n, &o), GM_OK);
+    struct stat st;
+    CU_ASSERT_EQUAL_FATAL(stat(path, &st), 0);
+    CU_ASSERT_EQUAL_FATAL(truncate(path, st.st_size / 2), 0);
+    expect_open_fails(path, GM_EINVAL, "truncated");
+    CU_ASSERT_EQUAL_FATAL(truncate(path, 1000), 0);
+    expect_open_fails(path, GM_EINVAL, "truncated");
+    free(ev);
+    unlink(path);
+}
+
+static void test_wrong_version(void)
+{
+    const char *path = gm_test_tmp("v2.h5");
+    gm_event *ev = make_events(10);
+    CU_ASSERT_EQUAL_FATAL(write_trace(path, ev, 10, NULL), GM_OK);
+    hid_t f = h5_edit(path);
+    CU_ASSERT_FATAL(f >= 0);
+    hid_t a = H5Aopen(f, "gmtrace_version", H5P_DEFAULT);
+    int two = 2;
+    CU_ASSERT(H5Awrite(a, H5T_NATIVE_INT, &two) >= 0);
+    H5Aclose(a);
+    H5Fclose(f);
+    expect_open_fails(path, GM_EINVAL, "gmtrace_version is 2 but this gmsim reads version 1");
+
+    f = h5_edit(path);
+    CU_ASSERT(H5Adelete(f, "gmtrace_version") >= 0);
+    H5Fclose(f);
+    expect_open_fails(path, GM_EINVAL, "no gmtrace_version attribute");
+    free(ev);
+    unlink(path);
+}
+
+static void test_missing_events(void)
+{
+    const char *path = gm_test_tmp("noevents.h5");
+    gm_event *ev = make_events(10);
+    CU_ASSERT_EQUAL_FATAL(write_trace(path, ev, 10, NULL), GM_OK);
+    hid_t f = h5_edit(path);
+    CU_ASSERT_FATAL(f >= 0);
+    CU_ASSERT(H5Ldelete(f, "events", H5P_DEFAULT) >= 0);
+    H5Fclose(f);
+    expect_open_fails(path, GM_EINVAL, "no /events dataset");
+    free(ev);
+    unlink(path);
+}
+
+static void test_missing_column(void)
+{
+    const char *path = gm_test_tmp("nocol.h5");
+    gm_event *ev = make_events(10);
+    CU_ASSERT_EQUAL_FATAL(write_trace(path, ev, 10, NULL), GM_OK);
+    hid_t f = h5_edit(path);
+    CU_ASSERT_FATAL(f >= 0);
+    H5Ldelete(f, "events", H5P_DEFAULT);
+    hid_t t = H5Tcreate(H5T_COMPOUND, 16);
+    H5Tinsert(t, "t_ns", 0, H5T_STD_U64LE);
+    H5Tinsert(t, "size", 8, H5T_STD_U64LE);
+    hsize_t dims = 0;
+    hid_t sp = H5Screate_simple(1, &dims, NULL);
+    hid_t ds = H5Dcreate2(f, "events", t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    CU_ASSERT(ds >= 0);
+    H5Dclose(ds);
+    H5Sclose(sp);
+    H5Tclose(t);
+    H5Fclose(f);
+    expect_open_fails(path, GM_EINVAL, "no column 'op'");
+    free(ev);
+    unlink(path);
+}
+
+static void test_time_backwards(void)
+{
+    gm_event e = {.t_ns = 3, .op = GM_OP_FREE, .addr = 1};
+    expect_bad_event(5000, 1234, &e, 1, 777, "time goes backwards (t_ns 3 after");
+    /* the bad event first in a read: the previous time comes from the call before */
+    expect_bad_event(5000, 1234, &e, 1, 1234, "time goes backwards");
+    /* and at a chunk boundary of the file */
+    expect_bad_event(5000, 2000, &e, 1, 500, "sort /events");
+}
+
+static void test_bad_size(void)
+{
+    gm_event zero = {.t_ns = 1234 * 10 + 5, .op = GM_OP_ALLOC, .addr = 0x10, .size = 0};
+    expect_bad_event(3000, 1234, &zero, 0, 1000, "alloc of size 0");
+    zero.op = GM_OP_SEGMENT_ALLOC;
+    expect_bad_event(3000, 1234, &zero, 0, 1000, "segment_alloc of size 0");
+    gm_event big = {.t_ns = 999 * 10 + 5, .op = GM_OP_ALLOC, .size = GM_TRACE_MAX_SIZE + 1};
+    expect_bad_event(3000, 999, &big, 0, 4096, "2^48");
+    big.op = GM_OP_FREE;
+    big.size = UINT64_MAX;
+    expect_bad_event(3000, 999, &big, 0, 4096, "2^48");
+
+    /* a free may carry size 0 (size unknown) */
+    const char *path = gm_test_tmp("free0.h5");
+    gm_event *ev = make_events(100);
+    ev[50].op = GM_OP_FREE;
+    ev[50].size = 0;
+    ev[51].op = GM_OP_SEGMENT_FREE;
+    ev[51].size = 0;
+    CU_ASSERT_EQUAL(write_trace(path, ev, 100, NULL), GM_OK);
+    gm_err err = {0};
+    CU_ASSERT_EQUAL(read_all(path, 64, &err), 0);
+    free(ev);
+    unlink(path);
+}
+
+static void test_bad_enums(void)
+{
+    gm_event e = {.t_ns = 70, .op = GM_OP_COUNT, .size = 8};
+    expect_bad_event(100, 7, &e, 0, 100, "op is 4");
+    e.op = 255;
+    expect_bad_event(100, 7, &e, 0, 3, "not an operation");
+    e.op = GM_OP_ALLOC;
+    e.category = GM_CAT_COUNT;
+    expect_bad_event(100, 7, &e, 0, 100, "category is 8");
+    e.category = GM_CAT_GRADIENT;
+    e.phase = GM_PHASE_COUNT;
+    expect_bad_event(100, 7, &e, 0, 100, "phase is 4");
+}
+
+/* A failed read does not move the reader; reads before the bad event succeed. */
+static void test_error_position(void)
+{
+    const char *path = gm_test_tmp("pos.h5");
+    gm_event *ev = make_events(300);
+    ev[250].size = 0;
+    ev[250].op = GM_OP_ALLOC;
+    CU_ASSERT_EQUAL_FATAL(write_trace(path, ev, 300, NULL), GM_OK);
+    gm_err err = {0};
+    gm_trace_reader *r;
+    CU_ASSERT_EQUAL_FATAL(gm_trace_open(path, &r, &err), GM_OK);
+    gm_event buf[200];
+    CU_ASSERT_EQUAL(gm_trace_read(r, buf, 200, &err), 200);
+    CU_ASSERT_EQUAL(gm_trace_read(r, buf, 200, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "event 250:"));
+    CU_ASSERT_EQUAL(gm_trace_position(r), 200);
+    CU_ASSERT_EQUAL(gm_trace_read(r, buf, 50, &err), 50);
+    gm_trace_close(r);
+    free(ev);
+    unlink(path);
+}
+
+/* Bad rows of the small tables are refused with the file and the row. */
+static void test_bad_tables(void)
+{
+    const char *path = gm_test_tmp("badtables.h5");
+    gm_err err = {0};
+    gm_trace_writer *w;
+    gm_init_row init[2] = {{.addr = 1, .size = 2, .kind = GM_INIT_SEGMENT},
+                           {.addr = 1, .size = 2, .kind = 5}};
+    gm_marker mk[2] = {{.kind = GM_MARK_INSTANT, .name = "oom"}, {.kind = 9, .name = "x"}};
+    CU_ASSERT_EQUAL_FATAL(gm_trace_create(path, NULL, NULL, &w, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_write_initial(w, init, 2, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_add_markers(w, mk, 2, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(gm_trace_finish(w, &err), GM_OK);
+    gm_trace_reader *r;
+    CU_ASSERT_EQUAL_FATAL(gm_trace_open(path, &r, &err), GM_OK);
+    gm_init_row *ir = NULL;
+    gm_marker *mr = NULL;
+    size_t n = 7;
+    CU_ASSERT_EQUAL(gm_trace_read_initial(r, &ir, &n, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "/initial_state row 1: kind"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, path));
+    CU_ASSERT_EQUAL(n, 0);
+    CU_ASSERT_EQUAL(gm_trace_read_markers(r, &mr, &n, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "/markers row 1: kind 9"));
+    CU_ASSERT_EQUAL(n, 0);
+    gm_trace_close(r);
+    unlink(path);
+}
+
+int gm_test_register(void)
+{
+    CU_pSuite s = CU_add_suite("trace", NULL, NULL);
+    if (!s) return CU_get_error();
+    GM_ADD_TEST(s, test_names);
+    GM_ADD_TEST(s, test_meta);
+    GM_ADD_TEST(s, test_round_trip_small_chunks);
+    GM_ADD_TEST(s, test_round_trip_default_chunks);
+    GM_ADD_TEST(s, test_round_trip_deflate);
+    GM_ADD_TEST(s, test_empty_trace);
+    GM_ADD_TEST(s, test_rewind);
+    GM_ADD_TEST(s, test_writer_temp_file);
+    GM_ADD_TEST(s, test_foreign_layout);
+    GM_ADD_TEST(s, test_foreign_out_of_range);
+    GM_ADD_TEST(s, test_not_hdf5);
+    GM_ADD_TEST(s, test_truncated);
+    GM_ADD_TEST(s, test_wrong_version);
+    GM_ADD_TEST(s, test_missing_events);
+    GM_ADD_TEST(s, test_missing_column);
+    GM_ADD_TEST(s, test_time_backwards);
+    GM_ADD_TEST(s, test_bad_size);
+    GM_ADD_TEST(s, test_bad_enums);
+    GM_ADD_TEST(s, test_error_position);
+    GM_ADD_TEST(s, test_bad_tables);
+    return CUE_SUCCESS;
+}

@@ -1,0 +1,1135 @@
+/*
+ * trace_h5.c - reader and writer of the HDF5 trace, schema version 1
+ * (trace.h is the API, traces/FORMAT.md the schema).
+ *
+ * Types. Each table (/events, /initial_state, /markers) is described once,
+ * by a column list below. From it come two HDF5 compound types: the file
+ * type (packed, little-endian, columns in the documented order) and the
+ * memory type (the struct of trace.h, built with offsetof). HDF5 converts
+ * between them member by member and matches members by NAME, so a file
+ * written by h5py with its columns in another order or with wider integers
+ * reads the same; the reader only checks that every column exists and has
+ * the right class. /events in gmsim's own packed layout skips HDF5's
+ * conversion, which is slow (see "Packed events").
+ *
+ * Memory. The reader reads hyperslabs of at most GM_TRACE_CHUNK_EVENTS rows,
+ * through one memory dataspace made at open, into the caller's buffer (or a
+ * buffer of that many packed rows, then unpacked). Besides that there is
+ * HDF5's type-conversion buffer and, for compressed files, a chunk cache
+ * sized to two chunks (so reads smaller than a chunk do not inflate it
+ * again each time). Nothing grows with the trace.
+ *
+ * Validation. Each piece is checked in one branch-free pass; only if that
+ * pass finds something does a second pass name the first bad event.
+ *
+ * Errors. HDF5 prints its error stack to stderr unless told not to; the
+ * library never prints, so every entry point silences it for the calling
+ * thread (the stack is per thread in Debian's thread-safe HDF5).
+ */
+#include "trace.h"
+
+#include <hdf5.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NOT_A_TRACE "expected a gmsim trace written by 'gmsim gen', 'gmsim import' or gmcapture"
+#define REIMPORT "re-import the trace (or fix the tool that wrote it)"
+
+typedef unsigned long long ull;
+
+static void h5_quiet(void)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+static void h5_close(hid_t *id, herr_t (*fn)(hid_t))
+{
+    if (*id >= 0) fn(*id);
+    *id = H5I_INVALID_HID;
+}
+
+/*
+ * File access: no file locking. A trace is never opened for writing under
+ * its final name (the writer renames a private temporary file), so locks
+ * protect nothing, and on file systems without flock (NFS, Lustre) HDF5
+ * would refuse to open the file at all.
+ */
+static hid_t make_fapl(void)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+#if H5_VERSION_GE(1, 10, 7)
+    if (fapl >= 0) H5Pset_file_locking(fapl, 0, 1);
+#endif
+    return fapl < 0 ? H5P_DEFAULT : fapl;
+}
+
+static void free_fapl(hid_t fapl)
+{
+    if (fapl != H5P_DEFAULT) H5Pclose(fapl);
+}
+
+/* ---------------- tables ---------------- */
+
+enum col_kind { COL_U64, COL_U8, COL_NAME };
+
+struct col {
+    const char *name;
+    size_t mem_off;
+    enum col_kind kind;
+};
+
+struct table {
+    const char *name;       /* dataset name under the root        */
+    const struct col *cols; /* in file order                       */
+    size_t ncols;
+    size_t mem_size; /* sizeof the trace.h struct           */
+    hsize_t chunk;   /* chunk rows for the small tables      */
+};
+
+/* clang-format off */
+#define COL(type, field, kind) {#field, offsetof(type, field), kind}
+/* clang-format on */
+
+static const struct col event_cols[] = {
+    COL(gm_event, t_ns, COL_U64), COL(gm_event, op, COL_U8),      COL(gm_event, addr, COL_U64),
+    COL(gm_event, size, COL_U64), COL(gm_event, stream, COL_U64), COL(gm_event, category, COL_U8),
+    COL(gm_event, phase, COL_U8),
+};
+static const struct col init_cols[] = {
+    COL(gm_init_row, addr, COL_U64),       COL(gm_init_row, size, COL_U64),
+    COL(gm_init_row, block_size, COL_U64), COL(gm_init_row, stream, COL_U64),
+    COL(gm_init_row, kind, COL_U8),        COL(gm_init_row, category, COL_U8),
+};
+static const struct col marker_cols[] = {
+    COL(gm_marker, t_ns, COL_U64),
+    COL(gm_marker, kind, COL_U8),
+    COL(gm_marker, name, COL_NAME),
+};
+
+#define NCOLS(a) (sizeof(a) / sizeof((a)[0]))
+static const struct table events_table = {"events", event_cols, NCOLS(event_cols), sizeof(gm_event),
+                                          0};
+static const struct table initial_table = {"initial_state", init_cols, NCOLS(init_cols),
+                                           sizeof(gm_init_row), 1024};
+static const struct table markers_table = {"markers", marker_cols, NCOLS(marker_cols),
+                                           sizeof(gm_marker), 1024};
+
+static size_t col_bytes(enum col_kind k)
+{
+    return k == COL_U64 ? 8 : k == COL_U8 ? 1 : GM_MARKER_NAME_LEN;
+}
+
+static hid_t col_type(enum col_kind k, int file)
+{
+    if (k == COL_U64) return H5Tcopy(file ? H5T_STD_U64LE : H5T_NATIVE_UINT64);
+    if (k == COL_U8) return H5Tcopy(file ? H5T_STD_U8LE : H5T_NATIVE_UINT8);
+    hid_t s = H5Tcopy(H5T_C_S1);
+    if (s >= 0 && (H5Tset_size(s, GM_MARKER_NAME_LEN) < 0 ||
+                   H5Tset_strpad(s, H5T_STR_NULLTERM) < 0 || H5Tset_cset(s, H5T_CSET_UTF8) < 0))
+        h5_close(&s, H5Tclose);
+    return s;
+}
+
+/* The compound type of a table: packed file layout (file=1) or its struct. */
+static hid_t table_type(const struct table *t, int file)
+{
+    size_t size = t->mem_size;
+    if (file) {
+        size = 0;
+        for (size_t i = 0; i < t->ncols; i++)
+            size += col_bytes(t->cols[i].kind);
+    }
+    hid_t ct = H5Tcreate(H5T_COMPOUND, size);
+    size_t off = 0;
+    for (size_t i = 0; ct >= 0 && i < t->ncols; i++) {
+        const struct col *c = &t->cols[i];
+        hid_t m = col_type(c->kind, file);
+        if (m < 0 || H5Tinsert(ct, c->name, file ? off : c->mem_off, m) < 0)
+            h5_close(&ct, H5Tclose);
+        h5_close(&m, H5Tclose);
+        off += col_bytes(c->kind);
+    }
+    return ct;
+}
+
+static void col_list(const struct table *t, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < t->ncols && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", t->cols[i].name);
+}
+
+/* Check that ds is a 1-D compound dataset with every column of t; *nrows. */
+static int check_table(hid_t ds, const struct table *t, const char *path, hsize_t *nrows,
+                       gm_err *err)
+{
+    char cols[256];
+    col_list(t, cols, sizeof cols);
+    hid_t ft = H5Dget_type(ds);
+    int rc = GM_OK;
+    if (H5Tget_class(ft) != H5T_COMPOUND)
+        rc = gm_errf(err, GM_EINVAL, "%s: /%s is not a table with named columns (%s); " REIMPORT,
+                     path, t->name, cols);
+    for (size_t i = 0; rc == GM_OK && i < t->ncols; i++) {
+        const struct col *c = &t->cols[i];
+        int idx = H5Tget_member_index(ft, c->name);
+        if (idx < 0) {
+            rc = gm_errf(err, GM_EINVAL, "%s: /%s has no column '%s' (it needs %s); " REIMPORT,
+                         path, t->name, c->name, cols);
+            break;
+        }
+        hid_t mt = H5Tget_member_type(ft, (unsigned)idx);
+        H5T_class_t want = c->kind == COL_NAME ? H5T_STRING : H5T_INTEGER;
+        if (H5Tget_class(mt) != want)
+            rc = gm_errf(err, GM_EINVAL, "%s: /%s column '%s' is not %s; " REIMPORT, path, t->name,
+                         c->name, want == H5T_STRING ? "a string" : "an integer");
+        h5_close(&mt, H5Tclose);
+    }
+    h5_close(&ft, H5Tclose);
+    if (rc) return rc;
+    hid_t sp = H5Dget_space(ds);
+    hsize_t dims[H5S_MAX_RANK];
+    int rank = sp >= 0 ? H5Sget_simple_extent_dims(sp, dims, NULL) : -1;
+    h5_close(&sp, H5Sclose);
+    if (rank != 1)
+        return gm_errf(err, GM_EINVAL, "%s: /%s is not a 1-D table (rank %d); " REIMPORT, path,
+                       t->name, rank);
+    *nrows = dims[0];
+    return GM_OK;
+}
+
+/*
+ * Open a dataset for sequential reading. A compressed chunk that does not
+ * fit HDF5's chunk cache (1 MiB by default) is inflated again on every read
+ * that touches it, so give compressed datasets a cache of two chunks.
+ * Uncompressed ones keep the default: chunks too big for it are read
+ * straight into the conversion buffer, with no copy through the cache.
+ */
+static hid_t open_dataset(hid_t file, const char *name)
+{
+    hid_t ds = H5Dopen2(file, name, H5P_DEFAULT);
+    if (ds < 0) return ds;
+    hid_t dcpl = H5Dget_create_plist(ds), ft = H5Dget_type(ds);
+    hsize_t chunk[H5S_MAX_RANK] = {0};
+    size_t need = 0;
+    if (dcpl >= 0 && ft >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED && H5Pget_nfilters(dcpl) > 0 &&
+        H5Pget_chunk(dcpl, H5S_MAX_RANK, chunk) == 1)
+        need = 2 * (size_t)chunk[0] * H5Tget_size(ft);
+    h5_close(&dcpl, H5Pclose);
+    h5_close(&ft, H5Tclose);
+    const size_t cap = 256 * GM_MiB;
+    if (need <= GM_MiB) return ds;
+    hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+    if (dapl < 0 || H5Pset_chunk_cache(dapl, 521, need < cap ? need : cap, 1.0) < 0) {
+        h5_close(&dapl, H5Pclose);
+        return ds; /* the default cache works, only slower */
+    }
+    H5Dclose(ds);
+    ds = H5Dopen2(file, name, dapl);
+    H5Pclose(dapl);
+    return ds;
+}
+
+/*
+ * Packed events. HDF5 converts a compound member by member, with a memmove
+ * per field, which costs more than reading the bytes (about 40 M events/s
+ * against 95 M here, from the page cache). So the writer packs rows itself and writes them with the
+ * file type as memory type (no conversion), and the reader does the same when the file holds
+ * exactly that layout; other layouts (say from h5py) go through HDF5's conversion. Byte order is
+ * explicit, so this works on any host.
+ */
+enum { EV_PACKED = 35 }; /* bytes per packed row; offsets follow event_cols */
+
+static inline uint64_t get_le64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+static inline void put_le64(unsigned char *p, uint64_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    memcpy(p, &v, 8);
+}
+
+static void unpack_events(const unsigned char *raw, gm_event *ev, size_t n)
+{
+    gm_event e;
+    memset(&e, 0, sizeof e); /* padding stays zero, so events can be hashed */
+    for (size_t i = 0; i < n; i++, raw += EV_PACKED) {
+        e.t_ns = get_le64(raw + 0);
+        e.op = raw[8];
+        e.addr = get_le64(raw + 9);
+        e.size = get_le64(raw + 17);
+        e.stream = get_le64(raw + 25);
+        e.category = raw[33];
+        e.phase = raw[34];
+        ev[i] = e;
+    }
+}
+
+static void pack_events(const gm_event *ev, unsigned char *raw, size_t n)
+{
+    for (size_t i = 0; i < n; i++, raw += EV_PACKED) {
+        put_le64(raw + 0, ev[i].t_ns);
+        raw[8] = ev[i].op;
+        put_le64(raw + 9, ev[i].addr);
+        put_le64(raw + 17, ev[i].size);
+        put_le64(raw + 25, ev[i].stream);
+        raw[33] = ev[i].category;
+        raw[34] = ev[i].phase;
+    }
+}
+
+/* ---------------- meta ---------------- */
+
+void gm_trace_meta_init(gm_trace_meta *m)
+{
+    memset(m, 0, sizeof *m);
+    m->version = GM_TRACE_VERSION;
+    char **s[] = {&m->source,  &m->device_name, &m->created_utc,
+                  &m->command, &m->workload,    &m->alloc_conf};
+    for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
+        *s[i] = strdup(""); /* NULL if out of memory; every user accepts NULL */
+}
+
+void gm_trace_meta_free(gm_trace_meta *m)
+{
+    if (!m) return;
+    free(m->source);
+    free(m->device_name);
+    free(m->created_utc);
+    free(m->command);
+    free(m->workload);
+    free(m->alloc_conf);
+    memset(m, 0, sizeof *m);
+}
+
+int gm_trace_meta_set(char **field, const char *value)
+{
+    char *s = strdup(value ? value : "");
+    if (!s) return GM_ENOMEM;
+    free(*field);
+    *field = s;
+    return GM_OK;
+}
+
+/* The string attributes, in the order FORMAT.md lists them. */
+struct str_attr {
+    const char *name;
+    size_t off; /* of the char * in gm_trace_meta */
+};
+static const struct str_attr str_attrs[] = {
+    {"source", offsetof(gm_trace_meta, source)},
+    {"device_name", offsetof(gm_trace_meta, device_name)},
+    {"created_utc", offsetof(gm_trace_meta, created_utc)},
+    {"command", offsetof(gm_trace_meta, command)},
+    {"workload", offsetof(gm_trace_meta, workload)},
+    {"alloc_conf", offsetof(gm_trace_meta, alloc_conf)},
+};
+
+static char **meta_str(gm_trace_meta *m, const struct str_attr *a)
+{
+    return (char **)((char *)m + a->off);
+}
+
+/* Open attribute `name` of the root if it exists and holds one value of
+ * class `cls`. Returns the id, H5I_INVALID_HID if absent, or an error. */
+static int open_attr(hid_t file, const char *path, const char *name, H5T_class_t cls, hid_t *out,
+                     gm_err *err)
+{
+    *out = H5I_INVALID_HID;
+    htri_t ex = H5Aexists(file, name);
+    if (ex < 0)
+        return gm_errf(err, GM_EIO, "%s: cannot read attribute %s; the file is damaged", path,
+                       name);
+    if (ex == 0) return GM_OK;
+    hid_t a = H5Aopen(file, name, H5P_DEFAULT);
+    hid_t t = a >= 0 ? H5Aget_type(a) : H5I_INVALID_HID;
+    hid_t sp = a >= 0 ? H5Aget_space(a) : H5I_INVALID_HID;
+    int ok = t >= 0 && sp >= 0 && H5Tget_class(t) == cls && H5Sget_simple_extent_npoints(sp) == 1;
+    h5_close(&t, H5Tclose);
+    h5_close(&sp, H5Sclose);
+    if (!ok) {
+        h5_close(&a, H5Aclose);
+        return gm_errf(err, GM_EINVAL, "%s: attribute %s is not a single %s; " REIMPORT, path, name,
+                       cls == H5T_STRING ? "string" : "integer");
+    }
+    *out = a;
+    return GM_OK;
+}
+
+/* Read an integer attribute as memtype (HDF5 converts); absent -> 0. */
+static int read_int_attr(hid_t file, const char *path, const char *name, hid_t memtype, void *out,
+                         gm_err *err)
+{
+    hid_t a;
+    int rc = open_attr(file, path, name, H5T_INTEGER, &a, err);
+    if (rc || a < 0) return rc;
+    if (H5Aread(a, memtype, out) < 0)
+        rc = gm_errf(err, GM_EINVAL, "%s: attribute %s does not fit %s; " REIMPORT, path, name,
+                     memtype == H5T_NATIVE_LLONG ? "a 64-bit integer"
+                                                 : "an unsigned 64-bit integer");
+    H5Aclose(a);
+    return rc;
+}
+
+/* Read a string attribute, variable- or fixed-length; absent -> "". */
+static int read_str_attr(hid_t file, const char *path, const char *name, char **field, gm_err *err)
+{
+    hid_t a;
+    int rc = open_attr(file, path, name, H5T_STRING, &a, err);
+    if (rc) return rc;
+    if (a < 0)
+        return gm_trace_meta_set(field, "") ? gm_errf(err, GM_ENOMEM, "out of memory") : GM_OK;
+    hid_t ft = H5Aget_type(a), mt = H5Tcopy(H5T_C_S1);
+    char *val = NULL, *vlen = NULL;
+    herr_t st = -1;
+    if (ft >= 0 && mt >= 0 && H5Tis_variable_str(ft) > 0) {
+        if (H5Tset_size(mt, H5T_VARIABLE) >= 0 && H5Tset_cset(mt, H5Tget_cset(ft)) >= 0)
+            st = H5Aread(a, mt, &vlen);
+        val = st >= 0 ? strdup(vlen ? vlen : "") : NULL;
+        if (vlen) H5free_memory(vlen);
+    } else if (ft >= 0 && mt >= 0) {
+        size_t n = H5Tget_size(ft);
+        val = calloc(n + 1, 1);
+        if (val && H5Tset_size(mt, n + 1) >= 0 && H5Tset_strpad(mt, H5T_STR_NULLTERM) >= 0 &&
+            H5Tset_cset(mt, H5Tget_cset(ft)) >= 0)
+            st = H5Aread(a, mt, val);
+    }
+    h5_close(&ft, H5Tclose);
+    h5_close(&mt, H5Tclose);
+    H5Aclose(a);
+    if (st < 0) {
+        free(val);
+        return gm_errf(err, GM_EIO, "%s: cannot read attribute %s; the file is damaged", path,
+                       name);
+    }
+    if (!val) return gm_errf(err, GM_ENOMEM, "%s: out of memory reading attribute %s", path, name);
+    free(*field);
+    *field = val;
+    return GM_OK;
+}
+
+/* ---------------- reader ---------------- */
+
+struct gm_trace_reader {
+    char *path;
+    gm_trace_meta meta;
+    hid_t file;
+    hid_t events;       /* /events                                        */
+    hid_t ev_type;      /* memory type: struct gm_event                   */
+    hid_t fspace;       /* /events dataspace, re-selected for each piece  */
+    hid_t mspace;       /* GM_TRACE_CHUNK_EVENTS rows, the first n selected */
+    hid_t raw_type;     /* fast path: the packed file type, or invalid      */
+    hid_t dxpl;         /* transfers: conversion refuses out-of-range values */
+    int range_error;    /* set by conv_range_cb: the last read hit one      */
+    unsigned char *raw; /* fast path: GM_TRACE_CHUNK_EVENTS packed rows     */
+    uint64_t nevents;   /* rows in /events                                */
+    uint64_t pos;       /* index of the next event to hand out            */
+    uint64_t prev_t_ns; /* t_ns of event pos-1 (0 at the start)           */
+};
+
+static int check_file(const char *path, gm_err *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || access(path, R_OK) != 0)
+        return gm_errf(err, GM_EIO, "%s: cannot open: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        return gm_errf(err, GM_EINVAL, "%s: is a directory; " NOT_A_TRACE, path);
+    if (H5Fis_hdf5(path) <= 0)
+        return gm_errf(err, GM_EINVAL, "%s: not an HDF5 file (or truncated); " NOT_A_TRACE, path);
+    return GM_OK;
+}
+
+static int read_meta(gm_trace_reader *r, gm_err *err)
+{
+    const char *p = r->path;
+    htri_t ex = H5Aexists(r->file, "gmtrace_version");
+    if (ex <= 0)
+        return gm_errf(
+            err, GM_EINVAL,
+            "%s: no gmtrace_version attribute, so this HDF5 file is not a gmsim trace; make "
+            "traces with 'gmsim gen' or gmcapture, or convert other files with 'gmsim import'",
+            p);
+    long long version = 0;
+    int rc = read_int_attr(r->file, p, "gmtrace_version", H5T_NATIVE_LLONG, &version, err);
+    if (rc) return rc;
+    if (version != GM_TRACE_VERSION)
+        return gm_errf(err, GM_EINVAL,
+                       "%s: gmtrace_version is %lld but this gmsim reads version %d; upgrade "
+                       "gmsim or re-import the trace",
+                       p, version, GM_TRACE_VERSION);
+    r->meta.version = (int)version;
+    for (size_t i = 0; !rc && i < sizeof str_attrs / sizeof str_attrs[0]; i++)
+        rc = read_str_attr(r->file, p, str_attrs[i].name, meta_str(&r->meta, &str_attrs[i]), err);
+    if (!rc)
+        rc = read_int_attr(r->file, p, "device_total_bytes", H5T_NATIVE_UINT64,
+                           &r->meta.device_total_bytes, err);
+    if (!rc)
+        rc = read_int_attr(r->file, p, "dropped_records", H5T_NATIVE_UINT64,
+                           &r->meta.dropped_records, err);
+    return rc;
+}
+
+static void setup_fast_path(gm_trace_reader *r)
+{
+    hid_t packed = table_type(&events_table, 1), ft = H5Dget_type(r->events);
+    if (packed >= 0 && ft >= 0 && H5Tget_size(packed) == EV_PACKED && H5Tequal(ft, packed) > 0 &&
+        (r->raw = malloc((size_t)GM_TRACE_CHUNK_EVENTS * EV_PACKED))) {
+        r->raw_type = packed;
+        packed = H5I_INVALID_HID;
+    }
+    h5_close(&packed, H5Tclose);
+    h5_close(&ft, H5Tclose);
+}
+
+/*
+ * HDF5 converts a value that does not fit its destination (a negative int64
+ * into a uint64 column, 300 into op) by clamping it, which would turn a bad
+ * value into a plausible one. Make such a conversion fail instead.
+ */
+static H5T_conv_ret_t conv_range_cb(H5T_conv_except_t what, hid_t src, hid_t dst, void *src_buf,
+                                    void *dst_buf, void *user)
+{
+    (void)src, (void)dst, (void)src_buf, (void)dst_buf;
+    if (what != H5T_CONV_EXCEPT_RANGE_HI && what != H5T_CONV_EXCEPT_RANGE_LOW)
+        return H5T_CONV_UNHANDLED;
+    *(int *)user = 1;
+    return H5T_CONV_ABORT;
+}
+
+/* The error for a failed H5Dread of what (rows first..last). */
+static int read_failed(gm_trace_reader *r, const char *what, uint64_t first, uint64_t last,
+                       gm_err *err)
+{
+    if (r->range_error)
+        return gm_errf(err, GM_EINVAL,
+                       "%s: %s %llu..%llu: a value does not fit its column (negative, or too "
+                       "large for a uint8/uint64 column); " REIMPORT,
+                       r->path, what, (ull)first, (ull)last);
+    return gm_errf(err, GM_EIO,
+                   "%s: %s %llu..%llu: read failed; the file is damaged or truncated — re-create "
+                   "it",
+                   r->path, what, (ull)first, (ull)last);
+}
+
+static int open_events(gm_trace_reader *r, gm_err *err)
+{
+    const char *p = r->path;
+    if (H5Lexists(r->file, "events", H5P_DEFAULT) <= 0)
+        return gm_errf(err, GM_EINVAL,
+                       "%s: no /events dataset; the trace is incomplete or not a gmsim trace — "
+                       "re-create it with 'gmsim gen', 'gmsim import' or gmcapture",
+                       p);
+    r->events = open_dataset(r->file, "events");
+    if (r->events < 0) return gm_errf(err, GM_EINVAL, "%s: /events is not a dataset; " REIMPORT, p);
+    hsize_t n;
+    int rc = check_table(r->events, &events_table, p, &n, err);
+    if (rc) return rc;
+    r->nevents = n;
+    hsize_t piece = GM_TRACE_CHUNK_EVENTS;
+    r->ev_type = table_type(&events_table, 0);
+    r->fspace = H5Dget_space(r->events);
+    r->mspace = H5Screate_simple(1, &piece, NULL);
+    r->dxpl = H5Pcreate(H5P_DATASET_XFER);
+    if (r->dxpl >= 0 && H5Pset_type_conv_cb(r->dxpl, conv_range_cb, &r->range_error) < 0)
+        h5_close(&r->dxpl, H5Pclose);
+    if (r->ev_type < 0 || r->fspace < 0 || r->mspace < 0 || r->dxpl < 0)
+        return gm_errf(err, GM_EIO, "%s: cannot set up reading /events (HDF5 error)", p);
+    setup_fast_path(r);
+    return GM_OK;
+}
+
+int gm_trace_open(const char *path, gm_trace_reader **out, gm_err *err)
+{
+    if (!out || !path) return gm_errf(err, GM_EINVAL, "gm_trace_open: no path");
+    *out = NULL;
+    h5_quiet();
+    int rc = check_file(path, err);
+    if (rc) return rc;
+    gm_trace_reader *r = calloc(1, sizeof *r);
+    if (!r) return gm_errf(err, GM_ENOMEM, "%s: out of memory", path);
+    r->file = r->events = r->ev_type = r->fspace = r->mspace = r->raw_type = r->dxpl =
+        H5I_INVALID_HID;
+    gm_trace_meta_init(&r->meta);
+    r->path = strdup(path);
+    if (!r->path) rc = gm_errf(err, GM_ENOMEM, "%s: out of memory", path);
+    if (!rc) {
+        hid_t fapl = make_fapl();
+        r->file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+        free_fapl(fapl);
+        if (r->file < 0)
+            rc = gm_errf(err, GM_EINVAL, "%s: not an HDF5 file (or truncated); " NOT_A_TRACE, path);
+    }
+    if (!rc) rc = read_meta(r, err);
+    if (!rc) rc = open_events(r, err);
+    if (rc) {
+        gm_trace_close(r);
+        return rc;
+    }
+    *out = r;
+    return GM_OK;
+}
+
+void gm_trace_close(gm_trace_reader *r)
+{
+    if (!r) return;
+    h5_quiet();
+    h5_close(&r->mspace, H5Sclose);
+    h5_close(&r->dxpl, H5Pclose);
+    h5_close(&r->fspace, H5Sclose);
+    h5_close(&r->ev_type, H5Tclose);
+    h5_close(&r->raw_type, H5Tclose);
+    free(r->raw);
+    h5_close(&r->events, H5Dclose);
+    h5_close(&r->file, H5Fclose);
+    gm_trace_meta_free(&r->meta);
+    free(r->path);
+    free(r);
+}
+
+const gm_trace_meta *gm_trace_meta_get(const gm_trace_reader *r)
+{
+    return &r->meta;
+}
+
+const char *gm_trace_path(const gm_trace_reader *r)
+{
+    return r->path;
+}
+
+uint64_t gm_trace_nevents(const gm_trace_reader *r)
+{
+    return r->nevents;
+}
+
+uint64_t gm_trace_position(const gm_trace_reader *r)
+{
+    return r->pos;
+}
+
+int gm_trace_rewind(gm_trace_reader *r)
+{
+    if (!r) return GM_EINVAL;
+    r->pos = 0;
+    r->prev_t_ns = 0;
+    return GM_OK;
+}
+
+/* alloc and segment_alloc (ops 0 and 2) must carry a size. */
+static inline int op_allocates(unsigned op)
+{
+    return (op & ~2u) == 0;
+}
+
+/* Name the first bad event of ev[0..n) (index first+i); see validate(). */
+static int explain_bad(const char *p, const gm_event *ev, size_t n, uint64_t first, uint64_t prev,
+                       gm_err *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        const gm_event *e = &ev[i];
+        ull idx = first + i;
+        if (e->op >= GM_OP_COUNT)
+            return gm_errf(err, GM_EINVAL,
+                           "%s: event %llu: op is %u, which is not an operation (0 alloc, 1 free, "
+                           "2 segment_alloc, 3 segment_free); " REIMPORT,
+                           p, idx, e->op);
+        if (e->t_ns < prev)
+            return gm_errf(err, GM_EINVAL,
+                           "%s: event %llu: time goes backwards (t_ns %llu after %llu); events "
+                           "must be sorted by t_ns — re-import the trace or sort /events",
+                           p, idx, (ull)e->t_ns, (ull)prev);
+        if (e->size == 0 && op_allocates(e->op))
+            return gm_errf(err, GM_EINVAL,
+                           "%s: event %llu: %s of size 0 (addr 0x%llx); an allocation must "
+                           "request at least 1 byte — " REIMPORT,
+                           p, idx, gm_op_name(e->op), (ull)e->addr);
+        if (e->size > GM_TRACE_MAX_SIZE)
+            return gm_errf(err, GM_EINVAL,
+                           "%s: event %llu: size %llu is over the 2^48-byte (256 TiB) limit, so "
+                           "the value is damaged — " REIMPORT,
+                           p, idx, (ull)e->size);
+        if (e->category >= GM_CAT_COUNT)
+            return gm_errf(err, GM_EINVAL,
+                           "%s: event %llu: category is %u, not one of 0..%d (unknown, "
+                           "parameter, ..., autograd_detail); " REIMPORT,
+                           p, idx, e->category, GM_CAT_COUNT - 1);
+        if (e->phase >= GM_PHASE_COUNT)
+            return gm_errf(err, GM_EINVAL,
+                           "%s: event %llu: phase is %u, not one of 0..%d (unknown, forward, "
+                           "backward, optimizer); " REIMPORT,
+                           p, idx, e->phase, GM_PHASE_COUNT - 1);
+        prev = e->t_ns;
+    }
+    return gm_errf(err, GM_EINVAL, "%s: events %llu..%llu: invalid (internal error)", p, (ull)first,
+                   (ull)(first + n - 1));
+}
+
+/* Check ev[0..n), whose first index is `first`; *prev_t_ns carries time order. */
+static int validate(const char *p, const gm_event *ev, size_t n, uint64_t first,
+                    uint64_t *prev_t_ns, gm_err *err)
+{
+    uint64_t prev = *prev_t_ns;
+    unsigned bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        const gm_event *e = &ev[i];
+        bad |= (e->op >= GM_OP_COUNT) | (e->category >= GM_CAT_COUNT) |
+               (e->phase >= GM_PHASE_COUNT) | (e->t_ns < prev) | (e->size > GM_TRACE_MAX_SIZE) |
+               ((e->size == 0) & op_allocates(e->op));
+        prev = e->t_ns;
+    }
+    if (bad) return explain_bad(p, ev, n, first, *prev_t_ns, err);
+    *prev_t_ns = prev;
+    return GM_OK;
+}
+
+/* Read rows first..first+n-1 of /events into buf (fast path: via r->raw). */
+static herr_t read_rows(gm_trace_reader *r, uint64_t first, gm_event *buf, size_t n)
+{
+    hsize_t start = first, count = n, zero = 0;
+    int fast = r->raw != NULL;
+    r->range_error = 0;
+    if (!fast) memset(buf, 0, n * sizeof *buf); /* HDF5 leaves the padding as it finds it */
+    if (H5Sselect_hyperslab(r->fspace, H5S_SELECT_SET, &start, NULL, &count, NULL) < 0 ||
+        H5Sselect_hyperslab(r->mspace, H5S_SELECT_SET, &zero, NULL, &count, NULL) < 0 ||
+        H5Dread(r->events, fast ? r->raw_type : r->ev_type, r->mspace, r->fspace, r->dxpl,
+                fast ? (void *)r->raw : (void *)buf) < 0)
+        return -1;
+    if (fast) unpack_events(r->raw, buf, n);
+    return 0;
+}
+
+static int read_piece(gm_trace_reader *r, uint64_t first, gm_event *buf, size_t n, gm_err *err)
+{
+    if (read_rows(r, first, buf, n) == 0) return GM_OK;
+    if (!r->range_error) return read_failed(r, "events", first, first + n - 1, err);
+    /* a value out of range somewhere in the piece: bisect to name its row */
+    uint64_t lo = first, hi = first + n; /* [lo, hi) holds the first bad row */
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (read_rows(r, lo, buf, (size_t)(mid - lo)) < 0 && r->range_error)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    return gm_errf(err, GM_EINVAL,
+                   "%s: event %llu: a value does not fit its column (negative, or too large for "
+                   "a uint8/uint64 column); " REIMPORT,
+                   r->path, (ull)lo);
+}
+
+int64_t gm_trace_read(gm_trace_reader *r, gm_event *buf, size_t cap, gm_err *err)
+{
+    if (!r || (!buf && cap))
+        return gm_errf(err, GM_EINVAL, "gm_trace_read: no reader or no buffer");
+    uint64_t left = r->nevents - r->pos;
+    size_t want = cap < left ? cap : (size_t)left;
+    if (want > INT64_MAX) want = INT64_MAX;
+    h5_quiet();
+    uint64_t prev = r->prev_t_ns;
+    for (size_t done = 0; done < want;) {
+        size_t k = want - done < GM_TRACE_CHUNK_EVENTS ? want - done : GM_TRACE_CHUNK_EVENTS;
+        int rc = read_piece(r, r->pos + done, buf + done, k, err);
+        if (!rc) rc = validate(r->path, buf + done, k, r->pos + done, &prev, err);
+        if (rc) return rc; /* position unchanged */
+        done += k;
+    }
+    r->pos += want;
+    r->prev_t_ns = prev;
+    return (int64_t)want;
+}
+
+/* Read a whole small table into a malloc'd array; absent -> 0 rows. */
+static int read_table(gm_trace_reader *r, const struct table *t, void **rows, size_t *n,
+                      gm_err *err)
+{
+    *rows = NULL;
+    *n = 0;
+    h5_quiet();
+    htri_t ex = H5Lexists(r->file, t->name, H5P_DEFAULT);
+    if (ex == 0) return GM_OK;
+    hid_t ds = ex > 0 ? H5Dopen2(r->file, t->name, H5P_DEFAULT) : H5I_INVALID_HID;
+    if (ds < 0)
+        return gm_errf(err, GM_EINVAL, "%s: /%s is not a dataset; " REIMPORT, r->path, t->name);
+    hsize_t nrows = 0;
+    int rc = check_table(ds, t, r->path, &nrows, err);
+    void *buf = NULL;
+    if (!rc && nrows > 0 && nrows > SIZE_MAX / t->mem_size / 2)
+        rc = gm_errf(err, GM_EINVAL, "%s: /%s has %llu rows, too many to load; " REIMPORT, r->path,
+                     t->name, (ull)nrows);
+    if (!rc && nrows > 0 && !(buf = calloc((size_t)nrows, t->mem_size)))
+        rc = gm_errf(err, GM_ENOMEM, "%s: out of memory loading /%s (%llu rows)", r->path, t->name,
+                     (ull)nrows);
+    hid_t mt = !rc && nrows > 0 ? table_type(t, 0) : H5I_INVALID_HID;
+    r->range_error = 0;
+    if (!rc && nrows > 0 && (mt < 0 || H5Dread(ds, mt, H5S_ALL, H5S_ALL, r->dxpl, buf) < 0)) {
+        char what[64];
+        snprintf(what, sizeof what, "/%s rows", t->name);
+        rc = read_failed(r, what, 0, nrows - 1, err);
+    }
+    h5_close(&mt, H5Tclose);
+    H5Dclose(ds);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    *rows = buf;
+    *n = (size_t)nrows;
+    return GM_OK;
+}
+
+int gm_trace_read_initial(gm_trace_reader *r, gm_init_row **rows, size_t *n, gm_err *err)
+{
+    void *buf;
+    int rc = read_table(r, &initial_table, &buf, n, err);
+    if (rc) return rc;
+    gm_init_row *ir = buf;
+    for (size_t i = 0; i < *n; i++) {
+        const char *what = ir[i].kind > GM_INIT_BLOCK       ? "kind is not 0 (segment) or 1 (block)"
+                           : ir[i].category >= GM_CAT_COUNT ? "category is out of range"
+                           : ir[i].size > GM_TRACE_MAX_SIZE ? "size is over 2^48 bytes"
+                           : ir[i].block_size > GM_TRACE_MAX_SIZE ? "block_size is over 2^48 bytes"
+                                                                  : NULL;
+        if (what) {
+            free(buf);
+            *n = 0;
+            return gm_errf(err, GM_EINVAL, "%s: /initial_state row %zu: %s; " REIMPORT, r->path, i,
+                           what);
+        }
+    }
+    *rows = ir;
+    return GM_OK;
+}
+
+int gm_trace_read_markers(gm_trace_reader *r, gm_marker **rows, size_t *n, gm_err *err)
+{
+    void *buf;
+    int rc = read_table(r, &markers_table, &buf, n, err);
+    if (rc) return rc;
+    gm_marker *m = buf;
+    for (size_t i = 0; i < *n; i++) {
+        m[i].name[GM_MARKER_NAME_LEN - 1] = 0;
+        unsigned kind = m[i].kind;
+        if (kind > GM_MARK_INSTANT) {
+            free(buf);
+            *n = 0;
+            return gm_errf(err, GM_EINVAL,
+                           "%s: /markers row %zu: kind %u is not 0..3 (iteration, range_push, "
+                           "range_pop, instant); " REIMPORT,
+                           r->path, i, kind);
+        }
+    }
+    *rows = m;
+    return GM_OK;
+}
+
+/* ---------------- writer ---------------- */
+
+struct gm_trace_writer {
+    char *path;  /* final name                               */
+    char *tmp;   /* path.tmp.<pid>, renamed by finish         */
+    int created; /* tmp exists on disk                        */
+    int failed;  /* a write failed: never publish the file    */
+    hid_t file;
+    hid_t events, initial, markers;     /* datasets                 */
+    hid_t raw_type, init_type, mk_type; /* memory types: packed events, structs */
+    unsigned char *raw;                 /* events not yet written, packed */
+    size_t nbuf, chunk;
+    uint64_t nevents, ninitial, nmarkers; /* rows written           */
+    uint64_t dropped;
+};
+
+static int resolve_opts(const char *path, const gm_trace_write_opts *in, gm_trace_write_opts *o,
+                        gm_err *err)
+{
+    *o = (gm_trace_write_opts){GM_COMPRESS_NONE, 4, GM_TRACE_CHUNK_EVENTS};
+    if (in) {
+        o->compress = in->compress;
+        if (in->deflate_level) o->deflate_level = in->deflate_level;
+        if (in->chunk_events) o->chunk_events = in->chunk_events;
+    }
+    if (o->compress != GM_COMPRESS_NONE && o->compress != GM_COMPRESS_DEFLATE)
+        return gm_errf(err, GM_EINVAL, "%s: unknown compression %d", path, (int)o->compress);
+    if (o->deflate_level < 1 || o->deflate_level > 9)
+        return gm_errf(err, GM_EINVAL, "%s: deflate level %d is not in 1..9", path,
+                       o->deflate_level);
+    if (o->chunk_events > (16u << 20))
+        return gm_errf(err, GM_EINVAL, "%s: chunk of %zu events is too large (at most 16 Mi)", path,
+                       o->chunk_events);
+    if (o->compress == GM_COMPRESS_DEFLATE &&
+        (H5Zfilter_avail(H5Z_FILTER_DEFLATE) <= 0 || H5Zfilter_avail(H5Z_FILTER_SHUFFLE) <= 0))
+        return gm_errf(err, GM_EINVAL,
+                       "%s: this HDF5 library has no deflate filter; write uncompressed", path);
+    return GM_OK;
+}
+
+static int write_attr(hid_t file, const char *name, hid_t ftype, hid_t mtype, const void *v)
+{
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = sp >= 0 ? H5Acreate2(file, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT) : -1;
+    herr_t st = a >= 0 ? H5Awrite(a, mtype, v) : -1;
+    h5_close(&a, H5Aclose);
+    h5_close(&sp, H5Sclose);
+    return st < 0 ? -1 : 0;
+}
+
+/* Strings are variable-length UTF-8: h5py hands them back as str. */
+static int write_str_attr(hid_t file, const char *name, const char *value)
+{
+    const char *v = value ? value : "";
+    hid_t t = H5Tcopy(H5T_C_S1);
+    int rc = -1;
+    if (t >= 0 && H5Tset_size(t, H5T_VARIABLE) >= 0 && H5Tset_cset(t, H5T_CSET_UTF8) >= 0)
+        rc = write_attr(file, name, t, t, &v);
+    h5_close(&t, H5Tclose);
+    return rc;
+}
+
+static int write_meta(gm_trace_writer *w, const gm_trace_meta *m, gm_err *err)
+{
+    int version = GM_TRACE_VERSION; /* the writer writes the version it implements */
+    int rc = write_attr(w->file, "gmtrace_version", H5T_STD_I32LE, H5T_NATIVE_INT, &version);
+    for (size_t i = 0; !rc && i < sizeof str_attrs / sizeof str_attrs[0]; i++)
+        rc = write_str_attr(w->file, str_attrs[i].name,
+                            m ? *meta_str((gm_trace_meta *)m, &str_attrs[i]) : "");
+    uint64_t total = m ? m->device_total_bytes : 0;
+    w->dropped = m ? m->dropped_records : 0;
+    if (!rc)
+        rc = write_attr(w->file, "device_total_bytes", H5T_STD_U64LE, H5T_NATIVE_UINT64, &total);
+    if (!rc)
+        rc = write_attr(w->file, "dropped_records", H5T_STD_U64LE, H5T_NATIVE_UINT64, &w->dropped);
+    return rc ? gm_errf(err, GM_EIO, "%s: cannot write the root attributes", w->tmp) : GM_OK;
+}
+
+static hid_t create_table(hid_t file, const struct table *t, hsize_t chunk,
+                          const gm_trace_write_opts *o)
+{
+    hsize_t dims = 0, maxdims = H5S_UNLIMITED;
+    hid_t sp = H5Screate_simple(1, &dims, &maxdims);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    hid_t ft = table_type(t, 1);
+    hid_t ds = H5I_INVALID_HID;
+    int ok = sp >= 0 && dcpl >= 0 && ft >= 0 && H5Pset_chunk(dcpl, 1, &chunk) >= 0;
+    if (ok && o->compress == GM_COMPRESS_DEFLATE)
+        ok = H5Pset_shuffle(dcpl) >= 0 && H5Pset_deflate(dcpl, (unsigned)o->deflate_level) >= 0;
+    if (ok) ds = H5Dcreate2(file, t->name, ft, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    h5_close(&ft, H5Tclose);
+    h5_close(&dcpl, H5Pclose);
+    h5_close(&sp, H5Sclose);
+    return ds;
+}
+
+static int create_tables(gm_trace_writer *w, const gm_trace_write_opts *o, gm_err *err)
+{
+    w->events = create_table(w->file, &events_table, o->chunk_events, o);
+    w->initial = create_table(w->file, &initial_table, initial_table.chunk, o);
+    w->markers = create_table(w->file, &markers_table, markers_table.chunk, o);
+    w->raw_type = table_type(&events_table, 1);
+    w->init_type = table_type(&initial_table, 0);
+    w->mk_type = table_type(&markers_table, 0);
+    if (w->events < 0 || w->initial < 0 || w->markers < 0 || w->raw_type < 0 || w->init_type < 0 ||
+        w->mk_type < 0)
+        return gm_errf(err, GM_EIO, "%s: cannot create the datasets (HDF5 error)", w->tmp);
+    return GM_OK;
+}
+
+/* Append rows (memory type mt) to the 1-D dataset ds holding *count rows. */
+static int append_rows(hid_t ds, hid_t mt, const void *rows, size_t n, uint64_t *count)
+{
+    hsize_t start = *count, cnt = n, size = *count + n;
+    if (n == 0) return 0;
+    hid_t ms = H5Screate_simple(1, &cnt, NULL);
+    hid_t fs = H5I_INVALID_HID;
+    int ok = ms >= 0 && H5Dset_extent(ds, &size) >= 0 && (fs = H5Dget_space(ds)) >= 0 &&
+             H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &cnt, NULL) >= 0 &&
+             H5Dwrite(ds, mt, ms, fs, H5P_DEFAULT, rows) >= 0;
+    h5_close(&fs, H5Sclose);
+    h5_close(&ms, H5Sclose);
+    if (!ok) return -1;
+    *count = size;
+    return 0;
+}
+
+/* Close everything; -1 if closing the file (which flushes it) failed. */
+static int writer_close_h5(gm_trace_writer *w)
+{
+    h5_close(&w->raw_type, H5Tclose);
+    h5_close(&w->init_type, H5Tclose);
+    h5_close(&w->mk_type, H5Tclose);
+    h5_close(&w->events, H5Dclose);
+    h5_close(&w->initial, H5Dclose);
+    h5_close(&w->markers, H5Dclose);
+    herr_t st = w->file >= 0 ? H5Fclose(w->file) : 0;
+    w->file = H5I_INVALID_HID;
+    return st < 0 ? -1 : 0;
+}
+
+static void writer_free(gm_trace_writer *w)
+{
+    free(w->raw);
+    free(w->tmp);
+    free(w->path);
+    free(w);
+}
+
+/* Create the temporary file; open(2) first so a failure has its errno. */
+static int create_file(gm_trace_writer *w, gm_err *err)
+{
+    int fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0)
+        return gm_errf(err, GM_EIO, "%s: cannot create %s: %s", w->path, w->tmp, strerror(errno));
+    close(fd);
+    w->created = 1;
+    hid_t fapl = make_fapl();
+    w->file = H5Fcreate(w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    free_fapl(fapl);
+    if (w->file < 0) return gm_errf(err, GM_EIO, "%s: cannot create HDF5 file %s", w->path, w->tmp);
+    return GM_OK;
+}
+
+int gm_trace_create(const char *path, const gm_trace_meta *meta, const gm_trace_write_opts *opts,
+                    gm_trace_writer **out, gm_err *err)
+{
+    if (!out || !path || !*path) return gm_errf(err, GM_EINVAL, "gm_trace_create: no path");
+    *out = NULL;
+    gm_trace_write_opts o;
+    int rc = resolve_opts(path, opts, &o, err);
+    if (rc) return rc;
+    h5_quiet();
+    gm_trace_writer *w = calloc(1, sizeof *w);
+    if (!w) return gm_errf(err, GM_ENOMEM, "%s: out of memory", path);
+    w->file = w->events = w->initial = w->markers = H5I_INVALID_HID;
+    w->raw_type = w->init_type = w->mk_type = H5I_INVALID_HID;
+    w->chunk = o.chunk_events;
+    size_t tlen = strlen(path) + 32;
+    w->path = strdup(path);
+    w->tmp = malloc(tlen);
+    w->raw = malloc(w->chunk * EV_PACKED);
+    if (!w->path || !w->tmp || !w->raw) rc = gm_errf(err, GM_ENOMEM, "%s: out of memory", path);
+    if (!rc) {
+        snprintf(w->tmp, tlen, "%s.tmp.%d", path, (int)getpid());
+        rc = create_file(w, err);
+    }
+    if (!rc) rc = write_meta(w, meta, err);
+    if (!rc) rc = create_tables(w, &o, err);
+    if (rc) {
+        gm_trace_abort(w);
+        return rc;
+    }
+    *out = w;
+    return GM_OK;
+}
+
+/* Write the w->nbuf packed events of w->raw. */
+static int flush_events(gm_trace_writer *w, gm_err *err)
+{
+    uint64_t first = w->nevents;
+    size_t n = w->nbuf;
+    w->nbuf = 0;
+    if (append_rows(w->events, w->raw_type, w->raw, n, &w->nevents) == 0) return GM_OK;
+    w->failed = 1;
+    return gm_errf(err, GM_EIO, "%s: cannot write events %llu..%llu (disk full?)", w->tmp,
+                   (ull)first, (ull)(first + n - 1));
+}
+
+static int check_writable(gm_trace_writer *w, const void *rows, size_t n, gm_err *err)
+{
+    if (!w || (!rows && n)) return gm_errf(err, GM_EINVAL, "gm_trace_append: no writer or no rows");
+    if (w->failed)
+        return gm_errf(err, GM_EIO, "%s: an earlier write failed; the trace will not be written",
+                       w->path);
+    h5_quiet();
+    return GM_OK;
+}
+
+int gm_trace_append(gm_trace_writer *w, const gm_event *ev, size_t n, gm_err *err)
+{
+    int rc = check_writable(w, ev, n, err);
+    while (!rc && n > 0) {
+        size_t k = w->chunk - w->nbuf < n ? w->chunk - w->nbuf : n;
+        pack_events(ev, w->raw + w->nbuf * EV_PACKED, k);
+        w->nbuf += k;
+        ev += k;
+        n -= k;
+        if (w->nbuf == w->chunk) rc = flush_events(w, err);
+    }
+    return rc;
+}
+
+int gm_trace_write_initial(gm_trace_writer *w, const gm_init_row *rows, size_t n, gm_err *err)
+{
+    int rc = check_writable(w, rows, n, err);
+    if (!rc && append_rows(w->initial, w->init_type, rows, n, &w->ninitial) < 0) {
+        w->failed = 1;
+        rc = gm_errf(err, GM_EIO, "%s: cannot write /initial_state (disk full?)", w->tmp);
+    }
+    return rc;
+}
+
+int gm_trace_add_markers(gm_trace_writer *w, const gm_marker *m, size_t n, gm_err *err)
+{
+    int rc = check_writable(w, m, n, err);
+    if (!rc && append_rows(w->markers, w->mk_type, m, n, &w->nmarkers) < 0) {
+        w->failed = 1;
+        rc = gm_errf(err, GM_EIO, "%s: cannot write /markers (disk full?)", w->tmp);
+    }
+    return rc;
+}
+
+void gm_trace_set_dropped(gm_trace_writer *w, uint64_t dropped)
+{
+    if (w) w->dropped = dropped;
+}
+
+static int update_dropped(gm_trace_writer *w, gm_err *err)
+{
+    hid_t a = H5Aopen(w->file, "dropped_records", H5P_DEFAULT);
+    herr_t st = a >= 0 ? H5Awrite(a, H5T_NATIVE_UINT64, &w->dropped) : -1;
+    h5_close(&a, H5Aclose);
+    return st < 0 ? gm_errf(err, GM_EIO, "%s: cannot write dropped_records", w->tmp) : GM_OK;
+}
+
+int gm_trace_finish(gm_trace_writer *w, gm_err *err)
+{
+    if (!w) return gm_errf(err, GM_EINVAL, "gm_trace_finish: no writer");
+    h5_quiet();
+    int rc = w->failed ? gm_errf(err, GM_EIO, "%s: not written: an earlier write failed", w->path)
+                       : GM_OK;
+    if (!rc && w->nbuf) rc = flush_events(w, err);
+    if (!rc) rc = update_dropped(w, err);
+    /* H5Fclose flushes; only its result says whether the data reached the file */
+    if (!rc && writer_close_h5(w) < 0)
+        rc = gm_errf(err, GM_EIO, "%s: cannot close (disk full?)", w->tmp);
+    if (!rc && rename(w->tmp, w->path) != 0)
+        rc = gm_errf(err, GM_EIO, "%s: cannot rename %s into place: %s", w->path, w->tmp,
+                     strerror(errno));
+    if (rc) {
+        gm_trace_abort(w);
+        return rc;
+    }
+    writer_free(w);
+    return GM_OK;
+}
+
+void gm_trace_abort(gm_trace_writer *w)
+{
+    if (!w) return;
+    h5_quiet();
+    writer_close_h5(w);
+    if (w->created) unlink(w->tmp);
+    writer_free(w);
+}
