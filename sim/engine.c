@@ -22,7 +22,9 @@ typedef struct tenant {
     gm_alloc *a;
     gm_policy *pol;
     gm_tenant_result *res;
-    gm_event *buf;
+    const gm_event *buf; /* current chunk: own (file) or a window of spec->events */
+    gm_event *own;
+    size_t mem_pos;      /* in-memory source: next event to hand out */
     size_t nbuf, pos;
     uint64_t index;     /* pass-local index of buf[pos]                */
     uint32_t pass;
@@ -60,6 +62,37 @@ typedef struct hook_ctx {
 static int refill(sim *s, tenant *t, gm_err *err);
 static int retire(sim *s, tenant *t, uint64_t now, int status, gm_err *err);
 
+/* ---------------- event source: a trace file or memory ---------------- */
+
+static const gm_trace_meta *src_meta(const tenant *t)
+{
+    static const gm_trace_meta none = {.version = GM_TRACE_VERSION, .source = "memory"};
+    if (t->r)
+        return gm_trace_meta_get(t->r);
+    return t->spec->meta ? t->spec->meta : &none;
+}
+
+static int64_t src_read(tenant *t, gm_err *err)
+{
+    if (t->r) {
+        int64_t n = gm_trace_read(t->r, t->own, CHUNK_EVENTS, err);
+        t->buf = t->own;
+        return n;
+    }
+    size_t n = t->spec->n_events - t->mem_pos;
+    if (n > CHUNK_EVENTS)
+        n = CHUNK_EVENTS;
+    t->buf = t->spec->events + t->mem_pos;
+    t->mem_pos += n;
+    return (int64_t)n;
+}
+
+static int src_rewind(tenant *t)
+{
+    t->mem_pos = 0;
+    return t->r ? gm_trace_rewind(t->r) : GM_OK;
+}
+
 static const char *conf_for(const gm_sim_config *cfg, const gm_trace_meta *meta)
 {
     if (cfg->alloc_conf)
@@ -70,14 +103,14 @@ static const char *conf_for(const gm_sim_config *cfg, const gm_trace_meta *meta)
 static int tenant_open(sim *s, tenant *t, gm_err *err)
 {
     const gm_sim_config *cfg = s->cfg;
-    int rc = gm_trace_open(t->spec->path, &t->r, err);
+    int rc = t->spec->events ? GM_OK : gm_trace_open(t->spec->path, &t->r, err);
     if (rc)
         return rc;
-    const gm_trace_meta *meta = gm_trace_meta_get(t->r);
+    const gm_trace_meta *meta = src_meta(t);
     gm_tenant_result *res = t->res;
     snprintf(res->path, sizeof res->path, "%s", t->spec->path);
     snprintf(res->source, sizeof res->source, "%s", meta->source ? meta->source : "");
-    res->trace_events = gm_trace_nevents(t->r);
+    res->trace_events = t->r ? gm_trace_nevents(t->r) : t->spec->n_events;
     gm_hash_init(&t->hash);
     gm_hash_bytes(&t->hash, res->source, strlen(res->source));
     t->hashing = 1;
@@ -123,8 +156,8 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
                        t->spec->path, cfg->overhead_bytes);
     if (gm_addrmap_init(&t->live, 1024) || gm_addrmap_init(&t->pass_new, 16))
         return gm_errf(err, GM_ENOMEM, "out of memory");
-    t->buf = malloc(CHUNK_EVENTS * sizeof *t->buf);
-    if (!t->buf)
+    t->own = t->r ? malloc(CHUNK_EVENTS * sizeof *t->own) : NULL;
+    if (t->r && !t->own)
         return gm_errf(err, GM_ENOMEM, "out of memory");
     const gm_policy_ops *po = t->pol->ops;
     t->timer_period = po->timer_period_ns ? po->timer_period_ns(t->pol->state) : 0;
@@ -142,6 +175,8 @@ static int tenant_restore(sim *s, tenant *t, gm_err *err)
 {
     gm_init_row *rows = NULL;
     size_t n = 0;
+    if (!t->r)
+        return GM_OK; /* in-memory traces have no initial state */
     int rc = gm_trace_read_initial(t->r, &rows, &n, err);
     if (rc || n == 0) {
         free(rows);
@@ -213,7 +248,8 @@ static void tenant_close(tenant *t)
     t->r = NULL;
     gm_addrmap_free(&t->live);
     gm_addrmap_free(&t->pass_new);
-    free(t->buf);
+    free(t->own);
+    t->own = NULL;
     t->buf = NULL;
 }
 
@@ -244,7 +280,7 @@ static void hash_chunk(tenant *t)
 static int drain_hash(tenant *t, gm_err *err)
 {
     while (t->hashing) {
-        int64_t n = gm_trace_read(t->r, t->buf, CHUNK_EVENTS, err);
+        int64_t n = src_read(t, err);
         if (n < 0)
             return (int)n;
         if (n == 0) {
@@ -274,7 +310,7 @@ static int end_pass(sim *s, tenant *t, gm_err *err)
     free_live(t, &t->pass_new, t->t_last);
     t->res->repeat_leftover_bytes += before - t->a->c.requested_bytes;
     gm_addrmap_clear(&t->pass_new);
-    int rc = gm_trace_rewind(t->r);
+    int rc = src_rewind(t);
     if (rc)
         return gm_errf(err, rc, "%s: cannot rewind for --repeat", t->spec->path);
     t->pass++;
@@ -286,7 +322,7 @@ static int end_pass(sim *s, tenant *t, gm_err *err)
 
 static int refill(sim *s, tenant *t, gm_err *err)
 {
-    int64_t n = gm_trace_read(t->r, t->buf, CHUNK_EVENTS, err);
+    int64_t n = src_read(t, err);
     if (n < 0)
         return (int)n;
     t->nbuf = (size_t)n;
@@ -499,15 +535,19 @@ static int setup(sim *s, gm_err *err)
             return gm_errf(err, GM_EINVAL, "%s: --repeat must be at least 1", t->spec->path);
     }
     /* the device comes first: capacity defaults to the first trace's card */
-    gm_trace_reader *r0;
-    int rc = gm_trace_open(cfg->tenants[0].path, &r0, err);
-    if (rc)
-        return rc;
+    int rc;
     if (cfg->device)
         cap = cfg->device->capacity_bytes;
-    if (!cap)
+    const gm_tenant_spec *t0 = &cfg->tenants[0];
+    if (!cap && t0->events) {
+        cap = t0->meta ? t0->meta->device_total_bytes : 0;
+    } else if (!cap) {
+        gm_trace_reader *r0;
+        if ((rc = gm_trace_open(t0->path, &r0, err)))
+            return rc;
         cap = gm_trace_meta_get(r0)->device_total_bytes;
-    gm_trace_close(r0);
+        gm_trace_close(r0);
+    }
     if (!cap)
         return gm_errf(err, GM_EINVAL,
                        "%s does not record the device's memory size; give one with "

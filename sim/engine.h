@@ -18,10 +18,16 @@
 #include "alloc.h"
 #include "device.h"
 #include "metrics.h"
+#include "traces/trace.h"
 #include "util.h"
 
 typedef struct gm_tenant_spec {
-    const char *path;
+    const char *path;     /* trace file; with `events`, only a name       */
+    /* optional in-memory trace instead of a file (benchmarks, tests): the
+     * events must already be valid (the file reader's checks are skipped) */
+    const gm_event *events;
+    size_t n_events;
+    const gm_trace_meta *meta; /* with `events`: metadata (may be NULL)  */
     uint64_t offset_ns;   /* start time on the device                       */
     uint32_t repeat;      /* passes over the trace (>= 1)                   */
     uint64_t quota_bytes; /* cap on this tenant's reserved bytes (0 = none) */

@@ -1,0 +1,484 @@
+/*
+ * cmd_info.c - `gmsim info TRACE [--json]`: one streaming pass over a trace
+ * and a summary of what is in it.
+ *
+ * Memory is O(chunk + live allocations): events are read GM_TRACE_CHUNK_EVENTS
+ * at a time and only live addresses (address -> requested size) are kept.
+ * /initial_state blocks count as live from the start ("pre-existing bytes"),
+ * so a snapshot that starts part-way through a run reports the right peak.
+ *
+ * info describes, it does not judge: a free of an unknown address or an
+ * alloc of an address already live is counted, reported and skipped (the
+ * simulator, not info, refuses such traces). Errors the reader reports (bad
+ * file, invalid event) end the command with exit code 1.
+ */
+#include "sim/addrmap.h"
+#include "sim/commands.h"
+#include "sim/util.h"
+#include "traces/trace.h"
+
+#include <getopt.h>
+#include <gsl/gsl_histogram.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Size histogram: bin 0 is [0, 512 B), bin k >= 1 is [2^(8+k), 2^(9+k)), up
+ * to 2^49 so that GM_TRACE_MAX_SIZE (2^48) falls in the last bin. */
+#define INFO_HIST_BINS 41
+#define INFO_BAR_WIDTH 40
+
+typedef struct info_stats {
+    gm_addrmap live; /* key(addr) -> requested bytes */
+    uint64_t nevents;
+    uint64_t by_op[GM_OP_COUNT];
+    uint64_t t_first, t_last;
+    uint64_t alloc_bytes, max_size;
+    uint64_t live_bytes, peak_live, peak_index, peak_t;
+    uint64_t pre_bytes, pre_blocks, init_segments, init_segment_bytes;
+    uint64_t reserved, peak_reserved; /* recorded segments, when the trace has them */
+    uint64_t cat_count[GM_CAT_COUNT], cat_bytes[GM_CAT_COUNT];
+    uint64_t phase_count[GM_PHASE_COUNT], phase_bytes[GM_PHASE_COUNT];
+    uint64_t unknown_frees, first_unknown_index, first_unknown_addr;
+    uint64_t live_reallocs, first_realloc_index;
+    uint64_t markers, marker_kinds[4];
+    gsl_histogram *h_count, *h_bytes;
+} info_stats;
+
+static int info_init(info_stats *s, gm_err *err)
+{
+    memset(s, 0, sizeof *s);
+    double edges[INFO_HIST_BINS + 1];
+    edges[0] = 0;
+    for (int k = 1; k <= INFO_HIST_BINS; k++)
+        edges[k] = (double)(1ull << (8 + k));
+    s->h_count = gsl_histogram_alloc(INFO_HIST_BINS);
+    s->h_bytes = gsl_histogram_alloc(INFO_HIST_BINS);
+    if (!s->h_count || !s->h_bytes || gm_addrmap_init(&s->live, 4096) != GM_OK)
+        return gm_errf(err, GM_ENOMEM, "out of host memory");
+    gsl_histogram_set_ranges(s->h_count, edges, INFO_HIST_BINS + 1);
+    gsl_histogram_set_ranges(s->h_bytes, edges, INFO_HIST_BINS + 1);
+    return GM_OK;
+}
+
+static void info_free(info_stats *s)
+{
+    gm_addrmap_free(&s->live);
+    if (s->h_count) gsl_histogram_free(s->h_count);
+    if (s->h_bytes) gsl_histogram_free(s->h_bytes);
+}
+
+static void note_live(info_stats *s, uint64_t index, uint64_t t_ns)
+{
+    if (s->live_bytes > s->peak_live) {
+        s->peak_live = s->live_bytes;
+        s->peak_index = index;
+        s->peak_t = t_ns;
+    }
+}
+
+static int info_initial(info_stats *s, gm_trace_reader *r, gm_err *err)
+{
+    gm_init_row *rows;
+    size_t n;
+    int rc = gm_trace_read_initial(r, &rows, &n, err);
+    if (rc != GM_OK) return rc;
+    for (size_t i = 0; i < n && rc == GM_OK; i++) {
+        if (rows[i].kind == GM_INIT_SEGMENT) {
+            s->init_segments++;
+            s->init_segment_bytes += rows[i].size;
+            continue;
+        }
+        uint64_t key = gm_addrmap_key(rows[i].addr);
+        if (gm_addrmap_get(&s->live, key)) continue; /* a duplicate block row: counted once */
+        if (gm_addrmap_put(&s->live, key, rows[i].size) != GM_OK)
+            rc = gm_errf(err, GM_ENOMEM, "out of host memory");
+        s->pre_blocks++;
+        s->pre_bytes += rows[i].size;
+    }
+    free(rows);
+    s->live_bytes = s->peak_live = s->pre_bytes;
+    s->reserved = s->peak_reserved = s->init_segment_bytes;
+    return rc;
+}
+
+static int info_alloc(info_stats *s, const gm_event *e, uint64_t index, gm_err *err)
+{
+    uint64_t key = gm_addrmap_key(e->addr), old;
+    if (gm_addrmap_del(&s->live, key, &old)) { /* address already live: replace it */
+        if (!s->live_reallocs++) s->first_realloc_index = index;
+        s->live_bytes -= old;
+    }
+    if (gm_addrmap_put(&s->live, key, e->size) != GM_OK)
+        return gm_errf(err, GM_ENOMEM, "out of host memory");
+    int cat = e->category < GM_CAT_COUNT ? e->category : GM_CAT_UNKNOWN;
+    int ph = e->phase < GM_PHASE_COUNT ? e->phase : GM_PHASE_UNKNOWN;
+    s->cat_count[cat]++;
+    s->cat_bytes[cat] += e->size;
+    s->phase_count[ph]++;
+    s->phase_bytes[ph] += e->size;
+    s->alloc_bytes += e->size;
+    if (e->size > s->max_size) s->max_size = e->size;
+    gsl_histogram_increment(s->h_count, (double)e->size);
+    gsl_histogram_accumulate(s->h_bytes, (double)e->size, (double)e->size);
+    s->live_bytes += e->size;
+    note_live(s, index, e->t_ns);
+    return GM_OK;
+}
+
+static int info_event(info_stats *s, const gm_event *e, uint64_t index, gm_err *err)
+{
+    uint64_t size;
+    if (s->nevents++ == 0) s->t_first = e->t_ns;
+    s->t_last = e->t_ns;
+    if (e->op < GM_OP_COUNT) s->by_op[e->op]++;
+    switch (e->op) {
+    case GM_OP_ALLOC:
+        return info_alloc(s, e, index, err);
+    case GM_OP_FREE:
+        if (gm_addrmap_del(&s->live, gm_addrmap_key(e->addr), &size)) {
+            s->live_bytes -= size;
+        } else if (!s->unknown_frees++) {
+            s->first_unknown_index = index;
+            s->first_unknown_addr = e->addr;
+        }
+        return GM_OK;
+    case GM_OP_SEGMENT_ALLOC:
+        s->reserved += e->size;
+        if (s->reserved > s->peak_reserved) s->peak_reserved = s->reserved;
+        return GM_OK;
+    case GM_OP_SEGMENT_FREE:
+        s->reserved -= e->size < s->reserved ? e->size : s->reserved;
+        return GM_OK;
+    default:
+        return GM_OK;
+    }
+}
+
+static int info_scan(info_stats *s, gm_trace_reader *r, gm_err *err)
+{
+    int rc = info_initial(s, r, err);
+    if (rc != GM_OK) return rc;
+    gm_marker *marks;
+    size_t nmarks;
+    if ((rc = gm_trace_read_markers(r, &marks, &nmarks, err)) != GM_OK) return rc;
+    s->markers = nmarks;
+    for (size_t i = 0; i < nmarks; i++)
+        if (marks[i].kind < 4) s->marker_kinds[marks[i].kind]++;
+    free(marks);
+
+    gm_event *buf = malloc(GM_TRACE_CHUNK_EVENTS * sizeof *buf);
+    if (!buf) return gm_errf(err, GM_ENOMEM, "out of host memory");
+    for (;;) {
+        uint64_t base = gm_trace_position(r);
+        int64_t n = gm_trace_read(r, buf, GM_TRACE_CHUNK_EVENTS, err);
+        if (n <= 0) {
+            rc = n < 0 ? (int)n : GM_OK;
+            break;
+        }
+        for (int64_t i = 0; i < n && rc == GM_OK; i++)
+            rc = info_event(s, &buf[i], base + (uint64_t)i, err);
+        if (rc != GM_OK) break;
+    }
+    free(buf);
+    return rc;
+}
+
+/* ----------------------------------------------------------- printing */
+
+/* A power-of-two bin edge as "512 B", "4 KiB", "2 MiB". */
+static void fmt_edge(uint64_t v, char *buf, size_t len)
+{
+    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int u = 0;
+    while (v >= 1024 && v % 1024 == 0 && u < 5) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, len, "%" PRIu64 " %s", v, units[u]);
+}
+
+static void print_histogram(const info_stats *s)
+{
+    size_t lo = INFO_HIST_BINS, hi = 0;
+    double maxc = 0;
+    for (size_t i = 0; i < INFO_HIST_BINS; i++) {
+        double c = gsl_histogram_get(s->h_count, i);
+        if (c > 0) {
+            lo = i < lo ? i : lo;
+            hi = i;
+        }
+        maxc = c > maxc ? c : maxc;
+    }
+    printf("size histogram (allocations by requested size, log2 bins):\n");
+    if (lo > hi) {
+        printf("  (no allocations)\n");
+        return;
+    }
+    for (size_t i = lo; i <= hi; i++) {
+        double a, b;
+        gsl_histogram_get_range(s->h_count, i, &a, &b);
+        char ea[24], eb[24], label[56], bytes[32];
+        fmt_edge((uint64_t)a, ea, sizeof ea);
+        fmt_edge((uint64_t)b, eb, sizeof eb);
+        if (i == 0)
+            snprintf(label, sizeof label, "< %s", eb);
+        else
+            snprintf(label, sizeof label, "%s - %s", ea, eb);
+        double c = gsl_histogram_get(s->h_count, i);
+        int w = c > 0 ? (int)(c / maxc * INFO_BAR_WIDTH + 0.5) : 0;
+        if (c > 0 && w == 0) w = 1;
+        char bar[INFO_BAR_WIDTH + 1];
+        memset(bar, '#', (size_t)w);
+        bar[w] = '\0';
+        printf("  %-19s %9.0f %12s  %s\n", label, c,
+               gm_fmt_bytes((uint64_t)gsl_histogram_get(s->h_bytes, i), bytes, sizeof bytes), bar);
+    }
+}
+
+static const char *or_none(const char *s)
+{
+    return s && *s ? s : "(none)";
+}
+
+static void print_text(const info_stats *s, const gm_trace_reader *r)
+{
+    const gm_trace_meta *m = gm_trace_meta_get(r);
+    char b1[32], b2[32], b3[32];
+    printf("trace:               %s\n", gm_trace_path(r));
+    printf("source:              %s\n", or_none(m->source));
+    printf("device:              %s, %s total\n",
+           m->device_name && *m->device_name ? m->device_name : "(unknown)",
+           m->device_total_bytes ? gm_fmt_bytes(m->device_total_bytes, b1, sizeof b1) : "unknown");
+    printf("created:             %s\n", or_none(m->created_utc));
+    printf("command:             %s\n", or_none(m->command));
+    printf("workload:            %s\n", or_none(m->workload));
+    printf("alloc_conf:          %s\n", or_none(m->alloc_conf));
+    printf("dropped records:     %" PRIu64 "\n", m->dropped_records);
+    printf("events:              %" PRIu64, s->nevents);
+    for (int op = 0; op < GM_OP_COUNT; op++)
+        printf("%s%s %" PRIu64, op ? ", " : " (", gm_op_name(op), s->by_op[op]);
+    printf(")\n");
+    printf("time span:           %s (t_ns %" PRIu64 " .. %" PRIu64 ")\n",
+           gm_fmt_ns(s->t_last - s->t_first, b1, sizeof b1), s->t_first, s->t_last);
+    printf("allocations:         %" PRIu64 "\n", s->by_op[GM_OP_ALLOC]);
+    printf("bytes allocated:     %s (%" PRIu64 " B), largest %s\n",
+           gm_fmt_bytes(s->alloc_bytes, b1, sizeof b1), s->alloc_bytes,
+           gm_fmt_bytes(s->max_size, b2, sizeof b2));
+    printf("peak live bytes:     %s (%" PRIu64 " B requested)",
+           gm_fmt_bytes(s->peak_live, b1, sizeof b1), s->peak_live);
+    if (s->peak_live > s->pre_bytes)
+        printf(" at event %" PRIu64 ", t=%s", s->peak_index, gm_fmt_ns(s->peak_t, b2, sizeof b2));
+    printf("\n");
+    printf("pre-existing bytes:  %s (%" PRIu64 " B in %" PRIu64 " blocks; %" PRIu64
+           " segments, %s)\n",
+           gm_fmt_bytes(s->pre_bytes, b1, sizeof b1), s->pre_bytes, s->pre_blocks, s->init_segments,
+           gm_fmt_bytes(s->init_segment_bytes, b3, sizeof b3));
+    printf("live at end:         %s in %zu allocations\n",
+           gm_fmt_bytes(s->live_bytes, b1, sizeof b1), s->live.count);
+    if (s->peak_reserved)
+        printf("recorded reserved:   peak %s (segments of the recorded allocator)\n",
+               gm_fmt_bytes(s->peak_reserved, b1, sizeof b1));
+    printf("markers:             %" PRIu64 " (iteration %" PRIu64 ", range push %" PRIu64
+           ", range pop %" PRIu64 ", instant %" PRIu64 ")\n",
+           s->markers, s->marker_kinds[0], s->marker_kinds[1], s->marker_kinds[2],
+           s->marker_kinds[3]);
+    printf("unknown frees:       %" PRIu64 "\n", s->unknown_frees);
+    if (s->live_reallocs)
+        printf("allocs of a live address: %" PRIu64 " (first at event %" PRIu64 ")\n",
+               s->live_reallocs, s->first_realloc_index);
+
+    printf("by category:              allocs        bytes\n");
+    for (int c = 0; c < GM_CAT_COUNT; c++)
+        printf("  %-20s %11" PRIu64 " %12s\n", gm_category_name(c), s->cat_count[c],
+               gm_fmt_bytes(s->cat_bytes[c], b1, sizeof b1));
+    printf("by phase:                 allocs        bytes\n");
+    for (int p = 0; p < GM_PHASE_COUNT; p++)
+        printf("  %-20s %11" PRIu64 " %12s\n", gm_phase_name(p), s->phase_count[p],
+               gm_fmt_bytes(s->phase_bytes[p], b1, sizeof b1));
+    print_histogram(s);
+}
+
+static json_t *json_u64(uint64_t v)
+{
+    return json_integer((json_int_t)v);
+}
+
+static json_t *json_str(const char *s)
+{
+    return json_string(s ? s : "");
+}
+
+static json_t *meta_json(const gm_trace_meta *m)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "version", json_integer(m->version));
+    json_object_set_new(o, "source", json_str(m->source));
+    json_object_set_new(o, "device_name", json_str(m->device_name));
+    json_object_set_new(o, "device_total_bytes", json_u64(m->device_total_bytes));
+    json_object_set_new(o, "created_utc", json_str(m->created_utc));
+    json_object_set_new(o, "command", json_str(m->command));
+    json_object_set_new(o, "workload", json_str(m->workload));
+    json_object_set_new(o, "alloc_conf", json_str(m->alloc_conf));
+    json_object_set_new(o, "dropped_records", json_u64(m->dropped_records));
+    return o;
+}
+
+static json_t *counts_json(const uint64_t *count, const uint64_t *bytes, int n,
+                           const char *(*name)(int))
+{
+    json_t *o = json_object();
+    for (int i = 0; i < n; i++) {
+        json_t *e = json_object();
+        json_object_set_new(e, "allocs", json_u64(count[i]));
+        json_object_set_new(e, "bytes", json_u64(bytes[i]));
+        json_object_set_new(o, name(i), e);
+    }
+    return o;
+}
+
+static json_t *histogram_json(const info_stats *s)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < INFO_HIST_BINS; i++) {
+        double lo, hi, c = gsl_histogram_get(s->h_count, i);
+        if (c <= 0) continue;
+        gsl_histogram_get_range(s->h_count, i, &lo, &hi);
+        json_t *e = json_object();
+        json_object_set_new(e, "lo_bytes", json_u64((uint64_t)lo));
+        json_object_set_new(e, "hi_bytes", json_u64((uint64_t)hi));
+        json_object_set_new(e, "allocs", json_u64((uint64_t)c));
+        json_object_set_new(e, "bytes", json_u64((uint64_t)gsl_histogram_get(s->h_bytes, i)));
+        json_array_append_new(a, e);
+    }
+    return a;
+}
+
+static int print_json(const info_stats *s, const gm_trace_reader *r)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "trace", json_str(gm_trace_path(r)));
+    json_object_set_new(o, "meta", meta_json(gm_trace_meta_get(r)));
+    json_object_set_new(o, "events", json_u64(s->nevents));
+    json_t *ops = json_object();
+    for (int op = 0; op < GM_OP_COUNT; op++)
+        json_object_set_new(ops, gm_op_name(op), json_u64(s->by_op[op]));
+    json_object_set_new(o, "events_by_op", ops);
+    json_object_set_new(o, "t_first_ns", json_u64(s->t_first));
+    json_object_set_new(o, "t_last_ns", json_u64(s->t_last));
+    json_object_set_new(o, "span_ns", json_u64(s->t_last - s->t_first));
+    json_object_set_new(o, "allocations", json_u64(s->by_op[GM_OP_ALLOC]));
+    json_object_set_new(o, "bytes_allocated", json_u64(s->alloc_bytes));
+    json_object_set_new(o, "largest_alloc_bytes", json_u64(s->max_size));
+    json_object_set_new(o, "peak_live_bytes", json_u64(s->peak_live));
+    json_object_set_new(o, "peak_live_event", json_u64(s->peak_index));
+    json_object_set_new(o, "peak_live_t_ns", json_u64(s->peak_t));
+    json_object_set_new(o, "pre_existing_bytes", json_u64(s->pre_bytes));
+    json_object_set_new(o, "pre_existing_blocks", json_u64(s->pre_blocks));
+    json_object_set_new(o, "initial_segments", json_u64(s->init_segments));
+    json_object_set_new(o, "initial_segment_bytes", json_u64(s->init_segment_bytes));
+    json_object_set_new(o, "live_at_end_bytes", json_u64(s->live_bytes));
+    json_object_set_new(o, "live_at_end_allocations", json_u64(s->live.count));
+    json_object_set_new(o, "recorded_peak_reserved_bytes", json_u64(s->peak_reserved));
+    json_object_set_new(o, "markers", json_u64(s->markers));
+    json_object_set_new(o, "iteration_markers", json_u64(s->marker_kinds[GM_MARK_ITERATION]));
+    json_object_set_new(o, "unknown_frees", json_u64(s->unknown_frees));
+    json_object_set_new(o, "allocs_of_live_address", json_u64(s->live_reallocs));
+    json_object_set_new(o, "by_category",
+                        counts_json(s->cat_count, s->cat_bytes, GM_CAT_COUNT, gm_category_name));
+    json_object_set_new(o, "by_phase",
+                        counts_json(s->phase_count, s->phase_bytes, GM_PHASE_COUNT, gm_phase_name));
+    json_object_set_new(o, "size_histogram", histogram_json(s));
+    int rc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    printf("\n");
+    json_decref(o);
+    return rc;
+}
+
+/* ------------------------------------------------------------- command */
+
+static void info_usage(FILE *f)
+{
+    fprintf(f, "usage: gmsim info TRACE [--json]\n"
+               "\n"
+               "Summarizes a trace in one streaming pass: events by op, time span, allocations,\n"
+               "peak live requested bytes (including /initial_state blocks), bytes allocated,\n"
+               "a size histogram, bytes by category and phase, markers and the metadata.\n"
+               "\n"
+               "options:\n"
+               "      --json      print the summary as one JSON object\n"
+               "  -h, --help      show this help\n");
+}
+
+static const struct option info_options[] = {
+    {"json", no_argument, NULL, 'j'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static void warn_anomalies(const info_stats *s, const char *path)
+{
+    if (s->unknown_frees)
+        fprintf(stderr,
+                "gmsim info: warning: %s: %" PRIu64 " frees of unknown addresses (first at "
+                "event %" PRIu64 ", addr 0x%" PRIx64 "); they were skipped\n",
+                path, s->unknown_frees, s->first_unknown_index, s->first_unknown_addr);
+    if (s->live_reallocs)
+        fprintf(stderr,
+                "gmsim info: warning: %s: %" PRIu64 " allocations of an address already live "
+                "(first at event %" PRIu64 "); each replaced the earlier one\n",
+                path, s->live_reallocs, s->first_realloc_index);
+}
+
+int cmd_info(int argc, char **argv)
+{
+    int c, json = 0;
+    opterr = 0;
+    optind = 0; /* glibc: full re-initialisation, should a process parse twice */
+    while ((c = getopt_long(argc, argv, ":h", info_options, NULL)) != -1) {
+        if (c == 'h') {
+            info_usage(stdout);
+            return 0;
+        }
+        if (c == 'j') {
+            json = 1;
+            continue;
+        }
+        if (optopt && c == '?')
+            fprintf(stderr, "gmsim info: unknown option '-%c'\n", optopt);
+        else
+            fprintf(stderr, "gmsim info: unknown option '%s'\n", argv[optind - 1]);
+        fprintf(stderr, "(run 'gmsim info --help' for the options)\n");
+        return 2;
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "gmsim info: missing TRACE; usage: gmsim info TRACE [--json]\n");
+        return 2;
+    }
+    if (optind + 1 < argc) {
+        fprintf(stderr, "gmsim info: one trace at a time; '%s' is extra\n", argv[optind + 1]);
+        return 2;
+    }
+    gm_err err;
+    gm_trace_reader *r = NULL;
+    info_stats s;
+    int rc = info_init(&s, &err);
+    if (rc == GM_OK) rc = gm_trace_open(argv[optind], &r, &err);
+    if (rc == GM_OK) rc = info_scan(&s, r, &err);
+    if (rc == GM_OK) {
+        warn_anomalies(&s, argv[optind]);
+        if (json) {
+            if (print_json(&s, r) != 0)
+                rc = gm_errf(&err, GM_EIO, "cannot write the JSON summary to stdout");
+        } else {
+            print_text(&s, r);
+        }
+    }
+    if (rc == GM_OK && fflush(stdout) != 0) rc = gm_errf(&err, GM_EIO, "cannot write to stdout");
+    if (rc != GM_OK) fprintf(stderr, "gmsim info: %s\n", err.msg);
+    if (r) gm_trace_close(r);
+    info_free(&s);
+    return rc == GM_OK ? 0 : 1;
+}
