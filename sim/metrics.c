@@ -42,13 +42,25 @@ static void tl_coarsen(gm_timeline *tl)
     }
     tl->n = n;
     tl->width_ns *= 2;
+    tl->end_t = tl->t0 + tl->n * tl->width_ns;
 }
 
 static int tl_add(gm_timeline *tl, uint64_t t, uint64_t q, uint64_t a, uint64_t r)
 {
+    if (t < tl->end_t) { /* the common case: still in the last bucket */
+        gm_tl_point *p = &tl->p[tl->n - 1];
+        p->q_max = q > p->q_max ? q : p->q_max;
+        p->a_max = a > p->a_max ? a : p->a_max;
+        p->r_max = r > p->r_max ? r : p->r_max;
+        p->q_end = q;
+        p->a_end = a;
+        p->r_end = r;
+        return 0;
+    }
     if (tl->n == 0) {
         tl->t0 = t;
         tl->n = 1;
+        tl->end_t = t + tl->width_ns;
         bucket_reset(&tl->p[0], t, q, a, r);
         return 1;
     }
@@ -65,6 +77,7 @@ static int tl_add(gm_timeline *tl, uint64_t t, uint64_t q, uint64_t a, uint64_t 
         tl->n++;
         fresh = 1;
     }
+    tl->end_t = tl->t0 + tl->n * tl->width_ns;
     gm_tl_point *p = &tl->p[idx];
     if (q > p->q_max)
         p->q_max = q;

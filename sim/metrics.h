@@ -35,6 +35,7 @@ typedef struct gm_timeline {
     size_t n;          /* buckets in use                                  */
     uint64_t t0;       /* time of bucket 0                                */
     uint64_t width_ns; /* bucket width                                    */
+    uint64_t end_t;    /* t0 + n * width_ns: events before it need no division */
 } gm_timeline;
 
 typedef struct gm_oom {

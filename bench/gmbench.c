@@ -1,0 +1,124 @@
+/*
+ * gmbench.c - throughput and memory of the simulator (DESIGN §8). Timing is
+ * measured here, by hand or by bench/run.sh, never asserted by a test.
+ *
+ *   gmbench mem EVENTS [POLICY]   generate a synthetic BERT trace of about
+ *                                 EVENTS events into memory, then simulate it
+ *                                 (engine + pytorch allocator + policy +
+ *                                 metrics; no file I/O): events/s
+ *   gmbench file TRACE [POLICY]   simulate a trace file end to end (HDF5
+ *                                 reading included): events/s and peak RSS
+ *
+ * Each figure is the best of 3 runs (the machines are shared and noisy).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "sim/engine.h"
+#include "traces/gen_bert.h"
+
+typedef struct vec {
+    gm_event *v;
+    size_t n, cap;
+} vec;
+
+static int sink(void *ctx, const gm_event *ev, size_t n, gm_err *err)
+{
+    vec *x = ctx;
+    if (x->n + n > x->cap) {
+        size_t cap = (x->n + n) * 2;
+        gm_event *v = realloc(x->v, cap * sizeof *v);
+        if (!v)
+            return gm_errf(err, GM_ENOMEM, "out of memory generating the benchmark trace");
+        x->v = v;
+        x->cap = cap;
+    }
+    memcpy(x->v + x->n, ev, n * sizeof *ev);
+    x->n += n;
+    return GM_OK;
+}
+
+static long rss_mib(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024;
+}
+
+static int simulate(gm_tenant_spec *spec, const char *policy, double *best_rate,
+                    gm_sim_result **last)
+{
+    gm_sim_config cfg = {0};
+    static const gm_latency lat = GM_LATENCY_DEFAULT;
+    cfg.tenants = spec;
+    cfg.n_tenants = 1;
+    cfg.policy = policy;
+    cfg.capacity_bytes = 80 * GM_GiB;
+    cfg.overhead_bytes = GM_DEFAULT_OVERHEAD;
+    cfg.latency = lat;
+    *best_rate = 0;
+    for (int i = 0; i < 3; i++) {
+        gm_err err = {0};
+        gm_sim_result *r;
+        if (gm_simulate(&cfg, &r, &err) != GM_OK) {
+            fprintf(stderr, "gmbench: %s\n", err.msg);
+            return 1;
+        }
+        double rate = (double)r->events / r->wall_s;
+        if (rate > *best_rate)
+            *best_rate = rate;
+        if (*last)
+            gm_sim_result_free(*last);
+        *last = r;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3 || (strcmp(argv[1], "mem") && strcmp(argv[1], "file"))) {
+        fprintf(stderr, "usage: gmbench mem EVENTS [POLICY] | gmbench file TRACE [POLICY]\n");
+        return 2;
+    }
+    const char *policy = argc > 3 ? argv[3] : "pytorch";
+    gm_tenant_spec spec = {.path = argv[2], .repeat = 1};
+    vec ev = {0};
+    gm_trace_meta meta;
+    gm_trace_meta_init(&meta);
+    if (!strcmp(argv[1], "mem")) {
+        double want = atof(argv[2]);
+        gm_bert_params p;
+        gm_bert_defaults(&p);
+        p.iterations = 1;
+        gm_err err = {0};
+        gm_bert_stats st;
+        if (gm_bert_generate(&p, sink, NULL, &ev, &st, &err) != GM_OK) {
+            fprintf(stderr, "gmbench: %s\n", err.msg);
+            return 1;
+        }
+        p.iterations = (int)(want / (double)st.events) + 1;
+        ev.n = 0;
+        if (gm_bert_generate(&p, sink, NULL, &ev, &st, &err) != GM_OK) {
+            fprintf(stderr, "gmbench: %s\n", err.msg);
+            return 1;
+        }
+        spec.path = "memory:bert";
+        spec.events = ev.v;
+        spec.n_events = ev.n;
+        spec.meta = &meta;
+    }
+    gm_sim_result *r = NULL;
+    double rate;
+    if (simulate(&spec, policy, &rate, &r))
+        return 1;
+    printf("mode %s, policy %s: %llu events, best of 3: %.1f M events/s (%.3f s last), "
+           "peak reserved %.2f GiB, peak RSS %ld MiB%s\n",
+           argv[1], policy, (unsigned long long)r->events, rate / 1e6, r->wall_s,
+           (double)r->device.peak_r / (double)GM_GiB, rss_mib(),
+           spec.events ? " (includes the in-memory trace)" : "");
+    gm_sim_result_free(r);
+    free(ev.v);
+    return 0;
+}
