@@ -184,9 +184,9 @@ int cmd_run(int argc, char **argv)
                             "run --help'\n",
                     argv[optind - 1]);
             return 2;
-        } else if ((rc = gm_run_opts_parse(&o, c, optarg, &err)) != GM_OK) {
-            gm_run_opts_free(&o);
-            return gm_cmd_fail("run", rc, err.msg);
+        } else if (gm_run_opts_parse(&o, c, optarg, &err) != GM_OK) {
+            gm_run_opts_free(&o); /* a bad option value is a usage error: exit 2 */
+            return gm_cmd_fail("run", GM_EUSAGE, err.msg);
         }
     }
     if (o.n_tenants == 0) {

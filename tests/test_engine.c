@@ -1,0 +1,348 @@
+/*
+ * test_engine.c - the discrete-event engine: multi-tenant interleaving,
+ * offsets, repeats, quotas, OOM handling, initial state, and the bad inputs
+ * of DESIGN §3 reaching the user as clear errors.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cu.h"
+#include "sim/engine.h"
+#include "traces/trace.h"
+
+#define MiB GM_MiB
+#define GiB GM_GiB
+
+static gm_event ev_alloc(uint64_t t, uint64_t addr, uint64_t size)
+{
+    gm_event e = {.t_ns = t, .addr = addr, .size = size, .op = GM_OP_ALLOC};
+    return e;
+}
+
+static gm_event ev_free(uint64_t t, uint64_t addr)
+{
+    gm_event e = {.t_ns = t, .addr = addr, .op = GM_OP_FREE};
+    return e;
+}
+
+typedef struct seen {
+    int n;
+    int tenant[64];
+    gm_seg_event ev[64];
+} seen;
+
+static void record(void *ctx, int tenant, const gm_seg_event *ev)
+{
+    seen *s = ctx;
+    if (s->n < 64) {
+        s->tenant[s->n] = tenant;
+        s->ev[s->n++] = *ev;
+    }
+}
+
+static void config(gm_sim_config *c, gm_tenant_spec *t, size_t n, uint64_t capacity)
+{
+    static const gm_latency lat = GM_LATENCY_DEFAULT;
+    memset(c, 0, sizeof *c);
+    c->tenants = t;
+    c->n_tenants = n;
+    c->capacity_bytes = capacity;
+    c->overhead_bytes = 0;
+    c->latency = lat;
+}
+
+/* Two tenants: events merge in time order; equal times go to tenant 0
+ * first; --offset shifts a tenant. Each alloc makes its own segment (sizes
+ * differ and nothing is freed), so the driver log shows the order. */
+static void test_interleaving(void)
+{
+    gm_event a[] = {ev_alloc(0, 1, 12 * MiB), ev_alloc(10, 2, 14 * MiB), ev_alloc(20, 3, 16 * MiB)};
+    gm_event b[] = {ev_alloc(0, 1, 22 * MiB), ev_alloc(5, 2, 24 * MiB), ev_alloc(10, 3, 26 * MiB)};
+    gm_tenant_spec t[2] = {
+        {.path = "a", .events = a, .n_events = 3, .repeat = 1},
+        {.path = "b", .events = b, .n_events = 3, .repeat = 1, .offset_ns = 5},
+    };
+    gm_sim_config c;
+    config(&c, t, 2, 80 * GiB);
+    seen s = {0};
+    c.seg_hook = record;
+    c.seg_hook_ctx = &s;
+    gm_sim_result *r;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    /* times: a 0,10,20; b 5,10,15 -> a0 b5 a10 b10 b15 a20 */
+    static const int want_tenant[] = {0, 1, 0, 1, 1, 0};
+    static const uint64_t want_t[] = {0, 5, 10, 10, 15, 20};
+    static const uint64_t want_size[] = {12, 22, 14, 24, 26, 16};
+    CU_ASSERT_EQUAL_FATAL(s.n, 6);
+    for (int i = 0; i < 6; i++) {
+        CU_ASSERT_EQUAL(s.tenant[i], want_tenant[i]);
+        CU_ASSERT_EQUAL(s.ev[i].t_ns, want_t[i]);
+        CU_ASSERT_EQUAL(s.ev[i].size, want_size[i] * MiB);
+    }
+    /* tenant 1 ends at t=15 and gives its memory back before tenant 0's last
+     * allocation: the device peak is at t=15, 12 + 14 + 22 + 24 + 26 MiB */
+    CU_ASSERT_EQUAL(r->device.peak_r, (12 + 14 + 22 + 24 + 26) * MiB);
+    CU_ASSERT_EQUAL(r->device.peak_r_t, 15);
+    CU_ASSERT_EQUAL(gm_sim_completed(r), 2);
+    gm_sim_result_free(r);
+}
+
+/* On OOM a tenant aborts by default and its memory goes back to the device,
+ * so a later tenant fits; with --on-oom=skip every OOM is counted. */
+static void test_oom_abort_and_skip(void)
+{
+    /* tenant 0 wants 3 x 400 MiB on a 1 GiB device: the third fails */
+    gm_event a[] = {ev_alloc(0, 1, 400 * MiB), ev_alloc(1, 2, 400 * MiB),
+                    ev_alloc(2, 3, 400 * MiB), ev_alloc(3, 4, 400 * MiB), ev_free(4, 1),
+                    ev_free(20, 2)};
+    /* tenant 1 needs 900 MiB at t=10: fits only if tenant 0 gave everything back */
+    gm_event b[] = {ev_alloc(10, 1, 900 * MiB), ev_free(11, 1)};
+    gm_tenant_spec t[2] = {
+        {.path = "a", .events = a, .n_events = 6, .repeat = 1},
+        {.path = "b", .events = b, .n_events = 2, .repeat = 1},
+    };
+    gm_sim_config c;
+    config(&c, t, 2, 1 * GiB);
+    gm_sim_result *r;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(r->t[0].status, GM_TENANT_ABORTED);
+    CU_ASSERT_EQUAL(r->t[0].abort_t_ns, 2);
+    CU_ASSERT_EQUAL(r->t[0].m.n_oom, 1);
+    CU_ASSERT_EQUAL(r->t[0].m.ooms[0].event_index, 2);
+    CU_ASSERT_EQUAL(r->t[0].m.ooms[0].size, 400 * MiB);
+    CU_ASSERT_EQUAL(r->t[0].m.ooms[0].reserved, 800 * MiB);
+    CU_ASSERT_EQUAL(r->t[1].status, GM_TENANT_COMPLETED);
+    CU_ASSERT_EQUAL(r->device.n_oom, 1);
+    CU_ASSERT_EQUAL(gm_sim_completed(r), 1);
+    gm_sim_result_free(r);
+
+    c.on_oom_skip = 1;
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(r->t[0].status, GM_TENANT_COMPLETED);
+    CU_ASSERT_EQUAL(r->t[0].m.n_oom, 2); /* events 2 and 3 */
+    CU_ASSERT_EQUAL(r->t[0].m.ooms[1].event_index, 3);
+    /* at t=10 tenant 0 still runs and holds 400 MiB (event 1) plus 400 MiB
+     * cached (event 0, freed): only 224 MiB are free and b may release only
+     * its own cache (--scope self): b OOMs */
+    CU_ASSERT_EQUAL(r->t[1].m.n_oom, 1);
+    CU_ASSERT_EQUAL(r->device.n_oom, 3);
+    gm_sim_result_free(r);
+}
+
+/* --repeat replays the trace back to back; what a pass leaves allocated is
+ * freed at its end, so passes start from the same state. */
+static void test_repeat(void)
+{
+    gm_event a[] = {ev_alloc(100, 1, 12 * MiB), ev_alloc(110, 2, 1000), ev_free(120, 1)};
+    gm_tenant_spec t = {.path = "a", .events = a, .n_events = 3, .repeat = 3};
+    gm_sim_config c;
+    config(&c, &t, 1, 80 * GiB);
+    gm_sim_result *r;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(r->t[0].events_done, 9);
+    CU_ASSERT_EQUAL(r->t[0].repeat_leftover_bytes, 2 * 1000);
+    CU_ASSERT_EQUAL(r->device.peak_q, 12 * MiB + 1000);
+    /* pass 2 starts 1 us after pass 1 ends (t=120 ns): its events are at
+     * 1120, 1130, 1140 ns; pass 3 at 2140, 2150, 2160 */
+    CU_ASSERT_EQUAL(r->t[0].m.t_last, 2160);
+    /* the cache is reused: 2 segments (20 MiB large, 2 MiB small), no more */
+    CU_ASSERT_EQUAL(r->t[0].c.n_driver_alloc, 2);
+    gm_sim_result_free(r);
+}
+
+/* A quota caps the tenant's reserved bytes like a memory fraction. */
+static void test_quota(void)
+{
+    gm_event a[] = {ev_alloc(0, 1, 100 * MiB), ev_alloc(1, 2, 100 * MiB)};
+    gm_tenant_spec t = {.path = "a", .events = a, .n_events = 2, .repeat = 1,
+                        .quota_bytes = 150 * MiB};
+    gm_sim_config c;
+    config(&c, &t, 1, 80 * GiB);
+    gm_sim_result *r;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(r->t[0].status, GM_TENANT_ABORTED);
+    CU_ASSERT_EQUAL(r->t[0].m.ooms[0].event_index, 1);
+    gm_sim_result_free(r);
+}
+
+/* Frees of unknown addresses and double frees stop the run with the event
+ * index, unless --lenient counts and skips them. */
+static void test_semantic_errors(void)
+{
+    gm_event dbl[] = {ev_alloc(0, 7, 1000), ev_free(1, 7), ev_free(2, 7)};
+    gm_tenant_spec t = {.path = "dbl.h5", .events = dbl, .n_events = 3, .repeat = 1};
+    gm_sim_config c;
+    config(&c, &t, 1, 80 * GiB);
+    gm_sim_result *r = NULL;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL(gm_simulate(&c, &r, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NULL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "dbl.h5: event 2"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "double free"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "--lenient"));
+    c.lenient = 1;
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(r->t[0].unknown_frees, 1);
+    gm_sim_result_free(r);
+
+    gm_event live[] = {ev_alloc(0, 7, 1000), ev_alloc(1, 7, 2000)};
+    t.events = live;
+    t.n_events = 2;
+    t.path = "live.h5";
+    c.lenient = 0;
+    CU_ASSERT_EQUAL(gm_simulate(&c, &r, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "live.h5: event 1"));
+    c.lenient = 1;
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(r->t[0].live_reallocs, 1);
+    CU_ASSERT_EQUAL(r->device.q, 0); /* everything returned at the end */
+    CU_ASSERT_EQUAL(r->device.peak_q, 2000);
+    gm_sim_result_free(r);
+}
+
+/* Helpers writing real trace files. */
+static const char *write_trace(const char *name, const gm_event *ev, size_t n,
+                               const gm_init_row *init, size_t ninit, uint64_t total)
+{
+    const char *path = gm_test_tmp(name);
+    gm_trace_meta m;
+    gm_trace_meta_init(&m);
+    gm_trace_meta_set(&m.source, "synthetic:test");
+    m.device_total_bytes = total;
+    gm_trace_writer *w;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_trace_create(path, &m, NULL, &w, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(gm_trace_append(w, ev, n, &err), GM_OK);
+    if (ninit)
+        CU_ASSERT_EQUAL_FATAL(gm_trace_write_initial(w, init, ninit, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(gm_trace_finish(w, &err), GM_OK);
+    gm_trace_meta_free(&m);
+    return path;
+}
+
+/* A trace's /initial_state is rebuilt before the first event: its live
+ * blocks can be freed by the trace and count as pre-existing bytes. */
+static void test_initial_state_file(void)
+{
+    gm_init_row init[] = {
+        {.addr = 0x10000000, .size = 20 * MiB, .kind = GM_INIT_SEGMENT},
+        {.addr = 0x10000000, .size = 5 * MiB, .block_size = 5 * MiB, .kind = GM_INIT_BLOCK},
+    };
+    gm_event ev[] = {ev_alloc(10, 0x20000000, 5 * MiB), ev_free(20, 0x10000000),
+                     ev_free(30, 0x20000000)};
+    const char *path = write_trace("init.h5", ev, 3, init, 2, 80 * GiB);
+    gm_tenant_spec t = {.path = path, .repeat = 1};
+    gm_sim_config c;
+    config(&c, &t, 1, 0); /* capacity from the trace */
+    gm_sim_result *r;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(r->capacity_bytes, 80 * GiB);
+    CU_ASSERT_EQUAL(r->t[0].init_live_bytes, 5 * MiB);
+    CU_ASSERT_EQUAL(r->t[0].init_reserved_bytes, 20 * MiB);
+    /* the new 5 MiB block fits the rebuilt segment: no driver call at all */
+    CU_ASSERT_EQUAL(r->t[0].c.n_driver_alloc, 1); /* the restore itself */
+    CU_ASSERT_EQUAL(r->device.peak_q, 10 * MiB);
+    CU_ASSERT_EQUAL(r->device.peak_r, 20 * MiB);
+    CU_ASSERT_EQUAL(strlen(r->t[0].trace_hash), 16);
+    gm_sim_result_free(r);
+    unlink(path);
+}
+
+/* File-level bad input surfaces through gm_simulate with the file named. */
+static void test_bad_files(void)
+{
+    gm_tenant_spec t = {.path = "/nonexistent/x.h5", .repeat = 1};
+    gm_sim_config c;
+    config(&c, &t, 1, 0);
+    gm_sim_result *r = NULL;
+    gm_err err = {0};
+    CU_ASSERT_NOT_EQUAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "/nonexistent/x.h5"));
+
+    /* time going backwards, reported with the event index */
+    gm_event back[] = {ev_alloc(100, 1, 1000), ev_free(50, 1)};
+    const char *p = write_trace("back.h5", back, 2, NULL, 0, 80 * GiB);
+    t.path = p;
+    CU_ASSERT_EQUAL(gm_simulate(&c, &r, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "event 1"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, p));
+    unlink(p);
+
+    /* a trace that does not record its device size needs --capacity */
+    gm_event ok[] = {ev_alloc(0, 1, 1000)};
+    p = write_trace("nocap.h5", ok, 1, NULL, 0, 0);
+    t.path = p;
+    CU_ASSERT_EQUAL(gm_simulate(&c, &r, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "--capacity"));
+    c.capacity_bytes = GiB;
+    CU_ASSERT_EQUAL(gm_simulate(&c, &r, &err), GM_OK);
+    gm_sim_result_free(r);
+    unlink(p);
+
+    /* truncated file */
+    gm_event many[2000];
+    for (int i = 0; i < 1000; i++) {
+        many[2 * i] = ev_alloc(2 * i, i + 1, 4096);
+        many[2 * i + 1] = ev_free(2 * i + 1, i + 1);
+    }
+    p = write_trace("trunc.h5", many, 2000, NULL, 0, 80 * GiB);
+    FILE *f = fopen(p, "r+");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fclose(f);
+    CU_ASSERT_EQUAL_FATAL(truncate(p, len / 2), 0);
+    t.path = p;
+    CU_ASSERT_NOT_EQUAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, p));
+    unlink(p);
+}
+
+/* Unknown allocator, policy and bad allocator settings are reported. */
+static void test_bad_settings(void)
+{
+    gm_event a[] = {ev_alloc(0, 1, 1000)};
+    gm_tenant_spec t = {.path = "a", .events = a, .n_events = 1, .repeat = 1};
+    gm_sim_config c;
+    config(&c, &t, 1, GiB);
+    gm_sim_result *r = NULL;
+    gm_err err = {0};
+    c.allocator = "tlsf";
+    CU_ASSERT_EQUAL(gm_simulate(&c, &r, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "tlsf"));
+    c.allocator = NULL;
+    c.policy = "nosuch";
+    CU_ASSERT_EQUAL(gm_simulate(&c, &r, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "nosuch"));
+    c.policy = NULL;
+    c.alloc_conf = "max_split_size_mb:1";
+    CU_ASSERT_EQUAL(gm_simulate(&c, &r, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "max_split_size_mb"));
+    c.alloc_conf = NULL;
+    c.overhead_bytes = 2 * GiB; /* context larger than the card */
+    CU_ASSERT_EQUAL(gm_simulate(&c, &r, &err), GM_EOOM);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "--capacity"));
+}
+
+int gm_test_register(void)
+{
+    CU_pSuite s = CU_add_suite("engine", NULL, NULL);
+    if (!s)
+        return CU_get_error();
+    GM_ADD_TEST(s, test_interleaving);
+    GM_ADD_TEST(s, test_oom_abort_and_skip);
+    GM_ADD_TEST(s, test_repeat);
+    GM_ADD_TEST(s, test_quota);
+    GM_ADD_TEST(s, test_semantic_errors);
+    GM_ADD_TEST(s, test_initial_state_file);
+    GM_ADD_TEST(s, test_bad_files);
+    GM_ADD_TEST(s, test_bad_settings);
+    return CUE_SUCCESS;
+}
