@@ -30,8 +30,7 @@ static int sink(void *ctx, const gm_event *ev, size_t n, gm_err *err)
     if (x->n + n > x->cap) {
         size_t cap = (x->n + n) * 2;
         gm_event *v = realloc(x->v, cap * sizeof *v);
-        if (!v)
-            return gm_errf(err, GM_ENOMEM, "out of memory generating the benchmark trace");
+        if (!v) return gm_errf(err, GM_ENOMEM, "out of memory generating the benchmark trace");
         x->v = v;
         x->cap = cap;
     }
@@ -67,10 +66,8 @@ static int simulate(gm_tenant_spec *spec, const char *policy, double *best_rate,
             return 1;
         }
         double rate = (double)r->events / r->wall_s;
-        if (rate > *best_rate)
-            *best_rate = rate;
-        if (*last)
-            gm_sim_result_free(*last);
+        if (rate > *best_rate) *best_rate = rate;
+        if (*last) gm_sim_result_free(*last);
         *last = r;
     }
     return 0;
@@ -111,8 +108,7 @@ int main(int argc, char **argv)
     }
     gm_sim_result *r = NULL;
     double rate;
-    if (simulate(&spec, policy, &rate, &r))
-        return 1;
+    if (simulate(&spec, policy, &rate, &r)) return 1;
     printf("mode %s, policy %s: %llu events, best of 3: %.1f M events/s (%.3f s last), "
            "peak reserved %.2f GiB, peak RSS %ld MiB%s\n",
            argv[1], policy, (unsigned long long)r->events, rate / 1e6, r->wall_s,

@@ -34,11 +34,9 @@ typedef struct pt_policy {
 static int create(const char *params, void **state, gm_err *err)
 {
     static const char *const known[] = {NULL};
-    if (gm_policy_check_params("pytorch", params, known, err))
-        return err->code;
+    if (gm_policy_check_params("pytorch", params, known, err)) return err->code;
     pt_policy *p = calloc(1, sizeof *p);
-    if (!p)
-        return gm_errf(err, GM_ENOMEM, "out of memory");
+    if (!p) return gm_errf(err, GM_ENOMEM, "out of memory");
     *state = p;
     return GM_OK;
 }
@@ -65,14 +63,11 @@ static void before_grow(void *state, gm_alloc *a, const gm_pressure *pr)
 {
     pt_policy *p = state;
     const gm_alloc_limits *L = &a->limits;
-    if (!(L->memory_limit && L->gc_threshold > 0))
-        return;
+    if (!(L->memory_limit && L->gc_threshold > 0)) return;
     uint64_t threshold = (uint64_t)(L->gc_threshold * (double)L->memory_limit);
-    if (a->c.reserved_bytes <= threshold)
-        return;
+    if (a->c.reserved_bytes <= threshold) return;
     uint64_t target = a->c.reserved_bytes - threshold, reclaimed = 0;
-    if (gm_seglist_fetch(&p->segs, a))
-        return;
+    if (gm_seglist_fetch(&p->segs, a)) return;
     gm_seglist_filter(&p->segs, keep_gc, NULL);
     qsort(p->segs.v, p->segs.n, sizeof *p->segs.v, gm_seg_cmp_pool_order);
     uint64_t total_age = 0;
@@ -85,8 +80,7 @@ static void before_grow(void *state, gm_alloc *a, const gm_pressure *pr)
         freed = 0;
         for (size_t i = 0; i < p->segs.n; i++) {
             gm_seg_info *s = &p->segs.v[i];
-            if (s->id == 0 || (double)s->gc_age < avg)
-                continue;
+            if (s->id == 0 || (double)s->gc_age < avg) continue;
             freed = 1;
             reclaimed += s->size;
             total_age -= s->gc_age;
@@ -113,12 +107,10 @@ static int keep_oversize(const gm_seg_info *s, const void *ctx)
 static int release_available(pt_policy *p, gm_alloc *a, const gm_pressure *pr)
 {
     uint64_t max_split = a->limits.max_split_size;
-    if (max_split == UINT64_MAX)
-        return GM_POLICY_NEXT;
+    if (max_split == UINT64_MAX) return GM_POLICY_NEXT;
     uint64_t key = pr->size < max_split ? max_split : pr->size;
     pool_key k = {pr->stream, pr->small_pool, max_split};
-    if (gm_seglist_fetch(&p->segs, a))
-        return GM_POLICY_NEXT;
+    if (gm_seglist_fetch(&p->segs, a)) return GM_POLICY_NEXT;
     gm_seglist_filter(&p->segs, keep_oversize, &k);
     qsort(p->segs.v, p->segs.n, sizeof *p->segs.v, gm_seg_cmp_pool_order);
     for (size_t i = 0; i < p->segs.n; i++) /* smallest one that is large enough */
@@ -149,8 +141,7 @@ static int keep_releasable(const gm_seg_info *s, const void *ctx)
 static int release_cached(pt_policy *p, gm_alloc *a, const gm_pressure *pr)
 {
     a->c.n_cache_flushes++;
-    if (gm_seglist_fetch(&p->segs, a))
-        return GM_POLICY_RETRY;
+    if (gm_seglist_fetch(&p->segs, a)) return GM_POLICY_RETRY;
     gm_seglist_filter(&p->segs, keep_releasable, NULL);
     qsort(p->segs.v, p->segs.n, sizeof *p->segs.v, cmp_flush_order);
     for (size_t i = 0; i < p->segs.n; i++)

@@ -13,8 +13,7 @@ int gm_seglist_fetch(gm_seglist *l, gm_alloc *a)
         }
         size_t cap = n * 2;
         gm_seg_info *v = realloc(l->v, cap * sizeof *v);
-        if (!v)
-            return GM_ENOMEM;
+        if (!v) return GM_ENOMEM;
         l->v = v;
         l->cap = cap;
     }
@@ -32,19 +31,15 @@ void gm_seglist_filter(gm_seglist *l, int (*keep)(const gm_seg_info *, const voi
 {
     size_t j = 0;
     for (size_t i = 0; i < l->n; i++)
-        if (keep(&l->v[i], ctx))
-            l->v[j++] = l->v[i];
+        if (keep(&l->v[i], ctx)) l->v[j++] = l->v[i];
     l->n = j;
 }
 
 int gm_seg_cmp_pool_order(const void *x, const void *y)
 {
     const gm_seg_info *a = x, *b = y;
-    if (a->stream != b->stream)
-        return a->stream < b->stream ? -1 : 1;
-    if (a->size != b->size)
-        return a->size < b->size ? -1 : 1;
-    if (a->addr != b->addr)
-        return a->addr < b->addr ? -1 : 1;
+    if (a->stream != b->stream) return a->stream < b->stream ? -1 : 1;
+    if (a->size != b->size) return a->size < b->size ? -1 : 1;
+    if (a->addr != b->addr) return a->addr < b->addr ? -1 : 1;
     return 0;
 }

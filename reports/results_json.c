@@ -22,8 +22,8 @@ static json_t *timeline_json(const gm_timeline *tl)
                                              (json_int_t)p->r_max, (double)p->ext_frag));
     }
     return json_pack("{s:I,s:I,s:[s,s,s,s,s],s:o}", "t0_ns", (json_int_t)tl->t0, "width_ns",
-                     (json_int_t)tl->width_ns, "columns", "t_ns", "requested_max",
-                     "allocated_max", "reserved_max", "ext_frag", "points", pts);
+                     (json_int_t)tl->width_ns, "columns", "t_ns", "requested_max", "allocated_max",
+                     "reserved_max", "ext_frag", "points", pts);
 }
 
 static json_t *oom_json(const gm_oom *o)
@@ -52,8 +52,8 @@ json_t *gm_metrics_json(const gm_metrics *m, uint64_t capacity)
     json_object_set_new(o, "external_fragmentation_max", json_real(m->ext_frag_max));
     double span = (double)(m->t_last - m->t_first);
     double dev_util = span > 0 && capacity ? m->int_r / (span * (double)capacity)
-                      : capacity              ? (double)m->r / (double)capacity
-                                              : 0.0;
+                      : capacity           ? (double)m->r / (double)capacity
+                                           : 0.0;
     json_object_set_new(o, "device_utilization", json_real(dev_util));
     json_object_set_new(o, "t_first_ns", ju(m->t_first));
     json_object_set_new(o, "t_last_ns", ju(m->t_last));
@@ -69,14 +69,13 @@ json_t *gm_metrics_json(const gm_metrics *m, uint64_t capacity)
 
 static json_t *driver_json(const gm_alloc_counters *c)
 {
-    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "malloc_calls",
-                     (json_int_t)c->n_driver_alloc, "free_calls", (json_int_t)c->n_driver_free,
-                     "malloc_ns", (json_int_t)c->driver_alloc_ns, "free_ns",
-                     (json_int_t)c->driver_free_ns, "total_ns",
-                     (json_int_t)(c->driver_alloc_ns + c->driver_free_ns), "alloc_retries",
-                     (json_int_t)c->n_alloc_retries, "cache_flushes",
-                     (json_int_t)c->n_cache_flushes, "released_bytes",
-                     (json_int_t)c->released_bytes);
+    return json_pack(
+        "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "malloc_calls", (json_int_t)c->n_driver_alloc,
+        "free_calls", (json_int_t)c->n_driver_free, "malloc_ns", (json_int_t)c->driver_alloc_ns,
+        "free_ns", (json_int_t)c->driver_free_ns, "total_ns",
+        (json_int_t)(c->driver_alloc_ns + c->driver_free_ns), "alloc_retries",
+        (json_int_t)c->n_alloc_retries, "cache_flushes", (json_int_t)c->n_cache_flushes,
+        "released_bytes", (json_int_t)c->released_bytes);
 }
 
 static json_t *tenant_json(const gm_sim_config *cfg, const gm_sim_result *r, size_t i)
@@ -94,8 +93,7 @@ static json_t *tenant_json(const gm_sim_config *cfg, const gm_sim_result *r, siz
     json_object_set_new(o, "alloc_conf", json_string(t->alloc_conf));
     json_object_set_new(o, "status",
                         json_string(t->status == GM_TENANT_COMPLETED ? "completed" : "aborted"));
-    if (t->status == GM_TENANT_ABORTED)
-        json_object_set_new(o, "abort_t_ns", ju(t->abort_t_ns));
+    if (t->status == GM_TENANT_ABORTED) json_object_set_new(o, "abort_t_ns", ju(t->abort_t_ns));
     json_object_set_new(o, "events_done", ju(t->events_done));
     json_object_set_new(o, "initial_live_bytes", ju(t->init_live_bytes));
     json_object_set_new(o, "initial_reserved_bytes", ju(t->init_reserved_bytes));
@@ -171,8 +169,9 @@ int gm_json_write(json_t *root, const char *path, gm_err *err)
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
     if (json_dump_file(root, tmp, JSON_INDENT(1) | JSON_ENSURE_ASCII) != 0) {
         unlink(tmp);
-        return gm_errf(err, GM_EIO, "%s: cannot write the JSON results (directory missing or "
-                                    "not writable?)",
+        return gm_errf(err, GM_EIO,
+                       "%s: cannot write the JSON results (directory missing or "
+                       "not writable?)",
                        path);
     }
     if (rename(tmp, path) != 0) {

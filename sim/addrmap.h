@@ -47,10 +47,8 @@ static inline uint64_t *gm_addrmap_get(const gm_addrmap *m, uint64_t key)
     size_t i = gm_addrmap_hash(key) & m->mask;
     for (;;) {
         gm_addrmap_slot *s = &m->slots[i];
-        if (s->key == key)
-            return &s->val;
-        if (s->key == 0)
-            return NULL;
+        if (s->key == key) return &s->val;
+        if (s->key == 0) return NULL;
         i = (i + 1) & m->mask;
     }
 }

@@ -15,8 +15,7 @@ static const gm_alloc_ops *const allocators[] = {&gm_alloc_pytorch, &gm_alloc_di
 const gm_alloc_ops *gm_alloc_find(const char *name)
 {
     for (size_t i = 0; i < NALLOC; i++)
-        if (!strcmp(allocators[i]->name, name))
-            return allocators[i];
+        if (!strcmp(allocators[i]->name, name)) return allocators[i];
     return NULL;
 }
 
@@ -30,12 +29,10 @@ int gm_alloc_create(const gm_alloc_ops *ops, gm_device *dev, const char *conf,
 {
     *out = NULL;
     if (memory_fraction < 0 || memory_fraction > 1)
-        return gm_errf(err, GM_EINVAL,
-                       "memory fraction %g is out of range; give a value in (0, 1]",
+        return gm_errf(err, GM_EINVAL, "memory fraction %g is out of range; give a value in (0, 1]",
                        memory_fraction);
     gm_alloc *a = calloc(1, sizeof *a);
-    if (!a)
-        return gm_errf(err, GM_ENOMEM, "out of memory");
+    if (!a) return gm_errf(err, GM_ENOMEM, "out of memory");
     a->ops = ops;
     a->dev = dev;
     a->limits.max_split_size = UINT64_MAX;
@@ -54,8 +51,7 @@ int gm_alloc_create(const gm_alloc_ops *ops, gm_device *dev, const char *conf,
     }
     int rc = ops->create(a, conf ? conf : "", err);
     if (rc != GM_OK) {
-        if (a->owns_policy)
-            gm_policy_destroy(a->policy);
+        if (a->owns_policy) gm_policy_destroy(a->policy);
         free(a);
         return rc;
     }
@@ -65,11 +61,9 @@ int gm_alloc_create(const gm_alloc_ops *ops, gm_device *dev, const char *conf,
 
 void gm_alloc_destroy(gm_alloc *a)
 {
-    if (!a)
-        return;
+    if (!a) return;
     a->ops->destroy(a);
-    if (a->owns_policy)
-        gm_policy_destroy(a->policy);
+    if (a->owns_policy) gm_policy_destroy(a->policy);
     free(a);
 }
 
@@ -87,16 +81,14 @@ int gm_alloc_driver_malloc(gm_alloc *a, uint64_t bytes, uint64_t stream, uint64_
     uint64_t ns = 0;
     int rc = a->dev->ops->mem_alloc(a->dev, bytes, dptr, &ns);
     a->c.driver_alloc_ns += ns;
-    if (rc != GM_OK)
-        return rc;
+    if (rc != GM_OK) return rc;
     a->c.n_driver_alloc++;
     a->c.reserved_bytes += bytes;
     hook(a, GM_OP_SEGMENT_ALLOC, *dptr, bytes, stream, now);
     return GM_OK;
 }
 
-void gm_alloc_driver_free(gm_alloc *a, uint64_t dptr, uint64_t bytes, uint64_t stream,
-                          uint64_t now)
+void gm_alloc_driver_free(gm_alloc *a, uint64_t dptr, uint64_t bytes, uint64_t stream, uint64_t now)
 {
     uint64_t ns = 0;
     a->dev->ops->mem_free(a->dev, dptr, bytes, &ns);
@@ -111,16 +103,14 @@ int gm_alloc_driver_map(gm_alloc *a, uint64_t va, uint64_t bytes, uint64_t strea
     uint64_t ns = 0;
     int rc = a->dev->ops->mem_map(a->dev, va, bytes, &ns);
     a->c.driver_alloc_ns += ns;
-    if (rc != GM_OK)
-        return rc;
+    if (rc != GM_OK) return rc;
     a->c.n_driver_alloc++;
     a->c.reserved_bytes += bytes;
     hook(a, GM_OP_SEGMENT_ALLOC, va, bytes, stream, now);
     return GM_OK;
 }
 
-void gm_alloc_driver_unmap(gm_alloc *a, uint64_t va, uint64_t bytes, uint64_t stream,
-                           uint64_t now)
+void gm_alloc_driver_unmap(gm_alloc *a, uint64_t va, uint64_t bytes, uint64_t stream, uint64_t now)
 {
     uint64_t ns = 0;
     a->dev->ops->mem_unmap(a->dev, va, bytes, &ns);

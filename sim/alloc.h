@@ -45,8 +45,8 @@ typedef struct gm_seg_event {
 
 /* How a policy sees one segment. Never allocator internals beyond this. */
 typedef struct gm_seg_info {
-    uint64_t id;              /* opaque handle, valid until the next malloc/free/release */
-    uint64_t addr, size;      /* driver range (expandable: mapped bytes)   */
+    uint64_t id;         /* opaque handle, valid until the next malloc/free/release */
+    uint64_t addr, size; /* driver range (expandable: mapped bytes)   */
     uint64_t stream;
     uint8_t small_pool;       /* 1: small-block pool (<= 1 MiB requests)   */
     uint8_t expandable;       /* 1: an expandable segment (VMM pages)      */
@@ -54,17 +54,18 @@ typedef struct gm_seg_info {
     uint32_t n_allocated;     /* of which allocated                        */
     uint64_t allocated_bytes; /* bytes in allocated blocks                 */
     uint64_t largest_free;    /* largest free block                        */
-    uint64_t releasable;      /* bytes a release would return now (whole free segment, or free pages) */
-    uint64_t last_use_ns;     /* last malloc/free of a block in it         */
-    uint64_t gc_age;          /* PyTorch's GC age of the whole-free block (pool lookups since it was freed) */
-    uint32_t category_mask;   /* 1<<gm_category of tensors that used it    */
+    uint64_t releasable;  /* bytes a release would return now (whole free segment, or free pages) */
+    uint64_t last_use_ns; /* last malloc/free of a block in it         */
+    uint64_t
+        gc_age; /* PyTorch's GC age of the whole-free block (pool lookups since it was freed) */
+    uint32_t category_mask; /* 1<<gm_category of tensors that used it    */
 } gm_seg_info;
 
 /* Allocator settings a policy may read. */
 typedef struct gm_alloc_limits {
-    uint64_t max_split_size;       /* UINT64_MAX when unset                */
-    double gc_threshold;           /* 0 when unset                         */
-    uint64_t memory_limit;         /* per-process fraction * capacity, 0 = unset */
+    uint64_t max_split_size; /* UINT64_MAX when unset                */
+    double gc_threshold;     /* 0 when unset                         */
+    uint64_t memory_limit;   /* per-process fraction * capacity, 0 = unset */
     uint64_t device_capacity;
 } gm_alloc_limits;
 
@@ -112,8 +113,7 @@ const char *gm_alloc_names(void);                    /* "pytorch, direct" */
 /* Create an allocator instance. memory_fraction 0 = unset (PyTorch's
  * torch.cuda.set_per_process_memory_fraction). policy may be NULL (=pytorch). */
 int gm_alloc_create(const gm_alloc_ops *ops, gm_device *dev, const char *conf,
-                    double memory_fraction, struct gm_policy *policy, gm_alloc **out,
-                    gm_err *err);
+                    double memory_fraction, struct gm_policy *policy, gm_alloc **out, gm_err *err);
 void gm_alloc_destroy(gm_alloc *a);
 
 /* Convenience wrappers used by policies (view the instance). */
@@ -131,8 +131,7 @@ int gm_alloc_driver_malloc(gm_alloc *a, uint64_t bytes, uint64_t stream, uint64_
                            uint64_t *dptr);
 void gm_alloc_driver_free(gm_alloc *a, uint64_t dptr, uint64_t bytes, uint64_t stream,
                           uint64_t now_ns);
-int gm_alloc_driver_map(gm_alloc *a, uint64_t va, uint64_t bytes, uint64_t stream,
-                        uint64_t now_ns);
+int gm_alloc_driver_map(gm_alloc *a, uint64_t va, uint64_t bytes, uint64_t stream, uint64_t now_ns);
 void gm_alloc_driver_unmap(gm_alloc *a, uint64_t va, uint64_t bytes, uint64_t stream,
                            uint64_t now_ns);
 

@@ -47,20 +47,17 @@ static int tokenize(const char *s, lex *lx, gm_err *err)
             continue;
         }
         if (len) {
-            if (lx->n >= 64)
-                return gm_errf(err, GM_EINVAL, "alloc conf '%s': too many options", s);
+            if (lx->n >= 64) return gm_errf(err, GM_EINVAL, "alloc conf '%s': too many options", s);
             cur[len] = 0;
             memcpy(lx->tok[lx->n++], cur, len + 1);
             len = 0;
         }
         if (ch == ',' || ch == ':' || ch == '[' || ch == ']') {
-            if (lx->n >= 64)
-                return gm_errf(err, GM_EINVAL, "alloc conf '%s': too many options", s);
+            if (lx->n >= 64) return gm_errf(err, GM_EINVAL, "alloc conf '%s': too many options", s);
             lx->tok[lx->n][0] = ch;
             lx->tok[lx->n++][1] = 0;
         }
-        if (ch == 0)
-            break;
+        if (ch == 0) break;
     }
     return GM_OK;
 }
@@ -103,8 +100,7 @@ static int parse_divisions(const lex *lx, int *ip, const char *conf, gm_pt_conf 
     int i = *ip;
     if (i < lx->n && strcmp(lx->tok[i], "[")) {
         uint64_t v;
-        if (parse_u64(lx->tok[i], conf, "roundup_power2_divisions", &v, err))
-            return err->code;
+        if (parse_u64(lx->tok[i], conf, "roundup_power2_divisions", &v, err)) return err->code;
         if (!is_pow2(v))
             return gm_errf(err, GM_EINVAL,
                            "alloc conf '%s': roundup_power2_divisions must be a power of 2, "
@@ -137,16 +133,14 @@ static int parse_divisions(const lex *lx, int *ip, const char *conf, gm_pt_conf 
                 c->roundup_divisions[j] = div;
         } else {
             uint64_t mb;
-            if (parse_u64(k, conf, "roundup_power2_divisions", &mb, err))
-                return err->code;
+            if (parse_u64(k, conf, "roundup_power2_divisions", &mb, err)) return err->code;
             if (!is_pow2(mb))
                 return gm_errf(err, GM_EINVAL,
                                "alloc conf '%s': roundup_power2_divisions sizes must be powers "
                                "of 2 (in MB), got %llu",
                                conf, (unsigned long long)mb);
             int idx = log2u(mb);
-            if (idx > GM_PT_ROUNDUP_INTERVALS - 1)
-                idx = GM_PT_ROUNDUP_INTERVALS - 1;
+            if (idx > GM_PT_ROUNDUP_INTERVALS - 1) idx = GM_PT_ROUNDUP_INTERVALS - 1;
             if (first) /* the first entry also covers every smaller interval */
                 for (int j = 0; j < idx; j++)
                     c->roundup_divisions[j] = div;
@@ -155,11 +149,9 @@ static int parse_divisions(const lex *lx, int *ip, const char *conf, gm_pt_conf 
             last = idx;
         }
         i += 3;
-        if (i < lx->n && !strcmp(lx->tok[i], ","))
-            i++;
+        if (i < lx->n && !strcmp(lx->tok[i], ",")) i++;
     }
-    if (expect(lx, i, "]", conf, err))
-        return err->code;
+    if (expect(lx, i, "]", conf, err)) return err->code;
     *ip = i + 1;
     return GM_OK;
 }
@@ -167,11 +159,9 @@ static int parse_divisions(const lex *lx, int *ip, const char *conf, gm_pt_conf 
 int gm_pt_conf_parse(const char *s, gm_pt_conf *c, gm_err *err)
 {
     gm_pt_conf_default(c);
-    if (!s || !*s)
-        return GM_OK;
+    if (!s || !*s) return GM_OK;
     lex lx;
-    if (tokenize(s, &lx, err))
-        return err->code;
+    if (tokenize(s, &lx, err)) return err->code;
     int i = 0;
     while (i < lx.n) {
         const char *key = lx.tok[i];
@@ -188,8 +178,7 @@ int gm_pt_conf_parse(const char *s, gm_pt_conf *c, gm_err *err)
         int next = i + 3;
         uint64_t v;
         if (!strcmp(key, "max_split_size_mb")) {
-            if (parse_u64(val, s, key, &v, err))
-                return err->code;
+            if (parse_u64(val, s, key, &v, err)) return err->code;
             if (v <= LARGE_BUFFER_MB)
                 return gm_errf(err, GM_EINVAL,
                                "alloc conf '%s': max_split_size_mb too small, must be > %d "
@@ -197,10 +186,8 @@ int gm_pt_conf_parse(const char *s, gm_pt_conf *c, gm_err *err)
                                s, LARGE_BUFFER_MB);
             c->max_split_size = v > UINT64_MAX / GM_MiB ? UINT64_MAX : v * GM_MiB;
         } else if (!strcmp(key, "max_non_split_rounding_mb")) {
-            if (parse_u64(val, s, key, &v, err))
-                return err->code;
-            if (v < LARGE_BUFFER_MB)
-                v = LARGE_BUFFER_MB; /* PyTorch clamps it up to kLargeBuffer */
+            if (parse_u64(val, s, key, &v, err)) return err->code;
+            if (v < LARGE_BUFFER_MB) v = LARGE_BUFFER_MB; /* PyTorch clamps it up to kLargeBuffer */
             c->max_non_split_rounding_size = v > UINT64_MAX / GM_MiB ? UINT64_MAX : v * GM_MiB;
         } else if (!strcmp(key, "garbage_collection_threshold")) {
             char *end;
@@ -213,12 +200,10 @@ int gm_pt_conf_parse(const char *s, gm_pt_conf *c, gm_err *err)
             c->gc_threshold = d;
         } else if (!strcmp(key, "roundup_power2_divisions")) {
             int j = i + 2;
-            if (parse_divisions(&lx, &j, s, c, err))
-                return err->code;
+            if (parse_divisions(&lx, &j, s, c, err)) return err->code;
             next = j;
         } else if (!strcmp(key, "expandable_segments")) {
-            if (parse_bool(val, s, key, &c->expandable_segments, err))
-                return err->code;
+            if (parse_bool(val, s, key, &c->expandable_segments, err)) return err->code;
         } else if (!strcmp(key, "backend")) {
             if (!strcmp(val, "native"))
                 c->backend_async = 0;
@@ -255,18 +240,15 @@ void gm_pt_conf_format(const gm_pt_conf *c, char *buf, size_t len)
     buf[0] = 0;
 #define ADD(...)                                                                                   \
     do {                                                                                           \
-        if (n < len)                                                                               \
-            n += snprintf(buf + n, len - n, "%s", n ? "," : "");                                   \
-        if (n < len)                                                                               \
-            n += snprintf(buf + n, len - n, __VA_ARGS__);                                          \
+        if (n < len) n += snprintf(buf + n, len - n, "%s", n ? "," : "");                          \
+        if (n < len) n += snprintf(buf + n, len - n, __VA_ARGS__);                                 \
     } while (0)
     if (c->max_split_size != UINT64_MAX)
         ADD("max_split_size_mb:%llu", (unsigned long long)(c->max_split_size / GM_MiB));
     if (c->max_non_split_rounding_size != LARGE_BUFFER_MB * GM_MiB)
         ADD("max_non_split_rounding_mb:%llu",
             (unsigned long long)(c->max_non_split_rounding_size / GM_MiB));
-    if (c->gc_threshold > 0)
-        ADD("garbage_collection_threshold:%g", c->gc_threshold);
+    if (c->gc_threshold > 0) ADD("garbage_collection_threshold:%g", c->gc_threshold);
     int any = 0;
     for (int k = 0; k < GM_PT_ROUNDUP_INTERVALS; k++)
         any |= c->roundup_divisions[k] != 0;
@@ -275,12 +257,9 @@ void gm_pt_conf_format(const gm_pt_conf *c, char *buf, size_t len)
         for (int k = 0; k < GM_PT_ROUNDUP_INTERVALS && n < len; k++)
             n += snprintf(buf + n, len - n, "%s%llu:%llu", k ? "," : "", 1ull << k,
                           (unsigned long long)c->roundup_divisions[k]);
-        if (n < len)
-            n += snprintf(buf + n, len - n, "]");
+        if (n < len) n += snprintf(buf + n, len - n, "]");
     }
-    if (c->expandable_segments)
-        ADD("expandable_segments:True");
-    if (c->backend_async)
-        ADD("backend:cudaMallocAsync");
+    if (c->expandable_segments) ADD("expandable_segments:True");
+    if (c->backend_async) ADD("backend:cudaMallocAsync");
 #undef ADD
 }

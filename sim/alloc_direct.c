@@ -35,20 +35,21 @@ static int d_malloc(gm_alloc *a, uint64_t size, uint64_t stream, uint8_t cat, ui
 {
     (void)cat;
     direct_block *b = malloc(sizeof *b);
-    if (!b)
-        return GM_EOOM;
+    if (!b) return GM_EOOM;
     uint64_t bytes = gm_device_round(size);
     int rc = gm_alloc_driver_malloc(a, bytes, stream, now, &b->ptr);
     for (int attempt = 0; rc != GM_OK; attempt++) {
-        gm_pressure p = {.size = bytes, .alloc_size = bytes, .stream = stream, .now_ns = now,
+        gm_pressure p = {.size = bytes,
+                         .alloc_size = bytes,
+                         .stream = stream,
+                         .now_ns = now,
                          .attempt = attempt};
         int r = a->policy->ops->on_alloc_fail(a->policy->state, a, &p);
         if (r == GM_POLICY_GIVE_UP) {
             free(b);
             return GM_EOOM;
         }
-        if (r == GM_POLICY_RETRY)
-            rc = gm_alloc_driver_malloc(a, bytes, stream, now, &b->ptr);
+        if (r == GM_POLICY_RETRY) rc = gm_alloc_driver_malloc(a, bytes, stream, now, &b->ptr);
     }
     b->size = bytes;
     b->requested = size;
@@ -74,15 +75,12 @@ static uint64_t d_largest_free(gm_alloc *a)
     return 0;
 }
 
-static int d_restore(gm_alloc *a, const gm_init_row *rows, size_t n, uint64_t *handles,
-                     gm_err *err)
+static int d_restore(gm_alloc *a, const gm_init_row *rows, size_t n, uint64_t *handles, gm_err *err)
 {
     for (size_t i = 0; i < n; i++) {
         handles[i] = 0;
-        if (rows[i].kind != GM_INIT_BLOCK)
-            continue;
-        if (d_malloc(a, rows[i].size, rows[i].stream, rows[i].category, 0, &handles[i]) !=
-            GM_OK)
+        if (rows[i].kind != GM_INIT_BLOCK) continue;
+        if (d_malloc(a, rows[i].size, rows[i].stream, rows[i].category, 0, &handles[i]) != GM_OK)
             return gm_errf(err, GM_EOOM,
                            "initial state: live block of %llu bytes does not fit on the "
                            "device; give a larger --capacity",

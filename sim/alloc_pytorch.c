@@ -93,21 +93,16 @@ struct pt_pool {
 
 static int cmp_size(const pt_block *a, const pt_block *b)
 {
-    if (a->stream != b->stream)
-        return a->stream < b->stream ? -1 : 1;
-    if (a->size != b->size)
-        return a->size < b->size ? -1 : 1;
-    if (a->ptr != b->ptr)
-        return a->ptr < b->ptr ? -1 : 1;
+    if (a->stream != b->stream) return a->stream < b->stream ? -1 : 1;
+    if (a->size != b->size) return a->size < b->size ? -1 : 1;
+    if (a->ptr != b->ptr) return a->ptr < b->ptr ? -1 : 1;
     return 0;
 }
 
 static int cmp_addr(const pt_block *a, const pt_block *b)
 {
-    if (a->stream != b->stream)
-        return a->stream < b->stream ? -1 : 1;
-    if (a->ptr != b->ptr)
-        return a->ptr < b->ptr ? -1 : 1;
+    if (a->stream != b->stream) return a->stream < b->stream ? -1 : 1;
+    if (a->ptr != b->ptr) return a->ptr < b->ptr ? -1 : 1;
     return 0;
 }
 
@@ -129,42 +124,34 @@ static uint64_t divisions_for(const gm_pt_conf *c, uint64_t size)
 {
     int log_size = 63 - __builtin_clzll(size);
     int idx = log_size - 20;
-    if (idx < 0)
-        idx = 0;
-    if (idx > GM_PT_ROUNDUP_INTERVALS - 1)
-        idx = GM_PT_ROUNDUP_INTERVALS - 1;
+    if (idx < 0) idx = 0;
+    if (idx > GM_PT_ROUNDUP_INTERVALS - 1) idx = GM_PT_ROUNDUP_INTERVALS - 1;
     return c->roundup_divisions[idx];
 }
 
 /* roundup_power2_next_division */
 static uint64_t next_division(uint64_t size, uint64_t divisions)
 {
-    if ((size & (size - 1)) == 0)
-        return size;
+    if ((size & (size - 1)) == 0) return size;
     uint64_t floor2 = 1ull << (63 - __builtin_clzll(size));
     uint64_t step = floor2 >> (63 - __builtin_clzll(divisions));
-    if (step == 0)
-        return floor2 << 1;
+    if (step == 0) return floor2 << 1;
     uint64_t lo = size & ~(step - 1);
     return lo == size ? size : lo + step;
 }
 
 static uint64_t round_size(const gm_pt_conf *c, uint64_t size)
 {
-    if (size < kMinBlockSize)
-        return kMinBlockSize;
+    if (size < kMinBlockSize) return kMinBlockSize;
     uint64_t div = divisions_for(c, size);
-    if (div > 1 && size > kMinBlockSize * div)
-        return next_division(size, div);
+    if (div > 1 && size > kMinBlockSize * div) return next_division(size, div);
     return kMinBlockSize * ((size + kMinBlockSize - 1) / kMinBlockSize);
 }
 
 static uint64_t allocation_size(uint64_t size)
 {
-    if (size <= kSmallSize)
-        return kSmallBuffer;
-    if (size < kMinLargeAlloc)
-        return kLargeBuffer;
+    if (size <= kSmallSize) return kSmallBuffer;
+    if (size < kMinLargeAlloc) return kLargeBuffer;
     return kRoundLarge * ((size + kRoundLarge - 1) / kRoundLarge);
 }
 
@@ -177,8 +164,7 @@ static pt_block *block_new(pt_state *s)
         s->spare = b->next;
     else
         b = malloc(sizeof *b);
-    if (b)
-        memset(b, 0, sizeof *b);
+    if (b) memset(b, 0, sizeof *b);
     return b;
 }
 
@@ -214,16 +200,14 @@ static pt_segment *segment_new(pt_state *s, uint64_t base, uint64_t size, uint64
                                int small)
 {
     pt_segment *g = calloc(1, sizeof *g);
-    if (!g)
-        return NULL;
+    if (!g) return NULL;
     g->base = base;
     g->size = size;
     g->mapped_bytes = size;
     g->stream = stream;
     g->small = (uint8_t)small;
     g->lnext = s->segs;
-    if (s->segs)
-        s->segs->lprev = g;
+    if (s->segs) s->segs->lprev = g;
     s->segs = g;
     s->n_segs++;
     return g;
@@ -235,8 +219,7 @@ static void segment_unlink(pt_state *s, pt_segment *g)
         g->lprev->lnext = g->lnext;
     else
         s->segs = g->lnext;
-    if (g->lnext)
-        g->lnext->lprev = g->lprev;
+    if (g->lnext) g->lnext->lprev = g->lprev;
     s->n_segs--;
     free(g);
 }
@@ -244,8 +227,7 @@ static void segment_unlink(pt_state *s, pt_segment *g)
 /* try_merge_blocks: absorb src into dst when src is free and alike. */
 static void try_merge(pt_state *s, pt_block *dst, pt_block *src)
 {
-    if (!src || src->allocated || dst->mapped != src->mapped)
-        return;
+    if (!src || src->allocated || dst->mapped != src->mapped) return;
     pool_remove(pool_of(s, dst->seg), src);
     if (dst->prev == src) {
         dst->ptr = src->ptr;
@@ -256,8 +238,7 @@ static void try_merge(pt_state *s, pt_block *dst, pt_block *src)
             dst->seg->first = dst;
     } else {
         dst->next = src->next;
-        if (dst->next)
-            dst->next->prev = dst;
+        if (dst->next) dst->next->prev = dst;
     }
     dst->size += src->size;
     dst->seg->n_blocks--;
@@ -271,8 +252,7 @@ static pt_block *alloc_segment(gm_alloc *a, pt_state *s, uint64_t alloc_size, ui
                                int small, uint64_t now)
 {
     uint64_t ptr;
-    if (gm_alloc_driver_malloc(a, alloc_size, stream, now, &ptr) != GM_OK)
-        return NULL;
+    if (gm_alloc_driver_malloc(a, alloc_size, stream, now, &ptr) != GM_OK) return NULL;
     pt_block *b = block_new(s);
     pt_segment *g = b ? segment_new(s, ptr, alloc_size, stream, small) : NULL;
     if (!g) {
@@ -318,8 +298,7 @@ static uint64_t page_ceil(const pt_segment *g, uint64_t p)
 static pt_block *split_at(pt_state *s, pt_block *b, uint64_t at)
 {
     pt_block *hi = block_new(s);
-    if (!hi)
-        return NULL;
+    if (!hi) return NULL;
     hi->ptr = b->ptr + at;
     hi->size = b->size - at;
     hi->stream = b->stream;
@@ -327,8 +306,7 @@ static pt_block *split_at(pt_state *s, pt_block *b, uint64_t at)
     hi->mapped = b->mapped;
     hi->prev = b;
     hi->next = b->next;
-    if (b->next)
-        b->next->prev = hi;
+    if (b->next) b->next->prev = hi;
     b->next = hi;
     b->size = at;
     b->seg->n_blocks++;
@@ -343,8 +321,7 @@ static pt_block *map_block(gm_alloc *a, pt_state *s, pt_block *b, uint64_t size,
     pt_segment *g = b->seg;
     pt_pool *p = pool_of(s, g);
     uint64_t len = page_ceil(g, b->ptr + size) - b->ptr;
-    if (len > b->size)
-        len = b->size;
+    if (len > b->size) len = b->size;
     if (gm_alloc_driver_map(a, b->ptr, len, g->stream, now) != GM_OK) {
         pool_insert(p, b);
         return NULL;
@@ -352,8 +329,7 @@ static pt_block *map_block(gm_alloc *a, pt_state *s, pt_block *b, uint64_t size,
     g->mapped_bytes += len;
     if (len < b->size) {
         pt_block *rest = split_at(s, b, len);
-        if (rest)
-            pool_insert(p, rest);
+        if (rest) pool_insert(p, rest);
     }
     b->mapped = 1;
     try_merge(s, b, b->prev);
@@ -369,8 +345,7 @@ static uint64_t unmap_block(gm_alloc *a, pt_state *s, pt_block *b, uint64_t now)
     pt_segment *g = b->seg;
     pt_pool *p = pool_of(s, g);
     uint64_t lo = page_ceil(g, b->ptr), hi = page_floor(g, b->ptr + b->size);
-    if (lo >= hi)
-        return 0;
+    if (lo >= hi) return 0;
     pool_remove(p, b);
     if (lo > b->ptr) { /* keep the partial page below as a free mapped block */
         pt_block *mid = split_at(s, b, lo - b->ptr);
@@ -408,20 +383,17 @@ static pt_block *find_expandable(gm_alloc *a, pt_state *s, pt_pool *p, uint64_t 
     for (pt_block *c = pt_addr_tree_RB_NFIND(&p->unmapped, &key); c && c->stream == stream;
          c = pt_addr_tree_RB_NEXT(c)) {
         pt_block *start = c;
-        if (c->prev && !c->prev->allocated)
-            start = c->prev;
+        if (c->prev && !c->prev->allocated) start = c->prev;
         uint64_t room = 0;
         for (pt_block *x = start; x && !x->allocated && room < size; x = x->next)
             room += x->size;
-        if (room >= size)
-            return start;
+        if (room >= size) return start;
     }
     uint64_t page = p->small ? kSmallBuffer : kLargeBuffer;
     uint64_t cap = a->dev->capacity_bytes;
     uint64_t va_size = (cap + cap / 8 + page - 1) / page * page;
     uint64_t va;
-    if (a->dev->ops->va_reserve(a->dev, va_size, &va) != GM_OK)
-        return NULL;
+    if (a->dev->ops->va_reserve(a->dev, va_size, &va) != GM_OK) return NULL;
     pt_block *b = block_new(s);
     pt_segment *g = b ? segment_new(s, va, va_size, stream, p->small) : NULL;
     if (!g) {
@@ -447,13 +419,11 @@ static pt_block *alloc_expandable(gm_alloc *a, pt_state *s, pt_pool *p, uint64_t
                                   uint64_t size, uint64_t now)
 {
     pt_block *c = find_expandable(a, s, p, stream, size);
-    if (!c)
-        return NULL;
+    if (!c) return NULL;
     if (!c->mapped) {
         pool_remove(p, c);
         c = map_block(a, s, c, size < c->size ? size : c->size, now);
-        if (!c)
-            return NULL;
+        if (!c) return NULL;
     }
     while (c->size < size) {
         /* invariant: c is free and mapped, c->next is unmapped; map_block
@@ -462,8 +432,7 @@ static pt_block *alloc_expandable(gm_alloc *a, pt_state *s, pt_pool *p, uint64_t
         uint64_t need = size - c->size;
         pool_remove(p, n);
         c = map_block(a, s, n, need < n->size ? need : n->size, now);
-        if (!c)
-            return NULL;
+        if (!c) return NULL;
     }
     pool_remove(p, c);
     return c;
@@ -481,12 +450,10 @@ static pt_block *get_free_block(gm_alloc *a, pt_state *s, pt_pool *p, uint64_t s
                                 uint64_t stream)
 {
     const gm_pt_conf *c = &s->conf;
-    if (gc_enabled(a, s))
-        p->lookups++;
+    if (gc_enabled(a, s)) p->lookups++;
     pt_block key = {.stream = stream, .size = size, .ptr = 0};
     pt_block *b = pt_size_tree_RB_NFIND(&p->blocks, &key);
-    if (!b || b->stream != stream)
-        return NULL;
+    if (!b || b->stream != stream) return NULL;
     if (b->seg->expandable) {
         /* best fit counts what a block can grow into: its size plus an
          * unmapped range right after it */
@@ -509,8 +476,7 @@ static pt_block *get_free_block(gm_alloc *a, pt_state *s, pt_pool *p, uint64_t s
 static int should_split(const pt_state *s, const pt_block *b, uint64_t size)
 {
     uint64_t remaining = b->size - size;
-    if (b->seg->small || b->seg->expandable)
-        return remaining >= kMinBlockSize;
+    if (b->seg->small || b->seg->expandable) return remaining >= kMinBlockSize;
     return size < s->conf.max_split_size && remaining > kSmallSize;
 }
 
@@ -520,8 +486,7 @@ static pt_block *grow(gm_alloc *a, pt_state *s, pt_pool *p, uint64_t size, uint6
 {
     if (a->limits.memory_limit && a->c.reserved_bytes + alloc_size > a->limits.memory_limit)
         return NULL;
-    if (s->conf.expandable_segments)
-        return alloc_expandable(a, s, p, stream, size, now);
+    if (s->conf.expandable_segments) return alloc_expandable(a, s, p, stream, size, now);
     return alloc_segment(a, s, alloc_size, stream, p->small, now);
 }
 
@@ -540,27 +505,23 @@ static int pt_malloc(gm_alloc *a, uint64_t req, uint64_t stream, uint8_t cat, ui
                           .small_pool = small,
                           .now_ns = now};
         const gm_policy_ops *po = a->policy->ops;
-        if (po->before_grow)
-            po->before_grow(a->policy->state, a, &pr);
+        if (po->before_grow) po->before_grow(a->policy->state, a, &pr);
         b = grow(a, s, p, size, pr.alloc_size, stream, now);
         while (!b) {
             int r = po->on_alloc_fail(a->policy->state, a, &pr);
-            if (r == GM_POLICY_GIVE_UP)
-                return GM_EOOM;
+            if (r == GM_POLICY_GIVE_UP) return GM_EOOM;
             pr.attempt++;
             if (r == GM_POLICY_RETRY) {
                 a->c.n_alloc_retries++;
                 b = grow(a, s, p, size, pr.alloc_size, stream, now);
             }
         }
-        if (po->after_grow)
-            po->after_grow(a->policy->state, a, now);
+        if (po->after_grow) po->after_grow(a->policy->state, a, now);
     }
     /* alloc_found_block */
     if (should_split(s, b, size)) {
         pt_block *rest = split_at(s, b, size);
-        if (!rest)
-            return GM_EOOM;
+        if (!rest) return GM_EOOM;
         pool_insert(p, rest);
     }
     b->allocated = 1;
@@ -598,14 +559,12 @@ static uint64_t largest_in(const struct pt_size_tree *t)
 {
     uint64_t best = 0;
     pt_block *m = pt_size_tree_RB_MINMAX((struct pt_size_tree *)t, RB_INF);
-    if (!m)
-        return 0;
+    if (!m) return 0;
     pt_block *lo = pt_size_tree_RB_MINMAX((struct pt_size_tree *)t, RB_NEGINF);
     if (lo->stream == m->stream) /* one stream: the maximum is the last block */
         return m->size;
     RB_FOREACH(m, pt_size_tree, (struct pt_size_tree *)t)
-    if (m->size > best)
-        best = m->size;
+    if (m->size > best) best = m->size;
     return best;
 }
 
@@ -633,14 +592,11 @@ static void seg_info(const pt_state *s, const pt_segment *g, gm_seg_info *o)
     o->last_use_ns = g->last_use_ns;
     o->category_mask = g->cat_mask;
     for (const pt_block *b = g->first; b; b = b->next) {
-        if (b->allocated || !b->mapped)
-            continue;
-        if (b->size > o->largest_free)
-            o->largest_free = b->size;
+        if (b->allocated || !b->mapped) continue;
+        if (b->size > o->largest_free) o->largest_free = b->size;
         if (g->expandable) {
             uint64_t lo = page_ceil(g, b->ptr), hi = page_floor(g, b->ptr + b->size);
-            if (hi > lo)
-                o->releasable += hi - lo;
+            if (hi > lo) o->releasable += hi - lo;
         }
     }
     if (!g->expandable && g->n_alloc == 0 && g->n_blocks == 1) {
@@ -655,8 +611,7 @@ static size_t pt_segments(gm_alloc *a, gm_seg_info *buf, size_t cap)
     pt_state *s = a->impl;
     size_t i = 0;
     for (const pt_segment *g = s->segs; g; g = g->lnext, i++)
-        if (i < cap)
-            seg_info(s, g, &buf[i]);
+        if (i < cap) seg_info(s, g, &buf[i]);
     return s->n_segs;
 }
 
@@ -666,8 +621,7 @@ static uint64_t pt_release(gm_alloc *a, uint64_t id, uint64_t now)
     pt_segment *g = (pt_segment *)(uintptr_t)id;
     uint64_t n = 0;
     if (!g->expandable) {
-        if (g->n_alloc == 0 && g->n_blocks == 1)
-            n = release_segment(a, s, g, now);
+        if (g->n_alloc == 0 && g->n_blocks == 1) n = release_segment(a, s, g, now);
     } else {
         pt_block *b = g->first;
         while (b) {
@@ -707,8 +661,7 @@ static uint64_t pt_block_size(gm_alloc *a, uint64_t size)
 static int cmp_rows(const void *x, const void *y)
 {
     const gm_init_row *a = *(const gm_init_row *const *)x, *b = *(const gm_init_row *const *)y;
-    if (a->addr != b->addr)
-        return a->addr < b->addr ? -1 : 1;
+    if (a->addr != b->addr) return a->addr < b->addr ? -1 : 1;
     return a->kind < b->kind ? -1 : a->kind > b->kind; /* segment before its first block */
 }
 
@@ -720,8 +673,7 @@ static int pt_restore(gm_alloc *a, const gm_init_row *rows, size_t n, uint64_t *
 {
     pt_state *s = a->impl;
     const gm_init_row **ord = malloc((n ? n : 1) * sizeof *ord);
-    if (!ord)
-        return gm_errf(err, GM_ENOMEM, "out of memory restoring the initial state");
+    if (!ord) return gm_errf(err, GM_ENOMEM, "out of memory restoring the initial state");
     for (size_t i = 0; i < n; i++) {
         ord[i] = &rows[i];
         handles[i] = 0;
@@ -778,8 +730,7 @@ static int pt_restore(gm_alloc *a, const gm_init_row *rows, size_t n, uint64_t *
         a->c.allocated_bytes += b->size;
         handles[r - rows] = (uint64_t)(uintptr_t)b;
         cur = rest;
-        if (rest)
-            pool_insert(p, rest);
+        if (rest) pool_insert(p, rest);
     }
     free(ord);
     return rc;
@@ -790,8 +741,7 @@ static int pt_restore(gm_alloc *a, const gm_init_row *rows, size_t n, uint64_t *
 static int pt_create(gm_alloc *a, const char *conf, gm_err *err)
 {
     pt_state *s = calloc(1, sizeof *s);
-    if (!s)
-        return gm_errf(err, GM_ENOMEM, "out of memory");
+    if (!s) return gm_errf(err, GM_ENOMEM, "out of memory");
     if (gm_pt_conf_parse(conf, &s->conf, err) != GM_OK) {
         free(s);
         return err->code;
@@ -817,8 +767,7 @@ static int pt_create(gm_alloc *a, const char *conf, gm_err *err)
 static void pt_destroy(gm_alloc *a)
 {
     pt_state *s = a->impl;
-    if (!s)
-        return;
+    if (!s) return;
     pt_segment *g = s->segs;
     while (g) { /* give every segment back, then free the structs */
         pt_segment *next = g->lnext;

@@ -48,7 +48,10 @@ typedef struct gm_latency {
     uint64_t free_ns_per_gib;
 } gm_latency;
 
-#define GM_LATENCY_DEFAULT {20000, 100000, 15000, 50000}
+#define GM_LATENCY_DEFAULT                                                                         \
+    {                                                                                              \
+        20000, 100000, 15000, 50000                                                                \
+    }
 
 /* Default per-process CUDA context overhead when the trace does not say:
  * a CUDA 12 context with cuBLAS/cuDNN handles typically takes ~0.5 GiB. */
@@ -57,10 +60,10 @@ typedef struct gm_latency {
 struct gm_device {
     const gm_device_ops *ops;
     void *impl;
-    uint64_t capacity_bytes; /* total device memory                           */
-    uint64_t used_bytes;     /* physical memory held by all tenants' allocators */
-    uint64_t overhead_bytes; /* context overhead of all registered tenants      */
-    uint64_t peak_used_bytes;/* max of used + overhead                          */
+    uint64_t capacity_bytes;  /* total device memory                           */
+    uint64_t used_bytes;      /* physical memory held by all tenants' allocators */
+    uint64_t overhead_bytes;  /* context overhead of all registered tenants      */
+    uint64_t peak_used_bytes; /* max of used + overhead                          */
 };
 
 /* Bytes a driver allocation of `bytes` really takes (granularity applied). */
@@ -79,8 +82,7 @@ void gm_device_remove_context(gm_device *d, uint64_t overhead_bytes);
 
 static inline void gm_device_destroy(gm_device *d)
 {
-    if (d)
-        d->ops->destroy(d);
+    if (d) d->ops->destroy(d);
 }
 
 #endif

@@ -45,8 +45,7 @@ static int m_alloc(gm_device *d, uint64_t bytes, uint64_t *dptr, uint64_t *cost_
 {
     model *m = d->impl;
     *cost_ns = cost(m->lat.malloc_base_ns, m->lat.malloc_ns_per_gib, bytes);
-    if (take(d, bytes) != GM_OK)
-        return GM_EOOM;
+    if (take(d, bytes) != GM_OK) return GM_EOOM;
     *dptr = next_va(m, bytes);
     return GM_OK;
 }
@@ -122,8 +121,7 @@ int gm_device_model_create(uint64_t capacity_bytes, const gm_latency *lat, gm_de
 
 int gm_device_add_context(gm_device *d, uint64_t overhead_bytes)
 {
-    if (d->overhead_bytes + overhead_bytes + d->used_bytes > d->capacity_bytes)
-        return GM_EOOM;
+    if (d->overhead_bytes + overhead_bytes + d->used_bytes > d->capacity_bytes) return GM_EOOM;
     d->overhead_bytes += overhead_bytes;
     if (d->used_bytes + d->overhead_bytes > d->peak_used_bytes)
         d->peak_used_bytes = d->used_bytes + d->overhead_bytes;

@@ -35,8 +35,7 @@ static void tl_coarsen(gm_timeline *tl)
             m.q_end = b->q_end;
             m.a_end = b->a_end;
             m.r_end = b->r_end;
-            if (b->ext_frag > m.ext_frag)
-                m.ext_frag = b->ext_frag;
+            if (b->ext_frag > m.ext_frag) m.ext_frag = b->ext_frag;
         }
         tl->p[n] = m;
     }
@@ -79,12 +78,9 @@ static int tl_add(gm_timeline *tl, uint64_t t, uint64_t q, uint64_t a, uint64_t 
     }
     tl->end_t = tl->t0 + tl->n * tl->width_ns;
     gm_tl_point *p = &tl->p[idx];
-    if (q > p->q_max)
-        p->q_max = q;
-    if (a > p->a_max)
-        p->a_max = a;
-    if (r > p->r_max)
-        p->r_max = r;
+    if (q > p->q_max) p->q_max = q;
+    if (a > p->a_max) p->a_max = a;
+    if (r > p->r_max) p->r_max = r;
     p->q_end = q;
     p->a_end = a;
     p->r_end = r;
@@ -111,8 +107,7 @@ int gm_metrics_step(gm_metrics *m, uint64_t t, uint64_t q, uint64_t a, uint64_t 
         m->peak_q = q;
         m->peak_q_t = t;
     }
-    if (a > m->peak_a)
-        m->peak_a = a;
+    if (a > m->peak_a) m->peak_a = a;
     if (r > m->peak_r) {
         m->peak_r = r;
         m->peak_r_t = t;
@@ -122,25 +117,21 @@ int gm_metrics_step(gm_metrics *m, uint64_t t, uint64_t q, uint64_t a, uint64_t 
 
 void gm_metrics_ext_sample(gm_metrics *m, uint64_t largest_free)
 {
-    if (m->r <= m->a)
-        return; /* nothing cached: external fragmentation undefined */
+    if (m->r <= m->a) return; /* nothing cached: external fragmentation undefined */
     float f = (float)(1.0 - (double)largest_free / (double)(m->r - m->a));
     m->ext_frag_sum += f;
     m->ext_frag_n++;
-    if (f > m->ext_frag_max)
-        m->ext_frag_max = f;
+    if (f > m->ext_frag_max) m->ext_frag_max = f;
     if (m->tl.n) {
         gm_tl_point *p = &m->tl.p[m->tl.n - 1];
-        if (f > p->ext_frag)
-            p->ext_frag = f;
+        if (f > p->ext_frag) p->ext_frag = f;
     }
 }
 
 void gm_metrics_oom(gm_metrics *m, const gm_oom *o)
 {
     m->n_oom++;
-    if (m->n_oom_kept < GM_OOM_RECORDS)
-        m->ooms[m->n_oom_kept++] = *o;
+    if (m->n_oom_kept < GM_OOM_RECORDS) m->ooms[m->n_oom_kept++] = *o;
 }
 
 double gm_metrics_fragmentation(const gm_metrics *m)
@@ -150,8 +141,7 @@ double gm_metrics_fragmentation(const gm_metrics *m)
 
 double gm_metrics_utilization(const gm_metrics *m)
 {
-    if (m->int_r > 0)
-        return m->int_a / m->int_r;
+    if (m->int_r > 0) return m->int_a / m->int_r;
     return m->r ? (double)m->a / (double)m->r : 0.0; /* zero-length run */
 }
 

@@ -24,10 +24,10 @@
 #define GM_OOM_RECORDS 256 /* OOMs kept in detail; all are counted */
 
 typedef struct gm_tl_point {
-    uint64_t t_ns;                 /* bucket start                               */
-    uint64_t q_max, a_max, r_max;  /* maxima within the bucket                   */
-    uint64_t q_end, a_end, r_end;  /* values at the end of the bucket            */
-    float ext_frag;                /* external fragmentation sampled in the bucket, -1 = none */
+    uint64_t t_ns;                /* bucket start                               */
+    uint64_t q_max, a_max, r_max; /* maxima within the bucket                   */
+    uint64_t q_end, a_end, r_end; /* values at the end of the bucket            */
+    float ext_frag;               /* external fragmentation sampled in the bucket, -1 = none */
 } gm_tl_point;
 
 typedef struct gm_timeline {
@@ -43,18 +43,18 @@ typedef struct gm_oom {
     uint64_t event_index; /* index in the tenant's trace (pass-local)     */
     uint32_t pass;        /* --repeat pass (0-based)                      */
     int tenant;
-    uint64_t size;        /* requested bytes                              */
+    uint64_t size; /* requested bytes                              */
     uint64_t reserved, allocated, largest_free, device_used, device_capacity;
 } gm_oom;
 
 typedef struct gm_metrics {
     uint64_t t_first, t_last;
-    uint64_t q, a, r;                 /* current values                       */
+    uint64_t q, a, r; /* current values                       */
     uint64_t peak_q, peak_a, peak_r;
-    uint64_t peak_q_t, peak_r_t;      /* when the peaks happened              */
-    double int_a, int_r;              /* integrals over time (byte * ns)      */
+    uint64_t peak_q_t, peak_r_t; /* when the peaks happened              */
+    double int_a, int_r;         /* integrals over time (byte * ns)      */
     uint64_t n_events;
-    double ext_frag_sum;              /* sum and count of samples             */
+    double ext_frag_sum; /* sum and count of samples             */
     uint64_t ext_frag_n;
     float ext_frag_max;
     uint64_t n_oom;
@@ -74,8 +74,8 @@ void gm_metrics_ext_sample(gm_metrics *m, uint64_t largest_free);
 void gm_metrics_oom(gm_metrics *m, const gm_oom *o);
 
 /* Derived figures. */
-double gm_metrics_fragmentation(const gm_metrics *m);    /* 1 - peak A / peak R */
-double gm_metrics_utilization(const gm_metrics *m);      /* integral A / integral R */
+double gm_metrics_fragmentation(const gm_metrics *m);      /* 1 - peak A / peak R */
+double gm_metrics_utilization(const gm_metrics *m);        /* integral A / integral R */
 double gm_metrics_frag_time_weighted(const gm_metrics *m); /* 1 - utilization */
 double gm_metrics_ext_frag_mean(const gm_metrics *m);
 

@@ -47,8 +47,9 @@ static const struct suffix suffixes[] = {
 int gm_parse_size(const char *s, const char *what, uint64_t *out, gm_err *err)
 {
     if (!s || !*s)
-        return gm_errf(err, GM_EINVAL, "%s: empty size; give a number with an optional unit, "
-                                       "e.g. 24GiB, 512MB, 1.5G",
+        return gm_errf(err, GM_EINVAL,
+                       "%s: empty size; give a number with an optional unit, "
+                       "e.g. 24GiB, 512MB, 1.5G",
                        what);
     char *end;
     double v = strtod(s, &end);
@@ -62,8 +63,7 @@ int gm_parse_size(const char *s, const char *what, uint64_t *out, gm_err *err)
     for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
         if (strcasecmp(end, suffixes[i].name) == 0) {
             double bytes = v * suffixes[i].mult;
-            if (bytes > 1.8e19)
-                return gm_errf(err, GM_EINVAL, "%s: '%s' is too large", what, s);
+            if (bytes > 1.8e19) return gm_errf(err, GM_EINVAL, "%s: '%s' is too large", what, s);
             *out = (uint64_t)llround(bytes);
             return GM_OK;
         }
@@ -76,8 +76,8 @@ int gm_parse_size(const char *s, const char *what, uint64_t *out, gm_err *err)
 
 int gm_parse_time(const char *s, const char *what, uint64_t *out_ns, gm_err *err)
 {
-    static const struct suffix units[] = {{"", 1e9}, {"s", 1e9}, {"ms", 1e6}, {"us", 1e3},
-                                          {"ns", 1.0}, {"min", 60e9}};
+    static const struct suffix units[] = {{"", 1e9},   {"s", 1e9},  {"ms", 1e6},
+                                          {"us", 1e3}, {"ns", 1.0}, {"min", 60e9}};
     char *end;
     double v = s ? strtod(s, &end) : 0;
     if (!s || end == s || !isfinite(v) || v < 0)
@@ -87,16 +87,14 @@ int gm_parse_time(const char *s, const char *what, uint64_t *out_ns, gm_err *err
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (strcasecmp(end, units[i].name) == 0) {
             double ns = v * units[i].mult;
-            if (ns > 1.8e19)
-                return gm_errf(err, GM_EINVAL, "%s: '%s' is too long", what, s);
+            if (ns > 1.8e19) return gm_errf(err, GM_EINVAL, "%s: '%s' is too long", what, s);
             *out_ns = (uint64_t)llround(ns);
             return GM_OK;
         }
     return gm_errf(err, GM_EINVAL, "%s: unknown unit in '%s'; use s, ms, us or ns", what, s);
 }
 
-int gm_parse_double(const char *s, const char *what, double lo, double hi, double *out,
-                    gm_err *err)
+int gm_parse_double(const char *s, const char *what, double lo, double hi, double *out, gm_err *err)
 {
     char *end;
     double v = s ? strtod(s, &end) : 0;

@@ -19,8 +19,7 @@ const char *gm_test_tmp(const char *name);
 
 #define GM_ADD_TEST(suite, fn)                                                                     \
     do {                                                                                           \
-        if (!CU_add_test(suite, #fn, fn))                                                          \
-            return CU_get_error();                                                                 \
+        if (!CU_add_test(suite, #fn, fn)) return CU_get_error();                                   \
     } while (0)
 
 #endif

@@ -26,8 +26,7 @@ const char *gm_test_tmp(const char *name)
 
 int main(void)
 {
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
+    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
     if (gm_test_register() != CUE_SUCCESS) {
         fprintf(stderr, "cannot register tests: %s\n", CU_get_error_msg());
         CU_cleanup_registry();

@@ -25,8 +25,7 @@ typedef struct seglog {
 static void hook(void *ctx, const gm_seg_event *ev)
 {
     seglog *l = ctx;
-    if (l->n < 256)
-        l->ev[l->n++] = *ev;
+    if (l->n < 256) l->ev[l->n++] = *ev;
 }
 
 typedef struct fixture {
@@ -40,10 +39,8 @@ static int fx_open(fixture *f, uint64_t capacity, const char *alloc, const char 
 {
     gm_err err = {0};
     memset(f, 0, sizeof *f);
-    if (gm_device_model_create(capacity, NULL, &f->dev, &err) != GM_OK)
-        return -1;
-    if (gm_alloc_create(gm_alloc_find(alloc), f->dev, conf, fraction, NULL, &f->a, &err) !=
-        GM_OK) {
+    if (gm_device_model_create(capacity, NULL, &f->dev, &err) != GM_OK) return -1;
+    if (gm_alloc_create(gm_alloc_find(alloc), f->dev, conf, fraction, NULL, &f->a, &err) != GM_OK) {
         gm_device_destroy(f->dev);
         return -1;
     }
@@ -84,7 +81,7 @@ static void test_round_size(void)
     fx_close(&f);
 
     CU_ASSERT_EQUAL_FATAL(fx_open(&f, 80 * GiB, "pytorch", "", 0), 0);
-    CU_ASSERT_EQUAL(f.a->ops->block_size(f.a, 1), 512);   /* kMinBlockSize */
+    CU_ASSERT_EQUAL(f.a->ops->block_size(f.a, 1), 512);     /* kMinBlockSize */
     CU_ASSERT_EQUAL(f.a->ops->block_size(f.a, 1200), 1536); /* multiple of 512 */
     CU_ASSERT_EQUAL(f.a->ops->block_size(f.a, 5 * MiB + 1), 5 * MiB + 512);
     fx_close(&f);
@@ -209,8 +206,7 @@ static void test_streams_best_fit(void)
     size_t ns = f.a->ops->segments(f.a, s, 8);
     int found = 0;
     for (size_t i = 0; i < ns; i++)
-        if (s[i].size == 14 * MiB && s[i].n_allocated == 1)
-            found = 1;
+        if (s[i].size == 14 * MiB && s[i].n_allocated == 1) found = 1;
     CU_ASSERT(found);
     fx_close(&f);
 }
@@ -309,10 +305,10 @@ static void test_flush_all(void)
     fixture f;
     CU_ASSERT_EQUAL_FATAL(fx_open(&f, 1 * GiB, "pytorch", "", 0), 0);
     CU_ASSERT_EQUAL_FATAL(gm_device_add_context(f.dev, 512 * MiB), GM_OK);
-    uint64_t s1 = must_malloc(&f, 1000, 0);       /* small 2 MiB segment */
-    uint64_t l1 = must_malloc(&f, 100 * MiB, 0);  /* 100 MiB */
-    must_malloc(&f, 1000, 0);                     /* stays: same small segment */
-    uint64_t l2 = must_malloc(&f, 300 * MiB, 0);  /* 300 MiB */
+    uint64_t s1 = must_malloc(&f, 1000, 0);      /* small 2 MiB segment */
+    uint64_t l1 = must_malloc(&f, 100 * MiB, 0); /* 100 MiB */
+    must_malloc(&f, 1000, 0);                    /* stays: same small segment */
+    uint64_t l2 = must_malloc(&f, 300 * MiB, 0); /* 300 MiB */
     f.a->ops->free(f.a, s1, 1);
     f.a->ops->free(f.a, l1, 2);
     f.a->ops->free(f.a, l2, 3);
@@ -332,8 +328,8 @@ static void test_gc(void)
 {
     fixture f;
     /* limit = 1.0 * 2 GiB; GC starts above 0.5 * 2 GiB = 1 GiB reserved */
-    CU_ASSERT_EQUAL_FATAL(
-        fx_open(&f, 2 * GiB, "pytorch", "garbage_collection_threshold:0.5", 1.0), 0);
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 2 * GiB, "pytorch", "garbage_collection_threshold:0.5", 1.0),
+                          0);
     uint64_t old = must_malloc(&f, 100 * MiB, 0);
     uint64_t young = must_malloc(&f, 110 * MiB, 0);
     f.a->ops->free(f.a, old, 1);
@@ -432,9 +428,9 @@ static void test_direct(void)
     gm_alloc *a;
     gm_err err = {0};
     CU_ASSERT_EQUAL_FATAL(gm_device_model_create(GiB, NULL, &d, &err), GM_OK);
-    CU_ASSERT_EQUAL(gm_alloc_create(gm_alloc_find("direct"), d, "max_split_size_mb:64", 0, NULL,
-                                    &a, &err),
-                    GM_EINVAL);
+    CU_ASSERT_EQUAL(
+        gm_alloc_create(gm_alloc_find("direct"), d, "max_split_size_mb:64", 0, NULL, &a, &err),
+        GM_EINVAL);
     gm_device_destroy(d);
 }
 
@@ -446,8 +442,11 @@ static void test_restore(void)
     CU_ASSERT_EQUAL_FATAL(fx_open(&f, 80 * GiB, "pytorch", "", 0), 0);
     gm_init_row rows[] = {
         {.addr = 0x1000000, .size = 20 * MiB, .kind = GM_INIT_SEGMENT},
-        {.addr = 0x1000000 + 4 * MiB, .size = 3 * MiB, .block_size = 3 * MiB,
-         .kind = GM_INIT_BLOCK, .category = GM_CAT_PARAMETER},
+        {.addr = 0x1000000 + 4 * MiB,
+         .size = 3 * MiB,
+         .block_size = 3 * MiB,
+         .kind = GM_INIT_BLOCK,
+         .category = GM_CAT_PARAMETER},
         {.addr = 0x1000000 + 10 * MiB, .size = 1000000, .kind = GM_INIT_BLOCK},
     };
     uint64_t handles[3];
@@ -478,8 +477,7 @@ static void test_restore(void)
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("alloc", NULL, NULL);
-    if (!s)
-        return CU_get_error();
+    if (!s) return CU_get_error();
     GM_ADD_TEST(s, test_round_size);
     GM_ADD_TEST(s, test_conf_errors);
     GM_ADD_TEST(s, test_large_segment_split);

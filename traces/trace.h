@@ -55,13 +55,13 @@ enum gm_phase {
 
 /* One row of /events. Native layout; HDF5 converts to/from the file type. */
 typedef struct gm_event {
-    uint64_t t_ns;   /* time since trace start, non-decreasing             */
-    uint64_t addr;   /* device address as recorded (an id, not reused live) */
-    uint64_t size;   /* bytes requested (unrounded); segment bytes for segment ops */
-    uint64_t stream; /* CUDA stream handle as recorded (0 = default stream)  */
-    uint8_t op;      /* enum gm_op                                          */
-    uint8_t category;/* enum gm_category                                    */
-    uint8_t phase;   /* enum gm_phase                                       */
+    uint64_t t_ns;    /* time since trace start, non-decreasing             */
+    uint64_t addr;    /* device address as recorded (an id, not reused live) */
+    uint64_t size;    /* bytes requested (unrounded); segment bytes for segment ops */
+    uint64_t stream;  /* CUDA stream handle as recorded (0 = default stream)  */
+    uint8_t op;       /* enum gm_op                                          */
+    uint8_t category; /* enum gm_category                                    */
+    uint8_t phase;    /* enum gm_phase                                       */
 } gm_event;
 
 /* One row of /initial_state: memory that existed before the first event. */
@@ -81,10 +81,10 @@ typedef struct gm_init_row {
 
 /* Marker kinds (column `kind` of /markers). */
 enum gm_marker_kind {
-    GM_MARK_ITERATION = 0, /* start of a training iteration */
-    GM_MARK_RANGE_PUSH = 1,/* NVTX range start              */
-    GM_MARK_RANGE_POP = 2, /* NVTX range end                */
-    GM_MARK_INSTANT = 3,   /* NVTX mark / snapshot / oom     */
+    GM_MARK_ITERATION = 0,  /* start of a training iteration */
+    GM_MARK_RANGE_PUSH = 1, /* NVTX range start              */
+    GM_MARK_RANGE_POP = 2,  /* NVTX range end                */
+    GM_MARK_INSTANT = 3,    /* NVTX mark / snapshot / oom     */
 };
 #define GM_MARKER_NAME_LEN 64
 typedef struct gm_marker {
@@ -102,8 +102,8 @@ typedef struct gm_trace_meta {
     char *created_utc;           /* ISO-8601                                     */
     char *command;               /* command line that produced the trace         */
     char *workload;              /* free text                                    */
-    char *alloc_conf;            /* recorded allocator settings (PYTORCH_CUDA_ALLOC_CONF form), "" if none */
-    uint64_t dropped_records;    /* records the capture lost (0 if none/unknown) */
+    char *alloc_conf; /* recorded allocator settings (PYTORCH_CUDA_ALLOC_CONF form), "" if none */
+    uint64_t dropped_records; /* records the capture lost (0 if none/unknown) */
 } gm_trace_meta;
 
 void gm_trace_meta_init(gm_trace_meta *m); /* all strings "" and numbers 0, version 1 */
