@@ -14,7 +14,9 @@
 
 #include "commands.h"
 #include "engine.h"
+#include "reports/html.h"
 #include "reports/results.h"
+#include "reports/trace_stats.h"
 #include "run_opts.h"
 
 static void usage(FILE *f)
@@ -30,6 +32,7 @@ static void usage(FILE *f)
     fprintf(f, "\n"
                "output:\n"
                "  --json FILE            write all metrics and the inputs that produced them\n"
+               "  --html FILE            write a self-contained HTML report (charts, inputs)\n"
                "  -q, --quiet            no table on stdout\n"
                "  -h, --help             this text\n"
                "\n"
@@ -154,11 +157,12 @@ int cmd_run(int argc, char **argv)
 {
     gm_run_opts o;
     gm_run_opts_init(&o);
-    const char *json_path = NULL;
+    const char *json_path = NULL, *html_path = NULL;
     int quiet = 0;
-    enum { OPT_JSON = 1000 };
+    enum { OPT_JSON = 1000, OPT_HTML };
     static const struct option extra[] = {
         {"json", required_argument, NULL, OPT_JSON},
+        {"html", required_argument, NULL, OPT_HTML},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -178,6 +182,8 @@ int cmd_run(int argc, char **argv)
             quiet = 1;
         } else if (c == OPT_JSON) {
             json_path = optarg;
+        } else if (c == OPT_HTML) {
+            html_path = optarg;
         } else if (c == '?' || c == ':') {
             gm_run_opts_free(&o);
             fprintf(stderr, "gmsim run: unknown option or missing value near '%s'; see 'gmsim "
@@ -209,9 +215,11 @@ int cmd_run(int argc, char **argv)
     }
     if (!quiet)
         print_table(&cfg, r);
-    if (json_path) {
+    if (json_path || html_path) {
         json_t *j = gm_result_json(&cfg, r, "run");
-        rc = gm_json_write(j, json_path, &err);
+        rc = json_path ? gm_json_write(j, json_path, &err) : GM_OK;
+        if (rc == GM_OK && html_path && (rc = gm_trace_stats_attach(j, &err)) == GM_OK)
+            rc = gm_html_write_file(j, html_path, &err);
         json_decref(j);
         if (rc != GM_OK) {
             gm_sim_result_free(r);

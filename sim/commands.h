@@ -11,6 +11,7 @@ int cmd_run(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_import(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /* Print "gmsim: <msg>" to stderr and return exit code 1 (or 2 for usage). */
 int gm_cmd_fail(const char *cmd, int code, const char *msg);

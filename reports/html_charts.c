@@ -1,0 +1,608 @@
+/*
+ * html_charts.c - the report's inline SVG charts. Every timeline chart uses
+ * the same x geometry (REP_PX0..REP_PX1, REP_NCOL columns over the shared
+ * time range), so one hover column means one instant in every chart.
+ *
+ * Each timeline <svg class="tl"> carries, for the page script, its column
+ * values pre-formatted in data-v ("v,v,v v,v,v ..."; "-" = none) and the
+ * series names in data-names ('|'-separated). Without the script, <title>
+ * elements on 40 transparent column groups (g.tt) give native tooltips, and
+ * every line, marker and bar has its own <title>.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "html_int.h"
+
+#define TT_GROUPS 40
+#define COLW ((REP_PX1 - REP_PX0) / REP_NCOL)
+
+static const char *const palette[] = {"#0072b2", "#d55e00", "#009e73", "#cc79a7",
+                                      "#e69f00", "#56b4e9", "#8c564b", "#1b1b7a"};
+
+const char *rep_color(int i)
+{
+    if (i < 0) return "#6b7280"; /* bounds: grey */
+    return palette[(size_t)i % (sizeof palette / sizeof palette[0])];
+}
+
+/* Column centres in column-index space (the x scale maps it to pixels). */
+typedef struct centres {
+    double x[REP_NCOL];
+} centres;
+
+static centres col_centres(void)
+{
+    centres c;
+    for (int i = 0; i < REP_NCOL; i++)
+        c.x[i] = i + 0.5;
+    return c;
+}
+
+/* The x scale maps column index space [0, NCOL] to the plot. */
+static gm_scale xscale(void)
+{
+    return (gm_scale){0, REP_NCOL, REP_PX0, REP_PX1};
+}
+
+/* Decimals that give ~3 significant digits against an axis top. */
+static int decimals(double top_in_unit)
+{
+    int d = 2 - (int)floor(log10(top_in_unit > 0 ? top_in_unit : 1));
+    return d < 0 ? 0 : d > 4 ? 4 : d;
+}
+
+/* A name for data-names: '|' is the separator, so it may not occur. */
+static void put_name(gm_strbuf *b, const char *s)
+{
+    char tmp[400];
+    snprintf(tmp, sizeof tmp, "%s", s);
+    for (char *c = tmp; *c; c++)
+        if (*c == '|') *c = '/';
+    gm_sb_esc(b, tmp);
+}
+
+/* <svg ...> with the hover metadata; data-v is written by the caller
+ * (opened here, the caller appends values and closes the quote). */
+static void svg_open(gm_strbuf *b, const rep *p, double h, const char *id, const char *aria,
+                     const char *unit)
+{
+    char tc[48];
+    gm_sb_printf(b,
+                 "<svg class=\"chart tl\" id=\"%s\" viewBox=\"0 0 %g %g\" role=\"img\" "
+                 "aria-label=\"",
+                 id, REP_W, h);
+    gm_sb_esc(b, aria);
+    gm_sb_printf(b,
+                 "\" data-px0=\"%g\" data-cw=\"%.6f\" data-n=\"%d\" data-tc=\"%s\" "
+                 "data-tu=\"%s\" data-unit=\"",
+                 REP_PX0, COLW, REP_NCOL,
+                 gm_fmt_num((p->t1 - p->t0) / REP_NCOL / p->tu.div, 6, tc, sizeof tc), p->tu.name);
+    gm_sb_esc(b, unit);
+    gm_sb_puts(b, "\"");
+}
+
+/* A hover value: fixed decimals, so values line up as they change. */
+static void put_val(gm_strbuf *b, double v, double div, int dec)
+{
+    if (isnan(v))
+        gm_sb_puts(b, "-");
+    else
+        gm_sb_printf(b, "%.*f", dec, v / div);
+}
+
+/* The hover cursor: a vertical line over [top, bottom] and a read-out in
+ * the strip above the plot (READOUT px high), clear of every label. */
+#define READOUT 16.0
+static void cursor(gm_strbuf *b, double top, double bottom)
+{
+    gm_sb_printf(b,
+                 "<g class=\"cur\" visibility=\"hidden\"><line x1=\"0\" x2=\"0\" y1=\"%g\" "
+                 "y2=\"%g\"/><text class=\"ro\" x=\"%g\" y=\"%g\" text-anchor=\"end\"></text></g>",
+                 top, bottom, REP_PX1, top - 6);
+}
+
+static void path(gm_strbuf *b, const char *cls, const double *v, const gm_scale *y, int area,
+                 const char *title)
+{
+    gm_scale x = xscale();
+    centres cx = col_centres();
+    gm_strbuf d;
+    gm_sb_init(&d);
+    if (area)
+        gm_svg_area_d(&d, &x, y, cx.x, v, REP_NCOL);
+    else
+        gm_svg_line_d(&d, &x, y, cx.x, v, REP_NCOL);
+    if (d.len) {
+        gm_sb_printf(b, "<path class=\"%s\" d=\"%s\">", cls, gm_sb_str(&d));
+        if (title) {
+            gm_sb_puts(b, "<title>");
+            gm_sb_esc(b, title);
+            gm_sb_puts(b, "</title>");
+        }
+        gm_sb_puts(b, "</path>");
+    }
+    gm_sb_free(&d);
+}
+
+/* A horizontal reference line across the plot, labelled at its right end
+ * (left end when left != 0, so two close lines keep readable labels). */
+static void hline(gm_strbuf *b, const char *cls, double py, const char *label, int left)
+{
+    gm_sb_printf(b, "<line class=\"%s\" x1=\"%g\" x2=\"%g\" y1=\"", cls, REP_PX0, REP_PX1);
+    gm_svg_num(b, py);
+    gm_sb_puts(b, "\" y2=\"");
+    gm_svg_num(b, py);
+    gm_sb_printf(b, "\"/><text class=\"lbl %s\" x=\"%g\" y=\"", cls,
+                 left ? REP_PX0 + 4 : REP_PX1 - 4);
+    gm_svg_num(b, py - 4);
+    gm_sb_printf(b, "\" text-anchor=\"%s\">", left ? "start" : "end");
+    gm_sb_esc(b, label);
+    gm_sb_puts(b, "</text>");
+}
+
+static void time_axis(gm_strbuf *b, const rep *p, double y_px)
+{
+    gm_scale x = {p->t0, p->t1, REP_PX0, REP_PX1}, y = {0, 1, y_px, y_px};
+    gm_sb_printf(b, "<line class=\"axis\" x1=\"%g\" x2=\"%g\" y1=\"%g\" y2=\"%g\"/>", REP_PX0,
+                 REP_PX1, y_px, y_px);
+    gm_svg_grid_x(b, &x, &y, p->t0, gm_nice_step(p->t1 - p->t0, 8), p->tu);
+}
+
+/* One marker: a red triangle over a faint line, with the OOMs it stands for. */
+static void oom_mark(gm_strbuf *b, const rep *p, json_t *first, size_t n, double t_last, double px,
+                     double top, double bottom)
+{
+    char t[32], t2[32], s[32], r[32], a[32], lf[32];
+    double sz = rep_num(first, "size_bytes"), rs = rep_num(first, "reserved_bytes");
+    gm_sb_puts(b, "<g class=\"oom\"><title>");
+    if (n > 1)
+        gm_sb_printf(b, "%zu OOMs from %s to %s; the first: ", n,
+                     gm_fmt_unit(rep_num(first, "t_ns") - p->t0, p->tu, 3, t, sizeof t),
+                     gm_fmt_unit(t_last - p->t0, p->tu, 3, t2, sizeof t2));
+    else
+        gm_sb_printf(
+            b, "OOM at %s: ", gm_fmt_unit(rep_num(first, "t_ns") - p->t0, p->tu, 3, t, sizeof t));
+    gm_sb_printf(b,
+                 "tenant %s, event %s, %s requested; reserved %s, allocated %s, largest free "
+                 "block %s</title><line x1=\"",
+                 gm_fmt_num(rep_num(first, "tenant"), 0, t2, sizeof t2),
+                 gm_fmt_num(rep_num(first, "event_index"), 0, lf, sizeof lf),
+                 gm_fmt_unit(sz, gm_unit_bytes(sz), 2, s, sizeof s),
+                 gm_fmt_unit(rs, gm_unit_bytes(rs), 2, r, sizeof r),
+                 gm_fmt_unit(rep_num(first, "allocated_bytes"), gm_unit_bytes(rs), 2, a, sizeof a),
+                 gm_fmt_unit(rep_num(first, "largest_free_bytes"),
+                             gm_unit_bytes(rep_num(first, "largest_free_bytes")), 2, lf,
+                             sizeof lf));
+    gm_svg_num(b, px);
+    gm_sb_puts(b, "\" x2=\"");
+    gm_svg_num(b, px);
+    gm_sb_printf(b, "\" y1=\"%g\" y2=\"%g\"/><path d=\"M", top, bottom);
+    gm_svg_num(b, px - 5);
+    gm_sb_printf(b, " %g h10 l-5 8Z\"/></g>", top - 8);
+}
+
+/* OOM markers (of one tenant, or all when tenant < 0); OOMs closer than a
+ * few pixels share one marker, so 10 000 OOMs stay a handful of elements. */
+static void oom_marks(gm_strbuf *b, const rep *p, json_t *ooms, int tenant, double top,
+                      double bottom)
+{
+    size_t i, n = 0, shown = 0;
+    json_t *o, *first = NULL;
+    double px0 = 0, t_last = 0;
+    gm_scale x = {p->t0, p->t1, REP_PX0, REP_PX1};
+    json_array_foreach(ooms, i, o)
+    {
+        if (tenant >= 0 && rep_num(o, "tenant") != tenant) continue;
+        double px = gm_scale_px(&x, rep_num(o, "t_ns"));
+        if (first && px - px0 < 4) {
+            n++;
+            t_last = rep_num(o, "t_ns");
+            continue;
+        }
+        if (first && shown++ < REP_MAX_OOM_MARKS)
+            oom_mark(b, p, first, n, t_last, px0, top, bottom);
+        first = o;
+        n = 1;
+        px0 = px;
+        t_last = rep_num(o, "t_ns");
+    }
+    if (first && shown < REP_MAX_OOM_MARKS) oom_mark(b, p, first, n, t_last, px0, top, bottom);
+}
+
+/* Transparent column groups with native tooltips (the no-script hover). */
+static void tooltips(gm_strbuf *b, const rep *p, double top, double bottom,
+                     void (*text)(gm_strbuf *, const void *, size_t, size_t), const void *ctx)
+{
+    char t0[32], t1[32];
+    gm_sb_puts(b, "<g class=\"tt\">");
+    size_t per = REP_NCOL / TT_GROUPS;
+    for (size_t g = 0; g < TT_GROUPS; g++) {
+        size_t c0 = g * per, c1 = c0 + per;
+        double a = (p->t1 - p->t0) * (double)c0 / REP_NCOL;
+        double z = (p->t1 - p->t0) * (double)c1 / REP_NCOL;
+        gm_sb_puts(b, "<rect x=\"");
+        gm_svg_num(b, REP_PX0 + c0 * COLW);
+        gm_sb_printf(b, "\" y=\"%g\" width=\"", top);
+        gm_svg_num(b, per * COLW);
+        gm_sb_printf(b, "\" height=\"%g\"><title>%s \xe2\x80\x93 %s %s: ", bottom - top,
+                     gm_fmt_num(a / p->tu.div, 3, t0, sizeof t0),
+                     gm_fmt_num(z / p->tu.div, 3, t1, sizeof t1), p->tu.name);
+        text(b, ctx, c0, c1);
+        gm_sb_puts(b, "</title></rect>");
+    }
+    gm_sb_puts(b, "</g>");
+}
+
+static double col_max(const double *v, size_t c0, size_t c1)
+{
+    double m = NAN;
+    for (size_t c = c0; c < c1; c++)
+        if (!isnan(v[c]) && (isnan(m) || v[c] > m)) m = v[c];
+    return m;
+}
+
+/* ------------------------------------------------------------- memory */
+
+typedef struct mem_ctx {
+    const rep_cols *c;
+    gm_unit u;
+} mem_ctx;
+
+static void mem_text(gm_strbuf *b, const void *ctx, size_t c0, size_t c1)
+{
+    const mem_ctx *m = ctx;
+    char q[32], a[32], r[32];
+    gm_sb_printf(b, "max requested %s, allocated %s, reserved %s",
+                 gm_fmt_unit(col_max(m->c->q, c0, c1), m->u, 2, q, sizeof q),
+                 gm_fmt_unit(col_max(m->c->a, c0, c1), m->u, 2, a, sizeof a),
+                 gm_fmt_unit(col_max(m->c->r, c0, c1), m->u, 2, r, sizeof r));
+}
+
+void rep_chart_memory(gm_strbuf *b, const rep *p, size_t run)
+{
+    const rep_run *r = &p->run[run];
+    const double H = 256, top = 14 + READOUT, bottom = H - 26;
+    char id[32], lbl[512], v[32];
+    snprintf(id, sizeof id, "mem-%zu", run);
+    snprintf(lbl, sizeof lbl, "memory over time, %s", r->label);
+    svg_open(b, p, H, id, lbl, p->yu.name);
+    gm_sb_puts(b, " data-names=\"requested|allocated|reserved\" data-v=\"");
+    int dec = decimals(p->ymax / p->yu.div);
+    for (int c = 0; r->cols && c < REP_NCOL; c++) {
+        if (c) gm_sb_puts(b, " ");
+        put_val(b, r->cols->q[c], p->yu.div, dec);
+        gm_sb_puts(b, ",");
+        put_val(b, r->cols->a[c], p->yu.div, dec);
+        gm_sb_puts(b, ",");
+        put_val(b, r->cols->r[c], p->yu.div, dec);
+    }
+    gm_sb_puts(b, "\">");
+    gm_scale x = xscale(), y = {0, p->ymax, bottom, top};
+    gm_svg_grid_y(b, &x, &y, p->ystep, p->yu, decimals(p->ystep / p->yu.div) - 2);
+    time_axis(b, p, bottom);
+    if (!r->cols) {
+        gm_sb_printf(b, "<text class=\"lbl\" x=\"%g\" y=\"%g\">no timeline in the results</text>",
+                     REP_PX0 + 8, top + 20);
+    } else {
+        path(b, "s-r area", r->cols->r, &y, 1, NULL);
+        path(b, "s-r", r->cols->r, &y, 0, "reserved (held from the driver), max per column");
+        path(b, "s-a", r->cols->a, &y, 0, "allocated (live blocks, rounded), max per column");
+        path(b, "s-q", r->cols->q, &y, 0, "requested (live tensor bytes), max per column");
+    }
+    if (p->peak_live > 0) {
+        snprintf(lbl, sizeof lbl, "limit: peak live %s",
+                 gm_fmt_unit(p->peak_live, p->yu, 2, v, sizeof v));
+        hline(b, "limit", gm_scale_px(&y, p->peak_live), lbl, 1);
+    }
+    if (r->usable > 0 && r->usable <= p->ymax) {
+        snprintf(lbl, sizeof lbl, "usable capacity %s",
+                 gm_fmt_unit(r->usable, p->yu, 2, v, sizeof v));
+        hline(b, "cap", gm_scale_px(&y, r->usable), lbl, 0);
+    }
+    oom_marks(b, p, json_object_get(r->m, "ooms"), -1, top, bottom);
+    if (r->cols) {
+        mem_ctx m = {r->cols, p->yu};
+        tooltips(b, p, top, bottom, mem_text, &m);
+    }
+    cursor(b, top, bottom);
+    gm_sb_puts(b, "</svg>");
+}
+
+/* ------------------------------------------------------- fragmentation */
+
+static void unused_share(const rep_cols *c, double *out)
+{
+    for (int i = 0; i < REP_NCOL; i++)
+        out[i] = c->r[i] > 0 && !isnan(c->a[i]) ? 1.0 - c->a[i] / c->r[i] : NAN;
+}
+
+void rep_chart_frag(gm_strbuf *b, const rep *p, size_t run)
+{
+    const rep_run *r = &p->run[run];
+    const double H = 128, top = 8 + READOUT, bottom = H - 24;
+    char id[32], lbl[512];
+    double u[REP_NCOL];
+    gm_unit pct = {"%", 0.01};
+    snprintf(id, sizeof id, "frag-%zu", run);
+    snprintf(lbl, sizeof lbl, "fragmentation over time, %s", r->label);
+    svg_open(b, p, H, id, lbl, "%");
+    gm_sb_puts(b, " data-names=\"external frag.|unallocated share\" data-v=\"");
+    if (r->cols) {
+        unused_share(r->cols, u);
+        for (int c = 0; c < REP_NCOL; c++) {
+            if (c) gm_sb_puts(b, " ");
+            put_val(b, r->cols->f[c], 0.01, 1);
+            gm_sb_puts(b, ",");
+            put_val(b, u[c], 0.01, 1);
+        }
+    }
+    gm_sb_puts(b, "\">");
+    gm_scale x = xscale(), y = {0, 1, bottom, top};
+    gm_svg_grid_y(b, &x, &y, 0.5, pct, 0);
+    time_axis(b, p, bottom);
+    if (r->cols) {
+        path(b, "s-f area", r->cols->f, &y, 1, NULL);
+        path(b, "s-f", r->cols->f, &y, 0,
+             "external fragmentation: 1 - largest free block / (reserved - allocated)");
+        path(b, "s-u", u, &y, 0, "reserved but unallocated: 1 - allocated / reserved");
+    }
+    cursor(b, top, bottom);
+    gm_sb_puts(b, "</svg>");
+}
+
+/* ------------------------------------------------------------ tenants */
+
+void rep_chart_tenants(gm_strbuf *b, const rep *p, size_t run)
+{
+    const rep_run *r = &p->run[run];
+    const double band = 78, gap = 14, top = 4 + READOUT;
+    double H = top + r->nt * (band + gap) + 20;
+    char id[32], lbl[512], v[32];
+    snprintf(id, sizeof id, "ten-%zu", run);
+    snprintf(lbl, sizeof lbl, "reserved memory per tenant, %s", r->label);
+    svg_open(b, p, H, id, lbl, p->yu_t.name);
+    gm_sb_puts(b, " data-names=\"");
+    for (size_t k = 0; k < r->nt; k++)
+        gm_sb_printf(b, "%stenant %zu", k ? "|" : "", k);
+    gm_sb_puts(b, "\" data-v=\"");
+    int dec = decimals(p->ymax_t / p->yu_t.div);
+    for (int c = 0; c < REP_NCOL; c++) {
+        if (c) gm_sb_puts(b, " ");
+        for (size_t k = 0; k < r->nt; k++) {
+            if (k) gm_sb_puts(b, ",");
+            put_val(b, r->t[k].cols ? r->t[k].cols->r[c] : NAN, p->yu_t.div, dec);
+        }
+    }
+    gm_sb_puts(b, "\">");
+    gm_scale x = xscale();
+    for (size_t k = 0; k < r->nt; k++) {
+        const rep_tenant *t = &r->t[k];
+        double y0 = top + k * (band + gap), y1 = y0 + band;
+        gm_scale y = {0, p->ymax_t, y1, y0 + 4};
+        gm_sb_printf(b, "<rect class=\"band\" x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\"/>",
+                     REP_PX0, y0, REP_PX1 - REP_PX0, band);
+        gm_svg_grid_y(b, &x, &y, p->ymax_t / 2, p->yu_t, decimals(p->ymax_t / p->yu_t.div) - 1);
+        if (t->cols) {
+            path(b, "s-r area", t->cols->r, &y, 1, NULL);
+            path(b, "s-r", t->cols->r, &y, 0, "reserved");
+            path(b, "s-a", t->cols->a, &y, 0, "allocated");
+            path(b, "s-q", t->cols->q, &y, 0, "requested");
+        }
+        const char *trace = rep_str(t->j, "trace");
+        const char *base = trace ? strrchr(trace, '/') : NULL;
+        snprintf(lbl, sizeof lbl, "tenant %zu \xc2\xb7 %s%s", k,
+                 base    ? base + 1
+                 : trace ? trace
+                         : "?",
+                 rep_str(t->j, "status") && !strcmp(rep_str(t->j, "status"), "aborted")
+                     ? " \xc2\xb7 aborted (OOM)"
+                     : "");
+        gm_sb_printf(b, "<text class=\"band-l\" x=\"%g\" y=\"%g\">", REP_PX0 + 6, y0 + 14);
+        gm_sb_esc(b, lbl);
+        gm_sb_puts(b, "</text>");
+        double ab = rep_num(t->j, "abort_t_ns");
+        if (!isnan(ab)) {
+            gm_scale xt = {p->t0, p->t1, REP_PX0, REP_PX1};
+            snprintf(lbl, sizeof lbl, "tenant %zu aborted at %s", k,
+                     gm_fmt_unit(ab - p->t0, p->tu, 3, v, sizeof v));
+            gm_sb_puts(b, "<line class=\"abort\" x1=\"");
+            gm_svg_num(b, gm_scale_px(&xt, ab));
+            gm_sb_puts(b, "\" x2=\"");
+            gm_svg_num(b, gm_scale_px(&xt, ab));
+            gm_sb_printf(b, "\" y1=\"%g\" y2=\"%g\"><title>", y0, y1);
+            gm_sb_esc(b, lbl);
+            gm_sb_puts(b, "</title></line>");
+        }
+        oom_marks(b, p, json_object_get(r->m, "ooms"), (int)k, y0 + 8, y1);
+    }
+    time_axis(b, p, H - 20);
+    cursor(b, top, H - 20);
+    gm_sb_puts(b, "</svg>");
+}
+
+/* ------------------------------------------------------------ overlay */
+
+typedef struct ov_ctx {
+    const rep *p;
+} ov_ctx;
+
+static void ov_text(gm_strbuf *b, const void *ctx, size_t c0, size_t c1)
+{
+    const rep *p = ((const ov_ctx *)ctx)->p;
+    char v[32];
+    gm_sb_puts(b, "max reserved:");
+    for (size_t i = 0; i < p->n; i++) {
+        const rep_run *r = &p->run[p->order[i]];
+        gm_sb_puts(b, i ? ", " : " ");
+        gm_sb_esc(b, r->label);
+        gm_sb_printf(
+            b, " %s",
+            gm_fmt_unit(r->cols ? col_max(r->cols->r, c0, c1) : NAN, p->yu, 2, v, sizeof v));
+    }
+}
+
+void rep_chart_overlay(gm_strbuf *b, const rep *p)
+{
+    const double H = 296, top = 14 + READOUT, bottom = H - 26;
+    double q[REP_NCOL];
+    svg_open(b, p, H, "overlay", "reserved memory over time, every run on one axis", p->yu.name);
+    gm_sb_puts(b, " data-legend=\"ov-legend\" data-names=\"");
+    for (size_t i = 0; i < p->n; i++) {
+        if (i) gm_sb_puts(b, "|");
+        put_name(b, p->run[p->order[i]].label);
+    }
+    gm_sb_puts(b, "|requested\" data-v=\"");
+    for (int c = 0; c < REP_NCOL; c++) {
+        q[c] = NAN;
+        for (size_t i = 0; i < p->n; i++) {
+            const rep_cols *rc = p->run[i].cols;
+            if (rc && !isnan(rc->q[c]) && (isnan(q[c]) || rc->q[c] > q[c])) q[c] = rc->q[c];
+        }
+    }
+    int dec = decimals(p->ymax / p->yu.div);
+    for (int c = 0; c < REP_NCOL; c++) {
+        if (c) gm_sb_puts(b, " ");
+        for (size_t i = 0; i < p->n; i++) {
+            const rep_cols *rc = p->run[p->order[i]].cols;
+            put_val(b, rc ? rc->r[c] : NAN, p->yu.div, dec);
+            gm_sb_puts(b, ",");
+        }
+        put_val(b, q[c], p->yu.div, dec);
+    }
+    gm_sb_puts(b, "\">");
+    gm_scale x = xscale(), y = {0, p->ymax, bottom, top};
+    gm_svg_grid_y(b, &x, &y, p->ystep, p->yu, decimals(p->ystep / p->yu.div) - 2);
+    time_axis(b, p, bottom);
+    path(b, "s-qa area", q, &y, 1, "requested (live) bytes: the same demand for every policy");
+    /* worst first, so the winner is drawn on top */
+    for (size_t i = p->n; i-- > 0;) {
+        size_t k = p->order[i];
+        const rep_run *r = &p->run[k];
+        if (!r->cols) continue;
+        gm_strbuf d;
+        gm_sb_init(&d);
+        centres cx = col_centres();
+        gm_svg_line_d(&d, &x, &y, cx.x, r->cols->r, REP_NCOL);
+        gm_sb_printf(b, "<path class=\"ov%s%s\" style=\"stroke:%s\" d=\"%s\"><title>",
+                     (int)k == p->winner ? " win" : "", r->realizable ? "" : " bound",
+                     rep_color(r->color), gm_sb_str(&d));
+        gm_sb_esc(b, r->label);
+        gm_sb_puts(b, r->realizable ? ": reserved" : ": reserved (bound; uses the future)");
+        gm_sb_puts(b, "</title></path>");
+        gm_sb_free(&d);
+    }
+    char lbl[96], v[32];
+    if (p->peak_live > 0) {
+        snprintf(lbl, sizeof lbl, "limit: peak live %s",
+                 gm_fmt_unit(p->peak_live, p->yu, 2, v, sizeof v));
+        hline(b, "limit", gm_scale_px(&y, p->peak_live), lbl, 1);
+    }
+    if (p->usable > 0 && p->usable <= p->ymax) {
+        snprintf(lbl, sizeof lbl, "usable capacity %s",
+                 gm_fmt_unit(p->usable, p->yu, 2, v, sizeof v));
+        hline(b, "cap", gm_scale_px(&y, p->usable), lbl, 0);
+    }
+    ov_ctx ctx = {p};
+    tooltips(b, p, top, bottom, ov_text, &ctx);
+    cursor(b, top, bottom);
+    gm_sb_puts(b, "</svg>");
+}
+
+/* ---------------------------------------------------- size histogram */
+
+/* A power-of-two edge, short: 0, 512, 1K, 64K, 2M, 1G (binary units). */
+static void short_edge(double v, char *buf, size_t len)
+{
+    static const char *suf[] = {"", "K", "M", "G", "T", "P"};
+    int u = 0;
+    while (v >= 1024 && u < 5) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, len, "%.0f%s", v, suf[u]);
+}
+
+void rep_chart_sizes(gm_strbuf *b, json_t *stats)
+{
+    json_t *h = json_object_get(stats, "size_histogram");
+    json_t *edges = json_object_get(h, "edges_bytes"), *na = json_object_get(h, "allocs"),
+           *nb = json_object_get(h, "bytes");
+    size_t n = json_array_size(na);
+    if (n == 0 || json_array_size(edges) != n + 1 || json_array_size(nb) != n) {
+        gm_sb_puts(b, "<p class=\"note\">No allocations in this trace.</p>");
+        return;
+    }
+    double ta = 0, tb = 0, mx = 0;
+    for (size_t i = 0; i < n; i++) {
+        ta += json_number_value(json_array_get(na, i));
+        tb += json_number_value(json_array_get(nb, i));
+    }
+    for (size_t i = 0; i < n; i++) {
+        mx = fmax(mx, json_number_value(json_array_get(na, i)) / (ta > 0 ? ta : 1));
+        mx = fmax(mx, json_number_value(json_array_get(nb, i)) / (tb > 0 ? tb : 1));
+    }
+    const double H = 230, top = 12, bottom = H - 40;
+    double step, ytop = gm_nice_top(mx, 4, &step);
+    gm_unit pct = {"%", 0.01};
+    gm_sb_printf(b,
+                 "<svg class=\"chart\" viewBox=\"0 0 %g %g\" role=\"img\" aria-label=\"allocation "
+                 "sizes\">",
+                 REP_W, H);
+    gm_scale x = {0, (double)n, REP_PX0, REP_PX1}, y = {0, ytop, bottom, top};
+    gm_svg_grid_y(b, &x, &y, step, pct, step < 0.01 ? 1 : 0);
+    gm_sb_printf(b, "<line class=\"axis\" x1=\"%g\" x2=\"%g\" y1=\"%g\" y2=\"%g\"/>", REP_PX0,
+                 REP_PX1, bottom, bottom);
+    double bw = (REP_PX1 - REP_PX0) / (double)n;
+    for (size_t i = 0; i < n; i++) {
+        double ca = json_number_value(json_array_get(na, i)),
+               cb = json_number_value(json_array_get(nb, i));
+        double lo = json_number_value(json_array_get(edges, i)),
+               hi = json_number_value(json_array_get(edges, i + 1));
+        char e0[24], e1[24], pa[24], pb[24], bytes[32];
+        gm_fmt_unit(lo, gm_unit_bytes(lo), lo >= 1024 ? 0 : 0, e0, sizeof e0);
+        gm_fmt_unit(hi, gm_unit_bytes(hi), 0, e1, sizeof e1);
+        double fa = ca / (ta > 0 ? ta : 1), fb = cb / (tb > 0 ? tb : 1);
+        gm_sb_printf(
+            b, "<g class=\"bar\"><title>[%s, %s): %.0f allocations (%s), %s requested (%s)</title>",
+            e0, e1, ca, gm_fmt_pct(fa, pa, sizeof pa),
+            gm_fmt_unit(cb, gm_unit_bytes(cb), 2, bytes, sizeof bytes),
+            gm_fmt_pct(fb, pb, sizeof pb));
+        double x0 = REP_PX0 + i * bw, w = bw * 0.4;
+        gm_sb_puts(b, "<rect class=\"h-n\" x=\"");
+        gm_svg_num(b, x0 + bw * 0.1);
+        gm_sb_puts(b, "\" y=\"");
+        gm_svg_num(b, gm_scale_px(&y, fa));
+        gm_sb_puts(b, "\" width=\"");
+        gm_svg_num(b, w);
+        gm_sb_puts(b, "\" height=\"");
+        gm_svg_num(b, bottom - gm_scale_px(&y, fa));
+        gm_sb_puts(b, "\"/><rect class=\"h-b\" x=\"");
+        gm_svg_num(b, x0 + bw * 0.5);
+        gm_sb_puts(b, "\" y=\"");
+        gm_svg_num(b, gm_scale_px(&y, fb));
+        gm_sb_puts(b, "\" width=\"");
+        gm_svg_num(b, w);
+        gm_sb_puts(b, "\" height=\"");
+        gm_svg_num(b, bottom - gm_scale_px(&y, fb));
+        /* a transparent full-height rect makes small bars easy to hover */
+        gm_sb_puts(b, "\"/><rect class=\"hit\" x=\"");
+        gm_svg_num(b, x0);
+        gm_sb_printf(b, "\" y=\"%g\" width=\"", top);
+        gm_svg_num(b, bw);
+        gm_sb_printf(b, "\" height=\"%g\"/></g>", bottom - top);
+    }
+    for (size_t i = 0; i <= n; i++) {
+        char e[24];
+        short_edge(json_number_value(json_array_get(edges, i)), e, sizeof e);
+        double px = REP_PX0 + i * bw;
+        gm_sb_puts(b, "<text class=\"ax\" text-anchor=\"middle\" x=\"");
+        gm_svg_num(b, px);
+        gm_sb_printf(b, "\" y=\"%g\">%s</text>", bottom + 14, e);
+    }
+    gm_sb_printf(b,
+                 "<text class=\"ax\" text-anchor=\"middle\" x=\"%g\" y=\"%g\">requested size "
+                 "(log2 bins; K, M, G = KiB, MiB, GiB)</text></svg>",
+                 (REP_PX0 + REP_PX1) / 2, bottom + 32);
+}

@@ -1,0 +1,38 @@
+/*
+ * trace_stats.h - what a report shows about a trace itself, independent of
+ * the allocator and policy: its metadata, the allocation-size histogram
+ * (log2 bins) and the per-category breakdown, from one streaming pass.
+ *
+ * The JSON object (member "trace_stats" of a tenant in gmsim-result/1):
+ *   path, meta {source, device_name, device_total_bytes, created_utc,
+ *               command, workload, alloc_conf}   strings as recorded
+ *   events, allocations, alloc_bytes, peak_live_bytes, peak_live_t_ns
+ *   size_histogram {edges_bytes[n+1], allocs[n], bytes[n]}: bin i holds
+ *       requested sizes in [edges[i], edges[i+1]); empty bins at both ends
+ *       are left out; the first edge is 0 when sizes under 512 B occur
+ *   categories [{category, allocs, bytes, live_at_peak_bytes}]: allocations
+ *       and bytes requested per category over the whole trace, and what
+ *       each category held at the peak of live bytes (/initial_state
+ *       blocks count as live from the start)
+ * Memory is O(chunk + live allocations), like every trace pass.
+ */
+#ifndef GM_TRACE_STATS_H
+#define GM_TRACE_STATS_H
+
+#include <jansson.h>
+
+#include "sim/util.h"
+
+/* Read the trace at path once; *out is a new JSON object (see above). */
+int gm_trace_stats_json(const char *path, json_t **out, gm_err *err);
+
+/*
+ * Give every tenant of a result (gmsim-result/1, or each result inside a
+ * gmsim-compare/1) that has none a "trace_stats" member, computed from the
+ * trace file its "trace" names; each distinct path is read once. Returns
+ * the first error (a trace no longer readable); tenants done before it keep
+ * their statistics.
+ */
+int gm_trace_stats_attach(json_t *result, gm_err *err);
+
+#endif
