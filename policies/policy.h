@@ -14,6 +14,7 @@
 #define GM_POLICY_H
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "sim/alloc.h"
@@ -36,6 +37,24 @@ typedef struct gm_pressure {
 #define GM_POLICY_NEXT 0    /* nothing released at this step: ask again      */
 #define GM_POLICY_GIVE_UP -1/* nothing more to do: the allocation is an OOM  */
 
+/* What a policy may learn about its tenant before the first event (attach).
+ * Realizable policies use only the clock and what they observe; the oracle
+ * reads the trace's future from trace_path and follows the replay position. */
+typedef struct gm_policy_env {
+    const char *trace_path; /* the tenant's trace file ...                   */
+    const gm_event *events; /* ... or, when not NULL, its in-memory events   */
+    size_t n_events;
+    int tenant;             /* index within the run                          */
+    uint64_t offset_ns;     /* start time on the device                      */
+    uint32_t repeat;        /* passes over the trace                         */
+    /* live: the engine's position, valid while the run lasts. While the
+     * policy is called, *event_index is the pass-local index of the event
+     * being processed (or about to be, for timers) and *pass its pass. */
+    const uint64_t *event_index;
+    const uint32_t *pass;
+    const uint64_t *time_shift_ns; /* live: device time = trace time + this */
+} gm_policy_env;
+
 typedef struct gm_policy_ops {
     int version; /* GM_POLICY_VERSION */
     const char *name;
@@ -55,6 +74,15 @@ typedef struct gm_policy_ops {
     void (*on_timer)(void *state, gm_alloc *a, uint64_t now_ns);
     /* Results the policy wants in the output (may be NULL). */
     void (*report)(void *state, json_t *obj);
+    /* Optional: called once after the allocator exists, before the first
+     * event (the oracle reads its trace's future here). */
+    int (*attach)(void *state, gm_alloc *a, const gm_policy_env *env, gm_err *err);
+    /* Optional, --scope device: another tenant's allocation failed even after
+     * its own policy gave up. Release cached memory, at least need_bytes if
+     * there is that much (the policy picks what); return the bytes released.
+     * NULL: the engine empties this tenant's cache (torch.cuda.empty_cache). */
+    uint64_t (*on_foreign_pressure)(void *state, gm_alloc *a, uint64_t need_bytes,
+                                    uint64_t now_ns);
 } gm_policy_ops;
 
 /* An instance: ops + state + its parameter string (for reproducibility). */
@@ -65,7 +93,8 @@ typedef struct gm_policy {
 } gm_policy;
 
 const gm_policy_ops *gm_policy_find(const char *name);
-const char *gm_policy_names(void); /* "pytorch, lru, ..." */
+const char *gm_policy_names(void); /* "pytorch, lru, ..." (thread-safe) */
+const gm_policy_ops *gm_policy_at(size_t i); /* i-th registered policy, NULL past the end */
 /* Parse "NAME[:k=v,...]" and create an instance. */
 int gm_policy_create(const char *spec, gm_policy **out, gm_err *err);
 void gm_policy_destroy(gm_policy *p);

@@ -1,15 +1,24 @@
 /* registry.c - release policies by name, and "NAME:k=v,..." parsing. */
 #include "policy.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 extern const gm_policy_ops gm_policy_pytorch;
+extern const gm_policy_ops gm_policy_lru;
+extern const gm_policy_ops gm_policy_priority;
+extern const gm_policy_ops gm_policy_predictive;
+extern const gm_policy_ops gm_policy_oracle;
 
 /* One line per policy. */
 static const gm_policy_ops *const policies[] = {
     &gm_policy_pytorch,
+    &gm_policy_lru,
+    &gm_policy_priority,
+    &gm_policy_predictive,
+    &gm_policy_oracle,
 };
 #define NPOLICIES (sizeof policies / sizeof policies[0])
 
@@ -21,15 +30,28 @@ const gm_policy_ops *gm_policy_find(const char *name)
     return NULL;
 }
 
+/* The list is built once; pthread_once makes that safe when simulations run
+ * in parallel threads (gmsim compare), and it never changes afterwards. */
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+static char names_buf[256];
+
+static void build_names(void)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < NPOLICIES && n < sizeof names_buf; i++)
+        n += snprintf(names_buf + n, sizeof names_buf - n, "%s%s", i ? ", " : "",
+                      policies[i]->name);
+}
+
 const char *gm_policy_names(void)
 {
-    static char buf[256];
-    if (!buf[0]) {
-        size_t n = 0;
-        for (size_t i = 0; i < NPOLICIES && n < sizeof buf; i++)
-            n += snprintf(buf + n, sizeof buf - n, "%s%s", i ? ", " : "", policies[i]->name);
-    }
-    return buf;
+    pthread_once(&names_once, build_names);
+    return names_buf;
+}
+
+const gm_policy_ops *gm_policy_at(size_t i)
+{
+    return i < NPOLICIES ? policies[i] : NULL;
 }
 
 int gm_policy_create(const char *spec, gm_policy **out, gm_err *err)

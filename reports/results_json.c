@@ -101,6 +101,9 @@ static json_t *tenant_json(const gm_sim_config *cfg, const gm_sim_result *r, siz
     json_object_set_new(o, "live_reallocs", ju(t->live_reallocs));
     json_object_set_new(o, "recorded_segment_events", ju(t->recorded_segment_events));
     json_object_set_new(o, "repeat_leftover_bytes", ju(t->repeat_leftover_bytes));
+    json_object_set_new(o, "scope_released_bytes", ju(t->scope_released_bytes));
+    json_object_set_new(o, "scope_rescues", ju(t->scope_rescues));
+    if (t->policy_report) json_object_set(o, "policy_report", t->policy_report);
     json_object_set_new(o, "metrics", gm_metrics_json(&t->m, r->capacity_bytes));
     json_object_set_new(o, "driver", driver_json(&t->c));
     return o;
@@ -128,6 +131,7 @@ json_t *gm_result_json(const gm_sim_config *cfg, const gm_sim_result *r, const c
     json_object_set_new(in, "memory_fraction", json_real(r->memory_fraction));
     json_object_set_new(in, "on_oom", json_string(r->on_oom_skip ? "skip" : "abort"));
     json_object_set_new(in, "lenient", json_boolean(cfg->lenient));
+    json_object_set_new(in, "scope", json_string(cfg->scope_device ? "device" : "self"));
     json_object_set_new(in, "latency",
                         json_pack("{s:I,s:I,s:I,s:I}", "malloc_base_ns",
                                   (json_int_t)cfg->latency.malloc_base_ns, "malloc_ns_per_gib",

@@ -10,6 +10,8 @@
 int cmd_run(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_fit(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 

@@ -36,7 +36,8 @@ typedef struct tenant {
     gm_addrmap live;    /* trace address key -> allocator handle       */
     gm_addrmap pass_new;/* addresses allocated in this pass (only with --repeat) */
     gm_hash hash;
-    int hashing; /* still hashing pass 0 */
+    int hashing;   /* still hashing pass 0 */
+    int restoring; /* rebuilding /initial_state */
     int done;
 } tenant;
 
@@ -56,7 +57,7 @@ static void hook_trampoline(void *ctx, const gm_seg_event *ev);
 
 typedef struct hook_ctx {
     const gm_sim_config *cfg;
-    int tenant;
+    const struct tenant *t;
 } hook_ctx;
 
 static int refill(sim *s, tenant *t, gm_err *err);
@@ -140,12 +141,21 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
         (!t->a->limits.memory_limit || t->spec->quota_bytes < t->a->limits.memory_limit))
         t->a->limits.memory_limit = t->spec->quota_bytes;
     t->a->tenant = t->idx;
+    if (t->pol->ops->attach) { /* policies/policy.h: the tenant's inputs (oracle: its future) */
+        gm_policy_env env = {.trace_path = t->spec->path, .events = t->spec->events,
+                             .n_events = t->spec->n_events, .tenant = t->idx,
+                             .offset_ns = t->spec->offset_ns, .repeat = t->spec->repeat,
+                             .event_index = &t->index, .pass = &t->pass,
+                             .time_shift_ns = &t->shift};
+        if ((rc = t->pol->ops->attach(t->pol->state, t->a, &env, err)))
+            return rc;
+    }
     if (cfg->seg_hook) {
         hook_ctx *hc = malloc(sizeof *hc);
         if (!hc)
             return gm_errf(err, GM_ENOMEM, "out of memory");
         hc->cfg = cfg;
-        hc->tenant = t->idx;
+        hc->t = t;
         t->a->seg_hook = hook_trampoline;
         t->a->seg_hook_ctx = hc;
     }
@@ -167,7 +177,8 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
 static void hook_trampoline(void *ctx, const gm_seg_event *ev)
 {
     const hook_ctx *hc = ctx;
-    hc->cfg->seg_hook(hc->cfg->seg_hook_ctx, hc->tenant, ev);
+    uint64_t idx = hc->t->restoring ? UINT64_MAX : hc->t->index;
+    hc->cfg->seg_hook(hc->cfg->seg_hook_ctx, hc->t->idx, idx, ev);
 }
 
 /* Rebuild /initial_state in the allocator and the live map. */
@@ -187,7 +198,9 @@ static int tenant_restore(sim *s, tenant *t, gm_err *err)
         free(rows);
         return gm_errf(err, GM_ENOMEM, "out of memory");
     }
+    t->restoring = 1;
     rc = t->a->ops->restore(t->a, rows, n, handles, err);
+    t->restoring = 0;
     for (size_t i = 0; rc == GM_OK && i < n; i++) {
         if (rows[i].kind == GM_INIT_SEGMENT) {
             t->res->init_reserved_bytes += rows[i].size;
@@ -241,6 +254,11 @@ static void tenant_close(tenant *t)
             free_live(t, &t->live, t->t_last);
         gm_alloc_destroy(t->a);
         t->a = NULL;
+    }
+    if (t->pol && t->pol->ops->report && t->res && !t->res->policy_report) {
+        t->res->policy_report = json_object();
+        if (t->res->policy_report)
+            t->pol->ops->report(t->pol->state, t->res->policy_report);
     }
     gm_policy_destroy(t->pol);
     t->pol = NULL;
@@ -424,6 +442,52 @@ static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort
     return GM_OK;
 }
 
+/* ---- --scope device (policies/README.md) ----
+ * Tenant t's allocation failed after its own allocator and policy did all
+ * they could. With --scope device, the other live tenants are asked in
+ * tenant order (t+1, t+2, ... wrapping) to give back cached memory: first
+ * about what the request lacks on the device, then, if a round did not do,
+ * everything they cache. Each asks its policy (on_foreign_pressure; a policy
+ * without one empties its cache, like torch.cuda.empty_cache()); after each
+ * tenant that released something, t's allocation is retried. Only cached
+ * (reserved, unallocated) memory moves; no live block is touched. The other
+ * tenants' metrics step at `now`, which no tenant has passed: events run in
+ * global time order. Returns 1 with *h set when a retry succeeded. */
+static int scope_rescue(sim *s, tenant *t, const gm_event *e, uint64_t now, uint64_t *h)
+{
+    if (!s->cfg->scope_device || s->n < 2)
+        return 0;
+    for (int round = 0; round < 2; round++) {
+        uint64_t need = UINT64_MAX;
+        if (round == 0) {
+            uint64_t want = gm_device_round(t->a->ops->block_size(t->a, e->size));
+            uint64_t used = s->dev->used_bytes + s->dev->overhead_bytes;
+            uint64_t avail = s->dev->capacity_bytes > used ? s->dev->capacity_bytes - used : 0;
+            need = want > avail ? want - avail : want;
+        }
+        for (size_t k = 1; k < s->n; k++) {
+            tenant *o = &s->t[((size_t)t->idx + k) % s->n];
+            if (o->done || !o->a)
+                continue;
+            gm_alloc_counters before = o->a->c;
+            const gm_policy_ops *po = o->pol->ops;
+            uint64_t got = po->on_foreign_pressure
+                               ? po->on_foreign_pressure(o->pol->state, o->a, need, now)
+                               : o->a->ops->empty_cache(o->a, now);
+            if (!got)
+                continue;
+            o->res->scope_released_bytes += got;
+            tenant_step_metrics(o, now);
+            update_device(s, now, &before, &o->a->c);
+            if (t->a->ops->malloc(t->a, e->size, e->stream, e->category, now, h) == GM_OK) {
+                t->res->scope_rescues++;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 static int do_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort,
                     gm_err *err)
 {
@@ -443,7 +507,8 @@ static int do_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abo
             t->a->ops->free(t->a, h, now);
     }
     uint64_t h;
-    if (t->a->ops->malloc(t->a, e->size, e->stream, e->category, now, &h) != GM_OK)
+    if (t->a->ops->malloc(t->a, e->size, e->stream, e->category, now, &h) != GM_OK &&
+        !scope_rescue(s, t, e, now, &h))
         return on_oom(s, t, e, now, abort, err);
     if (gm_addrmap_put(&t->live, key, h))
         return gm_errf(err, GM_ENOMEM, "out of memory");
@@ -482,6 +547,23 @@ static void fire_timers(tenant *t, uint64_t upto)
     }
 }
 
+/* Timer ticks are events in global time order (engine.h), so before any
+ * tenant's event at `now` every other live tenant's due ticks fire too (a
+ * policy that releases on a timer frees memory the others can use at once,
+ * not at its own next event). */
+static void fire_other_timers(sim *s, const tenant *t, uint64_t now)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        tenant *o = &s->t[i];
+        if (o == t || o->done || !o->a || !o->timer_period || o->next_timer > now)
+            continue;
+        gm_alloc_counters before = o->a->c;
+        fire_timers(o, now);
+        tenant_step_metrics(o, now);
+        update_device(s, now, &before, &o->a->c);
+    }
+}
+
 /* Process the tenant's next event. */
 static int step(sim *s, tenant *t, gm_err *err)
 {
@@ -490,6 +572,8 @@ static int step(sim *s, tenant *t, gm_err *err)
     gm_alloc_counters before = t->a->c;
     if (t->timer_period)
         fire_timers(t, now);
+    if (s->n > 1)
+        fire_other_timers(s, t, now);
     int rc = GM_OK, abort = 0;
     switch (e->op) {
     case GM_OP_ALLOC:
@@ -658,6 +742,8 @@ void gm_sim_result_free(gm_sim_result *r)
 {
     if (!r)
         return;
+    for (size_t i = 0; r->t && i < r->n_tenants; i++)
+        json_decref(r->t[i].policy_report);
     free(r->t);
     free(r);
 }

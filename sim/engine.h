@@ -48,8 +48,12 @@ typedef struct gm_sim_config {
     gm_device *device;
     int on_oom_skip; /* 1: skip the failing allocation; 0: abort the tenant  */
     int lenient;     /* count and skip frees of unknown addresses             */
-    /* optional: every driver call of every tenant (fidelity, logs) */
-    void (*seg_hook)(void *ctx, int tenant, const gm_seg_event *ev);
+    int scope_device;/* --scope device: a tenant whose allocation fails may make
+                        the other tenants release cached memory (0 = self) */
+    /* optional: every driver call of every tenant (fidelity, logs), with the
+     * index of the trace event that caused it (UINT64_MAX while the initial
+     * state is rebuilt) */
+    void (*seg_hook)(void *ctx, int tenant, uint64_t event_index, const gm_seg_event *ev);
     void *seg_hook_ctx;
     /* optional: called about every million events */
     void (*progress)(void *ctx, uint64_t events_done);
@@ -73,6 +77,9 @@ typedef struct gm_tenant_result {
     uint64_t live_reallocs;     /* --lenient: alloc of an address still live */
     uint64_t recorded_segment_events; /* segment_* rows in the trace (not replayed) */
     uint64_t repeat_leftover_bytes;   /* freed at pass ends (allocated, never freed, in a pass) */
+    uint64_t scope_released_bytes;    /* --scope device: cache given back for other tenants */
+    uint64_t scope_rescues;           /* --scope device: allocations saved by others' releases */
+    struct json_t *policy_report;     /* the policy's report hook output, or NULL */
     gm_metrics m;
     gm_alloc_counters c;
 } gm_tenant_result;

@@ -15,6 +15,8 @@ static const struct command commands[] = {
     {"run", cmd_run, "simulate trace(s) under one allocator and release policy"},
     {"info", cmd_info, "summarize a trace: events, span, peak live, sizes, categories"},
     {"gen", cmd_gen, "write a synthetic workload trace (bert)"},
+    {"compare", cmd_compare, "rank release policies on the same trace(s), in parallel"},
+    {"fit", cmd_fit, "smallest device (or most tenants) each policy runs without OOM"},
     {"report", cmd_report, "write a self-contained HTML report from saved JSON results"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

@@ -1,6 +1,9 @@
 /* run_opts.c - see run_opts.h. */
 #include "run_opts.h"
 
+#include "device_profile.h"
+#include "policies/policy.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +19,8 @@ enum {
     O_OFFSET,
     O_REPEAT,
     O_QUOTA,
+    O_DEVICE_PROFILE,
+    O_SCOPE,
 };
 
 static const struct option shared[] = {
@@ -30,6 +35,8 @@ static const struct option shared[] = {
     {"offset", required_argument, NULL, O_OFFSET},
     {"repeat", required_argument, NULL, O_REPEAT},
     {"quota", required_argument, NULL, O_QUOTA},
+    {"device-profile", required_argument, NULL, O_DEVICE_PROFILE},
+    {"scope", required_argument, NULL, O_SCOPE},
 };
 #define NSHARED (sizeof shared / sizeof shared[0])
 
@@ -75,6 +82,24 @@ static int add_trace(gm_run_opts *o, const char *path, gm_err *err)
     return GM_OK;
 }
 
+/* A profile from `gmreplay --calibrate`: its latency model always; its
+ * context overhead and capacity unless --overhead / --capacity say otherwise
+ * (before or after it on the command line). */
+static int apply_profile(gm_run_opts *o, const char *path, gm_err *err)
+{
+    gm_device_profile p;
+    int rc = gm_device_profile_load(path, &p, err);
+    if (rc)
+        return rc;
+    o->device_profile = path;
+    o->latency = p.latency;
+    if (!o->overhead_given)
+        o->overhead = p.context_overhead_bytes;
+    if (!o->capacity)
+        o->capacity = p.total_bytes;
+    return GM_OK;
+}
+
 int gm_run_opts_parse(gm_run_opts *o, int c, const char *arg, gm_err *err)
 {
     switch (c) {
@@ -96,7 +121,10 @@ int gm_run_opts_parse(gm_run_opts *o, int c, const char *arg, gm_err *err)
             return gm_errf(err, GM_EINVAL, "--capacity must be more than 0 bytes");
         return GM_OK;
     case O_OVERHEAD:
+        o->overhead_given = 1;
         return gm_parse_size(arg, "--overhead", &o->overhead, err);
+    case O_DEVICE_PROFILE:
+        return apply_profile(o, arg, err);
     case O_FRACTION:
         return gm_parse_double(arg, "--memory-fraction", 0.0, 1.0, &o->memory_fraction, err);
     case O_ON_OOM:
@@ -123,6 +151,12 @@ int gm_run_opts_parse(gm_run_opts *o, int c, const char *arg, gm_err *err)
     }
     case O_QUOTA:
         return gm_parse_size(arg, "--quota", &o->next.quota_bytes, err);
+    case O_SCOPE:
+        if (!strcmp(arg, "self") || !strcmp(arg, "device")) {
+            o->scope_device = arg[0] == 'd';
+            return GM_OK;
+        }
+        return gm_errf(err, GM_EUSAGE, "--scope takes 'self' or 'device', not '%s'", arg);
     default:
         return gm_errf(err, GM_EUSAGE, "unexpected option");
     }
@@ -132,22 +166,29 @@ void gm_run_opts_help(FILE *f)
 {
     fprintf(f,
             "simulation:\n"
-            "  --policy NAME[:k=v,..] release policy (default pytorch); policies: pytorch\n"
+            "  --policy NAME[:k=v,..] release policy (default pytorch); policies:\n"
+            "                         %s (policies/README.md)\n"
             "  --allocator NAME       allocator model: pytorch (default), direct\n"
             "  --alloc-conf STRING    PYTORCH_CUDA_ALLOC_CONF, verbatim, e.g.\n"
             "                         'max_split_size_mb:128,garbage_collection_threshold:0.8'\n"
             "                         (default: the settings recorded in the trace, if any)\n"
             "  --capacity SIZE        device memory, e.g. 24GiB, 40GB (default: the trace's)\n"
             "  --overhead SIZE        CUDA context memory per tenant (default 512MiB)\n"
+            "  --device-profile FILE  a GPU measured by 'gmreplay --calibrate': its driver\n"
+            "                         latency, context overhead and (unless --capacity/\n"
+            "                         --overhead are given) capacity\n"
             "  --memory-fraction F    torch.cuda.set_per_process_memory_fraction(F)\n"
             "  --on-oom abort|skip    abort the tenant like a real job (default), or skip\n"
             "                         the failing allocation and go on counting OOMs\n"
             "  --lenient              skip and count frees of unknown addresses instead of\n"
             "                         stopping with an error\n"
+            "  --scope self|device    may a tenant whose allocation fails make the other\n"
+            "                         tenants release cached memory? (default self)\n"
             "per trace (applies to the traces after it):\n"
             "  --offset TIME          start time on the device, e.g. 2s, 150ms\n"
             "  --repeat N             replay the trace N times back to back (steady state)\n"
-            "  --quota SIZE           cap on the tenant's reserved memory\n");
+            "  --quota SIZE           cap on the tenant's reserved memory\n",
+            gm_policy_names());
 }
 
 void gm_run_opts_config(const gm_run_opts *o, gm_sim_config *cfg)
@@ -164,4 +205,5 @@ void gm_run_opts_config(const gm_run_opts *o, gm_sim_config *cfg)
     cfg->latency = o->latency;
     cfg->on_oom_skip = o->on_oom_skip;
     cfg->lenient = o->lenient;
+    cfg->scope_device = o->scope_device;
 }

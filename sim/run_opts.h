@@ -19,6 +19,9 @@ typedef struct gm_run_opts {
     uint64_t capacity, overhead;
     gm_latency latency;
     int on_oom_skip, lenient;
+    int scope_device;           /* --scope device */
+    int overhead_given;         /* --overhead was given (a profile does not override it) */
+    const char *device_profile; /* --device-profile FILE, already applied */
 } gm_run_opts;
 
 void gm_run_opts_init(gm_run_opts *o);

@@ -30,14 +30,16 @@ static gm_event ev_free(uint64_t t, uint64_t addr)
 typedef struct seen {
     int n;
     int tenant[64];
+    uint64_t index[64];
     gm_seg_event ev[64];
 } seen;
 
-static void record(void *ctx, int tenant, const gm_seg_event *ev)
+static void record(void *ctx, int tenant, uint64_t event_index, const gm_seg_event *ev)
 {
     seen *s = ctx;
     if (s->n < 64) {
         s->tenant[s->n] = tenant;
+        s->index[s->n] = event_index;
         s->ev[s->n++] = *ev;
     }
 }
@@ -76,11 +78,13 @@ static void test_interleaving(void)
     static const int want_tenant[] = {0, 1, 0, 1, 1, 0};
     static const uint64_t want_t[] = {0, 5, 10, 10, 15, 20};
     static const uint64_t want_size[] = {12, 22, 14, 24, 26, 16};
+    static const uint64_t want_index[] = {0, 0, 1, 1, 2, 2};
     CU_ASSERT_EQUAL_FATAL(s.n, 6);
     for (int i = 0; i < 6; i++) {
         CU_ASSERT_EQUAL(s.tenant[i], want_tenant[i]);
         CU_ASSERT_EQUAL(s.ev[i].t_ns, want_t[i]);
         CU_ASSERT_EQUAL(s.ev[i].size, want_size[i] * MiB);
+        CU_ASSERT_EQUAL(s.index[i], want_index[i]);
     }
     /* tenant 1 ends at t=15 and gives its memory back before tenant 0's last
      * allocation: the device peak is at t=15, 12 + 14 + 22 + 24 + 26 MiB */

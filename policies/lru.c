@@ -1,0 +1,129 @@
+/*
+ * lru.c - release the least recently used cached segments first, and only
+ * as much as the failed request needs.
+ *
+ *  attempt 0     release whole free segments (and free expandable pages) in
+ *                order of last use, oldest first (ties: lower address),
+ *                until the request fits: the device's shortfall or the
+ *                memory limit's (pressure.h). Retry if that was enough.
+ *  attempt 1     release everything cached, like PyTorch's
+ *                release_cached_blocks, and retry: LRU gives up on an
+ *                allocation only where PyTorch would too.
+ *  attempt 2     out of memory.
+ *  threshold=F   (optional, 0 < F <= 1) proactive: before the allocator
+ *                grows, if the tenant's reserved memory would exceed F * its
+ *                memory limit, or the device's used memory F * capacity,
+ *                release LRU segments until it would not. Checked before the
+ *                grow (never after it: the new segment is whole-free then).
+ *  --scope device: when another tenant cannot allocate, release LRU
+ *                segments until it has what it asked for.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "policy.h"
+#include "pressure.h"
+
+typedef struct lru_policy {
+    double threshold;
+    gm_seglist segs;
+    gm_addr_list order;
+    uint64_t fail_releases, fail_bytes;   /* attempt-0 releases */
+    uint64_t proactive_bytes, foreign_bytes, flushes;
+} lru_policy;
+
+static int create(const char *params, void **state, gm_err *err)
+{
+    static const char *const known[] = {"threshold", NULL};
+    if (gm_policy_check_params("lru", params, known, err))
+        return err->code;
+    lru_policy *p = calloc(1, sizeof *p);
+    if (!p)
+        return gm_errf(err, GM_ENOMEM, "out of memory");
+    char v[64];
+    if (gm_policy_param(params, "threshold", v, sizeof v) &&
+        gm_parse_double(v, "--policy lru:threshold", 0.0, 1.0, &p->threshold, err)) {
+        free(p);
+        return err->code;
+    }
+    *state = p;
+    return GM_OK;
+}
+
+static void destroy(void *state)
+{
+    lru_policy *p = state;
+    gm_seglist_free(&p->segs);
+    gm_addr_list_free(&p->order);
+    free(p);
+}
+
+static uint64_t release_lru(lru_policy *p, gm_alloc *a, uint64_t need, uint64_t now)
+{
+    if (gm_seglist_fetch(&p->segs, a) != GM_OK)
+        return 0;
+    gm_seglist_keep_releasable(&p->segs);
+    gm_seg_sort(p->segs.v, p->segs.n, gm_seg_cmp_lru);
+    if (gm_addr_list_from(&p->order, &p->segs) != GM_OK)
+        return 0;
+    return gm_release_in_order(a, &p->segs, p->order.v, p->order.n, need, now, NULL);
+}
+
+static void before_grow(void *state, gm_alloc *a, const gm_pressure *pr)
+{
+    lru_policy *p = state;
+    uint64_t over = gm_pressure_over(a, p->threshold, gm_device_round(pr->alloc_size));
+    if (over)
+        p->proactive_bytes += release_lru(p, a, over, pr->now_ns);
+}
+
+static int on_alloc_fail(void *state, gm_alloc *a, const gm_pressure *pr)
+{
+    lru_policy *p = state;
+    if (pr->attempt == 0) {
+        uint64_t need = gm_pressure_need(a, pr);
+        uint64_t got = release_lru(p, a, need, pr->now_ns);
+        p->fail_releases += got > 0;
+        p->fail_bytes += got;
+        return got >= need ? GM_POLICY_RETRY : GM_POLICY_NEXT;
+    }
+    if (pr->attempt == 1) {
+        p->flushes++;
+        gm_release_all(a, pr->now_ns);
+        return GM_POLICY_RETRY;
+    }
+    return GM_POLICY_GIVE_UP;
+}
+
+static uint64_t on_foreign_pressure(void *state, gm_alloc *a, uint64_t need, uint64_t now)
+{
+    lru_policy *p = state;
+    uint64_t got = release_lru(p, a, need, now);
+    p->foreign_bytes += got;
+    return got;
+}
+
+static void report(void *state, json_t *o)
+{
+    lru_policy *p = state;
+    json_object_set_new(o, "threshold", json_real(p->threshold));
+    json_object_set_new(o, "failure_releases", json_integer((json_int_t)p->fail_releases));
+    json_object_set_new(o, "failure_released_bytes", json_integer((json_int_t)p->fail_bytes));
+    json_object_set_new(o, "cache_flushes", json_integer((json_int_t)p->flushes));
+    json_object_set_new(o, "proactive_released_bytes",
+                        json_integer((json_int_t)p->proactive_bytes));
+    json_object_set_new(o, "foreign_released_bytes", json_integer((json_int_t)p->foreign_bytes));
+}
+
+const gm_policy_ops gm_policy_lru = {
+    .version = GM_POLICY_VERSION,
+    .name = "lru",
+    .summary = "least recently used segments first, only as much as needed; threshold=F",
+    .realizable = 1,
+    .create = create,
+    .destroy = destroy,
+    .before_grow = before_grow,
+    .on_alloc_fail = on_alloc_fail,
+    .report = report,
+    .on_foreign_pressure = on_foreign_pressure,
+};

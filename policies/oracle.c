@@ -1,0 +1,446 @@
+/*
+ * oracle.c - the offline bound: it reads its trace's future and releases the
+ * cached segments that are reused furthest ahead (Belady's rule applied to
+ * segments). UNREALIZABLE: no running program knows its future; every output
+ * labels it, and `gmsim compare` shows it as the bound, never the winner.
+ *
+ * The future. At attach the oracle reads the whole trace once and files
+ * every allocation's event index under its segment class, the segment the
+ * allocator would create for it: the small pool (blocks <= 1 MiB, 2 MiB
+ * segments), 20 MiB for large blocks < 10 MiB, else the block rounded up to
+ * 2 MiB (PyTorch's get_allocation_size; blocks are sized with the
+ * allocator's own rounding). A free segment of S bytes counts as reused by
+ * the next request it would serve without splitting off a segment's worth:
+ * a small-pool request for a small segment, a large request of class in
+ * (S - 20 MiB, S] for a large one, any request of its pool for an
+ * expandable segment. Streams are not distinguished. Distances are counted
+ * in events, at the engine's replay position (env->event_index, ->pass), so
+ * traces without timestamps work and --repeat passes wrap around. Memory:
+ * 8 bytes per allocation event (an offline tool's price).
+ *
+ *  attempt 0     release releasable segments, furthest next use first
+ *                (never used again first; ties: larger, then LRU), until the
+ *                request fits. Retry if that was enough.
+ *  attempt 1     release everything cached and retry (as PyTorch).
+ *  attempt 2     out of memory.
+ *  proactive=1   (default) before each grow and on a timer every
+ *                sample=TIME (default 1ms), release the cached segments whose
+ *                next use is more than horizon=TIME away (default 0: any
+ *                later instant), so the oracle holds the least reserved
+ *                memory a release policy can with this allocator, paying in
+ *                driver calls; horizon=never releases only segments never
+ *                used again. proactive=0: only on failure.
+ *  --scope device: release furthest-next-use first for the other tenant.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy.h"
+#include "pressure.h"
+#include "traces/trace.h"
+
+#define SMALL_SIZE (1ull * GM_MiB)   /* kSmallSize     */
+#define LARGE_BUFFER (20ull * GM_MiB)/* kLargeBuffer   */
+#define MIN_LARGE (10ull * GM_MiB)   /* kMinLargeAlloc */
+#define NEVER UINT64_MAX
+
+typedef struct or_key {
+    uint8_t small;
+    uint64_t cls;  /* segment class; 0 = every request of the pool */
+    uint64_t *idx; /* event indices, ascending */
+    uint64_t *t;   /* their trace times */
+    size_t n, cap;
+} or_key;
+
+typedef struct or_policy {
+    uint64_t sample_ns;
+    int proactive;
+    int attached;
+    or_key *keys; /* sorted by (small, cls) */
+    size_t nkeys, capkeys;
+    uint64_t n_events; /* per pass */
+    uint64_t t_first, t_last; /* trace times of the first and last events */
+    uint64_t horizon_ns; /* proactive: release what is not reused within it */
+    const uint64_t *shift;
+    uint32_t repeat;
+    const uint64_t *event_index;
+    const uint32_t *pass;
+    int ticked; /* position at the last timer tick */
+    uint64_t tick_index;
+    uint32_t tick_pass;
+    gm_seglist segs;
+    gm_addr_list order;
+    uint64_t fail_bytes, idle_bytes, foreign_bytes, flushes;
+} or_policy;
+
+static int create(const char *params, void **state, gm_err *err)
+{
+    static const char *const known[] = {"horizon", "sample", "proactive", NULL};
+    if (gm_policy_check_params("oracle", params, known, err))
+        return err->code;
+    or_policy *p = calloc(1, sizeof *p);
+    if (!p)
+        return gm_errf(err, GM_ENOMEM, "out of memory");
+    p->sample_ns = 1000000;
+    p->proactive = 1;
+    char v[64];
+    int rc = GM_OK;
+    if (gm_policy_param(params, "sample", v, sizeof v))
+        rc = gm_parse_time(v, "--policy oracle:sample", &p->sample_ns, err);
+    if (!rc && p->sample_ns == 0)
+        rc = gm_errf(err, GM_EINVAL, "--policy oracle:sample must be more than 0");
+    if (!rc && gm_policy_param(params, "horizon", v, sizeof v)) {
+        if (!strcmp(v, "never"))
+            p->horizon_ns = NEVER;
+        else
+            rc = gm_parse_time(v, "--policy oracle:horizon", &p->horizon_ns, err);
+    }
+    double d;
+    if (!rc && gm_policy_param(params, "proactive", v, sizeof v)) {
+        rc = gm_parse_double(v, "--policy oracle:proactive", 0, 1, &d, err);
+        p->proactive = d != 0;
+    }
+    if (rc) {
+        free(p);
+        return rc;
+    }
+    *state = p;
+    return GM_OK;
+}
+
+static void destroy(void *state)
+{
+    or_policy *p = state;
+    for (size_t i = 0; i < p->nkeys; i++) {
+        free(p->keys[i].idx);
+        free(p->keys[i].t);
+    }
+    free(p->keys);
+    gm_seglist_free(&p->segs);
+    gm_addr_list_free(&p->order);
+    free(p);
+}
+
+/* ---------------- the future ---------------- */
+
+static uint64_t seg_class(uint64_t block)
+{
+    if (block <= SMALL_SIZE)
+        return 2 * GM_MiB;
+    if (block < MIN_LARGE)
+        return LARGE_BUFFER;
+    return (block + 2 * GM_MiB - 1) & ~(2 * GM_MiB - 1);
+}
+
+static int key_cmp(const or_key *k, int small, uint64_t cls)
+{
+    if (k->small != small)
+        return k->small < small ? -1 : 1;
+    return k->cls < cls ? -1 : k->cls > cls;
+}
+
+/* First key >= (small, cls). */
+static size_t key_lower(const or_policy *p, int small, uint64_t cls)
+{
+    size_t lo = 0, hi = p->nkeys;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (key_cmp(&p->keys[mid], small, cls) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static or_key *key_get(or_policy *p, int small, uint64_t cls)
+{
+    size_t i = key_lower(p, small, cls);
+    if (i < p->nkeys && key_cmp(&p->keys[i], small, cls) == 0)
+        return &p->keys[i];
+    if (p->nkeys == p->capkeys) {
+        size_t cap = p->capkeys ? p->capkeys * 2 : 64;
+        or_key *k = realloc(p->keys, cap * sizeof *k);
+        if (!k)
+            return NULL;
+        p->keys = k;
+        p->capkeys = cap;
+    }
+    memmove(&p->keys[i + 1], &p->keys[i], (p->nkeys - i) * sizeof *p->keys);
+    p->nkeys++;
+    memset(&p->keys[i], 0, sizeof p->keys[i]);
+    p->keys[i].small = (uint8_t)small;
+    p->keys[i].cls = cls;
+    return &p->keys[i];
+}
+
+static int key_add(or_key *k, uint64_t index, uint64_t t)
+{
+    if (k->n == k->cap) {
+        size_t cap = k->cap ? k->cap * 2 : 16;
+        uint64_t *v = realloc(k->idx, cap * sizeof *v);
+        if (v)
+            k->idx = v;
+        uint64_t *w = v ? realloc(k->t, cap * sizeof *w) : NULL;
+        if (!w)
+            return GM_ENOMEM;
+        k->t = w;
+        k->cap = cap;
+    }
+    k->idx[k->n] = index;
+    k->t[k->n++] = t;
+    return GM_OK;
+}
+
+static int note_alloc(or_policy *p, gm_alloc *a, const gm_event *e, uint64_t index)
+{
+    uint64_t block = a->ops->block_size(a, e->size);
+    int small = block <= SMALL_SIZE;
+    or_key *k = key_get(p, small, seg_class(block));
+    if (!k || key_add(k, index, e->t_ns))
+        return GM_ENOMEM;
+    k = key_get(p, small, 0);
+    return !k || key_add(k, index, e->t_ns) ? GM_ENOMEM : GM_OK;
+}
+
+static void note_events(or_policy *p, gm_alloc *a, const gm_event *ev, size_t n,
+                        uint64_t *index, int *rc, gm_err *err)
+{
+    for (size_t i = 0; i < n && *rc == GM_OK; i++, (*index)++) {
+        if (*index == 0)
+            p->t_first = ev[i].t_ns;
+        p->t_last = ev[i].t_ns;
+        if (ev[i].op == GM_OP_ALLOC && note_alloc(p, a, &ev[i], *index))
+            *rc = gm_errf(err, GM_ENOMEM, "oracle: out of memory reading the trace's future");
+    }
+}
+
+static int attach(void *state, gm_alloc *a, const gm_policy_env *env, gm_err *err)
+{
+    or_policy *p = state;
+    uint64_t index = 0;
+    int rc = GM_OK;
+    if (env->events) {
+        note_events(p, a, env->events, env->n_events, &index, &rc, err);
+    } else {
+        gm_trace_reader *r;
+        if ((rc = gm_trace_open(env->trace_path, &r, err)))
+            return rc;
+        gm_event *buf = malloc(GM_TRACE_CHUNK_EVENTS * sizeof *buf);
+        if (!buf) {
+            gm_trace_close(r);
+            return gm_errf(err, GM_ENOMEM, "out of memory");
+        }
+        int64_t n = 0;
+        while (rc == GM_OK && (n = gm_trace_read(r, buf, GM_TRACE_CHUNK_EVENTS, err)) > 0)
+            note_events(p, a, buf, (size_t)n, &index, &rc, err);
+        if (rc == GM_OK && n < 0)
+            rc = (int)n;
+        free(buf);
+        gm_trace_close(r);
+    }
+    p->n_events = index;
+    p->shift = env->time_shift_ns;
+    p->repeat = env->repeat ? env->repeat : 1;
+    p->event_index = env->event_index;
+    p->pass = env->pass;
+    p->attached = rc == GM_OK;
+    return rc;
+}
+
+/* Distance from event `from` (pass-local), at trace time t_now, to the next
+ * use of key k: in events (returned; NEVER if none) and in time (*dt). */
+static uint64_t key_next(const or_policy *p, const or_key *k, uint64_t from, uint64_t t_now,
+                         uint32_t pass, uint64_t *dt)
+{
+    size_t lo = 0, hi = k->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (k->idx[mid] < from)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < k->n) {
+        *dt = k->t[lo] > t_now ? k->t[lo] - t_now : 0;
+        return k->idx[lo] - from;
+    }
+    if (k->n && pass + 1 < p->repeat && from <= p->n_events) { /* the next pass */
+        *dt = (p->t_last > t_now ? p->t_last - t_now : 0) + (k->t[0] - p->t_first);
+        return p->n_events - from + k->idx[0];
+    }
+    *dt = NEVER;
+    return NEVER;
+}
+
+/* Distance to the next request segment s would serve: events (returned)
+ * and time (*dt). */
+static uint64_t next_use(const or_policy *p, const gm_seg_info *s, uint64_t from, uint64_t now,
+                         uint64_t *dt)
+{
+    uint32_t pass = p->pass ? *p->pass : 0;
+    uint64_t shift = p->shift ? *p->shift : 0;
+    uint64_t t_now = now > shift ? now - shift : 0;
+    uint64_t best = NEVER, d, t;
+    *dt = NEVER;
+    if (s->expandable || s->small_pool) {
+        size_t i = key_lower(p, s->small_pool, 0);
+        if (i < p->nkeys && p->keys[i].small == s->small_pool && p->keys[i].cls == 0)
+            best = key_next(p, &p->keys[i], from, t_now, pass, dt);
+        return best;
+    }
+    uint64_t lo = s->size > LARGE_BUFFER ? s->size - LARGE_BUFFER + 1 : 1;
+    for (size_t i = key_lower(p, 0, lo); i < p->nkeys && !p->keys[i].small; i++) {
+        if (p->keys[i].cls > s->size)
+            break;
+        d = key_next(p, &p->keys[i], from, t_now, pass, &t);
+        if (d < best) {
+            best = d;
+            *dt = t;
+        }
+    }
+    return best;
+}
+
+/* ---------------- decisions ---------------- */
+
+/* Furthest next use first (in gc_age of a private copy of the view); ties:
+ * larger first, then least recently used. */
+static int cmp_furthest(const void *x, const void *y)
+{
+    const gm_seg_info *a = x, *b = y;
+    if (a->gc_age != b->gc_age)
+        return a->gc_age > b->gc_age ? -1 : 1;
+    if (a->releasable != b->releasable)
+        return a->releasable > b->releasable ? -1 : 1;
+    return gm_seg_cmp_lru(x, y);
+}
+
+/* Rank the releasable segments; from = first future event index. With
+ * idle_only, keep only those not reused within the horizon. Returns the
+ * count. */
+static size_t rank(or_policy *p, gm_alloc *a, uint64_t from, uint64_t now, int idle_only)
+{
+    if (gm_seglist_fetch(&p->segs, a) != GM_OK)
+        return 0;
+    gm_seglist_keep_releasable(&p->segs);
+    size_t j = 0;
+    for (size_t i = 0; i < p->segs.n; i++) {
+        gm_seg_info s = p->segs.v[i];
+        uint64_t dt = 0;
+        s.gc_age = p->attached ? next_use(p, &s, from, now, &dt) : 0;
+        int idle = p->horizon_ns == NEVER ? s.gc_age == NEVER : dt > p->horizon_ns;
+        if (!idle_only || idle)
+            p->segs.v[j++] = s;
+    }
+    p->segs.n = j;
+    gm_seg_sort(p->segs.v, j, cmp_furthest);
+    if (gm_addr_list_from(&p->order, &p->segs) != GM_OK)
+        return 0;
+    return j;
+}
+
+static uint64_t release_furthest(or_policy *p, gm_alloc *a, uint64_t from, uint64_t need,
+                                 uint64_t now)
+{
+    size_t n = rank(p, a, from, now, 0);
+    return gm_release_in_order(a, &p->segs, p->order.v, n, need, now, NULL);
+}
+
+static void release_idle(or_policy *p, gm_alloc *a, uint64_t from, uint64_t now)
+{
+    if (!p->attached || !p->proactive)
+        return;
+    size_t n = rank(p, a, from, now, 1);
+    if (n)
+        p->idle_bytes += gm_release_in_order(a, &p->segs, p->order.v, n, NEVER, now, NULL);
+}
+
+/* During a malloc the current event is being served: the future starts after it. */
+static uint64_t after_current(const or_policy *p)
+{
+    return p->event_index ? *p->event_index + 1 : 0;
+}
+
+static void before_grow(void *state, gm_alloc *a, const gm_pressure *pr)
+{
+    or_policy *p = state;
+    release_idle(p, a, after_current(p), pr->now_ns);
+}
+
+static int on_alloc_fail(void *state, gm_alloc *a, const gm_pressure *pr)
+{
+    or_policy *p = state;
+    if (pr->attempt == 0) {
+        uint64_t need = gm_pressure_need(a, pr);
+        uint64_t got = release_furthest(p, a, after_current(p), need, pr->now_ns);
+        p->fail_bytes += got;
+        return got >= need ? GM_POLICY_RETRY : GM_POLICY_NEXT;
+    }
+    if (pr->attempt == 1) {
+        p->flushes++;
+        gm_release_all(a, pr->now_ns);
+        return GM_POLICY_RETRY;
+    }
+    return GM_POLICY_GIVE_UP;
+}
+
+static uint64_t timer_period_ns(void *state)
+{
+    or_policy *p = state;
+    return p->proactive ? p->sample_ns : 0;
+}
+
+/* Timers fire before the event at *event_index is processed. */
+static void on_timer(void *state, gm_alloc *a, uint64_t now)
+{
+    or_policy *p = state;
+    uint64_t from = p->event_index ? *p->event_index : 0;
+    uint32_t pass = p->pass ? *p->pass : 0;
+    if (p->ticked && from == p->tick_index && pass == p->tick_pass)
+        return; /* no event since the last tick: nothing changed */
+    p->ticked = 1;
+    p->tick_index = from;
+    p->tick_pass = pass;
+    release_idle(p, a, from, now);
+}
+
+static uint64_t on_foreign_pressure(void *state, gm_alloc *a, uint64_t need, uint64_t now)
+{
+    or_policy *p = state;
+    /* the other tenant's event is being served; ours has not started */
+    uint64_t got = release_furthest(p, a, p->event_index ? *p->event_index : 0, need, now);
+    p->foreign_bytes += got;
+    return got;
+}
+
+static void report(void *state, json_t *o)
+{
+    or_policy *p = state;
+    json_object_set_new(o, "realizable", json_false());
+    json_object_set_new(o, "note", json_string("UNREALIZABLE: reads the trace's future; a bound, "
+                                               "not a policy a program can run"));
+    json_object_set_new(o, "proactive", json_boolean(p->proactive));
+    json_object_set_new(o, "segment_classes", json_integer((json_int_t)p->nkeys));
+    json_object_set_new(o, "failure_released_bytes", json_integer((json_int_t)p->fail_bytes));
+    json_object_set_new(o, "proactive_released_bytes", json_integer((json_int_t)p->idle_bytes));
+    json_object_set_new(o, "foreign_released_bytes", json_integer((json_int_t)p->foreign_bytes));
+    json_object_set_new(o, "cache_flushes", json_integer((json_int_t)p->flushes));
+}
+
+const gm_policy_ops gm_policy_oracle = {
+    .version = GM_POLICY_VERSION,
+    .name = "oracle",
+    .summary = "UNREALIZABLE bound: reads the future, releases what is reused furthest ahead",
+    .realizable = 0,
+    .create = create,
+    .destroy = destroy,
+    .before_grow = before_grow,
+    .on_alloc_fail = on_alloc_fail,
+    .timer_period_ns = timer_period_ns,
+    .on_timer = on_timer,
+    .report = report,
+    .attach = attach,
+    .on_foreign_pressure = on_foreign_pressure,
+};

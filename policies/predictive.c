@@ -1,0 +1,787 @@
+/*
+ * predictive.c - learns the job's periodic demand from its own past and
+ * releases cached segments it predicts will not be reused within a horizon,
+ * keeping those it predicts will be. Realizable: it sees only the clock, the
+ * allocator's counters and the segment view, as a running program could.
+ *
+ * Period. Every sample=TIME (default 1 ms) a timer records the tenant's
+ * allocated bytes. The period is the lag of the autocorrelation peak of that
+ * series: for each lag, the Pearson correlation of the series with itself
+ * shifted (what gsl_stats_correlation gives, computed for all lags at once
+ * from GSL's FFT, gsl_fft_real_radix2_transform, and prefix sums). Past the
+ * first lag where it falls below 0.2, the smallest local maximum within 70 %
+ * of the highest one, refined by a parabola through its neighbours, is the
+ * period; accepted when that highest correlation is >= 0.5. The
+ * series keeps 1024 samples; while no period is found, a full series is
+ * halved (pairs averaged), so periods up to ~2^16 samples are found.
+ * Training iterations repeat, so this finds the iteration length; an
+ * estimate more than 5 % away from the current period replaces it (and the
+ * profile below starts again). Estimates run every 16 samples until four
+ * in a row agree, then every 256: an early estimate that caught a harmonic
+ * (the series not yet two true periods long) is corrected quickly.
+ *
+ * Demand profile. The period is cut into 64 phase bins. For each segment
+ * class (pool, segment size) the policy keeps, per bin, the most segments of
+ * that class that were busy (holding a block, or used since the last tick)
+ * in the previous and the current cycle.
+ *
+ * Prediction. A free segment of class C that is the j-th most recently used
+ * free one of its class is "reused within the horizon" if some bin ahead
+ * within horizon=TIME (default: one period) needed more than busy(C) + j
+ * segments of class C. Its predicted next use is the first such bin.
+ * Before a period and two full cycles of profile exist, there are no
+ * predictions and the policy orders by least recent use.
+ *
+ *  proactive     (default 1) on each tick, release free segments predicted
+ *                not reused within the horizon; with threshold=F only while
+ *                the tenant or the device is over F (pressure.h), and only
+ *                as much as it is over.
+ *  attempt 0     release furthest predicted next use first (never first),
+ *                ties by LRU, until the request fits; retry if enough.
+ *  attempt 1     release everything cached and retry (as PyTorch).
+ *  attempt 2     out of memory.
+ *  --scope device: release furthest predicted next use first.
+ *
+ * Accuracy (reported in the results). Each free segment gets a prediction
+ * when the policy decides about it (proactive tick, pressure), one
+ * outstanding prediction per segment. Truth: a kept segment was reused if
+ * it held a block again within the horizon (its last use moved); a released
+ * one was "needed again" if the allocator grew a segment its size would have
+ * served within the horizon (DESIGN §5: released memory needed again = a
+ * miss). precision = TP / (TP + FP), recall = TP / (TP + FN) for the
+ * positive "reused within horizon". Predictions still open at the end are
+ * not counted. Expandable segments get no predictions (LRU order).
+ *
+ * The engine's replay position (env->event_index) is used only to skip
+ * timer ticks at which no event happened since the previous tick.
+ */
+#include <gsl/gsl_fft_halfcomplex.h>
+#include <gsl/gsl_fft_real.h>
+#include <gsl/gsl_statistics_double.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy.h"
+#include "pressure.h"
+
+#define NB 64              /* phase bins per period                    */
+#define WIN 1024           /* samples kept for period detection        */
+#define FFT_N (2 * WIN)    /* zero-padded FFT length (a power of two)  */
+#define MAX_DECIM 65536    /* most ticks averaged into one sample      */
+#define MAX_CLASSES 4096   /* tracked segment classes                  */
+#define LARGE_BUFFER (20ull * GM_MiB)
+#define NEVER UINT64_MAX
+
+typedef struct pd_class {
+    uint8_t small;
+    uint64_t size;
+    uint16_t prev[NB], cur[NB];
+} pd_class;
+
+typedef struct pd_pending {
+    uint64_t addr, size;
+    uint8_t small;
+    uint8_t predicted; /* 1: reused within the horizon */
+    uint8_t released;  /* truth from grows (1) or from its last use (0) */
+    uint64_t t_dec, deadline, last_use;
+} pd_pending;
+
+typedef struct pd_policy {
+    /* parameters */
+    uint64_t sample_ns, horizon_param_ns; /* 0 = one period */
+    double threshold;
+    int proactive;
+    /* engine position (idle-tick skipping only) */
+    const uint64_t *event_index;
+    const uint32_t *pass;
+    int ticked;
+    uint64_t tick_index;
+    uint32_t tick_pass;
+    uint64_t last_tick_ns;
+    /* period detection */
+    double x[WIN];
+    size_t nx, since_est;
+    uint32_t decim, acc_n;
+    double acc;
+    double r[WIN / 2 + 1];
+    double fft[FFT_N];
+    double ps1[WIN + 1], ps2[WIN + 1];
+    uint64_t period_ns, anchor_ns, n_estimates, n_period_changes;
+    uint32_t confirmed; /* consecutive estimates that agreed with period_ns */
+    double period_r;
+    /* demand profile */
+    uint64_t cycle;
+    int wraps; /* cycle wraps since the profile was reset */
+    pd_class *cls;
+    size_t ncls, capcls;
+    uint32_t *busy_now, *busy_tick; /* per class, this tick */
+    /* predictions */
+    pd_pending *pend;
+    size_t npend, cappend;
+    uint64_t tp, fp, fn, tn, predictions;
+    uint64_t released_bytes, released_needed_bytes;
+    uint64_t proactive_bytes, fail_bytes, foreign_bytes, flushes;
+    /* scratch */
+    gm_seglist view; /* current view, sorted by address */
+    gm_seglist rank;
+    gm_addr_list order;
+} pd_policy;
+
+/* ---------------- lifecycle ---------------- */
+
+static int create(const char *params, void **state, gm_err *err)
+{
+    static const char *const known[] = {"horizon", "sample", "threshold", "proactive", NULL};
+    if (gm_policy_check_params("predictive", params, known, err))
+        return err->code;
+    pd_policy *p = calloc(1, sizeof *p);
+    if (!p)
+        return gm_errf(err, GM_ENOMEM, "out of memory");
+    p->sample_ns = 1000000;
+    p->proactive = 1;
+    p->decim = 1;
+    char v[64];
+    int rc = GM_OK;
+    double d;
+    if (gm_policy_param(params, "sample", v, sizeof v))
+        rc = gm_parse_time(v, "--policy predictive:sample", &p->sample_ns, err);
+    if (!rc && p->sample_ns == 0)
+        rc = gm_errf(err, GM_EINVAL, "--policy predictive:sample must be more than 0");
+    if (!rc && gm_policy_param(params, "horizon", v, sizeof v) && strcmp(v, "auto"))
+        rc = gm_parse_time(v, "--policy predictive:horizon", &p->horizon_param_ns, err);
+    if (!rc && gm_policy_param(params, "threshold", v, sizeof v))
+        rc = gm_parse_double(v, "--policy predictive:threshold", 0, 1, &p->threshold, err);
+    if (!rc && gm_policy_param(params, "proactive", v, sizeof v)) {
+        rc = gm_parse_double(v, "--policy predictive:proactive", 0, 1, &d, err);
+        p->proactive = d != 0;
+    }
+    if (rc) {
+        free(p);
+        return rc;
+    }
+    *state = p;
+    return GM_OK;
+}
+
+static void destroy(void *state)
+{
+    pd_policy *p = state;
+    free(p->cls);
+    free(p->busy_now);
+    free(p->busy_tick);
+    free(p->pend);
+    gm_seglist_free(&p->view);
+    gm_seglist_free(&p->rank);
+    gm_addr_list_free(&p->order);
+    free(p);
+}
+
+static int attach(void *state, gm_alloc *a, const gm_policy_env *env, gm_err *err)
+{
+    pd_policy *p = state;
+    (void)a, (void)err;
+    p->event_index = env->event_index;
+    p->pass = env->pass;
+    return GM_OK;
+}
+
+/* ---------------- period ---------------- */
+
+static void reset_profile(pd_policy *p)
+{
+    for (size_t i = 0; i < p->ncls; i++) {
+        memset(p->cls[i].prev, 0, sizeof p->cls[i].prev);
+        memset(p->cls[i].cur, 0, sizeof p->cls[i].cur);
+    }
+    p->wraps = 0;
+}
+
+/* Lagged cross sums c[L] = sum_i v_i v_(i+L) of the mean-removed series,
+ * L = 0..n/2, through GSL's FFT (zero-padded, so not circular): O(n log n)
+ * instead of O(n^2), so a re-estimate every 16 samples stays cheap. */
+static void cross_sums(pd_policy *p, size_t n, double m)
+{
+    double *v = p->fft;
+    for (size_t i = 0; i < FFT_N; i++)
+        v[i] = i < n ? p->x[i] - m : 0.0;
+    gsl_fft_real_radix2_transform(v, 1, FFT_N);
+    v[0] *= v[0]; /* power spectrum, in GSL's half-complex order */
+    v[FFT_N / 2] *= v[FFT_N / 2];
+    for (size_t k = 1; k < FFT_N / 2; k++) {
+        v[k] = v[k] * v[k] + v[FFT_N - k] * v[FFT_N - k];
+        v[FFT_N - k] = 0.0;
+    }
+    gsl_fft_halfcomplex_radix2_inverse(v, 1, FFT_N);
+}
+
+/* r[L] = Pearson correlation of x[0..n-L) with x[L..n) (what
+ * gsl_stats_correlation would give for each lag), from the FFT's cross sums
+ * and prefix sums of v and v^2. */
+static void lag_correlations(pd_policy *p, size_t n)
+{
+    double m = gsl_stats_mean(p->x, 1, n);
+    cross_sums(p, n, m);
+    double *s1 = p->ps1, *s2 = p->ps2; /* prefix sums of v, v^2 */
+    s1[0] = s2[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+        double v = p->x[i] - m;
+        s1[i + 1] = s1[i] + v;
+        s2[i + 1] = s2[i] + v * v;
+    }
+    for (size_t L = 1; L <= n / 2; L++) {
+        double k = (double)(n - L);
+        double a1 = s1[n - L], a2 = s2[n - L];        /* v[0..n-L) */
+        double b1 = s1[n] - s1[L], b2 = s2[n] - s2[L]; /* v[L..n)   */
+        double cov = p->fft[L] - a1 * b1 / k;
+        double va = a2 - a1 * a1 / k, vb = b2 - b1 * b1 / k;
+        p->r[L] = va > 0 && vb > 0 ? cov / sqrt(va * vb) : 0;
+    }
+}
+
+/* Autocorrelation peak of x[0..n) (see the file comment); 0 if none. */
+static double find_period_lag(pd_policy *p, double *conf)
+{
+    size_t n = p->nx, maxlag = n / 2;
+    *conf = 0;
+    if (n < 16 || gsl_stats_variance(p->x, 1, n) <= 0)
+        return 0;
+    lag_correlations(p, n);
+    size_t l0 = 0;
+    for (size_t L = 1; L <= maxlag && !l0; L++)
+        if (p->r[L] < 0.2)
+            l0 = L;
+    if (!l0 || l0 >= maxlag)
+        return 0;
+    double best = -1;
+    for (size_t L = l0; L <= maxlag; L++)
+        best = p->r[L] > best ? p->r[L] : best;
+    if (best < 0.5)
+        return 0;
+    for (size_t L = l0 + 1; L < maxlag; L++) {
+        double r = p->r[L];
+        if (r < 0.7 * best || r < p->r[L - 1] || r < p->r[L + 1])
+            continue;
+        double den = p->r[L - 1] - 2 * r + p->r[L + 1], delta = 0;
+        if (den < 0)
+            delta = 0.5 * (p->r[L - 1] - p->r[L + 1]) / den;
+        if (delta > 0.5 || delta < -0.5)
+            delta = 0;
+        *conf = r;
+        return (double)L + delta;
+    }
+    return 0;
+}
+
+static void estimate(pd_policy *p, uint64_t now)
+{
+    double conf, lag = find_period_lag(p, &conf);
+    p->since_est = 0;
+    p->n_estimates++;
+    if (lag <= 0)
+        return;
+    uint64_t P = (uint64_t)(lag * (double)p->decim * (double)p->sample_ns + 0.5);
+    if (P == 0)
+        return;
+    double rel = p->period_ns ? fabs((double)P - (double)p->period_ns) / (double)p->period_ns : 1;
+    p->period_r = conf;
+    if (rel <= 0.05) {
+        p->confirmed++;
+        return; /* keep the phase stable */
+    }
+    p->confirmed = 0;
+    p->period_ns = P;
+    p->anchor_ns = now;
+    p->cycle = 0;
+    p->n_period_changes++;
+    reset_profile(p);
+}
+
+static void add_sample(pd_policy *p, double v, uint64_t now)
+{
+    p->acc += v;
+    if (++p->acc_n < p->decim)
+        return;
+    if (p->nx == WIN) {
+        if (!p->period_ns && p->decim < MAX_DECIM) { /* halve: pairs averaged */
+            for (size_t i = 0; i < WIN / 2; i++)
+                p->x[i] = 0.5 * (p->x[2 * i] + p->x[2 * i + 1]);
+            p->nx = WIN / 2;
+            p->decim *= 2;
+        } else { /* slide: drop the oldest quarter */
+            memmove(p->x, p->x + WIN / 4, (WIN - WIN / 4) * sizeof *p->x);
+            p->nx = WIN - WIN / 4;
+        }
+    }
+    p->x[p->nx++] = p->acc / p->acc_n;
+    p->acc = 0;
+    p->acc_n = 0;
+    p->since_est++;
+    /* often until a period is found and confirmed 4 times, then rarely */
+    if (p->since_est >= (p->period_ns && p->confirmed >= 4 ? 256u : 16u))
+        estimate(p, now);
+}
+
+static uint64_t horizon(const pd_policy *p)
+{
+    return p->horizon_param_ns ? p->horizon_param_ns : p->period_ns;
+}
+
+static int predicting(const pd_policy *p)
+{
+    return p->period_ns && p->wraps >= 2;
+}
+
+static unsigned bin_of(const pd_policy *p, uint64_t t)
+{
+    uint64_t ph = (t - p->anchor_ns) % p->period_ns;
+    return (unsigned)((double)ph * NB / (double)p->period_ns);
+}
+
+/* ---------------- classes ---------------- */
+
+static int cls_cmp(const pd_class *c, int small, uint64_t size)
+{
+    if (c->small != small)
+        return c->small < small ? -1 : 1;
+    return c->size < size ? -1 : c->size > size;
+}
+
+static size_t cls_lower(const pd_policy *p, int small, uint64_t size)
+{
+    size_t lo = 0, hi = p->ncls;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cls_cmp(&p->cls[mid], small, size) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The class index of (small, size), created when `add`; -1 if none. */
+static long cls_find(pd_policy *p, int small, uint64_t size, int add)
+{
+    size_t i = cls_lower(p, small, size);
+    if (i < p->ncls && cls_cmp(&p->cls[i], small, size) == 0)
+        return (long)i;
+    if (!add || p->ncls == MAX_CLASSES)
+        return -1;
+    if (p->ncls == p->capcls) {
+        size_t cap = p->capcls ? p->capcls * 2 : 32;
+        pd_class *c = realloc(p->cls, cap * sizeof *c);
+        if (!c)
+            return -1;
+        p->cls = c;
+        uint32_t *b1 = realloc(p->busy_now, cap * sizeof *b1);
+        if (b1)
+            p->busy_now = b1;
+        uint32_t *b2 = b1 ? realloc(p->busy_tick, cap * sizeof *b2) : NULL;
+        if (!b2)
+            return -1;
+        p->busy_tick = b2;
+        p->capcls = cap;
+    }
+    memmove(&p->cls[i + 1], &p->cls[i], (p->ncls - i) * sizeof *p->cls);
+    memmove(&p->busy_now[i + 1], &p->busy_now[i], (p->ncls - i) * sizeof *p->busy_now);
+    memmove(&p->busy_tick[i + 1], &p->busy_tick[i], (p->ncls - i) * sizeof *p->busy_tick);
+    p->ncls++;
+    memset(&p->cls[i], 0, sizeof p->cls[i]);
+    p->cls[i].small = (uint8_t)small;
+    p->cls[i].size = size;
+    p->busy_now[i] = p->busy_tick[i] = 0;
+    return (long)i;
+}
+
+/* ---------------- the view ---------------- */
+
+static int cmp_addr(const void *x, const void *y)
+{
+    const gm_seg_info *a = x, *b = y;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+static int view_fetch(pd_policy *p, gm_alloc *a)
+{
+    if (gm_seglist_fetch(&p->view, a) != GM_OK)
+        return GM_ENOMEM;
+    gm_seg_sort(p->view.v, p->view.n, cmp_addr);
+    return GM_OK;
+}
+
+static const gm_seg_info *view_find(const pd_policy *p, uint64_t addr)
+{
+    size_t lo = 0, hi = p->view.n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->view.v[mid].addr < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < p->view.n && p->view.v[lo].addr == addr ? &p->view.v[lo] : NULL;
+}
+
+/* Count busy segments per class (view must be fresh). */
+static void count_busy(pd_policy *p)
+{
+    for (size_t i = 0; i < p->ncls; i++)
+        p->busy_now[i] = p->busy_tick[i] = 0;
+    for (size_t i = 0; i < p->view.n; i++) {
+        const gm_seg_info *s = &p->view.v[i];
+        if (s->expandable)
+            continue;
+        int now = s->n_allocated > 0, since = now || s->last_use_ns > p->last_tick_ns;
+        if (!since)
+            continue;
+        long c = cls_find(p, s->small_pool, s->size, 1);
+        if (c < 0)
+            continue;
+        p->busy_now[c] += (uint32_t)now;
+        p->busy_tick[c] += (uint32_t)since;
+    }
+}
+
+/* ---------------- predictions ---------------- */
+
+static void outcome(pd_policy *p, const pd_pending *q, int reused)
+{
+    if (q->predicted)
+        reused ? p->tp++ : p->fp++;
+    else
+        reused ? p->fn++ : p->tn++;
+    if (q->released && reused)
+        p->released_needed_bytes += q->size;
+}
+
+static pd_pending *pending_of(pd_policy *p, uint64_t addr)
+{
+    for (size_t i = 0; i < p->npend; i++)
+        if (!p->pend[i].released && p->pend[i].addr == addr)
+            return &p->pend[i];
+    return NULL;
+}
+
+static void pending_drop(pd_policy *p, size_t i)
+{
+    p->pend[i] = p->pend[--p->npend];
+}
+
+static void pending_add(pd_policy *p, const gm_seg_info *s, int predicted, uint64_t now)
+{
+    if (p->npend == p->cappend) {
+        size_t cap = p->cappend ? p->cappend * 2 : 64;
+        pd_pending *v = realloc(p->pend, cap * sizeof *v);
+        if (!v)
+            return;
+        p->pend = v;
+        p->cappend = cap;
+    }
+    pd_pending *q = &p->pend[p->npend++];
+    q->addr = s->addr;
+    q->size = s->size;
+    q->small = s->small_pool;
+    q->predicted = (uint8_t)predicted;
+    q->released = 0;
+    q->t_dec = now;
+    q->deadline = now + horizon(p);
+    q->last_use = s->last_use_ns;
+    p->predictions++;
+}
+
+/* Resolve outstanding predictions from a fresh view at time now. */
+static void resolve(pd_policy *p, uint64_t now, int view_fresh)
+{
+    for (size_t i = 0; i < p->npend;) {
+        pd_pending *q = &p->pend[i];
+        int done = 0, reused = 0;
+        if (!q->released && view_fresh) {
+            const gm_seg_info *s = view_find(p, q->addr);
+            if (!s) { /* gone without our knowing: no truth */
+                pending_drop(p, i);
+                continue;
+            }
+            if (s->last_use_ns > q->last_use) {
+                done = 1;
+                reused = s->last_use_ns <= q->deadline || p->last_tick_ns < q->deadline;
+            }
+        }
+        if (!done && now > q->deadline)
+            done = 1; /* reused = 0 */
+        if (done) {
+            outcome(p, q, reused);
+            pending_drop(p, i);
+        } else {
+            i++;
+        }
+    }
+}
+
+/* Kept predictions whose segment is no longer in the (fresh) view were
+ * released: from now on their truth comes from grows. */
+static void note_released(pd_policy *p)
+{
+    for (size_t i = 0; i < p->npend; i++) {
+        pd_pending *q = &p->pend[i];
+        if (!q->released && !view_find(p, q->addr)) {
+            q->released = 1;
+            p->released_bytes += q->size;
+        }
+    }
+}
+
+/* Predicted distance (ns) to the next use of a free segment of class c that
+ * is the j-th most recent free one of it; NEVER if none within a period. */
+static uint64_t predict_next(const pd_policy *p, long c, uint32_t j, uint64_t now)
+{
+    if (c < 0)
+        return 0; /* unknown class: assume it is needed (keep) */
+    const pd_class *k = &p->cls[c];
+    uint32_t need = p->busy_now[c] + j;
+    unsigned b0 = bin_of(p, now);
+    for (unsigned d = 1; d <= NB; d++) {
+        unsigned b = (b0 + d) % NB;
+        uint32_t demand = k->prev[b] > k->cur[b] ? k->prev[b] : k->cur[b];
+        if (demand > need)
+            return (uint64_t)((double)d * (double)p->period_ns / NB);
+    }
+    return NEVER;
+}
+
+/* Most recently used first within a class, so j counts the fresher ones. */
+static int cmp_class_recent(const void *x, const void *y)
+{
+    const gm_seg_info *a = x, *b = y;
+    if (a->small_pool != b->small_pool)
+        return a->small_pool < b->small_pool ? -1 : 1;
+    if (a->size != b->size)
+        return a->size < b->size ? -1 : 1;
+    if (a->last_use_ns != b->last_use_ns)
+        return a->last_use_ns > b->last_use_ns ? -1 : 1;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+/* Furthest predicted next use first (in gc_age of the private copy); ties
+ * by least recent use. */
+static int cmp_furthest(const void *x, const void *y)
+{
+    const gm_seg_info *a = x, *b = y;
+    if (a->gc_age != b->gc_age)
+        return a->gc_age > b->gc_age ? -1 : 1;
+    return gm_seg_cmp_lru(x, y);
+}
+
+/*
+ * Rank the releasable classic segments of the fresh view into p->rank and
+ * p->order, furthest predicted next use first, recording a prediction for
+ * each one without an outstanding one. Without predictions: LRU order.
+ * Returns how many are predicted not reused within the horizon (they come
+ * first in the order).
+ */
+static size_t rank_segments(pd_policy *p, uint64_t now)
+{
+    gm_seglist *r = &p->rank;
+    r->n = 0;
+    if (r->cap < p->view.n) {
+        gm_seg_info *v = realloc(r->v, p->view.n * sizeof *v);
+        if (!v)
+            return 0;
+        r->v = v;
+        r->cap = p->view.n;
+    }
+    for (size_t i = 0; i < p->view.n; i++)
+        if (p->view.v[i].releasable)
+            r->v[r->n++] = p->view.v[i];
+    size_t not_reused = 0;
+    if (!predicting(p)) {
+        gm_seg_sort(r->v, r->n, gm_seg_cmp_lru);
+    } else {
+        gm_seg_sort(r->v, r->n, cmp_class_recent);
+        uint64_t h = horizon(p);
+        uint32_t j = 0;
+        for (size_t i = 0; i < r->n; i++) {
+            gm_seg_info *s = &r->v[i];
+            if (i && (s->small_pool != s[-1].small_pool || s->size != s[-1].size))
+                j = 0;
+            long c = s->expandable ? -1 : cls_find(p, s->small_pool, s->size, 0);
+            uint64_t d = s->expandable ? 0 : predict_next(p, c, j++, now);
+            s->gc_age = d;
+            int reused = d <= h;
+            not_reused += !reused;
+            if (!s->expandable && !pending_of(p, s->addr))
+                pending_add(p, s, reused, now);
+        }
+        gm_seg_sort(r->v, r->n, cmp_furthest);
+    }
+    gm_addr_list_from(&p->order, r);
+    return not_reused;
+}
+
+/* Release in p->order (first n entries) until need; keeps accounts. */
+static uint64_t release_ranked(pd_policy *p, gm_alloc *a, size_t n, uint64_t need, uint64_t now)
+{
+    uint64_t got = gm_release_in_order(a, &p->rank, p->order.v, n, need, now, NULL);
+    if (got && view_fetch(p, a) == GM_OK)
+        note_released(p);
+    return got;
+}
+
+/* ---------------- callbacks ---------------- */
+
+static uint64_t timer_period_ns(void *state)
+{
+    return ((pd_policy *)state)->sample_ns;
+}
+
+static void on_timer(void *state, gm_alloc *a, uint64_t now)
+{
+    pd_policy *p = state;
+    add_sample(p, (double)a->c.allocated_bytes, now);
+    uint64_t idx = p->event_index ? *p->event_index : 0;
+    uint32_t pass = p->pass ? *p->pass : 0;
+    int idle = p->ticked && p->event_index && idx == p->tick_index && pass == p->tick_pass;
+    p->ticked = 1;
+    p->tick_index = idx;
+    p->tick_pass = pass;
+    if (idle) { /* nothing happened: only deadlines pass */
+        resolve(p, now, 0);
+        p->last_tick_ns = now;
+        return;
+    }
+    if (view_fetch(p, a) != GM_OK)
+        return;
+    count_busy(p);
+    if (p->period_ns) {
+        uint64_t cyc = (now - p->anchor_ns) / p->period_ns;
+        if (cyc != p->cycle) {
+            for (size_t i = 0; i < p->ncls; i++) {
+                memcpy(p->cls[i].prev, p->cls[i].cur, sizeof p->cls[i].prev);
+                memset(p->cls[i].cur, 0, sizeof p->cls[i].cur);
+            }
+            p->cycle = cyc;
+            p->wraps++;
+        }
+        unsigned b = bin_of(p, now);
+        for (size_t i = 0; i < p->ncls; i++)
+            if (p->busy_tick[i] > p->cls[i].cur[b])
+                p->cls[i].cur[b] = (uint16_t)(p->busy_tick[i] > 65535 ? 65535 : p->busy_tick[i]);
+    }
+    resolve(p, now, 1);
+    if (p->proactive && predicting(p)) {
+        uint64_t over = p->threshold > 0 ? gm_pressure_over(a, p->threshold, 0) : NEVER;
+        if (over) {
+            size_t n = rank_segments(p, now);
+            if (n)
+                p->proactive_bytes += release_ranked(p, a, n, over, now);
+        }
+    }
+    p->last_tick_ns = now;
+}
+
+/* A grow is truth for released predictions: the oldest open one whose size
+ * would have served it was needed again. */
+static void before_grow(void *state, gm_alloc *a, const gm_pressure *pr)
+{
+    pd_policy *p = state;
+    (void)a;
+    pd_pending *best = NULL;
+    for (size_t i = 0; i < p->npend; i++) {
+        pd_pending *q = &p->pend[i];
+        if (!q->released || q->small != pr->small_pool || pr->now_ns > q->deadline)
+            continue;
+        if (!q->small && (pr->alloc_size > q->size || pr->alloc_size + LARGE_BUFFER <= q->size))
+            continue;
+        if (!best || q->t_dec < best->t_dec)
+            best = q;
+    }
+    if (best) {
+        outcome(p, best, 1);
+        pending_drop(p, (size_t)(best - p->pend));
+    }
+}
+
+static int on_alloc_fail(void *state, gm_alloc *a, const gm_pressure *pr)
+{
+    pd_policy *p = state;
+    if (pr->attempt == 0) {
+        uint64_t need = gm_pressure_need(a, pr);
+        if (view_fetch(p, a) != GM_OK)
+            return GM_POLICY_NEXT;
+        rank_segments(p, pr->now_ns);
+        uint64_t got = release_ranked(p, a, p->order.n, need, pr->now_ns);
+        p->fail_bytes += got;
+        return got >= need ? GM_POLICY_RETRY : GM_POLICY_NEXT;
+    }
+    if (pr->attempt == 1) {
+        p->flushes++;
+        if (gm_release_all(a, pr->now_ns) && view_fetch(p, a) == GM_OK)
+            note_released(p);
+        return GM_POLICY_RETRY;
+    }
+    return GM_POLICY_GIVE_UP;
+}
+
+static uint64_t on_foreign_pressure(void *state, gm_alloc *a, uint64_t need, uint64_t now)
+{
+    pd_policy *p = state;
+    if (view_fetch(p, a) != GM_OK)
+        return 0;
+    rank_segments(p, now);
+    uint64_t got = release_ranked(p, a, p->order.n, need, now);
+    p->foreign_bytes += got;
+    return got;
+}
+
+static json_t *ratio(uint64_t num, uint64_t den)
+{
+    return den ? json_real((double)num / (double)den) : json_null();
+}
+
+static void report(void *state, json_t *o)
+{
+    pd_policy *p = state;
+    json_object_set_new(o, "period_ns", json_integer((json_int_t)p->period_ns));
+    json_object_set_new(o, "period_confidence", json_real(p->period_r));
+    json_object_set_new(o, "period_estimates", json_integer((json_int_t)p->n_estimates));
+    json_object_set_new(o, "period_changes", json_integer((json_int_t)p->n_period_changes));
+    json_object_set_new(o, "sample_ns", json_integer((json_int_t)(p->sample_ns * p->decim)));
+    json_object_set_new(o, "horizon_ns", json_integer((json_int_t)horizon(p)));
+    json_object_set_new(o, "horizon_auto", json_boolean(!p->horizon_param_ns));
+    json_object_set_new(o, "proactive", json_boolean(p->proactive));
+    json_object_set_new(o, "threshold", json_real(p->threshold));
+    json_object_set_new(o, "predictions", json_integer((json_int_t)p->predictions));
+    json_object_set_new(o, "true_positives", json_integer((json_int_t)p->tp));
+    json_object_set_new(o, "false_positives", json_integer((json_int_t)p->fp));
+    json_object_set_new(o, "false_negatives", json_integer((json_int_t)p->fn));
+    json_object_set_new(o, "true_negatives", json_integer((json_int_t)p->tn));
+    json_object_set_new(o, "precision", ratio(p->tp, p->tp + p->fp));
+    json_object_set_new(o, "recall", ratio(p->tp, p->tp + p->fn));
+    json_object_set_new(o, "accuracy", ratio(p->tp + p->tn, p->tp + p->fp + p->fn + p->tn));
+    json_object_set_new(o, "predicted_released_bytes", json_integer((json_int_t)p->released_bytes));
+    json_object_set_new(o, "released_needed_again_bytes",
+                        json_integer((json_int_t)p->released_needed_bytes));
+    json_object_set_new(o, "proactive_released_bytes",
+                        json_integer((json_int_t)p->proactive_bytes));
+    json_object_set_new(o, "failure_released_bytes", json_integer((json_int_t)p->fail_bytes));
+    json_object_set_new(o, "foreign_released_bytes", json_integer((json_int_t)p->foreign_bytes));
+    json_object_set_new(o, "cache_flushes", json_integer((json_int_t)p->flushes));
+}
+
+const gm_policy_ops gm_policy_predictive = {
+    .version = GM_POLICY_VERSION,
+    .name = "predictive",
+    .summary = "learns the iteration period; releases what it predicts is not reused within "
+               "horizon",
+    .realizable = 1,
+    .create = create,
+    .destroy = destroy,
+    .before_grow = before_grow,
+    .on_alloc_fail = on_alloc_fail,
+    .timer_period_ns = timer_period_ns,
+    .on_timer = on_timer,
+    .report = report,
+    .attach = attach,
+    .on_foreign_pressure = on_foreign_pressure,
+};

@@ -1,0 +1,142 @@
+/* pressure.c - see pressure.h. */
+#include "pressure.h"
+
+#include <stdlib.h>
+
+uint64_t gm_pressure_need(const gm_alloc *a, const gm_pressure *p)
+{
+    const gm_device *d = a->dev;
+    uint64_t want = gm_device_round(p->alloc_size), need = 0;
+    uint64_t used = d->used_bytes + d->overhead_bytes;
+    uint64_t avail = d->capacity_bytes > used ? d->capacity_bytes - used : 0;
+    if (want > avail)
+        need = want - avail;
+    uint64_t lim = a->limits.memory_limit;
+    if (lim && a->c.reserved_bytes + p->alloc_size > lim) {
+        uint64_t over = a->c.reserved_bytes + p->alloc_size - lim;
+        need = over > need ? over : need;
+    }
+    return need ? need : (p->alloc_size ? p->alloc_size : 1);
+}
+
+uint64_t gm_pressure_over(const gm_alloc *a, double frac, uint64_t incoming)
+{
+    if (frac <= 0)
+        return 0;
+    uint64_t over = 0;
+    uint64_t lim = a->limits.memory_limit;
+    if (lim) {
+        uint64_t thr = (uint64_t)(frac * (double)lim);
+        if (a->c.reserved_bytes + incoming > thr)
+            over = a->c.reserved_bytes + incoming - thr;
+    }
+    const gm_device *d = a->dev;
+    uint64_t thr = (uint64_t)(frac * (double)d->capacity_bytes);
+    uint64_t used = d->used_bytes + d->overhead_bytes + incoming;
+    if (used > thr && used - thr > over)
+        over = used - thr;
+    return over;
+}
+
+void gm_seg_sort(gm_seg_info *v, size_t n, int (*cmp)(const void *, const void *))
+{
+    if (n > 1)
+        qsort(v, n, sizeof *v, cmp);
+}
+
+/* Oldest last use first; ties by address, so runs are deterministic. */
+int gm_seg_cmp_lru(const void *x, const void *y)
+{
+    const gm_seg_info *a = x, *b = y;
+    if (a->last_use_ns != b->last_use_ns)
+        return a->last_use_ns < b->last_use_ns ? -1 : 1;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+static int cmp_addr(const void *x, const void *y)
+{
+    const gm_seg_info *a = x, *b = y;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+/* The snapshot entry for addr in l (sorted by address), or NULL. */
+static const gm_seg_info *find_addr(const gm_seglist *l, uint64_t addr)
+{
+    size_t lo = 0, hi = l->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (l->v[mid].addr < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < l->n && l->v[lo].addr == addr ? &l->v[lo] : NULL;
+}
+
+uint64_t gm_release_in_order(gm_alloc *a, gm_seglist *l, const uint64_t *addrs, size_t n,
+                             uint64_t need, uint64_t now_ns, uint64_t *got_each)
+{
+    uint64_t released = 0;
+    if (got_each)
+        for (size_t i = 0; i < n; i++)
+            got_each[i] = 0;
+    int fresh = 0; /* l holds the current view, sorted by address */
+    for (size_t i = 0; i < n && released < need; i++) {
+        if (!fresh) {
+            if (gm_seglist_fetch(l, a) != GM_OK)
+                break;
+            gm_seg_sort(l->v, l->n, cmp_addr);
+            fresh = 1;
+        }
+        const gm_seg_info *s = find_addr(l, addrs[i]);
+        if (!s || !s->releasable)
+            continue;
+        uint64_t got = gm_alloc_release(a, s->id, now_ns);
+        if (got_each)
+            got_each[i] = got;
+        if (got) {
+            released += got;
+            fresh = 0; /* every id in l is stale now */
+        }
+    }
+    return released;
+}
+
+uint64_t gm_release_all(gm_alloc *a, uint64_t now_ns)
+{
+    a->c.n_cache_flushes++;
+    return a->ops->empty_cache(a, now_ns);
+}
+
+static int keep_releasable(const gm_seg_info *s, const void *ctx)
+{
+    (void)ctx;
+    return s->releasable > 0;
+}
+
+void gm_seglist_keep_releasable(gm_seglist *l)
+{
+    gm_seglist_filter(l, keep_releasable, NULL);
+}
+
+int gm_addr_list_from(gm_addr_list *o, const gm_seglist *l)
+{
+    if (l->n > o->cap) {
+        uint64_t *v = realloc(o->v, l->n * sizeof *v);
+        if (!v)
+            return GM_ENOMEM;
+        o->v = v;
+        o->cap = l->n;
+    }
+    for (size_t i = 0; i < l->n; i++)
+        o->v[i] = l->v[i].addr;
+    o->n = l->n;
+    return GM_OK;
+}
+
+void gm_addr_list_free(gm_addr_list *o)
+{
+    free(o->v);
+    o->v = NULL;
+    o->n = o->cap = 0;
+}

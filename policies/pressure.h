@@ -1,0 +1,56 @@
+/*
+ * pressure.h - what the realizable policies and the oracle share: how much
+ * must be released for a failed request to fit, how far a tenant is over a
+ * proactive threshold, and releasing segments in an order the policy chose.
+ *
+ * Segment ids are valid only until the next malloc/free/release (alloc.h),
+ * so an ordered release names segments by address and re-reads the view
+ * after every release; nothing here keeps an id across a release.
+ */
+#ifndef GM_POLICIES_PRESSURE_H
+#define GM_POLICIES_PRESSURE_H
+
+#include "policy.h"
+#include "seglist.h"
+
+/* Bytes to give back so that the driver allocation of p->alloc_size fits:
+ * the larger of the device's shortfall (capacity - overhead - used) and the
+ * memory limit's (--memory-fraction / --quota). Never 0: when neither says
+ * why the driver refused (a real device), it is the allocation size. */
+uint64_t gm_pressure_need(const gm_alloc *a, const gm_pressure *p);
+
+/* Bytes over a proactive threshold `frac` (0..1) if `incoming` more bytes
+ * were reserved now: over frac * the tenant's memory limit, or over frac *
+ * device capacity counting every tenant's memory (what cudaMemGetInfo
+ * shows a process). 0 when under both, or frac <= 0. */
+uint64_t gm_pressure_over(const gm_alloc *a, double frac, uint64_t incoming);
+
+/* Release releasable segments named by address, in the order given, until
+ * at least `need` bytes were released (UINT64_MAX: all of them). Re-reads
+ * the view into l after every release. Returns the bytes released; with
+ * got_each (n entries, may be NULL), also what each address gave. */
+uint64_t gm_release_in_order(gm_alloc *a, gm_seglist *l, const uint64_t *addrs, size_t n,
+                             uint64_t need, uint64_t now_ns, uint64_t *got_each);
+
+/* Release everything releasable (PyTorch's release_cached_blocks) and count
+ * a cache flush. Returns the bytes released. */
+uint64_t gm_release_all(gm_alloc *a, uint64_t now_ns);
+
+/* Keep only releasable segments (whole free ones, free expandable pages). */
+void gm_seglist_keep_releasable(gm_seglist *l);
+
+/* qsort of a view, safe for an empty one (qsort(NULL, 0) is undefined). */
+void gm_seg_sort(gm_seg_info *v, size_t n, int (*cmp)(const void *, const void *));
+
+/* qsort order: oldest last use first; ties by address (deterministic). */
+int gm_seg_cmp_lru(const void *a, const void *b);
+
+/* A growable array of addresses, the order a policy wants to release in. */
+typedef struct gm_addr_list {
+    uint64_t *v;
+    size_t n, cap;
+} gm_addr_list;
+int gm_addr_list_from(gm_addr_list *o, const gm_seglist *l); /* l's addresses, in l's order */
+void gm_addr_list_free(gm_addr_list *o);
+
+#endif

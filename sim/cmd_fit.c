@@ -1,0 +1,261 @@
+/*
+ * cmd_fit.c - `gmsim fit`: for each release policy, the smallest device
+ * capacity at which the trace(s) run without OOM (binary search, 2 MiB
+ * steps), beside the trace's peak live bytes; or, with --tenants N, how
+ * many copies of the trace(s) fit on the given capacity (task density).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "compare.h"
+#include "policies/policy.h"
+#include "reports/results.h"
+#include "run_opts.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: gmsim fit [options] TRACE [[per-trace options] TRACE...]\n"
+            "\n"
+            "Capacity mode (default): for each policy, the smallest device capacity (2 MiB\n"
+            "steps, context overhead included) at which the trace(s) run without OOM, found\n"
+            "by binary search, beside the peak live bytes no allocator can go below.\n"
+            "Tenants mode (--tenants N): for each policy, how many copies of the trace(s)\n"
+            "run together without OOM on the device (--capacity, or the trace's).\n"
+            "\n"
+            "fit:\n"
+            "  --policies LIST        policies, comma-separated NAME[:k=v,...] (default: all\n"
+            "                         of %s)\n"
+            "  --threads N            policies searched at a time (default: one per core)\n"
+            "  --max-capacity SIZE    search no higher (default: 16 x the start capacity:\n"
+            "                         --capacity or the trace's device)\n"
+            "  --tenants N            tenants mode: try 1, 2, ... N copies\n"
+            "  --stagger TIME         tenants mode: copy i starts i * TIME later (default 0)\n"
+            "\n",
+            gm_policy_names());
+    gm_run_opts_help(f);
+    fprintf(f, "\n"
+               "output:\n"
+               "  --json FILE            results (schema gmsim-fit/1)\n"
+               "  -q, --quiet            no table on stdout\n"
+               "  -h, --help             this text\n"
+               "\n"
+               "examples:\n"
+               "  gmsim fit traces/bert.h5\n"
+               "  gmsim fit --tenants 8 --capacity 24GiB --stagger 20ms traces/bert.h5\n");
+}
+
+static void print_capacity(const gm_sim_config *cfg, const gm_fit *f)
+{
+    char b1[32], b2[32], b3[32], b4[32];
+    uint64_t live = 0;
+    for (size_t i = 0; i < f->n; i++)
+        if (f->e[i].found && f->e[i].peak_live > live)
+            live = f->e[i].peak_live;
+    uint64_t ctx = cfg->overhead_bytes * cfg->n_tenants;
+    printf("gmsim fit: smallest device without OOM, per policy (binary search, 2 MiB steps)\n");
+    for (size_t i = 0; i < cfg->n_tenants; i++)
+        printf("  [%zu] %s\n", i, cfg->tenants[i].path);
+    printf("peak live bytes (no allocator reserves less): %s; with %s of context overhead the "
+           "floor is %s\n\n",
+           gm_fmt_bytes(live, b1, sizeof b1), gm_fmt_bytes(ctx, b2, sizeof b2),
+           gm_fmt_bytes(live + ctx, b3, sizeof b3));
+    int w = 8;
+    for (size_t i = 0; i < f->n; i++)
+        w = (int)strlen(f->e[i].spec) + 15 > w ? (int)strlen(f->e[i].spec) + 15 : w;
+    printf("  %-*s %14s %12s %14s %6s\n", w, "policy", "fits at", "over floor", "peak reserved",
+           "runs");
+    long best = -1, base = -1;
+    for (size_t i = 0; i < f->n; i++) {
+        const gm_fit_entry *e = &f->e[i];
+        char name[400];
+        snprintf(name, sizeof name, "%s%s", e->spec, e->realizable ? "" : " (UNREALIZABLE)");
+        if (!e->found) {
+            printf("  %-*s %14s %12s %14s %6u\n", w, name, "no fit", "", "", e->runs);
+            printf("    (an OOM at every capacity up to %s)\n",
+                   gm_fmt_bytes(e->max_capacity, b1, sizeof b1));
+            continue;
+        }
+        uint64_t floor = live + ctx;
+        snprintf(b4, sizeof b4, "+%s",
+                 gm_fmt_bytes(e->capacity > floor ? e->capacity - floor : 0, b2, sizeof b2));
+        printf("  %-*s %14s %12s %14s %6u\n", w, name,
+               gm_fmt_bytes(e->capacity, b1, sizeof b1), b4,
+               gm_fmt_bytes(e->peak_reserved, b3, sizeof b3), e->runs);
+        if (e->realizable && (best < 0 || e->capacity < f->e[best].capacity))
+            best = (long)i;
+        if (!strcmp(e->spec, "pytorch"))
+            base = (long)i;
+    }
+    printf("  (each fits at C with no OOM and has one at C - 2 MiB; capacities include the "
+           "context overhead)\n");
+    if (best >= 0) {
+        printf("\nsmallest device: %s at %s", f->e[best].spec,
+               gm_fmt_bytes(f->e[best].capacity, b1, sizeof b1));
+        if (base >= 0 && base != best && f->e[base].found &&
+            f->e[base].capacity > f->e[best].capacity)
+            printf(", %s less than pytorch",
+                   gm_fmt_bytes(f->e[base].capacity - f->e[best].capacity, b2, sizeof b2));
+        printf("\n");
+    }
+}
+
+static void print_tenants(const gm_sim_config *cfg, const gm_fit *f, uint64_t cap)
+{
+    char b1[32], b2[32], b3[32];
+    printf("gmsim fit --tenants %u: copies of", f->max_copies);
+    for (size_t i = 0; i < cfg->n_tenants; i++)
+        printf(" %s", cfg->tenants[i].path);
+    printf(" on a %s device (%s context overhead each), staggered by %s, scope %s\n\n",
+           gm_fmt_bytes(cap, b1, sizeof b1), gm_fmt_bytes(cfg->overhead_bytes, b2, sizeof b2),
+           gm_fmt_ns(f->stagger_ns, b3, sizeof b3), cfg->scope_device ? "device" : "self");
+    int w = 8;
+    for (size_t i = 0; i < f->n; i++)
+        w = (int)strlen(f->e[i].spec) + 15 > w ? (int)strlen(f->e[i].spec) + 15 : w;
+    printf("  %-*s %12s  %s\n", w, "policy", "copies fit", "at one more copy");
+    for (size_t i = 0; i < f->n; i++) {
+        const gm_fit_entry *e = &f->e[i];
+        char name[400], more[96];
+        snprintf(name, sizeof name, "%s%s", e->spec, e->realizable ? "" : " (UNREALIZABLE)");
+        if (e->copies_fit == e->copies_tried)
+            snprintf(more, sizeof more, "(not tried: --tenants %u reached)", f->max_copies);
+        else
+            snprintf(more, sizeof more, "%u of %zu tenants completed", e->first_fail_completed,
+                     (size_t)e->copies_tried * cfg->n_tenants);
+        printf("  %-*s %12u  %s\n", w, name, e->copies_fit, more);
+    }
+}
+
+int cmd_fit(int argc, char **argv)
+{
+    gm_run_opts o;
+    gm_run_opts_init(&o);
+    const char *json_path = NULL;
+    char list[4096] = "";
+    int quiet = 0, threads = 0;
+    uint64_t max_cap = 0, stagger = 0;
+    uint32_t tenants = 0;
+    enum { OPT_JSON = 1000, OPT_POLICIES, OPT_THREADS, OPT_MAXCAP, OPT_TENANTS, OPT_STAGGER };
+    static const struct option extra[] = {
+        {"json", required_argument, NULL, OPT_JSON},
+        {"policies", required_argument, NULL, OPT_POLICIES},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"max-capacity", required_argument, NULL, OPT_MAXCAP},
+        {"tenants", required_argument, NULL, OPT_TENANTS},
+        {"stagger", required_argument, NULL, OPT_STAGGER},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct option longopts[64];
+    gm_run_opts_longopts(longopts, 64, extra);
+    gm_err err = {0};
+    int c, rc = GM_OK;
+    double v;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "-qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h':
+            usage(stdout);
+            gm_run_opts_free(&o);
+            return 0;
+        case 'q':
+            quiet = 1;
+            break;
+        case OPT_JSON:
+            json_path = optarg;
+            break;
+        case OPT_POLICIES:
+            if (strlen(list) + strlen(optarg) + 2 > sizeof list)
+                rc = gm_errf(&err, GM_EUSAGE, "--policies: list too long");
+            else
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                         list[0] ? "," : "", optarg);
+            break;
+        case OPT_THREADS:
+            if (!(rc = gm_parse_double(optarg, "--threads", 1, 4096, &v, &err)))
+                threads = (int)v;
+            break;
+        case OPT_MAXCAP:
+            rc = gm_parse_size(optarg, "--max-capacity", &max_cap, &err);
+            break;
+        case OPT_TENANTS:
+            if (!(rc = gm_parse_double(optarg, "--tenants", 1, 1024, &v, &err))) {
+                if (v != (double)(uint32_t)v)
+                    rc = gm_errf(&err, GM_EUSAGE, "--tenants takes a whole number, not '%s'",
+                                 optarg);
+                tenants = (uint32_t)v;
+            }
+            break;
+        case OPT_STAGGER:
+            rc = gm_parse_time(optarg, "--stagger", &stagger, &err);
+            break;
+        case '?':
+        case ':':
+            gm_run_opts_free(&o);
+            fprintf(stderr, "gmsim fit: unknown option or missing value near '%s'; see 'gmsim "
+                            "fit --help'\n",
+                    argv[optind - 1]);
+            return 2;
+        default:
+            rc = gm_run_opts_parse(&o, c, optarg, &err);
+        }
+        if (rc != GM_OK) {
+            gm_run_opts_free(&o);
+            return gm_cmd_fail("fit", rc, err.msg);
+        }
+    }
+    if (o.policy) {
+        gm_run_opts_free(&o);
+        fprintf(stderr, "gmsim fit: --policy picks one policy (gmsim run); use --policies LIST "
+                        "here\n");
+        return 2;
+    }
+    if (o.n_tenants == 0) {
+        gm_run_opts_free(&o);
+        fprintf(stderr, "gmsim fit: no trace given; e.g. gmsim fit traces/bert.h5 (see --help)\n");
+        return 2;
+    }
+    if (stagger && !tenants) {
+        gm_run_opts_free(&o);
+        fprintf(stderr, "gmsim fit: --stagger only applies with --tenants N\n");
+        return 2;
+    }
+    char **specs = NULL;
+    size_t n = 0;
+    if ((rc = gm_policy_list_split(list, &specs, &n, &err)) != GM_OK) {
+        gm_run_opts_free(&o);
+        return gm_cmd_fail("fit", rc, err.msg);
+    }
+    gm_sim_config cfg;
+    gm_run_opts_config(&o, &cfg);
+    gm_fit *f = NULL;
+    if (tenants)
+        rc = gm_fit_tenants(&cfg, specs, n, threads, tenants, stagger, &f, &err);
+    else
+        rc = gm_fit_capacity(&cfg, specs, n, threads, max_cap, &f, &err);
+    if (rc == GM_OK && !quiet) {
+        if (tenants) {
+            print_tenants(&cfg, f, f->capacity_bytes);
+        } else {
+            print_capacity(&cfg, f);
+        }
+    }
+    if (rc == GM_OK && json_path) {
+        json_t *j = gm_fit_json(&cfg, f);
+        rc = j ? gm_json_write(j, json_path, &err) : gm_errf(&err, GM_ENOMEM, "out of memory");
+        json_decref(j);
+    }
+    if (rc == GM_OK && isatty(2))
+        fprintf(stderr, "gmsim fit: %d thread%s, %.2f s\n", f->threads,
+                f->threads == 1 ? "" : "s", f->wall_s);
+    gm_fit_free(f);
+    free(specs);
+    gm_run_opts_free(&o);
+    return rc == GM_OK ? 0 : gm_cmd_fail("fit", rc, err.msg);
+}
