@@ -17,6 +17,7 @@ static const struct command commands[] = {
     {"gen", cmd_gen, "write a synthetic workload trace (bert)"},
     {"compare", cmd_compare, "rank release policies on the same trace(s), in parallel"},
     {"fit", cmd_fit, "smallest device (or most tenants) each policy runs without OOM"},
+    {"validate", cmd_validate, "compare a prediction with a gmreplay measurement on a GPU"},
     {"report", cmd_report, "write a self-contained HTML report from saved JSON results"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
