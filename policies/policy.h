@@ -67,8 +67,6 @@ typedef struct gm_policy_ops {
     void (*before_grow)(void *state, gm_alloc *a, const gm_pressure *p);
     /* The driver (or the memory limit) refused; see GM_POLICY_*. Required. */
     int (*on_alloc_fail)(void *state, gm_alloc *a, const gm_pressure *p);
-    /* The allocator just got memory from the driver (proactive thresholds). */
-    void (*after_grow)(void *state, gm_alloc *a, uint64_t now_ns);
     /* Proactive timer: period in ns (0 = none), and what to do on each tick. */
     uint64_t (*timer_period_ns)(void *state);
     void (*on_timer)(void *state, gm_alloc *a, uint64_t now_ns);

@@ -170,6 +170,5 @@ const gm_policy_ops gm_policy_pytorch = {
     .destroy = destroy,
     .before_grow = before_grow,
     .on_alloc_fail = on_alloc_fail,
-    .after_grow = NULL,
     .report = NULL,
 };

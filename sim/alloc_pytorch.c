@@ -516,7 +516,6 @@ static int pt_malloc(gm_alloc *a, uint64_t req, uint64_t stream, uint8_t cat, ui
                 b = grow(a, s, p, size, pr.alloc_size, stream, now);
             }
         }
-        if (po->after_grow) po->after_grow(a->policy->state, a, now);
     }
     /* alloc_found_block */
     if (should_split(s, b, size)) {

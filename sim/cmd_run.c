@@ -59,7 +59,7 @@ static void print_series(const char *title, const gm_metrics *m)
 
 static void print_ooms(const gm_metrics *m)
 {
-    char b1[32], b2[32], b3[32], b4[32], b5[32];
+    char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
     size_t show = m->n_oom_kept < 5 ? m->n_oom_kept : 5;
     for (size_t i = 0; i < show; i++) {
         const gm_oom *o = &m->ooms[i];
@@ -69,7 +69,7 @@ static void print_ooms(const gm_metrics *m)
                gm_fmt_ns(o->t_ns, b5, sizeof b5), gm_fmt_bytes(o->size, b1, sizeof b1),
                gm_fmt_bytes(o->reserved, b2, sizeof b2), gm_fmt_bytes(o->allocated, b3, sizeof b3),
                gm_fmt_bytes(o->largest_free, b4, sizeof b4),
-               gm_fmt_bytes(o->device_used, b1, sizeof b1));
+               gm_fmt_bytes(o->device_used, b6, sizeof b6));
     }
     if (m->n_oom > show)
         printf("    ... %llu more (all in --json)\n", (unsigned long long)(m->n_oom - show));

@@ -38,6 +38,7 @@ typedef struct tenant {
     gm_hash hash;
     int hashing;   /* still hashing pass 0 */
     int restoring; /* rebuilding /initial_state */
+    int started;   /* first event reached: initial state rebuilt */
     int done;
 } tenant;
 
@@ -62,6 +63,10 @@ typedef struct hook_ctx {
 
 static int refill(sim *s, tenant *t, gm_err *err);
 static int retire(sim *s, tenant *t, uint64_t now, int status, gm_err *err);
+static void tenant_step_metrics(tenant *t, uint64_t now);
+static void update_device(sim *s, uint64_t t_ns, const gm_alloc_counters *before,
+                          const gm_alloc_counters *after);
+static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort, gm_err *err);
 
 /* ---------------- event source: a trace file or memory ---------------- */
 
@@ -182,7 +187,7 @@ static void hook_trampoline(void *ctx, const gm_seg_event *ev)
 }
 
 /* Rebuild /initial_state in the allocator and the live map. */
-static int tenant_restore(sim *s, tenant *t, gm_err *err)
+static int tenant_restore(tenant *t, gm_err *err)
 {
     gm_init_row *rows = NULL;
     size_t n = 0;
@@ -198,15 +203,18 @@ static int tenant_restore(sim *s, tenant *t, gm_err *err)
         free(rows);
         return gm_errf(err, GM_ENOMEM, "out of memory");
     }
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].kind == GM_INIT_SEGMENT)
+            t->res->init_reserved_bytes += rows[i].size;
+        else
+            t->res->init_live_bytes += rows[i].size;
+    }
     t->restoring = 1;
     rc = t->a->ops->restore(t->a, rows, n, handles, err);
     t->restoring = 0;
     for (size_t i = 0; rc == GM_OK && i < n; i++) {
-        if (rows[i].kind == GM_INIT_SEGMENT) {
-            t->res->init_reserved_bytes += rows[i].size;
+        if (rows[i].kind == GM_INIT_SEGMENT)
             continue;
-        }
-        t->res->init_live_bytes += rows[i].size;
         uint64_t key = gm_addrmap_key(rows[i].addr);
         if (gm_addrmap_get(&t->live, key))
             rc = gm_errf(err, GM_EINVAL,
@@ -223,8 +231,30 @@ static int tenant_restore(sim *s, tenant *t, gm_err *err)
     }
     free(handles);
     free(rows);
-    (void)s;
     return rc;
+}
+
+/* A tenant starts at its first event: its initial state appears on the
+ * device then, not at time 0. An initial state that does not fit is the
+ * tenant's OOM at event 0 (size = the pre-existing segment bytes). */
+static int tenant_start(sim *s, tenant *t, gm_err *err)
+{
+    t->started = 1;
+    gm_alloc_counters before = t->a->c;
+    uint64_t t0 = t->next_t;
+    int rc = tenant_restore(t, err);
+    if (rc != GM_OK && rc != GM_EOOM)
+        return rc;
+    tenant_step_metrics(t, t0);
+    update_device(s, t0, &before, &t->a->c);
+    if (rc == GM_EOOM) {
+        gm_event e = {.t_ns = t0, .size = t->res->init_reserved_bytes, .op = GM_OP_ALLOC};
+        int abort = 0;
+        if ((rc = on_oom(s, t, &e, t0, &abort, err)))
+            return rc;
+        return retire(s, t, t0, GM_TENANT_ABORTED, err);
+    }
+    return GM_OK;
 }
 
 /* Free the allocations listed in `which` (the live map itself, or the
@@ -331,9 +361,11 @@ static int end_pass(sim *s, tenant *t, gm_err *err)
         return retire(s, t, t->t_last, GM_TENANT_COMPLETED, err);
     /* memory this pass allocated and never freed is given back, so each pass
      * starts from the same state (see docs: --repeat) */
-    uint64_t before = t->a->c.requested_bytes;
+    gm_alloc_counters before = t->a->c;
     free_live(t, &t->pass_new, t->t_last);
-    t->res->repeat_leftover_bytes += before - t->a->c.requested_bytes;
+    t->res->repeat_leftover_bytes += before.requested_bytes - t->a->c.requested_bytes;
+    tenant_step_metrics(t, t->t_last);
+    update_device(s, t->t_last, &before, &t->a->c);
     gm_addrmap_clear(&t->pass_new);
     int rc = src_rewind(t);
     if (rc)
@@ -567,6 +599,9 @@ static void fire_other_timers(sim *s, const tenant *t, uint64_t now)
 /* Process the tenant's next event. */
 static int step(sim *s, tenant *t, gm_err *err)
 {
+    int rc;
+    if (!t->started && ((rc = tenant_start(s, t, err)) || t->done))
+        return rc;
     const gm_event *e = &t->buf[t->pos];
     uint64_t now = t->next_t;
     gm_alloc_counters before = t->a->c;
@@ -574,7 +609,8 @@ static int step(sim *s, tenant *t, gm_err *err)
         fire_timers(t, now);
     if (s->n > 1)
         fire_other_timers(s, t, now);
-    int rc = GM_OK, abort = 0;
+    int abort = 0;
+    rc = GM_OK;
     switch (e->op) {
     case GM_OP_ALLOC:
         rc = do_alloc(s, t, e, now, &abort, err);
@@ -672,14 +708,8 @@ static int setup(sim *s, gm_err *err)
         t->t_first = t->nbuf ? t->buf[0].t_ns : 0;
         t->shift = t->spec->offset_ns;
         set_next(t);
-        gm_alloc_counters before = t->a->c;
-        if ((rc = tenant_restore(s, t, err)))
-            return rc;
-        uint64_t t0 = t->nbuf ? t->next_t : t->spec->offset_ns;
-        t->t_last = t0;
-        t->next_timer = t0 + t->timer_period;
-        tenant_step_metrics(t, t0);
-        update_device(s, t0, &before, &t->a->c);
+        t->t_last = t->next_t;
+        t->next_timer = t->next_t + t->timer_period;
     }
     return GM_OK;
 }
