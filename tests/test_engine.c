@@ -159,6 +159,32 @@ static void test_repeat(void)
     gm_sim_result_free(r);
 }
 
+/* A tenant starts at its first event: before it, the device series holds
+ * only the others; and memory freed at --repeat pass ends leaves the device
+ * totals (allocated never exceeds reserved). */
+static void test_late_start_and_repeat_totals(void)
+{
+    gm_event a[] = {ev_alloc(0, 1, 12 * MiB), ev_alloc(5, 2, 1000), ev_free(900000, 1)};
+    gm_event b[] = {ev_alloc(0, 1, 30 * MiB), ev_free(10, 1)};
+    gm_tenant_spec t[2] = {
+        {.path = "a", .events = a, .n_events = 3, .repeat = 3},
+        {.path = "b", .events = b, .n_events = 2, .repeat = 2, .offset_ns = 500000},
+    };
+    gm_sim_config c;
+    config(&c, t, 2, 80 * GiB);
+    gm_sim_result *r;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    const gm_timeline *tl = &r->device.tl;
+    CU_ASSERT_EQUAL(tl->t0, 0);
+    CU_ASSERT_EQUAL(tl->p[0].r_max, 12 * MiB + 2 * MiB); /* tenant a only */
+    CU_ASSERT(r->device.peak_a <= r->device.peak_r);
+    CU_ASSERT(r->device.a <= r->device.r);
+    CU_ASSERT_EQUAL(r->device.q, 0); /* everything returned at the end */
+    CU_ASSERT_EQUAL(r->device.peak_r, 12 * MiB + 2 * MiB + 30 * MiB);
+    gm_sim_result_free(r);
+}
+
 /* A quota caps the tenant's reserved bytes like a memory fraction. */
 static void test_quota(void)
 {
@@ -343,6 +369,7 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_interleaving);
     GM_ADD_TEST(s, test_oom_abort_and_skip);
     GM_ADD_TEST(s, test_repeat);
+    GM_ADD_TEST(s, test_late_start_and_repeat_totals);
     GM_ADD_TEST(s, test_quota);
     GM_ADD_TEST(s, test_semantic_errors);
     GM_ADD_TEST(s, test_initial_state_file);
