@@ -15,6 +15,8 @@ static const struct command commands[] = {
     {"run", cmd_run, "simulate trace(s) under one allocator and release policy"},
     {"info", cmd_info, "summarize a trace: events, span, peak live, sizes, categories"},
     {"gen", cmd_gen, "write a synthetic workload trace (bert)"},
+    {"import", cmd_import, "PyTorch memory snapshot or RMM log -> trace (with initial state)"},
+    {"fidelity", cmd_fidelity, "replay a snapshot in the pytorch model, compare driver calls"},
     {"compare", cmd_compare, "rank release policies on the same trace(s), in parallel"},
     {"fit", cmd_fit, "smallest device (or most tenants) each policy runs without OOM"},
     {"validate", cmd_validate, "compare a prediction with a gmreplay measurement on a GPU"},

@@ -1,0 +1,226 @@
+/*
+ * cmd_fidelity.c - `gmsim fidelity SNAPSHOT`: import a PyTorch memory
+ * snapshot (to a temporary trace), replay its tensor events through the
+ * pytorch allocator model from the rebuilt initial state with the recorded
+ * allocator settings, and compare the model's driver calls with PyTorch's
+ * recorded segment_alloc / segment_free (sim/fidelity.h). Exit 0 when they
+ * are the same sequence on every device, 1 when not, so it can gate tests.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "reports/results.h"
+#include "sim/commands.h"
+#include "sim/fidelity.h"
+#include "traces/import_torch.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: gmsim fidelity [options] INPUT\n"
+               "\n"
+               "How faithfully gmsim's pytorch allocator model reproduces a real run. INPUT is a\n"
+               "PyTorch memory snapshot (imported as 'gmsim import' would) or a trace with\n"
+               "recorded segment events. Its alloc/free events are replayed through the model\n"
+               "from the rebuilt initial state, with the recorded allocator settings, and the\n"
+               "model's cudaMalloc/cudaFree calls are compared with PyTorch's recorded\n"
+               "segment_alloc/segment_free: matched, missing (PyTorch only), extra (model only),\n"
+               "the first divergence, and the largest error in reserved bytes over time.\n"
+               "Exit status: 0 when the sequences are identical, 1 when not (or on error).\n"
+               "\n"
+               "options:\n"
+               "      --device N         check only CUDA device N of a snapshot (default: all)\n"
+               "      --capacity SIZE    device memory (default: the trace's, else 1TiB: a\n"
+               "                         snapshot does not record it)\n"
+               "      --alloc-conf STR   PYTORCH_CUDA_ALLOC_CONF for the model (default: the\n"
+               "                         snapshot's allocator_settings)\n"
+               "      --fresh-addresses  let the simulated GPU choose segment addresses instead\n"
+               "                         of handing the model the recorded ones\n"
+               "      --json FILE        write the counts, divergence and every call as JSON\n"
+               "  -q, --quiet            print only errors\n"
+               "  -h, --help             this text\n"
+               "\n"
+               "example: gmsim fidelity tests/data/small-with-segments.pickle\n");
+}
+
+static int usage_error(const char *msg, const char *arg)
+{
+    fprintf(stderr, "gmsim fidelity: %s%s%s\n(run 'gmsim fidelity --help' for the options)\n", msg,
+            arg ? ": " : "", arg ? arg : "");
+    return 2;
+}
+
+static int is_hdf5(const char *path)
+{
+    unsigned char sig[8] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    size_t n = fread(sig, 1, sizeof sig, f);
+    fclose(f);
+    return n == 8 && !memcmp(sig, "\x89HDF\r\n\x1a\n", 8);
+}
+
+static void call_text(const gm_fidelity *f, const gm_fid_call *c, size_t n, char *buf, size_t len)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < n && k < len; i++) {
+        if (c[i].event_index != f->div_event) continue;
+        char b[32];
+        k += (size_t)snprintf(buf + k, len - k, "%s%s %s", k ? ", " : "",
+                              c[i].op == GM_OP_SEGMENT_ALLOC ? "cudaMalloc" : "cudaFree",
+                              gm_fmt_bytes(c[i].size, b, sizeof b));
+    }
+    if (!k) snprintf(buf, len, "nothing");
+}
+
+static void print_result(const char *name, int device, const gm_fidelity *f)
+{
+    char b1[32], b2[32], ours[256], theirs[256];
+    printf("%s, device %d: %llu events replayed, alloc conf '%s', capacity %s%s\n", name, device,
+           (unsigned long long)f->n_events, f->alloc_conf,
+           gm_fmt_bytes(f->capacity_bytes, b1, sizeof b1),
+           f->fresh_addresses ? ", fresh addresses" : "");
+    printf("  initial state:   %llu segments (%s) rebuilt\n", (unsigned long long)f->init_segments,
+           gm_fmt_bytes(f->init_reserved, b2, sizeof b2));
+    if (!f->n_events) {
+        printf("  no trace to replay (initial state only): nothing to compare\n");
+        return;
+    }
+    printf("  segment calls:   PyTorch %zu, model %zu: %llu matched, %llu missing, %llu extra\n",
+           f->n_rec, f->n_ours, (unsigned long long)f->matched, (unsigned long long)f->missing,
+           (unsigned long long)f->extra);
+    printf("  reserved bytes:  max abs error %s", gm_fmt_bytes(f->max_reserved_err, b1, sizeof b1));
+    if (f->max_reserved_err) printf(" (at event %llu)", (unsigned long long)f->max_err_event);
+    printf("\n");
+    if (f->model_ooms)
+        printf("  model OOMs:      %llu (skipped; give a larger --capacity)\n",
+               (unsigned long long)f->model_ooms);
+    if (f->diverged) {
+        call_text(f, f->ours, f->n_ours, ours, sizeof ours);
+        call_text(f, f->rec, f->n_rec, theirs, sizeof theirs);
+        if (f->div_event < f->n_events)
+            printf("  first divergence at event %llu (%s of %s): model did %s; PyTorch did %s\n",
+                   (unsigned long long)f->div_event, gm_op_name(f->div_op),
+                   gm_fmt_bytes(f->div_size, b1, sizeof b1), ours, theirs);
+        else
+            printf("  first divergence after the last event: model did %s; PyTorch did %s\n", ours,
+                   theirs);
+    }
+    printf("  result:          %s\n", gm_fidelity_exact(f) ? "EXACT MATCH" : "MISMATCH");
+}
+
+typedef struct run {
+    const char *input;
+    gm_fidelity_opts o;
+    int quiet;
+    json_t *devices;
+    int all_exact;
+} run;
+
+static int check_trace(run *r, const char *path, int device, gm_err *err)
+{
+    gm_fidelity f;
+    if (gm_fidelity_check(path, &r->o, &f, err)) return err->code;
+    if (!r->quiet) print_result(r->input, device, &f);
+    r->all_exact &= gm_fidelity_exact(&f);
+    json_t *j = gm_fidelity_json(&f);
+    if (j) {
+        json_object_set_new(j, "device", json_integer(device));
+        json_array_append_new(r->devices, j);
+    }
+    gm_fidelity_free(&f);
+    return GM_OK;
+}
+
+/* Import each device of the snapshot into a temporary trace and check it. */
+static int check_snapshot(run *r, int device, gm_err *err)
+{
+    gm_torch_import *imp;
+    gm_torch_opts to = {.name = r->input, .command = "gmsim fidelity", .device = device};
+    if (gm_torch_import_file(r->input, &to, &imp, err)) return err->code;
+    const char *tmp = getenv("TMPDIR");
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof dir, "%s/gmsim-fidelity-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int made = mkdtemp(dir) != NULL;
+    int rc = made ? GM_OK
+                  : gm_errf(err, GM_EIO, "cannot create a temporary directory under %s; set TMPDIR",
+                            tmp && *tmp ? tmp : "/tmp");
+    for (size_t i = 0; rc == GM_OK && i < imp->n; i++) {
+        snprintf(path, sizeof path, "%s/dev%d.h5", dir, imp->dev[i].device);
+        rc = gm_import_trace_write(&imp->dev[i], path, NULL, err);
+        if (rc == GM_OK) rc = check_trace(r, path, imp->dev[i].device, err);
+        unlink(path);
+    }
+    if (made) rmdir(dir);
+    gm_torch_import_free(imp);
+    return rc;
+}
+
+int cmd_fidelity(int argc, char **argv)
+{
+    enum { O_DEVICE = 1000, O_CAPACITY, O_CONF, O_FRESH, O_JSON };
+    static const struct option longopts[] = {{"device", required_argument, NULL, O_DEVICE},
+                                             {"capacity", required_argument, NULL, O_CAPACITY},
+                                             {"alloc-conf", required_argument, NULL, O_CONF},
+                                             {"fresh-addresses", no_argument, NULL, O_FRESH},
+                                             {"json", required_argument, NULL, O_JSON},
+                                             {"quiet", no_argument, NULL, 'q'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    run r = {.all_exact = 1};
+    const char *json_path = NULL;
+    int device = -1, c;
+    gm_err err;
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case O_DEVICE:
+            device = (int)strtol(optarg, &end, 10);
+            if (!*optarg || *end || device < 0 || device > 63)
+                return usage_error("--device takes a CUDA device index 0..63, got", optarg);
+            break;
+        case O_CAPACITY:
+            if (gm_parse_size(optarg, "--capacity", &r.o.capacity_bytes, &err) ||
+                !r.o.capacity_bytes)
+                return usage_error("--capacity needs a size such as 80GiB, got", optarg);
+            break;
+        case O_CONF:
+            r.o.alloc_conf = optarg;
+            break;
+        case O_FRESH:
+            r.o.fresh_addresses = 1;
+            break;
+        case O_JSON:
+            json_path = optarg;
+            break;
+        case 'q':
+            r.quiet = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            return usage_error("unknown option or missing value", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return usage_error(optind >= argc ? "no input given" : "give exactly one input", NULL);
+    r.input = argv[optind];
+    r.devices = json_array();
+    int rc = is_hdf5(r.input) ? check_trace(&r, r.input, device < 0 ? 0 : device, &err)
+                              : check_snapshot(&r, device, &err);
+    if (rc == GM_OK && json_path) {
+        json_t *root = json_pack("{s:s, s:s, s:b, s:O}", "gmsim_version", GM_VERSION, "input",
+                                 r.input, "exact", r.all_exact, "devices", r.devices);
+        rc = gm_json_write(root, json_path, &err);
+        json_decref(root);
+    }
+    json_decref(r.devices);
+    if (rc != GM_OK) return gm_cmd_fail("fidelity", rc, err.msg);
+    return r.all_exact ? 0 : 1;
+}

@@ -1,0 +1,83 @@
+/*
+ * fidelity.h - how faithfully the `pytorch` allocator model reproduces a real
+ * PyTorch run: replay a trace's tensor events (alloc/free) through the model,
+ * from its /initial_state, and compare the model's driver calls with the
+ * recorded allocator's own segment_alloc / segment_free rows.
+ *
+ * Alignment: every call is attributed to the trace event that caused it. A
+ * model call is reported by the engine's seg_hook with the index of the event
+ * being replayed; a recorded segment row is attributed to the next alloc or
+ * free event after it (PyTorch records segment_alloc just before the alloc
+ * that needed it, SNAPSHOTS.md rule 6). Calls of the same event are matched
+ * in order by (op, size); the rest are missing (PyTorch made them, the model
+ * did not) or extra (the model made them, PyTorch did not). Reserved bytes
+ * over time follow each side's calls from the same initial reserve.
+ *
+ * Addresses: PyTorch's best fit breaks size ties by address, so the check
+ * runs on a simulated GPU that hands the model the recorded addresses: the
+ * initial segments' (in address order, as the model restores them) and then,
+ * for each new cudaMalloc, the next recorded segment_alloc's address when
+ * the size agrees (a fresh one otherwise). `fresh_addresses` turns this off.
+ */
+#ifndef GM_FIDELITY_H
+#define GM_FIDELITY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "util.h"
+
+/* Default device size: snapshots do not record it; big enough never to OOM. */
+#define GM_FIDELITY_CAPACITY (1024ull * GM_GiB)
+
+typedef struct gm_fid_call {
+    uint64_t event_index; /* the trace event it is attributed to */
+    uint64_t size;
+    uint64_t addr;   /* recorded address, or the model's */
+    uint8_t op;      /* GM_OP_SEGMENT_ALLOC / GM_OP_SEGMENT_FREE */
+    uint8_t matched; /* paired with a call of the other side */
+} gm_fid_call;
+
+typedef struct gm_fidelity_opts {
+    uint64_t capacity_bytes; /* 0: the trace's device_total_bytes, else GM_FIDELITY_CAPACITY */
+    const char *alloc_conf;  /* NULL: the trace's recorded settings */
+    int fresh_addresses;     /* 1: do not hand the model the recorded addresses */
+} gm_fidelity_opts;
+
+typedef struct gm_fidelity {
+    uint64_t n_events;
+    uint64_t capacity_bytes;
+    char alloc_conf[256];
+    int fresh_addresses;
+    uint64_t init_segments, init_reserved; /* /initial_state segments            */
+    uint64_t model_init_calls;             /* driver calls the model's restore made */
+    gm_fid_call *rec, *ours;               /* recorded and model calls, in order */
+    size_t n_rec, n_ours;
+    uint64_t matched, missing, extra;
+    int diverged;       /* 1: some event has an unmatched call     */
+    uint64_t div_event; /* the first such event                    */
+    uint8_t div_op;     /* its op and size (for the message)       */
+    uint64_t div_size;
+    uint64_t max_reserved_err; /* max |recorded reserved - model reserved| */
+    uint64_t max_err_event;    /* where (UINT64_MAX: before event 0)       */
+    uint64_t model_ooms;       /* allocations the model could not satisfy  */
+} gm_fidelity;
+
+/* Replay the trace at path and compare. out is filled (gm_fidelity_free it)
+ * on GM_OK; on error err says why. */
+int gm_fidelity_check(const char *path, const gm_fidelity_opts *opts, gm_fidelity *out,
+                      gm_err *err);
+void gm_fidelity_free(gm_fidelity *f);
+
+/* 1 when the model made exactly PyTorch's calls. */
+static inline int gm_fidelity_exact(const gm_fidelity *f)
+{
+    return f->missing == 0 && f->extra == 0;
+}
+
+/* Everything above as JSON (counts, first divergence, reserved error, calls). */
+json_t *gm_fidelity_json(const gm_fidelity *f);
+
+#endif

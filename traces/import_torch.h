@@ -1,0 +1,113 @@
+/*
+ * import_torch.h - PyTorch memory snapshots (torch.cuda.memory._dump_snapshot)
+ * to gmsim traces, with no Python: the pickle is read by the safe unpickler
+ * (unpickle.h), which refuses anything but plain data.
+ *
+ * What the snapshot files contain is traces/SNAPSHOTS.md; what the importer
+ * makes of them (event mapping, time, initial-state reconstruction,
+ * categories, allocator settings, what is refused) is traces/IMPORT.md.
+ *
+ * The importer works in memory: a snapshot is at most a few million entries,
+ * and the reconstruction of the memory that existed before the first entry
+ * walks the trace backwards from the dump-time state, so the whole trace is
+ * needed anyway. The result is one gm_import_trace per CUDA device, ready for
+ * gm_import_trace_write(). import_rmm.h produces the same struct.
+ */
+#ifndef GM_IMPORT_TORCH_H
+#define GM_IMPORT_TORCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace.h"
+#include "unpickle.h"
+
+/* Snapshot trace actions (SNAPSHOTS.md §6), in this order in the counts below. */
+enum gm_torch_action {
+    GM_TA_ALLOC = 0,
+    GM_TA_FREE_REQUESTED,
+    GM_TA_FREE_COMPLETED,
+    GM_TA_SEGMENT_ALLOC,
+    GM_TA_SEGMENT_FREE,
+    GM_TA_SEGMENT_MAP,
+    GM_TA_SEGMENT_UNMAP,
+    GM_TA_SNAPSHOT,
+    GM_TA_OOM,
+    GM_TA_OTHER, /* an action this gmsim does not know: skipped and counted */
+    GM_TA_COUNT
+};
+
+/* Name of a gm_torch_action ("alloc", ..., "other"). */
+const char *gm_torch_action_name(int action);
+
+/* One imported trace: one process on one device, as gm_trace_create wants it. */
+typedef struct gm_import_trace {
+    int device;         /* CUDA device index (RMM: 0)                         */
+    gm_trace_meta meta; /* owned strings                                      */
+    gm_event *events;   /* n_events rows of /events, in order                 */
+    size_t n_events;
+    gm_init_row *init; /* /initial_state: segments first, then blocks         */
+    size_t n_init;
+    gm_marker *markers; /* /markers                                           */
+    size_t n_markers;
+
+    /* What the import found, for messages, `gmsim fidelity` and tests. */
+    uint64_t n_entries;             /* source records (trace entries, CSV rows) */
+    uint64_t n_action[GM_TA_COUNT]; /* per action (torch); RMM uses alloc, free_completed, oom */
+    uint64_t dump_segments;         /* segments at dump time (torch)     */
+    uint64_t dump_reserved_bytes;   /* their bytes                        */
+    uint64_t init_segments;         /* /initial_state segment rows        */
+    uint64_t init_segment_bytes;
+    uint64_t init_blocks;              /* /initial_state block rows          */
+    uint64_t init_block_bytes;         /* their requested bytes ("pre-existing bytes") */
+    uint64_t init_guessed_sizes;       /* blocks whose block size was inferred (IMPORT.md) */
+    uint64_t live_at_end;              /* blocks live after the last event   */
+    uint64_t cat_allocs[GM_CAT_COUNT]; /* trace allocations per category     */
+    uint64_t cat_init[GM_CAT_COUNT];   /* initial-state blocks per category  */
+    uint64_t time_repairs;             /* timestamps that went backwards (clamped) */
+    uint64_t skipped;                  /* records skipped (unknown actions, 0-byte allocations) */
+    int order_only_time;               /* 1: no timestamps, t_ns = index * 1000 */
+    char summary[512];                 /* one line: what is in it (printed by gmsim import) */
+} gm_import_trace;
+
+void gm_import_trace_free(gm_import_trace *t); /* frees contents, not t itself */
+
+/* Write t as a trace file at path (opts may be NULL: uncompressed). */
+int gm_import_trace_write(const gm_import_trace *t, const char *path,
+                          const gm_trace_write_opts *opts, gm_err *err);
+
+/* Options of the snapshot importer. */
+typedef struct gm_torch_opts {
+    const char *name;    /* input name for messages and `workload` ("snapshot") */
+    const char *command; /* recorded in meta.command ("" when NULL)             */
+    int device;          /* import only this device; -1 = every device with data */
+} gm_torch_opts;
+
+/* A whole snapshot: one trace per device that has segments or trace entries. */
+typedef struct gm_torch_import {
+    const char *layout; /* "current", "older (no time_us)", "PyTorch 2.0", "legacy list" */
+    size_t n;
+    gm_import_trace *dev; /* n traces, by ascending device index */
+} gm_torch_import;
+
+/* Import a parsed snapshot. On error *out is NULL and err names the input,
+ * the entry or segment, and what is wrong. */
+int gm_torch_import_value(const pkl_value *root, const gm_torch_opts *opts, gm_torch_import **out,
+                          gm_err *err);
+
+/* Read, parse (safely) and import the snapshot at path. */
+int gm_torch_import_file(const char *path, const gm_torch_opts *opts, gm_torch_import **out,
+                         gm_err *err);
+
+void gm_torch_import_free(gm_torch_import *imp);
+
+/*
+ * Translate a snapshot's `allocator_settings` dict into PYTORCH_CUDA_ALLOC_CONF
+ * form (what sim/alloc_conf.c parses): settings at their defaults are left
+ * out, so PyTorch's defaults give "". Fields with no effect on the device
+ * allocator, or unknown to gmsim, are listed in `dropped` (", "-separated).
+ */
+int gm_torch_settings_conf(const pkl_value *settings, char *conf, size_t conf_len, char *dropped,
+                           size_t dropped_len, gm_err *err);
+
+#endif
