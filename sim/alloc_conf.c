@@ -8,6 +8,8 @@
 #include <strings.h>
 
 #define LARGE_BUFFER_MB 20 /* kLargeBuffer = 20 MiB */
+/* enough for a full 16-interval roundup_power2_divisions list (4 tokens each) */
+#define GM_CONF_MAX_TOKENS 256
 
 void gm_pt_conf_default(gm_pt_conf *c)
 {
@@ -28,7 +30,7 @@ static int log2u(uint64_t v)
 
 /* Tokenizer: PyTorch's lexArgs splits on ',', ':', '[', ']' and skips spaces. */
 typedef struct lex {
-    char tok[64][64];
+    char tok[GM_CONF_MAX_TOKENS][64];
     int n;
 } lex;
 
@@ -47,13 +49,15 @@ static int tokenize(const char *s, lex *lx, gm_err *err)
             continue;
         }
         if (len) {
-            if (lx->n >= 64) return gm_errf(err, GM_EINVAL, "alloc conf '%s': too many options", s);
+            if (lx->n >= GM_CONF_MAX_TOKENS)
+                return gm_errf(err, GM_EINVAL, "alloc conf '%s': too many options", s);
             cur[len] = 0;
             memcpy(lx->tok[lx->n++], cur, len + 1);
             len = 0;
         }
         if (ch == ',' || ch == ':' || ch == '[' || ch == ']') {
-            if (lx->n >= 64) return gm_errf(err, GM_EINVAL, "alloc conf '%s': too many options", s);
+            if (lx->n >= GM_CONF_MAX_TOKENS)
+                return gm_errf(err, GM_EINVAL, "alloc conf '%s': too many options", s);
             lx->tok[lx->n][0] = ch;
             lx->tok[lx->n++][1] = 0;
         }

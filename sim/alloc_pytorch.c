@@ -680,9 +680,14 @@ static int pt_restore(gm_alloc *a, const gm_init_row *rows, size_t n, uint64_t *
     qsort(ord, n, sizeof *ord, cmp_rows);
     pt_block *cur = NULL; /* the free tail of the current segment */
     const gm_init_row *segrow = NULL;
+    size_t nloose = 0; /* live blocks that no recorded segment holds */
     int rc = GM_OK;
     for (size_t i = 0; i < n && rc == GM_OK; i++) {
         const gm_init_row *r = ord[i];
+        if (r->kind == GM_INIT_BLOCK && (!segrow || r->addr >= segrow->addr + segrow->size)) {
+            ord[nloose++] = r; /* (ord[0..i) is consumed: reuse it) */
+            continue;
+        }
         if (r->kind == GM_INIT_SEGMENT) {
             int small = r->size <= kSmallBuffer;
             cur = alloc_segment(a, s, r->size, r->stream, small, 0);
@@ -698,11 +703,11 @@ static int pt_restore(gm_alloc *a, const gm_init_row *rows, size_t n, uint64_t *
             continue;
         }
         uint64_t bsize = r->block_size ? r->block_size : round_size(&s->conf, r->size);
-        if (!segrow || !cur || r->addr < segrow->addr + (cur->ptr - cur->seg->base) ||
+        if (!cur || r->addr < segrow->addr + (cur->ptr - cur->seg->base) ||
             r->addr + bsize > segrow->addr + segrow->size) {
             rc = gm_errf(err, GM_EINVAL,
-                         "initial state: live block at 0x%llx (%llu bytes) lies outside any "
-                         "recorded segment or overlaps another block; re-import the trace",
+                         "initial state: live block at 0x%llx (%llu bytes) overlaps another "
+                         "block or the end of its segment; re-import the trace",
                          (unsigned long long)r->addr, (unsigned long long)bsize);
             break;
         }
@@ -730,6 +735,17 @@ static int pt_restore(gm_alloc *a, const gm_init_row *rows, size_t n, uint64_t *
         handles[r - rows] = (uint64_t)(uintptr_t)b;
         cur = rest;
         if (rest) pool_insert(p, rest);
+    }
+    /* Blocks with no recorded segment (e.g. from an RMM log, which records
+     * no segments) are allocated through the model, in address order, as if
+     * the process had allocated them before the trace began. */
+    for (size_t i = 0; i < nloose && rc == GM_OK; i++) {
+        const gm_init_row *r = ord[i];
+        if (pt_malloc(a, r->size, r->stream, r->category, 0, &handles[r - rows]) != GM_OK)
+            rc = gm_errf(err, GM_EOOM,
+                         "initial state: live block of %llu bytes does not fit on the device; "
+                         "give a larger --capacity",
+                         (unsigned long long)r->size);
     }
     free(ord);
     return rc;

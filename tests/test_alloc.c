@@ -122,6 +122,17 @@ static void test_conf_errors(void)
     gm_pt_conf_format(&c, buf, sizeof buf);
     CU_ASSERT_STRING_EQUAL(buf, "max_split_size_mb:128,garbage_collection_threshold:0.6,"
                                 "expandable_segments:True");
+    /* the canonical form of a full divisions list parses back to the same */
+    gm_pt_conf c2;
+    CU_ASSERT_EQUAL_FATAL(gm_pt_conf_parse("roundup_power2_divisions:[1:2,64:4,>:8]", &c, &err),
+                          GM_OK);
+    gm_pt_conf_format(&c, buf, sizeof buf);
+    CU_ASSERT_EQUAL(gm_pt_conf_parse(buf, &c2, &err), GM_OK);
+    CU_ASSERT_EQUAL(memcmp(c.roundup_divisions, c2.roundup_divisions, sizeof c.roundup_divisions),
+                    0);
+    CU_ASSERT_EQUAL(c2.roundup_divisions[0], 2);
+    CU_ASSERT_EQUAL(c2.roundup_divisions[5], 0); /* gaps between entries stay unset */
+    CU_ASSERT_EQUAL(c2.roundup_divisions[6], 8); /* '>' fills from 64 MiB inclusive */
 }
 
 /* A 5 MiB request gets a 20 MiB segment (kLargeBuffer, as < 10 MiB) and the
@@ -467,10 +478,23 @@ static void test_restore(void)
     f.a->ops->free(f.a, handles[1], 1);
     f.a->ops->free(f.a, handles[2], 1);
     CU_ASSERT_EQUAL(f.a->c.requested_bytes, 4 * MiB);
-    /* a block outside its segment is an error naming the problem */
-    gm_init_row bad[] = {{.addr = 0x9000000, .size = 5, .kind = GM_INIT_BLOCK}};
-    CU_ASSERT_EQUAL(f.a->ops->restore(f.a, bad, 1, handles, &err), GM_EINVAL);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "outside"));
+    /* a block that overlaps the end of its segment is an error naming it */
+    gm_init_row bad[] = {{.addr = 0x9000000, .size = 2 * MiB, .kind = GM_INIT_SEGMENT},
+                         {.addr = 0x9000000 + MiB, .size = 2 * MiB, .kind = GM_INIT_BLOCK}};
+    CU_ASSERT_EQUAL(f.a->ops->restore(f.a, bad, 2, handles, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "overlaps"));
+    fx_close(&f);
+
+    /* live blocks no recorded segment holds (an RMM log records none) are
+     * allocated through the model: 1000 B -> a 2 MiB small segment */
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 80 * GiB, "pytorch", "", 0), 0);
+    gm_init_row loose[] = {{.addr = 0x5000, .size = 1000, .kind = GM_INIT_BLOCK},
+                           {.addr = 0x9000, .size = 3000, .kind = GM_INIT_BLOCK}};
+    CU_ASSERT_EQUAL_FATAL(f.a->ops->restore(f.a, loose, 2, handles, &err), GM_OK);
+    CU_ASSERT(handles[0] != 0 && handles[1] != 0);
+    CU_ASSERT_EQUAL(f.a->c.reserved_bytes, 2 * MiB);
+    CU_ASSERT_EQUAL(f.a->c.requested_bytes, 4000);
+    CU_ASSERT_EQUAL(f.a->c.allocated_bytes, 1024 + 3072);
     fx_close(&f);
 }
 
