@@ -40,9 +40,9 @@
 #include "pressure.h"
 #include "traces/trace.h"
 
-#define SMALL_SIZE (1ull * GM_MiB)   /* kSmallSize     */
-#define LARGE_BUFFER (20ull * GM_MiB)/* kLargeBuffer   */
-#define MIN_LARGE (10ull * GM_MiB)   /* kMinLargeAlloc */
+/* a large segment serves requests up to this much smaller than itself
+ * (PyTorch's kLargeBuffer: the biggest segment a small large-pool request gets) */
+#define LARGE_BUFFER (20ull * GM_MiB)
 #define NEVER UINT64_MAX
 
 typedef struct or_key {
@@ -59,9 +59,9 @@ typedef struct or_policy {
     int attached;
     or_key *keys; /* sorted by (small, cls) */
     size_t nkeys, capkeys;
-    uint64_t n_events; /* per pass */
+    uint64_t n_events;        /* per pass */
     uint64_t t_first, t_last; /* trace times of the first and last events */
-    uint64_t horizon_ns; /* proactive: release what is not reused within it */
+    uint64_t horizon_ns;      /* proactive: release what is not reused within it */
     const uint64_t *shift;
     uint32_t repeat;
     const uint64_t *event_index;
@@ -77,11 +77,9 @@ typedef struct or_policy {
 static int create(const char *params, void **state, gm_err *err)
 {
     static const char *const known[] = {"horizon", "sample", "proactive", NULL};
-    if (gm_policy_check_params("oracle", params, known, err))
-        return err->code;
+    if (gm_policy_check_params("oracle", params, known, err)) return err->code;
     or_policy *p = calloc(1, sizeof *p);
-    if (!p)
-        return gm_errf(err, GM_ENOMEM, "out of memory");
+    if (!p) return gm_errf(err, GM_ENOMEM, "out of memory");
     p->sample_ns = 1000000;
     p->proactive = 1;
     char v[64];
@@ -124,19 +122,9 @@ static void destroy(void *state)
 
 /* ---------------- the future ---------------- */
 
-static uint64_t seg_class(uint64_t block)
-{
-    if (block <= SMALL_SIZE)
-        return 2 * GM_MiB;
-    if (block < MIN_LARGE)
-        return LARGE_BUFFER;
-    return (block + 2 * GM_MiB - 1) & ~(2 * GM_MiB - 1);
-}
-
 static int key_cmp(const or_key *k, int small, uint64_t cls)
 {
-    if (k->small != small)
-        return k->small < small ? -1 : 1;
+    if (k->small != small) return k->small < small ? -1 : 1;
     return k->cls < cls ? -1 : k->cls > cls;
 }
 
@@ -157,13 +145,11 @@ static size_t key_lower(const or_policy *p, int small, uint64_t cls)
 static or_key *key_get(or_policy *p, int small, uint64_t cls)
 {
     size_t i = key_lower(p, small, cls);
-    if (i < p->nkeys && key_cmp(&p->keys[i], small, cls) == 0)
-        return &p->keys[i];
+    if (i < p->nkeys && key_cmp(&p->keys[i], small, cls) == 0) return &p->keys[i];
     if (p->nkeys == p->capkeys) {
         size_t cap = p->capkeys ? p->capkeys * 2 : 64;
         or_key *k = realloc(p->keys, cap * sizeof *k);
-        if (!k)
-            return NULL;
+        if (!k) return NULL;
         p->keys = k;
         p->capkeys = cap;
     }
@@ -180,11 +166,9 @@ static int key_add(or_key *k, uint64_t index, uint64_t t)
     if (k->n == k->cap) {
         size_t cap = k->cap ? k->cap * 2 : 16;
         uint64_t *v = realloc(k->idx, cap * sizeof *v);
-        if (v)
-            k->idx = v;
+        if (v) k->idx = v;
         uint64_t *w = v ? realloc(k->t, cap * sizeof *w) : NULL;
-        if (!w)
-            return GM_ENOMEM;
+        if (!w) return GM_ENOMEM;
         k->t = w;
         k->cap = cap;
     }
@@ -195,21 +179,19 @@ static int key_add(or_key *k, uint64_t index, uint64_t t)
 
 static int note_alloc(or_policy *p, gm_alloc *a, const gm_event *e, uint64_t index)
 {
-    uint64_t block = a->ops->block_size(a, e->size);
-    int small = block <= SMALL_SIZE;
-    or_key *k = key_get(p, small, seg_class(block));
-    if (!k || key_add(k, index, e->t_ns))
-        return GM_ENOMEM;
+    int small;
+    uint64_t cls = a->ops->segment_size(a, e->size, &small); /* the model's own rule */
+    or_key *k = key_get(p, small, cls);
+    if (!k || key_add(k, index, e->t_ns)) return GM_ENOMEM;
     k = key_get(p, small, 0);
     return !k || key_add(k, index, e->t_ns) ? GM_ENOMEM : GM_OK;
 }
 
-static void note_events(or_policy *p, gm_alloc *a, const gm_event *ev, size_t n,
-                        uint64_t *index, int *rc, gm_err *err)
+static void note_events(or_policy *p, gm_alloc *a, const gm_event *ev, size_t n, uint64_t *index,
+                        int *rc, gm_err *err)
 {
     for (size_t i = 0; i < n && *rc == GM_OK; i++, (*index)++) {
-        if (*index == 0)
-            p->t_first = ev[i].t_ns;
+        if (*index == 0) p->t_first = ev[i].t_ns;
         p->t_last = ev[i].t_ns;
         if (ev[i].op == GM_OP_ALLOC && note_alloc(p, a, &ev[i], *index))
             *rc = gm_errf(err, GM_ENOMEM, "oracle: out of memory reading the trace's future");
@@ -225,8 +207,7 @@ static int attach(void *state, gm_alloc *a, const gm_policy_env *env, gm_err *er
         note_events(p, a, env->events, env->n_events, &index, &rc, err);
     } else {
         gm_trace_reader *r;
-        if ((rc = gm_trace_open(env->trace_path, &r, err)))
-            return rc;
+        if ((rc = gm_trace_open(env->trace_path, &r, err))) return rc;
         gm_event *buf = malloc(GM_TRACE_CHUNK_EVENTS * sizeof *buf);
         if (!buf) {
             gm_trace_close(r);
@@ -235,8 +216,7 @@ static int attach(void *state, gm_alloc *a, const gm_policy_env *env, gm_err *er
         int64_t n = 0;
         while (rc == GM_OK && (n = gm_trace_read(r, buf, GM_TRACE_CHUNK_EVENTS, err)) > 0)
             note_events(p, a, buf, (size_t)n, &index, &rc, err);
-        if (rc == GM_OK && n < 0)
-            rc = (int)n;
+        if (rc == GM_OK && n < 0) rc = (int)n;
         free(buf);
         gm_trace_close(r);
     }
@@ -292,8 +272,7 @@ static uint64_t next_use(const or_policy *p, const gm_seg_info *s, uint64_t from
     }
     uint64_t lo = s->size > LARGE_BUFFER ? s->size - LARGE_BUFFER + 1 : 1;
     for (size_t i = key_lower(p, 0, lo); i < p->nkeys && !p->keys[i].small; i++) {
-        if (p->keys[i].cls > s->size)
-            break;
+        if (p->keys[i].cls > s->size) break;
         d = key_next(p, &p->keys[i], from, t_now, pass, &t);
         if (d < best) {
             best = d;
@@ -310,10 +289,8 @@ static uint64_t next_use(const or_policy *p, const gm_seg_info *s, uint64_t from
 static int cmp_furthest(const void *x, const void *y)
 {
     const gm_seg_info *a = x, *b = y;
-    if (a->gc_age != b->gc_age)
-        return a->gc_age > b->gc_age ? -1 : 1;
-    if (a->releasable != b->releasable)
-        return a->releasable > b->releasable ? -1 : 1;
+    if (a->gc_age != b->gc_age) return a->gc_age > b->gc_age ? -1 : 1;
+    if (a->releasable != b->releasable) return a->releasable > b->releasable ? -1 : 1;
     return gm_seg_cmp_lru(x, y);
 }
 
@@ -322,8 +299,7 @@ static int cmp_furthest(const void *x, const void *y)
  * count. */
 static size_t rank(or_policy *p, gm_alloc *a, uint64_t from, uint64_t now, int idle_only)
 {
-    if (gm_seglist_fetch(&p->segs, a) != GM_OK)
-        return 0;
+    if (gm_seglist_fetch(&p->segs, a) != GM_OK) return 0;
     gm_seglist_keep_releasable(&p->segs);
     size_t j = 0;
     for (size_t i = 0; i < p->segs.n; i++) {
@@ -331,13 +307,11 @@ static size_t rank(or_policy *p, gm_alloc *a, uint64_t from, uint64_t now, int i
         uint64_t dt = 0;
         s.gc_age = p->attached ? next_use(p, &s, from, now, &dt) : 0;
         int idle = p->horizon_ns == NEVER ? s.gc_age == NEVER : dt > p->horizon_ns;
-        if (!idle_only || idle)
-            p->segs.v[j++] = s;
+        if (!idle_only || idle) p->segs.v[j++] = s;
     }
     p->segs.n = j;
     gm_seg_sort(p->segs.v, j, cmp_furthest);
-    if (gm_addr_list_from(&p->order, &p->segs) != GM_OK)
-        return 0;
+    if (gm_addr_list_from(&p->order, &p->segs) != GM_OK) return 0;
     return j;
 }
 
@@ -350,11 +324,9 @@ static uint64_t release_furthest(or_policy *p, gm_alloc *a, uint64_t from, uint6
 
 static void release_idle(or_policy *p, gm_alloc *a, uint64_t from, uint64_t now)
 {
-    if (!p->attached || !p->proactive)
-        return;
+    if (!p->attached || !p->proactive) return;
     size_t n = rank(p, a, from, now, 1);
-    if (n)
-        p->idle_bytes += gm_release_in_order(a, &p->segs, p->order.v, n, NEVER, now, NULL);
+    if (n) p->idle_bytes += gm_release_in_order(a, &p->segs, p->order.v, n, NEVER, now, NULL);
 }
 
 /* During a malloc the current event is being served: the future starts after it. */
@@ -419,8 +391,9 @@ static void report(void *state, json_t *o)
 {
     or_policy *p = state;
     json_object_set_new(o, "realizable", json_false());
-    json_object_set_new(o, "note", json_string("UNREALIZABLE: reads the trace's future; a bound, "
-                                               "not a policy a program can run"));
+    json_object_set_new(o, "note",
+                        json_string("UNREALIZABLE: reads the trace's future; a bound, "
+                                    "not a policy a program can run"));
     json_object_set_new(o, "proactive", json_boolean(p->proactive));
     json_object_set_new(o, "segment_classes", json_integer((json_int_t)p->nkeys));
     json_object_set_new(o, "failure_released_bytes", json_integer((json_int_t)p->fail_bytes));

@@ -92,6 +92,9 @@ typedef struct gm_alloc_ops {
     uint64_t (*empty_cache)(gm_alloc *a, uint64_t now_ns);
     /* Rounded block size the model would use for a request (for reports/tests). */
     uint64_t (*block_size)(gm_alloc *a, uint64_t size);
+    /* Driver allocation a request would need if nothing cached fits, and
+     * whether it is served from the small pool (policies that plan ahead). */
+    uint64_t (*segment_size)(gm_alloc *a, uint64_t size, int *small_pool);
 } gm_alloc_ops;
 
 struct gm_alloc {

@@ -113,6 +113,13 @@ static uint64_t d_block_size(gm_alloc *a, uint64_t size)
     return gm_device_round(size);
 }
 
+static uint64_t d_segment_size(gm_alloc *a, uint64_t size, int *small_pool)
+{
+    (void)a;
+    *small_pool = 0;
+    return gm_device_round(size);
+}
+
 const gm_alloc_ops gm_alloc_direct = {
     .name = "direct",
     .summary = "one driver allocation per tensor (PYTORCH_NO_CUDA_MEMORY_CACHING=1)",
@@ -126,4 +133,5 @@ const gm_alloc_ops gm_alloc_direct = {
     .release = d_release,
     .empty_cache = d_empty_cache,
     .block_size = d_block_size,
+    .segment_size = d_segment_size,
 };

@@ -814,6 +814,14 @@ static void pt_destroy(gm_alloc *a)
     a->impl = NULL;
 }
 
+static uint64_t pt_segment_size(gm_alloc *a, uint64_t size, int *small_pool)
+{
+    pt_state *s = a->impl;
+    uint64_t block = round_size(&s->conf, size);
+    *small_pool = block <= kSmallSize;
+    return allocation_size(block);
+}
+
 const gm_alloc_ops gm_alloc_pytorch = {
     .name = "pytorch",
     .summary = "PyTorch's CUDA caching allocator (native backend)",
@@ -827,4 +835,5 @@ const gm_alloc_ops gm_alloc_pytorch = {
     .release = pt_release,
     .empty_cache = pt_empty_cache,
     .block_size = pt_block_size,
+    .segment_size = pt_segment_size,
 };

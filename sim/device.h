@@ -72,6 +72,12 @@ static inline uint64_t gm_device_round(uint64_t bytes)
     return (bytes + GM_DRIVER_GRANULARITY - 1) & ~(GM_DRIVER_GRANULARITY - 1);
 }
 
+/* Capacity accounting every simulated backend shares: take `bytes` (driver
+ * granularity applied) if capacity - overhead - used allows, else GM_EOOM;
+ * give them back. */
+int gm_device_take(gm_device *d, uint64_t bytes);
+void gm_device_give(gm_device *d, uint64_t bytes);
+
 /* The simulated GPU. */
 int gm_device_model_create(uint64_t capacity_bytes, const gm_latency *lat, gm_device **out,
                            gm_err *err);

@@ -22,7 +22,7 @@ static uint64_t cost(uint64_t base, uint64_t per_gib, uint64_t bytes)
     return base + (uint64_t)((double)bytes * (double)per_gib / (double)GM_GiB);
 }
 
-static int take(gm_device *d, uint64_t bytes)
+int gm_device_take(gm_device *d, uint64_t bytes)
 {
     uint64_t phys = gm_device_round(bytes);
     if (d->overhead_bytes > d->capacity_bytes ||
@@ -32,6 +32,11 @@ static int take(gm_device *d, uint64_t bytes)
     if (d->used_bytes + d->overhead_bytes > d->peak_used_bytes)
         d->peak_used_bytes = d->used_bytes + d->overhead_bytes;
     return GM_OK;
+}
+
+void gm_device_give(gm_device *d, uint64_t bytes)
+{
+    d->used_bytes -= gm_device_round(bytes);
 }
 
 static uint64_t next_va(model *m, uint64_t bytes)
@@ -45,7 +50,7 @@ static int m_alloc(gm_device *d, uint64_t bytes, uint64_t *dptr, uint64_t *cost_
 {
     model *m = d->impl;
     *cost_ns = cost(m->lat.malloc_base_ns, m->lat.malloc_ns_per_gib, bytes);
-    if (take(d, bytes) != GM_OK) return GM_EOOM;
+    if (gm_device_take(d, bytes) != GM_OK) return GM_EOOM;
     *dptr = next_va(m, bytes);
     return GM_OK;
 }
@@ -54,7 +59,7 @@ static void m_free(gm_device *d, uint64_t dptr, uint64_t bytes, uint64_t *cost_n
 {
     model *m = d->impl;
     (void)dptr;
-    d->used_bytes -= gm_device_round(bytes);
+    gm_device_give(d, bytes);
     *cost_ns = cost(m->lat.free_base_ns, m->lat.free_ns_per_gib, bytes);
 }
 
@@ -74,7 +79,7 @@ static int m_map(gm_device *d, uint64_t va, uint64_t bytes, uint64_t *cost_ns)
     model *m = d->impl;
     (void)va;
     *cost_ns = cost(m->lat.malloc_base_ns, m->lat.malloc_ns_per_gib, bytes);
-    return take(d, bytes);
+    return gm_device_take(d, bytes);
 }
 
 static void m_unmap(gm_device *d, uint64_t va, uint64_t bytes, uint64_t *cost_ns)

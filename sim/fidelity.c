@@ -33,18 +33,6 @@ static int overlaps_live(const fdev *f, uint64_t addr, uint64_t size)
     return 0;
 }
 
-static int take(gm_device *d, uint64_t bytes)
-{
-    uint64_t phys = gm_device_round(bytes);
-    if (d->overhead_bytes > d->capacity_bytes ||
-        phys > d->capacity_bytes - d->overhead_bytes - d->used_bytes)
-        return GM_EOOM;
-    d->used_bytes += phys;
-    if (d->used_bytes + d->overhead_bytes > d->peak_used_bytes)
-        d->peak_used_bytes = d->used_bytes + d->overhead_bytes;
-    return GM_OK;
-}
-
 static uint64_t fresh(fdev *f, uint64_t bytes)
 {
     uint64_t va = f->next_fresh;
@@ -56,7 +44,7 @@ static int f_alloc(gm_device *d, uint64_t bytes, uint64_t *dptr, uint64_t *cost_
 {
     fdev *f = d->impl;
     *cost_ns = 0;
-    if (take(d, bytes) != GM_OK) return GM_EOOM;
+    if (gm_device_take(d, bytes) != GM_OK) return GM_EOOM;
     const span *q = f->qpos < f->nq ? &f->queue[f->qpos] : NULL;
     if (!f->fresh_only && q && q->size == bytes && !overlaps_live(f, q->addr, bytes)) {
         *dptr = q->addr;
@@ -68,7 +56,7 @@ static int f_alloc(gm_device *d, uint64_t bytes, uint64_t *dptr, uint64_t *cost_
         size_t n = f->clive ? f->clive * 2 : 256;
         span *p = realloc(f->live, n * sizeof *p);
         if (!p) {
-            d->used_bytes -= gm_device_round(bytes);
+            gm_device_give(d, bytes);
             return GM_EOOM;
         }
         f->live = p;
@@ -82,7 +70,7 @@ static void f_free(gm_device *d, uint64_t dptr, uint64_t bytes, uint64_t *cost_n
 {
     fdev *f = d->impl;
     *cost_ns = 0;
-    d->used_bytes -= gm_device_round(bytes);
+    gm_device_give(d, bytes);
     for (size_t i = 0; i < f->nlive; i++)
         if (f->live[i].addr == dptr) {
             f->live[i] = f->live[--f->nlive];
@@ -105,14 +93,14 @@ static int f_map(gm_device *d, uint64_t va, uint64_t bytes, uint64_t *cost_ns)
 {
     (void)va;
     *cost_ns = 0;
-    return take(d, bytes);
+    return gm_device_take(d, bytes);
 }
 
 static void f_unmap(gm_device *d, uint64_t va, uint64_t bytes, uint64_t *cost_ns)
 {
     (void)va;
     *cost_ns = 0;
-    d->used_bytes -= gm_device_round(bytes);
+    gm_device_give(d, bytes);
 }
 
 static void f_destroy(gm_device *d)
