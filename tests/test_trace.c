@@ -299,6 +299,49 @@ static void test_empty_trace(void)
     unlink(path);
 }
 
+/* A trace of 2 events is small (its /events chunk is 2 rows, not 64 Ki) and
+ * round-trips; so does one that ends short of a second, smaller chunk. */
+static void test_small_trace_small_file(void)
+{
+    const char *path = gm_test_tmp("small.h5");
+    gm_event *ev = make_events(2);
+    CU_ASSERT_EQUAL_FATAL(write_trace(path, ev, 2, NULL), GM_OK);
+    struct stat st;
+    CU_ASSERT_EQUAL_FATAL(stat(path, &st), 0);
+    CU_ASSERT(st.st_size < 64 * 1024);
+    if (st.st_size >= 64 * 1024)
+        fprintf(stderr, "\n  2-event trace: %lld bytes\n", (long long)st.st_size);
+    gm_err err = {0};
+    gm_trace_reader *r;
+    CU_ASSERT_EQUAL_FATAL(gm_trace_open(path, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_nevents(r), 2);
+    gm_event buf[4];
+    CU_ASSERT_EQUAL(gm_trace_read(r, buf, 4, &err), 2);
+    CU_ASSERT(event_eq(&buf[0], &ev[0]) && event_eq(&buf[1], &ev[1]));
+    CU_ASSERT_EQUAL(gm_trace_read(r, buf, 4, &err), 0);
+    gm_trace_close(r);
+    /* the dataset stays chunked and extendible, chunk = the event count */
+    hid_t f = h5_edit(path), ds = f >= 0 ? H5Dopen2(f, "events", H5P_DEFAULT) : -1;
+    hid_t dcpl = ds >= 0 ? H5Dget_create_plist(ds) : -1, sp = ds >= 0 ? H5Dget_space(ds) : -1;
+    hsize_t chunk = 0, dims = 0, maxdims = 0;
+    CU_ASSERT_EQUAL(dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR, H5D_CHUNKED);
+    CU_ASSERT_EQUAL(dcpl >= 0 ? H5Pget_chunk(dcpl, 1, &chunk) : -1, 1);
+    CU_ASSERT_EQUAL(chunk, 2);
+    CU_ASSERT_EQUAL(sp >= 0 ? H5Sget_simple_extent_dims(sp, &dims, &maxdims) : -1, 1);
+    CU_ASSERT_EQUAL(maxdims, H5S_UNLIMITED);
+    if (sp >= 0) H5Sclose(sp);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    if (ds >= 0) H5Dclose(ds);
+    if (f >= 0) H5Fclose(f);
+    free(ev);
+    unlink(path);
+
+    /* one full chunk then a partial one: the chunk size is the configured one */
+    gm_trace_write_opts o = {.chunk_events = 1000};
+    round_trip(1000 + 7, &o, 333);
+    round_trip(999, &o, 1000);
+}
+
 static void test_rewind(void)
 {
     const char *path = gm_test_tmp("rewind.h5");
@@ -700,6 +743,7 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_round_trip_default_chunks);
     GM_ADD_TEST(s, test_round_trip_deflate);
     GM_ADD_TEST(s, test_empty_trace);
+    GM_ADD_TEST(s, test_small_trace_small_file);
     GM_ADD_TEST(s, test_rewind);
     GM_ADD_TEST(s, test_writer_temp_file);
     GM_ADD_TEST(s, test_foreign_layout);

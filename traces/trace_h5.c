@@ -849,6 +849,7 @@ struct gm_trace_writer {
     hid_t raw_type, init_type, mk_type; /* memory types: packed events, structs */
     unsigned char *raw;                 /* events not yet written, packed */
     size_t nbuf, chunk;
+    gm_trace_write_opts opts;             /* for /events, created at the first flush */
     uint64_t nevents, ninitial, nmarkers; /* rows written           */
     uint64_t dropped;
 };
@@ -933,16 +934,29 @@ static hid_t create_table(hid_t file, const struct table *t, hsize_t chunk,
     return ds;
 }
 
-static int create_tables(gm_trace_writer *w, const gm_trace_write_opts *o, gm_err *err)
+/*
+ * /events is created at the first flush, not with the file: a trace that
+ * ends before one chunk filled (n < chunk_events events in all) gets
+ * chunks of max(n, 1) rows instead of one mostly empty 64 Ki-row chunk, so
+ * a short trace is a few KiB, not 2.3 MB. Still chunked and extendible;
+ * the reader reads pieces of its own size whatever the file's chunks are.
+ */
+static int create_events(gm_trace_writer *w, size_t chunk, gm_err *err)
 {
-    w->events = create_table(w->file, &events_table, o->chunk_events, o);
-    w->initial = create_table(w->file, &initial_table, initial_table.chunk, o);
-    w->markers = create_table(w->file, &markers_table, markers_table.chunk, o);
+    w->events = create_table(w->file, &events_table, chunk ? chunk : 1, &w->opts);
+    if (w->events >= 0) return GM_OK;
+    w->failed = 1;
+    return gm_errf(err, GM_EIO, "%s: cannot create /events (HDF5 error)", w->tmp);
+}
+
+static int create_tables(gm_trace_writer *w, gm_err *err)
+{
+    w->initial = create_table(w->file, &initial_table, initial_table.chunk, &w->opts);
+    w->markers = create_table(w->file, &markers_table, markers_table.chunk, &w->opts);
     w->raw_type = table_type(&events_table, 1);
     w->init_type = table_type(&initial_table, 0);
     w->mk_type = table_type(&markers_table, 0);
-    if (w->events < 0 || w->initial < 0 || w->markers < 0 || w->raw_type < 0 || w->init_type < 0 ||
-        w->mk_type < 0)
+    if (w->initial < 0 || w->markers < 0 || w->raw_type < 0 || w->init_type < 0 || w->mk_type < 0)
         return gm_errf(err, GM_EIO, "%s: cannot create the datasets (HDF5 error)", w->tmp);
     return GM_OK;
 }
@@ -1015,6 +1029,7 @@ int gm_trace_create(const char *path, const gm_trace_meta *meta, const gm_trace_
     w->file = w->events = w->initial = w->markers = H5I_INVALID_HID;
     w->raw_type = w->init_type = w->mk_type = H5I_INVALID_HID;
     w->chunk = o.chunk_events;
+    w->opts = o;
     size_t tlen = strlen(path) + 32;
     w->path = strdup(path);
     w->tmp = malloc(tlen);
@@ -1025,7 +1040,7 @@ int gm_trace_create(const char *path, const gm_trace_meta *meta, const gm_trace_
         rc = create_file(w, err);
     }
     if (!rc) rc = write_meta(w, meta, err);
-    if (!rc) rc = create_tables(w, &o, err);
+    if (!rc) rc = create_tables(w, err);
     if (rc) {
         gm_trace_abort(w);
         return rc;
@@ -1034,11 +1049,15 @@ int gm_trace_create(const char *path, const gm_trace_meta *meta, const gm_trace_
     return GM_OK;
 }
 
-/* Write the w->nbuf packed events of w->raw. */
+/* Write the w->nbuf packed events of w->raw (creating /events first). */
 static int flush_events(gm_trace_writer *w, gm_err *err)
 {
     uint64_t first = w->nevents;
     size_t n = w->nbuf;
+    if (w->events < 0) {
+        int rc = create_events(w, n < w->chunk ? n : w->chunk, err);
+        if (rc) return rc;
+    }
     w->nbuf = 0;
     if (append_rows(w->events, w->raw_type, w->raw, n, &w->nevents) == 0) return GM_OK;
     w->failed = 1;
@@ -1109,7 +1128,7 @@ int gm_trace_finish(gm_trace_writer *w, gm_err *err)
     h5_quiet();
     int rc = w->failed ? gm_errf(err, GM_EIO, "%s: not written: an earlier write failed", w->path)
                        : GM_OK;
-    if (!rc && w->nbuf) rc = flush_events(w, err);
+    if (!rc && (w->nbuf || w->events < 0)) rc = flush_events(w, err); /* creates /events */
     if (!rc) rc = update_dropped(w, err);
     /* H5Fclose flushes; only its result says whether the data reached the file */
     if (!rc && writer_close_h5(w) < 0)
