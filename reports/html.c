@@ -72,7 +72,9 @@ static const char css[] =
     ".s-r{fill:none;stroke:#dd6b20;stroke-width:1.5}"
     ".s-r.area{fill:#fbd38d;fill-opacity:.5;stroke:none}"
     ".s-a{fill:none;stroke:#2b6cb0;stroke-width:1.4}"
-    ".s-q{fill:none;stroke:#1a202c;stroke-width:1.1}"
+    ".s-q{fill:none;stroke:#1a202c;stroke-width:1.1}.s-q.lo{stroke-width:.8;stroke-opacity:.7}"
+    ".s-a.band{fill:#2b6cb0;fill-opacity:.16;stroke:none}"
+    ".s-q.band{fill:#1a202c;fill-opacity:.14;stroke:none}"
     ".s-f{fill:none;stroke:#6b46c1;stroke-width:1.2}"
     ".s-f.area{fill:#d6bcfa;fill-opacity:.45;stroke:none}"
     ".s-u{fill:none;stroke:#8795a1;stroke-width:1.1;stroke-dasharray:3 2}"
@@ -438,7 +440,9 @@ static void legend_memory(gm_strbuf *b, const rep *p, const rep_run *r)
                "<div class=\"legend\"><span><i class=\"key\" style=\"border-color:#1a202c\">"
                "</i>requested (live)</span><span><i class=\"key\" style=\"border-color:#2b6cb0\">"
                "</i>allocated</span><span><i class=\"key fill\" style=\"background:#fbd38d\">"
-               "</i>reserved</span><span><i class=\"key dot\" style=\"border-color:#1a202c\">"
+               "</i>reserved</span><span><i class=\"key fill\" style=\"background:#d1d2d5\">"
+               "</i>requested, allocated: min to max within a column (lines: max)</span>"
+               "<span><i class=\"key dot\" style=\"border-color:#1a202c\">"
                "</i>limit: peak live</span>");
     if (r->usable > 0 && r->usable <= p->ymax)
         gm_sb_puts(b, "<span><i class=\"key dash\" style=\"border-color:#c53030\"></i>usable "
@@ -938,23 +942,23 @@ static void traces(gm_strbuf *b, const rep *p)
 static void definitions(gm_strbuf *b)
 {
     gm_sb_puts(
-        b,
-        "<h2 id=\"definitions\">What the numbers mean</h2><dl class=\"kv\">"
-        "<dt>requested (live)</dt><dd>bytes of live tensors as requested; its peak is the "
-        "limit no allocator can go below</dd>"
-        "<dt>allocated</dt><dd>bytes of live blocks after the allocator's rounding</dd>"
-        "<dt>reserved</dt><dd>bytes held from the driver (segments); device used = reserved + "
-        "context overhead of every tenant</dd>"
-        "<dt>fragmentation</dt><dd>1 \xe2\x88\x92 peak allocated / peak reserved (GMLake's "
-        "definition)</dd>"
-        "<dt>utilization</dt><dd>time-weighted allocated / reserved</dd>"
-        "<dt>external fragmentation</dt><dd>1 \xe2\x88\x92 largest free block / (reserved "
-        "\xe2\x88\x92 allocated), sampled once per timeline bucket</dd>"
-        "<dt>OOM</dt><dd>an allocation that failed after the policy and the allocator did all "
-        "they could</dd>"
-        "<dt>driver calls, time</dt><dd>cudaMalloc / cudaFree calls and their modelled time</dd>"
-        "<dt>charts</dt><dd>every point is the maximum over its time column, so no peak is lost; "
-        "all runs share the axes; hover a chart to read every chart at that instant</dd></dl>");
+        b, "<h2 id=\"definitions\">What the numbers mean</h2><dl class=\"kv\">"
+           "<dt>requested (live)</dt><dd>bytes of live tensors as requested; its peak is the "
+           "limit no allocator can go below</dd>"
+           "<dt>allocated</dt><dd>bytes of live blocks after the allocator's rounding</dd>"
+           "<dt>reserved</dt><dd>bytes held from the driver (segments); device used = reserved + "
+           "context overhead of every tenant</dd>"
+           "<dt>fragmentation</dt><dd>1 \xe2\x88\x92 peak allocated / peak reserved (GMLake's "
+           "definition)</dd>"
+           "<dt>utilization</dt><dd>time-weighted allocated / reserved</dd>"
+           "<dt>external fragmentation</dt><dd>1 \xe2\x88\x92 largest free block / (reserved "
+           "\xe2\x88\x92 allocated), sampled once per timeline bucket</dd>"
+           "<dt>OOM</dt><dd>an allocation that failed after the policy and the allocator did all "
+           "they could</dd>"
+           "<dt>driver calls, time</dt><dd>cudaMalloc / cudaFree calls and their modelled time</dd>"
+           "<dt>charts</dt><dd>every line point is the maximum over its time column, so no peak is "
+           "lost; the shaded bands reach down to the column's minimum, so troughs are not either; "
+           "all runs share the axes; hover a chart to read every chart at that instant</dd></dl>");
 }
 
 /* The run ranked before order position i whose reserved line is identical

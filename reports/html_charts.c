@@ -103,6 +103,25 @@ static void cursor(gm_strbuf *b, double top, double bottom)
                  top, bottom, REP_PX1, top - 6);
 }
 
+/* The band between a series' column minima and maxima (its troughs and
+ * peaks): on a long trace a column spans whole iterations, and the maxima
+ * alone would draw a flat line at the peak. */
+static void minmax_band(gm_strbuf *b, const char *cls, const double *lo, const double *hi,
+                        const gm_scale *y, const char *title)
+{
+    gm_scale x = xscale();
+    centres cx = col_centres();
+    gm_strbuf d;
+    gm_sb_init(&d);
+    gm_svg_band_d(&d, &x, y, cx.x, lo, hi, REP_NCOL);
+    if (d.len) {
+        gm_sb_printf(b, "<path class=\"%s\" d=\"%s\"><title>", cls, gm_sb_str(&d));
+        gm_sb_esc(b, title);
+        gm_sb_puts(b, "</title></path>");
+    }
+    gm_sb_free(&d);
+}
+
 static void path(gm_strbuf *b, const char *cls, const double *v, const gm_scale *y, int area,
                  const char *title)
 {
@@ -243,6 +262,43 @@ static double col_max(const double *v, size_t c0, size_t c1)
     return m;
 }
 
+static double col_min(const double *v, size_t c0, size_t c1)
+{
+    double m = NAN;
+    for (size_t c = c0; c < c1; c++)
+        if (!isnan(v[c]) && (isnan(m) || v[c] < m)) m = v[c];
+    return m;
+}
+
+/* A hover value as "min–max" (one number when they print the same). */
+static void put_range(gm_strbuf *b, double lo, double hi, double div, int dec)
+{
+    char l[48], h[48];
+    if (isnan(hi)) {
+        gm_sb_puts(b, "-");
+        return;
+    }
+    snprintf(h, sizeof h, "%.*f", dec, hi / div);
+    snprintf(l, sizeof l, "%.*f", dec, lo / div);
+    if (isnan(lo) || !strcmp(l, h))
+        gm_sb_puts(b, h);
+    else
+        gm_sb_printf(b, "%s\xe2\x80\x93%s", l, h);
+}
+
+/* "1.20 – 4.26 GiB" (or one value) for a tooltip. */
+static char *fmt_range(double lo, double hi, gm_unit u, char *buf, size_t len)
+{
+    char l[32], h[32];
+    gm_fmt_unit(hi, u, 2, h, sizeof h);
+    gm_fmt_unit(lo, u, 2, l, sizeof l);
+    if (isnan(lo) || isnan(hi) || !strcmp(l, h))
+        snprintf(buf, len, "%s", h);
+    else
+        snprintf(buf, len, "%.*f \xe2\x80\x93 %s", 2, lo / u.div, h);
+    return buf;
+}
+
 /* ------------------------------------------------------------- memory */
 
 typedef struct mem_ctx {
@@ -253,11 +309,12 @@ typedef struct mem_ctx {
 static void mem_text(gm_strbuf *b, const void *ctx, size_t c0, size_t c1)
 {
     const mem_ctx *m = ctx;
-    char q[32], a[32], r[32];
-    gm_sb_printf(b, "max requested %s, allocated %s, reserved %s",
-                 gm_fmt_unit(col_max(m->c->q, c0, c1), m->u, 2, q, sizeof q),
-                 gm_fmt_unit(col_max(m->c->a, c0, c1), m->u, 2, a, sizeof a),
-                 gm_fmt_unit(col_max(m->c->r, c0, c1), m->u, 2, r, sizeof r));
+    const rep_cols *c = m->c;
+    char q[80], a[80], r[80];
+    gm_sb_printf(b, "requested %s, allocated %s, reserved %s (min \xe2\x80\x93 max)",
+                 fmt_range(col_min(c->q_min, c0, c1), col_max(c->q, c0, c1), m->u, q, sizeof q),
+                 fmt_range(col_min(c->a_min, c0, c1), col_max(c->a, c0, c1), m->u, a, sizeof a),
+                 fmt_range(col_min(c->r_min, c0, c1), col_max(c->r, c0, c1), m->u, r, sizeof r));
 }
 
 void rep_chart_memory(gm_strbuf *b, const rep *p, size_t run)
@@ -271,12 +328,13 @@ void rep_chart_memory(gm_strbuf *b, const rep *p, size_t run)
     gm_sb_puts(b, " data-names=\"requested|allocated|reserved\" data-v=\"");
     int dec = decimals(p->ymax / p->yu.div);
     for (int c = 0; r->cols && c < REP_NCOL; c++) {
+        const rep_cols *rc = r->cols;
         if (c) gm_sb_puts(b, " ");
-        put_val(b, r->cols->q[c], p->yu.div, dec);
+        put_range(b, rc->q_min[c], rc->q[c], p->yu.div, dec);
         gm_sb_puts(b, ",");
-        put_val(b, r->cols->a[c], p->yu.div, dec);
+        put_range(b, rc->a_min[c], rc->a[c], p->yu.div, dec);
         gm_sb_puts(b, ",");
-        put_val(b, r->cols->r[c], p->yu.div, dec);
+        put_range(b, rc->r_min[c], rc->r[c], p->yu.div, dec);
     }
     gm_sb_puts(b, "\">");
     gm_scale x = xscale(), y = {0, p->ymax, bottom, top};
@@ -286,10 +344,14 @@ void rep_chart_memory(gm_strbuf *b, const rep *p, size_t run)
         gm_sb_printf(b, "<text class=\"lbl\" x=\"%g\" y=\"%g\">no timeline in the results</text>",
                      REP_PX0 + 8, top + 20);
     } else {
-        path(b, "s-r area", r->cols->r, &y, 1, NULL);
-        path(b, "s-r", r->cols->r, &y, 0, "reserved (held from the driver), max per column");
-        path(b, "s-a", r->cols->a, &y, 0, "allocated (live blocks, rounded), max per column");
-        path(b, "s-q", r->cols->q, &y, 0, "requested (live tensor bytes), max per column");
+        const rep_cols *rc = r->cols;
+        path(b, "s-r area", rc->r, &y, 1, NULL);
+        minmax_band(b, "s-a band", rc->a_min, rc->a, &y, "allocated, min to max per column");
+        minmax_band(b, "s-q band", rc->q_min, rc->q, &y, "requested, min to max per column");
+        path(b, "s-r", rc->r, &y, 0, "reserved (held from the driver), max per column");
+        path(b, "s-a", rc->a, &y, 0, "allocated (live blocks, rounded), max per column");
+        path(b, "s-q", rc->q, &y, 0, "requested (live tensor bytes), max per column");
+        path(b, "s-q lo", rc->q_min, &y, 0, "requested (live tensor bytes), min per column");
     }
     if (p->peak_live > 0) {
         snprintf(lbl, sizeof lbl, "limit: peak live %s",
@@ -386,6 +448,7 @@ void rep_chart_tenants(gm_strbuf *b, const rep *p, size_t run)
         gm_svg_grid_y(b, &x, &y, p->ymax_t / 2, p->yu_t, decimals(p->ymax_t / p->yu_t.div) - 1);
         if (t->cols) {
             path(b, "s-r area", t->cols->r, &y, 1, NULL);
+            minmax_band(b, "s-q band", t->cols->q_min, t->cols->q, &y, "requested, min to max");
             path(b, "s-r", t->cols->r, &y, 0, "reserved");
             path(b, "s-a", t->cols->a, &y, 0, "allocated");
             path(b, "s-q", t->cols->q, &y, 0, "requested");

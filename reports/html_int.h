@@ -31,6 +31,8 @@ typedef struct rep_cols {
     double a[REP_NCOL]; /* allocated                                       */
     double r[REP_NCOL]; /* reserved                                        */
     double f[REP_NCOL]; /* external fragmentation 0..1, NaN = no sample    */
+    /* minima per column (results without *_min columns: all NaN) */
+    double q_min[REP_NCOL], a_min[REP_NCOL], r_min[REP_NCOL];
 } rep_cols;
 
 typedef struct rep_tenant {

@@ -48,7 +48,7 @@ int rep_same(json_t *a, json_t *b)
 /* ------------------------------------------------------------ timelines */
 
 typedef struct tl_cols {
-    int t, q, a, r, f;
+    int t, q, a, r, f, qn, an, rn;
 } tl_cols;
 
 static int column(json_t *names, const char *name, int dflt)
@@ -76,12 +76,13 @@ static rep_cols *resample(json_t *metrics, double t0, double t1)
     json_t *pts = json_object_get(tl, "points"), *names = json_object_get(tl, "columns");
     size_t n = json_array_size(pts);
     if (n == 0) return NULL;
-    tl_cols c = {column(names, "t_ns", 0), column(names, "requested_max", 1),
+    tl_cols c = {column(names, "t_ns", 0),          column(names, "requested_max", 1),
                  column(names, "allocated_max", 2), column(names, "reserved_max", 3),
-                 column(names, "ext_frag", 4)};
+                 column(names, "ext_frag", 4),      column(names, "requested_min", 5),
+                 column(names, "allocated_min", 6), column(names, "reserved_min", 7)};
     double width = rep_num(tl, "width_ns");
     if (isnan(width) || width < 0) width = 0;
-    double *v = malloc(5 * n * sizeof *v);
+    double *v = malloc(8 * n * sizeof *v);
     rep_cols *out = malloc(sizeof *out);
     if (!v || !out) {
         free(v);
@@ -89,6 +90,7 @@ static rep_cols *resample(json_t *metrics, double t0, double t1)
         return NULL;
     }
     double *t = v, *q = v + n, *a = v + 2 * n, *r = v + 3 * n, *f = v + 4 * n;
+    double *qn = v + 5 * n, *an = v + 6 * n, *rn = v + 7 * n;
     for (size_t i = 0; i < n; i++) {
         json_t *row = json_array_get(pts, i);
         t[i] = cell(row, c.t);
@@ -96,17 +98,23 @@ static rep_cols *resample(json_t *metrics, double t0, double t1)
         a[i] = cell(row, c.a);
         r[i] = cell(row, c.r);
         f[i] = cell(row, c.f);
+        qn[i] = cell(row, c.qn);
+        an[i] = cell(row, c.an);
+        rn[i] = cell(row, c.rn);
         /* -1: no sample in the bucket. The engine samples when an event opens
          * a bucket, so a quiet bucket has none though its state (and its
          * external fragmentation) is the previous one's: carry that over,
          * unless nothing was cached (then it is undefined: a gap). */
         if (f[i] < 0) f[i] = i > 0 && r[i] > a[i] ? f[i - 1] : NAN;
-        if (isnan(t[i])) q[i] = a[i] = r[i] = f[i] = NAN;
+        if (isnan(t[i])) q[i] = a[i] = r[i] = f[i] = qn[i] = an[i] = rn[i] = NAN;
     }
     gm_resample_max(t, q, n, width, t0, t1, out->q, REP_NCOL);
     gm_resample_max(t, a, n, width, t0, t1, out->a, REP_NCOL);
     gm_resample_max(t, r, n, width, t0, t1, out->r, REP_NCOL);
     gm_resample_max(t, f, n, width, t0, t1, out->f, REP_NCOL);
+    gm_resample_min(t, qn, n, width, t0, t1, out->q_min, REP_NCOL);
+    gm_resample_min(t, an, n, width, t0, t1, out->a_min, REP_NCOL);
+    gm_resample_min(t, rn, n, width, t0, t1, out->r_min, REP_NCOL);
     free(v);
     return out;
 }

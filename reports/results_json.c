@@ -12,18 +12,22 @@ static json_t *ju(uint64_t v)
     return json_integer((json_int_t)v);
 }
 
+/* One row per bucket. Readers find columns by name; new columns go at the
+ * end, so rows read by position (the first five) keep their meaning. */
 static json_t *timeline_json(const gm_timeline *tl)
 {
     json_t *pts = json_array();
     for (size_t i = 0; i < tl->n; i++) {
         const gm_tl_point *p = &tl->p[i];
-        json_array_append_new(pts, json_pack("[I,I,I,I,f]", (json_int_t)p->t_ns,
-                                             (json_int_t)p->q_max, (json_int_t)p->a_max,
-                                             (json_int_t)p->r_max, (double)p->ext_frag));
+        json_array_append_new(
+            pts, json_pack("[I,I,I,I,f,I,I,I]", (json_int_t)p->t_ns, (json_int_t)p->q_max,
+                           (json_int_t)p->a_max, (json_int_t)p->r_max, (double)p->ext_frag,
+                           (json_int_t)p->q_min, (json_int_t)p->a_min, (json_int_t)p->r_min));
     }
-    return json_pack("{s:I,s:I,s:[s,s,s,s,s],s:o}", "t0_ns", (json_int_t)tl->t0, "width_ns",
+    return json_pack("{s:I,s:I,s:[s,s,s,s,s,s,s,s],s:o}", "t0_ns", (json_int_t)tl->t0, "width_ns",
                      (json_int_t)tl->width_ns, "columns", "t_ns", "requested_max", "allocated_max",
-                     "reserved_max", "ext_frag", "points", pts);
+                     "reserved_max", "ext_frag", "requested_min", "allocated_min", "reserved_min",
+                     "points", pts);
 }
 
 static json_t *oom_json(const gm_oom *o)

@@ -179,6 +179,27 @@ void gm_svg_area_d(gm_strbuf *b, const gm_scale *x, const gm_scale *y, const dou
     gm_sb_putn(b, "Z", 1);
 }
 
+void gm_svg_band_d(gm_strbuf *b, const gm_scale *x, const gm_scale *y, const double *xs,
+                   const double *lo, const double *hi, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        if (isnan(lo[i]) || isnan(hi[i])) {
+            i++;
+            continue;
+        }
+        size_t j = i;
+        while (j < n && !isnan(lo[j]) && !isnan(hi[j]))
+            j++;
+        pen p = {0, 0, 0};
+        for (size_t k = i; k < j; k++)
+            pen_to(b, &p, gm_scale_px(x, xs[k]), gm_scale_px(y, hi[k]), 0);
+        for (size_t k = j; k-- > i;)
+            pen_to(b, &p, gm_scale_px(x, xs[k]), gm_scale_px(y, lo[k]), 0);
+        gm_sb_putn(b, "Z", 1);
+        i = j;
+    }
+}
+
 void gm_svg_grid_y(gm_strbuf *b, const gm_scale *x, const gm_scale *y, double step, gm_unit u,
                    int dec)
 {
@@ -234,8 +255,10 @@ void gm_svg_grid_x(gm_strbuf *b, const gm_scale *x, const gm_scale *y, double or
     }
 }
 
-void gm_resample_max(const double *t, const double *v, size_t n, double width, double t0, double t1,
-                     double *col, size_t ncol)
+/* Column c gets the extreme (sign = +1: max, -1: min) of the v of the
+ * buckets that overlap it. */
+static void resample(const double *t, const double *v, size_t n, double width, double t0, double t1,
+                     double *col, size_t ncol, double sign)
 {
     for (size_t c = 0; c < ncol; c++)
         col[c] = NAN;
@@ -250,6 +273,18 @@ void gm_resample_max(const double *t, const double *v, size_t n, double width, d
         size_t c1 = b >= (double)ncol ? ncol - 1 : (size_t)ceil(b) - 1;
         if (c1 < c0) c1 = c0;
         for (size_t c = c0; c <= c1; c++)
-            if (isnan(col[c]) || v[i] > col[c]) col[c] = v[i];
+            if (isnan(col[c]) || sign * v[i] > sign * col[c]) col[c] = v[i];
     }
+}
+
+void gm_resample_max(const double *t, const double *v, size_t n, double width, double t0, double t1,
+                     double *col, size_t ncol)
+{
+    resample(t, v, n, width, t0, t1, col, ncol, 1.0);
+}
+
+void gm_resample_min(const double *t, const double *v, size_t n, double width, double t0, double t1,
+                     double *col, size_t ncol)
+{
+    resample(t, v, n, width, t0, t1, col, ncol, -1.0);
 }

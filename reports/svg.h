@@ -1,7 +1,7 @@
 /*
  * svg.h - the drawing primitives of the HTML report: number formatting,
  * units humans read, "nice" axis ticks, linear scales, line/area paths and
- * gridded axes, and max-preserving downsampling of a timeline.
+ * gridded axes, and max- (min-) preserving downsampling of a timeline.
  *
  * Everything writes into a gm_strbuf. Coordinates are printed with one
  * decimal (a tenth of a pixel is below what a screen shows, and it keeps a
@@ -61,6 +61,12 @@ void gm_svg_line_d(gm_strbuf *b, const gm_scale *x, const gm_scale *y, const dou
 void gm_svg_area_d(gm_strbuf *b, const gm_scale *x, const gm_scale *y, const double *xs,
                    const double *ys, size_t n);
 
+/* Closed path data of the band between lo[i] and hi[i] (a min-max band):
+ * along hi left to right, back along lo. A point where either is NaN
+ * splits the band into separate pieces. */
+void gm_svg_band_d(gm_strbuf *b, const gm_scale *x, const gm_scale *y, const double *xs,
+                   const double *lo, const double *hi, size_t n);
+
 /* Horizontal grid lines and labels at 0, step, 2 step... up to y->d1, in
  * unit u (labels left of x->p0). */
 void gm_svg_grid_y(gm_strbuf *b, const gm_scale *x, const gm_scale *y, double step, gm_unit u,
@@ -79,6 +85,9 @@ void gm_svg_grid_x(gm_strbuf *b, const gm_scale *x, const gm_scale *y, double or
  * timeline drawn on 400 columns still touches its true maximum.
  */
 void gm_resample_max(const double *t, const double *v, size_t n, double width, double t0, double t1,
+                     double *col, size_t ncol);
+/* The same with minima (v[i] a minimum over its bucket): troughs are kept. */
+void gm_resample_min(const double *t, const double *v, size_t n, double width, double t0, double t1,
                      double *col, size_t ncol);
 
 #endif

@@ -15,10 +15,27 @@ void gm_metrics_init(gm_metrics *m)
 static void bucket_reset(gm_tl_point *p, uint64_t t, uint64_t q, uint64_t a, uint64_t r)
 {
     p->t_ns = t;
-    p->q_max = p->q_end = q;
-    p->a_max = p->a_end = a;
-    p->r_max = p->r_end = r;
+    p->q_max = p->q_min = p->q_end = q;
+    p->a_max = p->a_min = p->a_end = a;
+    p->r_max = p->r_min = p->r_end = r;
     p->ext_frag = -1;
+}
+
+#define MAX(x, y) ((x) > (y) ? (x) : (y))
+#define MIN(x, y) ((x) < (y) ? (x) : (y))
+
+/* Fold one value into the bucket's extremes and make it the end value. */
+static inline void bucket_add(gm_tl_point *p, uint64_t q, uint64_t a, uint64_t r)
+{
+    p->q_max = MAX(p->q_max, q);
+    p->a_max = MAX(p->a_max, a);
+    p->r_max = MAX(p->r_max, r);
+    p->q_min = MIN(p->q_min, q);
+    p->a_min = MIN(p->a_min, a);
+    p->r_min = MIN(p->r_min, r);
+    p->q_end = q;
+    p->a_end = a;
+    p->r_end = r;
 }
 
 /* Halve the resolution: merge bucket pairs, double the width. */
@@ -29,9 +46,12 @@ static void tl_coarsen(gm_timeline *tl)
         gm_tl_point m = tl->p[i];
         if (i + 1 < tl->n) {
             const gm_tl_point *b = &tl->p[i + 1];
-            m.q_max = m.q_max > b->q_max ? m.q_max : b->q_max;
-            m.a_max = m.a_max > b->a_max ? m.a_max : b->a_max;
-            m.r_max = m.r_max > b->r_max ? m.r_max : b->r_max;
+            m.q_max = MAX(m.q_max, b->q_max);
+            m.a_max = MAX(m.a_max, b->a_max);
+            m.r_max = MAX(m.r_max, b->r_max);
+            m.q_min = MIN(m.q_min, b->q_min);
+            m.a_min = MIN(m.a_min, b->a_min);
+            m.r_min = MIN(m.r_min, b->r_min);
             m.q_end = b->q_end;
             m.a_end = b->a_end;
             m.r_end = b->r_end;
@@ -47,13 +67,7 @@ static void tl_coarsen(gm_timeline *tl)
 static int tl_add(gm_timeline *tl, uint64_t t, uint64_t q, uint64_t a, uint64_t r)
 {
     if (t < tl->end_t) { /* the common case: still in the last bucket */
-        gm_tl_point *p = &tl->p[tl->n - 1];
-        p->q_max = q > p->q_max ? q : p->q_max;
-        p->a_max = a > p->a_max ? a : p->a_max;
-        p->r_max = r > p->r_max ? r : p->r_max;
-        p->q_end = q;
-        p->a_end = a;
-        p->r_end = r;
+        bucket_add(&tl->p[tl->n - 1], q, a, r);
         return 0;
     }
     if (tl->n == 0) {
@@ -77,13 +91,7 @@ static int tl_add(gm_timeline *tl, uint64_t t, uint64_t q, uint64_t a, uint64_t 
         fresh = 1;
     }
     tl->end_t = tl->t0 + tl->n * tl->width_ns;
-    gm_tl_point *p = &tl->p[idx];
-    if (q > p->q_max) p->q_max = q;
-    if (a > p->a_max) p->a_max = a;
-    if (r > p->r_max) p->r_max = r;
-    p->q_end = q;
-    p->a_end = a;
-    p->r_end = r;
+    bucket_add(&tl->p[idx], q, a, r);
     return fresh;
 }
 

@@ -23,10 +23,18 @@
 #define GM_TIMELINE_POINTS 1024
 #define GM_OOM_RECORDS 256 /* OOMs kept in detail; all are counted */
 
+/*
+ * A timeline bucket [t_ns, t_ns + width). Its maxima and minima are over
+ * every value the series held during it: the values set by its events and
+ * the value carried in from before its first event (the previous bucket's
+ * end), so a quiet bucket has min = max = end, and minima show the troughs
+ * between iterations that maxima alone hide on a long trace.
+ */
 typedef struct gm_tl_point {
     uint64_t t_ns;                /* bucket start                               */
     uint64_t q_max, a_max, r_max; /* maxima within the bucket                   */
     uint64_t q_end, a_end, r_end; /* values at the end of the bucket            */
+    uint64_t q_min, a_min, r_min; /* minima within the bucket                   */
     float ext_frag;               /* external fragmentation sampled in the bucket, -1 = none */
 } gm_tl_point;
 

@@ -155,6 +155,13 @@ static void test_paths(void)
     double none[] = {NAN, NAN};
     gm_svg_line_d(&b, &x, &y, xs, none, 2);
     CU_ASSERT_EQUAL(b.len, 0);
+    /* a min-max band: along hi, back along lo; a NaN in either splits it */
+    double lo[] = {1, 2, NAN, 3, 3}, hi[] = {5, 5, 5, 4, NAN};
+    gm_svg_band_d(&b, &x, &y, xs, lo, hi, 5);
+    CU_ASSERT_STRING_EQUAL(gm_sb_str(&b), "M0 50h10l0 30l-10 10ZM30 60l0 10Z");
+    b.len = 0;
+    gm_svg_band_d(&b, &x, &y, xs, none, hi, 2);
+    CU_ASSERT_EQUAL(b.len, 0);
     /* rounding never accumulates: 400 steps of 2.18 px end where they should */
     b.len = 0;
     double cx[400], cy[400];
@@ -214,6 +221,13 @@ static void test_resample(void)
     CU_ASSERT(isnan(col[0]) && isnan(col[1]));
     CU_ASSERT_DOUBLE_EQUAL(col[2], 9, 0);
     CU_ASSERT(isnan(col[3]));
+    /* minima: a narrow trough is kept the same way */
+    gm_resample_min(t2, v2, 2, 1, 0, 40, col, 4);
+    CU_ASSERT(isnan(col[0]) && isnan(col[1]) && isnan(col[3]));
+    CU_ASSERT_DOUBLE_EQUAL(col[2], 1, 0);
+    gm_resample_min(t, v, 4, 10, 0, 40, col, 2);
+    CU_ASSERT_DOUBLE_EQUAL(col[0], 1, 0);
+    CU_ASSERT_DOUBLE_EQUAL(col[1], 2, 0);
 }
 
 /* ---------------------------------------------------------- rendering */
@@ -279,6 +293,41 @@ static void test_render_single(void)
                                      "512MiB --on-oom skip t.h5"));
     CU_ASSERT_PTR_NULL(strstr(h, "http://"));
     CU_ASSERT_PTR_NULL(strstr(h, "https://"));
+    free(h);
+    json_decref(j);
+}
+
+/* Timeline minima (columns after the first five) draw min-max bands and
+ * give the hover "min–max" values; results without them draw lines only. */
+static void test_render_band(void)
+{
+    json_t *j = result("pytorch", 1, 0, 0.1, 4 * GM_GiB);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    char *h = render(j);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    CU_ASSERT_EQUAL(count(h, "class=\"s-q band\""), 0);
+    CU_ASSERT_EQUAL(count(h, "class=\"s-q\""), 1);
+    free(h);
+    json_t *tl = json_object_get(json_object_get(j, "device"), "timeline");
+    json_t *cols = json_object_get(tl, "columns"), *pts = json_object_get(tl, "points");
+    json_array_append_new(cols, json_string("requested_min"));
+    json_array_append_new(cols, json_string("allocated_min"));
+    json_array_append_new(cols, json_string("reserved_min"));
+    size_t i;
+    json_t *row;
+    json_array_foreach(pts, i, row)
+    {
+        json_array_append_new(row, json_integer((json_int_t)GM_GiB / 2));
+        json_array_append_new(row, json_integer((json_int_t)GM_GiB / 2));
+        json_array_append_new(row, json_integer((json_int_t)GM_GiB));
+    }
+    h = render(j);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    CU_ASSERT_EQUAL(count(h, "class=\"s-q band\""), 1);
+    CU_ASSERT_EQUAL(count(h, "class=\"s-a band\""), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, "0.50\xe2\x80\x93"
+                                     "3.00,")); /* requested, 2nd bucket */
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, "requested 0.50 \xe2\x80\x93 3.00 GiB"));
     free(h);
     json_decref(j);
 }
@@ -561,6 +610,7 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_grid);
     GM_ADD_TEST(s, test_resample);
     GM_ADD_TEST(s, test_render_single);
+    GM_ADD_TEST(s, test_render_band);
     GM_ADD_TEST(s, test_render_rejects);
     GM_ADD_TEST(s, test_render_compare);
     GM_ADD_TEST(s, test_policy_report);
