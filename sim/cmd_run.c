@@ -21,13 +21,12 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: gmsim run [options] TRACE [[per-trace options] TRACE...]\n"
-            "\n"
-            "Replay allocation trace(s) on a simulated GPU and report peak live, allocated\n"
-            "and reserved memory, fragmentation, utilization, driver calls and OOMs.\n"
-            "Several traces share one device (multi-tenant).\n"
-            "\n");
+    fprintf(f, "usage: gmsim run [options] TRACE [[per-trace options] TRACE...]\n"
+               "\n"
+               "Replay allocation trace(s) on a simulated GPU and report peak live, allocated\n"
+               "and reserved memory, fragmentation, utilization, driver calls and OOMs.\n"
+               "Several traces share one device (multi-tenant).\n"
+               "\n");
     gm_run_opts_help(f);
     fprintf(f, "\n"
                "output:\n"
@@ -75,20 +74,119 @@ static void print_ooms(const gm_metrics *m)
         printf("    ... %llu more (all in --json)\n", (unsigned long long)(m->n_oom - show));
 }
 
+/*
+ * The policy's own report (gm_tenant_result.policy_report), short: "key:
+ * value" items, nested objects flattened with dots ("a.b"), packed on lines
+ * of at most REPORT_WIDTH columns, at most REPORT_LINES lines; everything
+ * is in --json.
+ */
+#define REPORT_WIDTH 100
+#define REPORT_LINES 12
+
+typedef struct report_lines {
+    char line[REPORT_WIDTH + 256]; /* one item may be longer than the width */
+    size_t len;
+    int lines;
+    size_t left; /* items that did not fit */
+} report_lines;
+
+static void report_flush(report_lines *rl)
+{
+    if (rl->len) printf("    %s\n", rl->line);
+    rl->len = 0;
+    rl->line[0] = '\0';
+    rl->lines++;
+}
+
+static void report_item(report_lines *rl, const char *item)
+{
+    size_t n = strlen(item);
+    if (rl->len && rl->len + 3 + n > REPORT_WIDTH - 4) report_flush(rl);
+    if (rl->lines >= REPORT_LINES) {
+        rl->left++;
+        return;
+    }
+    rl->len += (size_t)snprintf(rl->line + rl->len, sizeof rl->line - rl->len, "%s%s",
+                                rl->len ? "   " : "", item);
+    if (rl->len >= sizeof rl->line) rl->len = sizeof rl->line - 1;
+}
+
+/* A value as the table shows it: bytes and times in units, ratios as %. */
+static void report_value(const char *key, json_t *v, char *buf, size_t len)
+{
+    size_t kl = strlen(key);
+    if (json_is_integer(v) && json_integer_value(v) >= 0 && strstr(key, "_bytes"))
+        gm_fmt_bytes((uint64_t)json_integer_value(v), buf, len);
+    else if (json_is_integer(v) && json_integer_value(v) >= 0 && kl > 3 &&
+             !strcmp(key + kl - 3, "_ns"))
+        gm_fmt_ns((uint64_t)json_integer_value(v), buf, len);
+    else if (json_is_integer(v))
+        snprintf(buf, len, "%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v) && (strstr(key, "precision") || strstr(key, "recall") ||
+                                 strstr(key, "accuracy") || strstr(key, "confidence")))
+        pct(buf, len, json_real_value(v));
+    else if (json_is_real(v))
+        snprintf(buf, len, "%.4g", json_real_value(v));
+    else if (json_is_string(v))
+        snprintf(buf, len, "%s", json_string_value(v));
+    else if (json_is_boolean(v))
+        snprintf(buf, len, "%s", json_is_true(v) ? "true" : "false");
+    else if (json_is_null(v))
+        snprintf(buf, len, "null");
+    else {
+        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        snprintf(buf, len, "%.60s%s", s ? s : "?", s && strlen(s) > 60 ? "..." : "");
+        free(s);
+    }
+}
+
+static void report_object(report_lines *rl, const char *prefix, json_t *obj, int depth)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v)
+    {
+        char key[160], val[200], item[sizeof key + sizeof val + 2];
+        snprintf(key, sizeof key, "%s%s%s", prefix, *prefix ? "." : "", k);
+        if (json_is_object(v) && depth < 4) {
+            report_object(rl, key, v, depth + 1);
+            continue;
+        }
+        report_value(key, v, val, sizeof val);
+        snprintf(item, sizeof item, "%s: %s", key, val);
+        report_item(rl, item);
+    }
+}
+
+static void print_policy_reports(const gm_sim_result *r)
+{
+    for (size_t i = 0; i < r->n_tenants; i++) {
+        json_t *rep = r->t[i].policy_report;
+        if (!json_is_object(rep) || json_object_size(rep) == 0) continue;
+        if (r->n_tenants > 1)
+            printf("\n  policy report (%s), tenant %zu\n", r->policy, i);
+        else
+            printf("\n  policy report (%s)\n", r->policy);
+        report_lines rl = {.len = 0};
+        report_object(&rl, "", rep, 0);
+        if (rl.lines < REPORT_LINES) report_flush(&rl);
+        if (rl.left) printf("    ... %zu more (all in --json)\n", rl.left);
+    }
+}
+
 static void print_table(const gm_sim_config *cfg, const gm_sim_result *r)
 {
     char b1[32], b2[32], p[32];
-    printf("gmsim run: %zu trace%s on a %s device (%s context overhead per tenant)\n",
-           r->n_tenants, r->n_tenants == 1 ? "" : "s",
-           gm_fmt_bytes(r->capacity_bytes, b1, sizeof b1),
+    printf("gmsim run: %zu trace%s on a %s device (%s context overhead per tenant)\n", r->n_tenants,
+           r->n_tenants == 1 ? "" : "s", gm_fmt_bytes(r->capacity_bytes, b1, sizeof b1),
            gm_fmt_bytes(r->overhead_bytes, b2, sizeof b2));
-    printf("allocator %s, policy %s%s%s\n", r->allocator, r->policy,
+    printf("allocator %s, policy %s%s%s%s\n", r->allocator, r->policy,
            r->policy_realizable ? "" : " (UNREALIZABLE: uses the future; a bound)",
-           r->on_oom_skip ? ", OOMs skipped" : "");
+           r->on_oom_skip ? ", OOMs skipped" : "", cfg->scope_device ? ", scope device" : "");
     for (size_t i = 0; i < r->n_tenants; i++) {
         const gm_tenant_result *t = &r->t[i];
-        printf("  [%zu] %s  (%s, %llu events, hash %s, alloc conf '%s'%s)\n", i, t->path,
-               t->source, (unsigned long long)t->trace_events, t->trace_hash, t->alloc_conf,
+        printf("  [%zu] %s  (%s, %llu events, hash %s, alloc conf '%s'%s)\n", i, t->path, t->source,
+               (unsigned long long)t->trace_events, t->trace_hash, t->alloc_conf,
                cfg->tenants[i].repeat > 1 ? ", repeated" : "");
     }
     printf("\n  %-28s %12s %12s %12s\n", "peak", "live (Q)", "allocated", "reserved");
@@ -111,8 +209,7 @@ static void print_table(const gm_sim_config *cfg, const gm_sim_result *r)
     char p2[32];
     pct(p, sizeof p, gm_metrics_ext_frag_mean(d));
     pct(p2, sizeof p2, d->ext_frag_max);
-    printf("  %-44s %s mean, %s max\n", "external fragmentation (1 - largest free/(R-A))", p,
-           p2);
+    printf("  %-44s %s mean, %s max\n", "external fragmentation (1 - largest free/(R-A))", p, p2);
     pct(p, sizeof p, (double)r->peak_device_used / (double)r->capacity_bytes);
     printf("  %-44s %s (%s)\n", "peak device used (R + overhead) / capacity", p,
            gm_fmt_bytes(r->peak_device_used, b1, sizeof b1));
@@ -122,13 +219,23 @@ static void print_table(const gm_sim_config *cfg, const gm_sim_result *r)
         nf += r->t[i].c.n_driver_free;
         ns += r->t[i].c.driver_alloc_ns + r->t[i].c.driver_free_ns;
     }
-    printf("  %-44s %llu malloc, %llu free, %s modelled\n", "driver calls",
-           (unsigned long long)nm, (unsigned long long)nf, gm_fmt_ns(ns, b1, sizeof b1));
+    printf("  %-44s %llu malloc, %llu free, %s modelled\n", "driver calls", (unsigned long long)nm,
+           (unsigned long long)nf, gm_fmt_ns(ns, b1, sizeof b1));
     printf("  %-44s %llu\n", "OOMs", (unsigned long long)d->n_oom);
     print_ooms(d);
     if (r->n_tenants > 1)
         printf("  %-44s %zu of %zu\n", "tenants that ran to completion", gm_sim_completed(r),
                r->n_tenants);
+    if (cfg->scope_device) {
+        uint64_t rel = 0, resc = 0;
+        for (size_t i = 0; i < r->n_tenants; i++) {
+            rel += r->t[i].scope_released_bytes;
+            resc += r->t[i].scope_rescues;
+        }
+        printf("  %-44s %s released for others, %llu allocation(s) rescued\n",
+               "scope device (tenants release for others)", gm_fmt_bytes(rel, b1, sizeof b1),
+               (unsigned long long)resc);
+    }
     for (size_t i = 0; i < r->n_tenants; i++) {
         const gm_tenant_result *t = &r->t[i];
         if (t->init_live_bytes)
@@ -142,9 +249,10 @@ static void print_table(const gm_sim_config *cfg, const gm_sim_result *r)
             printf("  tenant %zu: %s left allocated at pass ends were freed (--repeat)\n", i,
                    gm_fmt_bytes(t->repeat_leftover_bytes, b1, sizeof b1));
     }
+    print_policy_reports(r);
     double rate = r->wall_s > 0 ? (double)r->events / r->wall_s : 0;
-    printf("\n  simulated %llu events in %.3f s (%.1f M events/s)\n",
-           (unsigned long long)r->events, r->wall_s, rate / 1e6);
+    printf("\n  simulated %llu events in %.3f s (%.1f M events/s)\n", (unsigned long long)r->events,
+           r->wall_s, rate / 1e6);
 }
 
 static void progress(void *ctx, uint64_t done)
@@ -186,8 +294,9 @@ int cmd_run(int argc, char **argv)
             html_path = optarg;
         } else if (c == '?' || c == ':') {
             gm_run_opts_free(&o);
-            fprintf(stderr, "gmsim run: unknown option or missing value near '%s'; see 'gmsim "
-                            "run --help'\n",
+            fprintf(stderr,
+                    "gmsim run: unknown option or missing value near '%s'; see 'gmsim "
+                    "run --help'\n",
                     argv[optind - 1]);
             return 2;
         } else if (gm_run_opts_parse(&o, c, optarg, &err) != GM_OK) {
@@ -207,14 +316,12 @@ int cmd_run(int argc, char **argv)
     }
     gm_sim_result *r;
     rc = gm_simulate(&cfg, &r, &err);
-    if (cfg.progress)
-        fprintf(stderr, "\r                         \r");
+    if (cfg.progress) fprintf(stderr, "\r                         \r");
     if (rc != GM_OK) {
         gm_run_opts_free(&o);
         return gm_cmd_fail("run", rc, err.msg);
     }
-    if (!quiet)
-        print_table(&cfg, r);
+    if (!quiet) print_table(&cfg, r);
     if (json_path || html_path) {
         json_t *j = gm_result_json(&cfg, r, "run");
         rc = json_path ? gm_json_write(j, json_path, &err) : GM_OK;

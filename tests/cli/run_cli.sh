@@ -37,6 +37,31 @@ check "direct allocator" 0 "allocator direct" -- "$gmsim" run --allocator direct
 check "alloc conf" 0 "max_split_size_mb:128" -- "$gmsim" run --alloc-conf max_split_size_mb:128 "$bert"
 check "two tenants" 0 "tenants that ran to completion +2 of 2" -- \
     "$gmsim" run "$bert" --offset 100ms --repeat 2 "$bert"
+check "policy report: learned period" 0 "^    period_ns: [0-9.]+ (ms|s|us)   period_confidence: " -- \
+    "$gmsim" run --policy predictive "$bert"
+check "policy report: precision" 0 "precision: [0-9.]+ %   recall: [0-9.]+ %" -- \
+    "$gmsim" run --policy predictive "$bert"
+check "policy report: nested keys flattened" 0 "selective_released_bytes_by_category\.activation: " -- \
+    "$gmsim" run --policy priority "$bert"
+total=$((total + 1))
+"$gmsim" run --policy predictive "$bert" >"$tmp/out" 2>&1
+n=$(sed -n '/^  policy report/,/^$/p' "$tmp/out" | grep -c '^    ')
+"$gmsim" run --policy pytorch "$bert" >"$tmp/out2" 2>&1
+if [ "$n" -ge 1 ] && [ "$n" -le 13 ] && ! grep -q "policy report" "$tmp/out2"; then
+    echo "ok   policy report: at most 12 lines (+ 'more'), none without a report"
+else
+    echo "FAIL policy report: $n lines, or a report for pytorch"; fails=$((fails + 1))
+fi
+check "scope device" 0 "scope device \(tenants release for others\) +[0-9.]+ [KMGT]?i?B released for others, [0-9]+ allocation" -- \
+    "$gmsim" run --scope device --policy lru --capacity 10GiB "$bert" --offset 20ms "$bert"
+check "scope device in the header" 0 "^allocator pytorch, policy lru, scope device" -- \
+    "$gmsim" run --scope device --policy lru "$bert"
+total=$((total + 1))
+if "$gmsim" run "$bert" | grep -q "scope device"; then
+    echo "FAIL scope self printed as device"; fails=$((fails + 1))
+else
+    echo "ok   scope self: no scope line"
+fi
 check "help" 0 "usage: gmsim run" -- "$gmsim" run --help
 check "no trace" 2 "no trace given" -- "$gmsim" run
 check "missing file" 1 "/nonexistent.h5" -- "$gmsim" run /nonexistent.h5
