@@ -635,6 +635,16 @@ static void test_inconsistent(void)
          " {'address': 0, 'size': 512, 'state': 'inactive'},"
          " {'address': 4096, 'size': 512, 'state': 'inactive'}]}], 'device_traces': [[]]}",
          "blocks must cover their segment contiguously"},
+        /* a segment_free undone inside a segment that exists after it (fuzz_import) */
+        {"{'segments': [{'device': 0, 'address': 0, 'total_size': 2097152, 'blocks': ["
+         " {'address': 0, 'size': 2097152, 'state': 'inactive'}]}],"
+         " 'device_traces': [[{'action': 'segment_free', 'addr': 1048576, 'size': 2097152,"
+         " 'stream': 0}]]}",
+         "the segments at 0x0 (2097152 bytes) and 0x100000 (2097152 bytes), both there before "
+         "the first entry, overlap"},
+        {"{'segments': [], 'device_traces': [[{'action': 'segment_free', 'addr': 4096,"
+         " 'size': 0, 'stream': 0}]]}",
+         "(segment_free): size 0 at 0x1000 is out of range"},
         {"{'segments': [], 'device_traces': [[]]}", "nothing to import"},
         {"{'traces': []}", "not a PyTorch memory snapshot"},
         {"[1, 2]", "segment 0 has no 'address'"},

@@ -279,8 +279,9 @@ static int read_entry(dev *d, const pkl_value *ev, size_t k, ent *e, gm_err *err
                        "%s: device_traces[%d][%zu] (%s) needs a non-negative int 'addr' and "
                        "'size'; the snapshot is damaged",
                        d->name, d->device, k, act);
-    int needs_size = e->action == GM_TA_ALLOC || e->action == GM_TA_SEGMENT_ALLOC ||
-                     e->action == GM_TA_SEGMENT_MAP;
+    /* a 0-byte segment_free/unmap would rebuild a 0-byte segment */
+    int needs_size = e->action == GM_TA_ALLOC ||
+                     (e->action >= GM_TA_SEGMENT_ALLOC && e->action <= GM_TA_SEGMENT_UNMAP);
     if ((needs_size && e->size == 0) || e->size > GM_TRACE_MAX_SIZE || e->addr > MAX_ADDR - e->size)
         return gm_errf(err, GM_EINVAL,
                        "%s: device_traces[%d][%zu] (%s): size %" PRIu64 " at 0x%" PRIx64
@@ -459,12 +460,31 @@ static int size_blocks(dev *d, const keyed *sg, size_t ns, const keyed *bk, size
     return GM_OK;
 }
 
+/* The rebuilt segments (sorted by address) must not overlap: a segment_free
+ * or segment_unmap undone inside a segment that exists after it would
+ * otherwise give the replay the same memory twice. */
+static int check_segments(const dev *d, const keyed *sg, size_t ns, gm_err *err)
+{
+    for (size_t i = 1; i < ns; i++) {
+        const seg *a = &d->s[sg[i - 1].idx], *b = &d->s[sg[i].idx];
+        if (a->addr + a->size > b->addr)
+            return gm_errf(err, GM_EINVAL,
+                           "%s: device %d: the segments at 0x%" PRIx64 " (%" PRIu64
+                           " bytes) and 0x%" PRIx64 " (%" PRIu64
+                           " bytes), both there before the first entry, overlap; the trace does "
+                           "not agree with the dump-time segments",
+                           d->name, d->device, a->addr, a->size, b->addr, b->size);
+    }
+    return GM_OK;
+}
+
 /* /initial_state: segments, then blocks, each by address. */
 static int build_initial(dev *d, gm_import_trace *t, gm_err *err)
 {
     size_t ns = 0, nb = 0;
     keyed *sg = sorted_map(&d->segmap, &ns), *bk = sorted_map(&d->live, &nb);
-    int rc = !sg || !bk ? oom_err(err) : size_blocks(d, sg, ns, bk, nb, t, err);
+    int rc = !sg || !bk ? oom_err(err) : check_segments(d, sg, ns, err);
+    if (rc == GM_OK) rc = size_blocks(d, sg, ns, bk, nb, t, err);
     if (rc == GM_OK && !(t->init = calloc(ns + nb + 1, sizeof *t->init))) rc = oom_err(err);
     for (size_t i = 0; rc == GM_OK && i < ns; i++) {
         const seg *s = &d->s[sg[i].idx];
