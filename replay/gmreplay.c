@@ -60,7 +60,7 @@ static void usage(FILE *f)
                "smaller card would. Writes the result schema of 'gmsim run --json', plus a\n"
                "\"measured\" object; compare the two with 'gmsim validate'.\n"
                "\n");
-    gm_run_opts_help(f);
+    gm_run_opts_help(f, 1);
     fprintf(f, "  (default --capacity: the GPU's memory; default --overhead: this process's\n"
                "   measured CUDA context)\n"
                "\n"

@@ -38,7 +38,7 @@ static void usage(FILE *f)
             "  --threads N            simulations at a time (default: one per core)\n"
             "\n",
             gm_policy_names());
-    gm_run_opts_help(f);
+    gm_run_opts_help(f, 0);
     fprintf(f, "\n"
                "output:\n"
                "  --json FILE            ranking and every policy's full result\n"
@@ -63,16 +63,14 @@ static void pct(char *buf, size_t n, double v)
 /* The first ranking criterion on which a beats b (NULL: a tie). */
 static const char *criterion(const gm_sim_result *a, const gm_sim_result *b)
 {
-    if (a->device.n_oom != b->device.n_oom)
-        return "OOMs";
+    if (a->device.n_oom != b->device.n_oom) return "OOMs";
     if (lround(gm_metrics_fragmentation(&a->device) * 1e4) !=
         lround(gm_metrics_fragmentation(&b->device) * 1e4))
         return "fragmentation";
     if (lround(gm_metrics_utilization(&a->device) * 1e4) !=
         lround(gm_metrics_utilization(&b->device) * 1e4))
         return "utilization";
-    if (gm_result_driver_ns(a) != gm_result_driver_ns(b))
-        return "driver time";
+    if (gm_result_driver_ns(a) != gm_result_driver_ns(b)) return "driver time";
     return NULL;
 }
 
@@ -104,11 +102,9 @@ static void print_notes(const gm_compare *c)
         for (size_t t = 0; t < r->n_tenants; t++) {
             json_t *rep = r->t[t].policy_report;
             json_t *prec = rep ? json_object_get(rep, "precision") : NULL;
-            if (!prec)
-                continue;
+            if (!prec) continue;
             char per[32], hor[32], who[32] = "";
-            if (r->n_tenants > 1)
-                snprintf(who, sizeof who, " tenant %zu", t);
+            if (r->n_tenants > 1) snprintf(who, sizeof who, " tenant %zu", t);
             json_int_t period = json_integer_value(json_object_get(rep, "period_ns"));
             json_t *rec = json_object_get(rep, "recall");
             json_int_t n = json_integer_value(json_object_get(rep, "true_positives")) +
@@ -154,8 +150,7 @@ static void print_table(const gm_sim_config *cfg, const gm_compare *c)
                (unsigned long long)t->trace_events, t->trace_hash);
         if (cfg->tenants[i].offset_ns)
             printf(", offset %s", gm_fmt_ns(cfg->tenants[i].offset_ns, b1, sizeof b1));
-        if (cfg->tenants[i].repeat > 1)
-            printf(", repeat %u", cfg->tenants[i].repeat);
+        if (cfg->tenants[i].repeat > 1) printf(", repeat %u", cfg->tenants[i].repeat);
         if (cfg->tenants[i].quota_bytes)
             printf(", quota %s", gm_fmt_bytes(cfg->tenants[i].quota_bytes, b1, sizeof b1));
         printf(")\n");
@@ -166,16 +161,15 @@ static void print_table(const gm_sim_config *cfg, const gm_compare *c)
     int w = 8;
     for (size_t i = 0; i < c->n; i++)
         w = (int)strlen(c->e[i].spec) > w ? (int)strlen(c->e[i].spec) : w;
-    printf("  %5s  %-*s %5s  %5s %13s %7s %7s %8s %13s %10s\n", "rank", w, "policy", "OOMs",
-           "done", "peak reserved", "frag", "util", "ext.frag", "malloc/free", "driver");
+    printf("  %5s  %-*s %5s  %5s %13s %7s %7s %8s %13s %10s\n", "rank", w, "policy", "OOMs", "done",
+           "peak reserved", "frag", "util", "ext.frag", "malloc/free", "driver");
     for (size_t k = 0; k < c->n_ranked; k++) {
         char lab[24];
         snprintf(lab, sizeof lab, "%zu", k + 1);
         print_row(lab, w, &c->e[c->rank[k]]);
     }
     for (size_t i = 0; i < c->n; i++)
-        if (!c->e[i].realizable)
-            print_row("bound", w, &c->e[i]);
+        if (!c->e[i].realizable) print_row("bound", w, &c->e[i]);
     printf("  (peak live bytes, the floor no policy beats: %s; frag = 1 - peak A / peak R; "
            "util = time-weighted A / R)\n\n",
            gm_fmt_bytes(r0->device.peak_q, b1, sizeof b1));
@@ -188,8 +182,7 @@ static void print_table(const gm_sim_config *cfg, const gm_compare *c)
             if (why)
                 printf(" (ahead of %s on %s)", w1->spec, why);
             else
-                printf(" (tied with %s on every criterion; the order given breaks ties)",
-                       w1->spec);
+                printf(" (tied with %s on every criterion; the order given breaks ties)", w1->spec);
         }
         printf("\n");
     } else {
@@ -207,35 +200,43 @@ static void print_table(const gm_sim_config *cfg, const gm_compare *c)
     print_notes(c);
 }
 
-static int parse_threads(const char *arg, int *out, gm_err *err)
-{
-    double v;
-    if (gm_parse_double(arg, "--threads", 1, 4096, &v, err))
-        return err->code;
-    if (v != (double)(int)v)
-        return gm_errf(err, GM_EUSAGE, "--threads takes a whole number, not '%s'", arg);
-    *out = (int)v;
-    return GM_OK;
-}
+enum { OPT_JSON = 1000, OPT_POLICIES, OPT_THREADS, OPT_HTML };
 
-/* Append one --policies value to the running list. */
-static int add_list(char *buf, size_t cap, const char *arg, gm_err *err)
+typedef struct compare_args {
+    const char *json_path, *html_path;
+    char list[4096];
+    int quiet, threads;
+} compare_args;
+
+static int compare_opt(void *ctx, int c, const char *arg, gm_err *err)
 {
-    size_t n = strlen(buf);
-    if (n + strlen(arg) + 2 > cap)
-        return gm_errf(err, GM_EUSAGE, "--policies: list too long");
-    snprintf(buf + n, cap - n, "%s%s", n ? "," : "", arg);
-    return GM_OK;
+    compare_args *a = ctx;
+    switch (c) {
+    case 'h':
+        usage(stdout);
+        return GM_OPTS_DONE;
+    case 'q':
+        a->quiet = 1;
+        return GM_OK;
+    case OPT_JSON:
+        a->json_path = arg;
+        return GM_OK;
+    case OPT_HTML:
+        a->html_path = arg;
+        return GM_OK;
+    case OPT_POLICIES:
+        return gm_policies_append(a->list, sizeof a->list, arg, err);
+    case OPT_THREADS:
+        return gm_parse_threads(arg, &a->threads, err);
+    default:
+        return gm_errf(err, GM_EUSAGE, "unexpected option");
+    }
 }
 
 int cmd_compare(int argc, char **argv)
 {
     gm_run_opts o;
     gm_run_opts_init(&o);
-    const char *json_path = NULL, *html_path = NULL;
-    char list[4096] = "";
-    int quiet = 0, threads = 0;
-    enum { OPT_JSON = 1000, OPT_POLICIES, OPT_THREADS, OPT_HTML };
     static const struct option extra[] = {
         {"json", required_argument, NULL, OPT_JSON},
         {"html", required_argument, NULL, OPT_HTML},
@@ -245,41 +246,16 @@ int cmd_compare(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct option longopts[64];
-    gm_run_opts_longopts(longopts, 64, extra);
+    compare_args args = {0};
     gm_err err = {0};
-    int c, rc = GM_OK;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "-qh", longopts, NULL)) != -1) {
-        if (c == 'h') {
-            usage(stdout);
-            gm_run_opts_free(&o);
-            return 0;
-        } else if (c == 'q') {
-            quiet = 1;
-        } else if (c == OPT_JSON) {
-            json_path = optarg;
-        } else if (c == OPT_HTML) {
-            html_path = optarg;
-        } else if (c == OPT_POLICIES) {
-            rc = add_list(list, sizeof list, optarg, &err);
-        } else if (c == OPT_THREADS) {
-            rc = parse_threads(optarg, &threads, &err);
-        } else if (c == '?' || c == ':') {
-            gm_run_opts_free(&o);
-            fprintf(stderr, "gmsim compare: unknown option or missing value near '%s'; see "
-                            "'gmsim compare --help'\n",
-                    argv[optind - 1]);
-            return 2;
-        } else {
-            rc = gm_run_opts_parse(&o, c, optarg, &err);
-        }
-        if (rc != GM_OK) {
-            gm_run_opts_free(&o);
-            return gm_cmd_fail("compare", rc, err.msg);
-        }
+    int rc = gm_run_opts_getopt(&o, "compare", argc, argv, extra, compare_opt, &args, &err);
+    if (rc != GM_OK) {
+        gm_run_opts_free(&o); /* --help, or a usage error: exit 2 */
+        return rc == GM_OPTS_DONE ? 0 : gm_cmd_fail("compare", GM_EUSAGE, err.msg);
     }
+    const char *json_path = args.json_path, *html_path = args.html_path;
+    const char *list = args.list;
+    int quiet = args.quiet, threads = args.threads;
     if (o.policy) {
         gm_run_opts_free(&o);
         fprintf(stderr, "gmsim compare: --policy picks one policy (gmsim run); use --policies "
@@ -302,13 +278,11 @@ int cmd_compare(int argc, char **argv)
     gm_run_opts_config(&o, &cfg);
     gm_compare *cmp = NULL;
     rc = gm_compare_run(&cfg, specs, n, threads, &cmp, &err);
-    if (rc == GM_OK && !quiet)
-        print_table(&cfg, cmp);
+    if (rc == GM_OK && !quiet) print_table(&cfg, cmp);
     if (rc == GM_OK && (json_path || html_path)) {
         json_t *j = gm_compare_json(&cfg, cmp);
         rc = j ? GM_OK : gm_errf(&err, GM_ENOMEM, "out of memory");
-        if (rc == GM_OK && json_path)
-            rc = gm_json_write(j, json_path, &err);
+        if (rc == GM_OK && json_path) rc = gm_json_write(j, json_path, &err);
         if (rc == GM_OK && html_path && (rc = gm_trace_stats_attach(j, &err)) == GM_OK)
             rc = gm_html_write_file(j, html_path, &err);
         json_decref(j);

@@ -37,7 +37,7 @@ static void usage(FILE *f)
             "  --stagger TIME         tenants mode: copy i starts i * TIME later (default 0)\n"
             "\n",
             gm_policy_names());
-    gm_run_opts_help(f);
+    gm_run_opts_help(f, 0);
     fprintf(f, "\n"
                "output:\n"
                "  --json FILE            results (schema gmsim-fit/1)\n"
@@ -54,8 +54,7 @@ static void print_capacity(const gm_sim_config *cfg, const gm_fit *f)
     char b1[32], b2[32], b3[32], b4[32];
     uint64_t live = 0;
     for (size_t i = 0; i < f->n; i++)
-        if (f->e[i].found && f->e[i].peak_live > live)
-            live = f->e[i].peak_live;
+        if (f->e[i].found && f->e[i].peak_live > live) live = f->e[i].peak_live;
     uint64_t ctx = cfg->overhead_bytes * cfg->n_tenants;
     printf("gmsim fit: smallest device without OOM, per policy (binary search, 2 MiB steps)\n");
     for (size_t i = 0; i < cfg->n_tenants; i++)
@@ -83,13 +82,10 @@ static void print_capacity(const gm_sim_config *cfg, const gm_fit *f)
         uint64_t floor = live + ctx;
         snprintf(b4, sizeof b4, "+%s",
                  gm_fmt_bytes(e->capacity > floor ? e->capacity - floor : 0, b2, sizeof b2));
-        printf("  %-*s %14s %12s %14s %6u\n", w, name,
-               gm_fmt_bytes(e->capacity, b1, sizeof b1), b4,
+        printf("  %-*s %14s %12s %14s %6u\n", w, name, gm_fmt_bytes(e->capacity, b1, sizeof b1), b4,
                gm_fmt_bytes(e->peak_reserved, b3, sizeof b3), e->runs);
-        if (e->realizable && (best < 0 || e->capacity < f->e[best].capacity))
-            best = (long)i;
-        if (!strcmp(e->spec, "pytorch"))
-            base = (long)i;
+        if (e->realizable && (best < 0 || e->capacity < f->e[best].capacity)) best = (long)i;
+        if (!strcmp(e->spec, "pytorch")) base = (long)i;
     }
     printf("  (each fits at C with no OOM and has one at C - 2 MiB; capacities include the "
            "context overhead)\n");
@@ -130,16 +126,53 @@ static void print_tenants(const gm_sim_config *cfg, const gm_fit *f, uint64_t ca
     }
 }
 
+enum { OPT_JSON = 1000, OPT_POLICIES, OPT_THREADS, OPT_MAXCAP, OPT_TENANTS, OPT_STAGGER };
+
+typedef struct fit_args {
+    const char *json_path;
+    char list[4096];
+    int quiet, threads;
+    uint64_t max_cap, stagger;
+    uint32_t tenants;
+} fit_args;
+
+static int fit_opt(void *ctx, int c, const char *arg, gm_err *err)
+{
+    fit_args *a = ctx;
+    double v;
+    switch (c) {
+    case 'h':
+        usage(stdout);
+        return GM_OPTS_DONE;
+    case 'q':
+        a->quiet = 1;
+        return GM_OK;
+    case OPT_JSON:
+        a->json_path = arg;
+        return GM_OK;
+    case OPT_POLICIES:
+        return gm_policies_append(a->list, sizeof a->list, arg, err);
+    case OPT_THREADS:
+        return gm_parse_threads(arg, &a->threads, err);
+    case OPT_MAXCAP:
+        return gm_parse_size(arg, "--max-capacity", &a->max_cap, err);
+    case OPT_TENANTS:
+        if (gm_parse_double(arg, "--tenants", 1, 1024, &v, err)) return err->code;
+        if (v != (double)(uint32_t)v)
+            return gm_errf(err, GM_EUSAGE, "--tenants takes a whole number, not '%s'", arg);
+        a->tenants = (uint32_t)v;
+        return GM_OK;
+    case OPT_STAGGER:
+        return gm_parse_time(arg, "--stagger", &a->stagger, err);
+    default:
+        return gm_errf(err, GM_EUSAGE, "unexpected option");
+    }
+}
+
 int cmd_fit(int argc, char **argv)
 {
     gm_run_opts o;
     gm_run_opts_init(&o);
-    const char *json_path = NULL;
-    char list[4096] = "";
-    int quiet = 0, threads = 0;
-    uint64_t max_cap = 0, stagger = 0;
-    uint32_t tenants = 0;
-    enum { OPT_JSON = 1000, OPT_POLICIES, OPT_THREADS, OPT_MAXCAP, OPT_TENANTS, OPT_STAGGER };
     static const struct option extra[] = {
         {"json", required_argument, NULL, OPT_JSON},
         {"policies", required_argument, NULL, OPT_POLICIES},
@@ -151,65 +184,17 @@ int cmd_fit(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct option longopts[64];
-    gm_run_opts_longopts(longopts, 64, extra);
+    fit_args args = {0};
     gm_err err = {0};
-    int c, rc = GM_OK;
-    double v;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "-qh", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'h':
-            usage(stdout);
-            gm_run_opts_free(&o);
-            return 0;
-        case 'q':
-            quiet = 1;
-            break;
-        case OPT_JSON:
-            json_path = optarg;
-            break;
-        case OPT_POLICIES:
-            if (strlen(list) + strlen(optarg) + 2 > sizeof list)
-                rc = gm_errf(&err, GM_EUSAGE, "--policies: list too long");
-            else
-                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
-                         list[0] ? "," : "", optarg);
-            break;
-        case OPT_THREADS:
-            if (!(rc = gm_parse_double(optarg, "--threads", 1, 4096, &v, &err)))
-                threads = (int)v;
-            break;
-        case OPT_MAXCAP:
-            rc = gm_parse_size(optarg, "--max-capacity", &max_cap, &err);
-            break;
-        case OPT_TENANTS:
-            if (!(rc = gm_parse_double(optarg, "--tenants", 1, 1024, &v, &err))) {
-                if (v != (double)(uint32_t)v)
-                    rc = gm_errf(&err, GM_EUSAGE, "--tenants takes a whole number, not '%s'",
-                                 optarg);
-                tenants = (uint32_t)v;
-            }
-            break;
-        case OPT_STAGGER:
-            rc = gm_parse_time(optarg, "--stagger", &stagger, &err);
-            break;
-        case '?':
-        case ':':
-            gm_run_opts_free(&o);
-            fprintf(stderr, "gmsim fit: unknown option or missing value near '%s'; see 'gmsim "
-                            "fit --help'\n",
-                    argv[optind - 1]);
-            return 2;
-        default:
-            rc = gm_run_opts_parse(&o, c, optarg, &err);
-        }
-        if (rc != GM_OK) {
-            gm_run_opts_free(&o);
-            return gm_cmd_fail("fit", rc, err.msg);
-        }
+    int rc = gm_run_opts_getopt(&o, "fit", argc, argv, extra, fit_opt, &args, &err);
+    if (rc != GM_OK) {
+        gm_run_opts_free(&o); /* --help, or a usage error: exit 2 */
+        return rc == GM_OPTS_DONE ? 0 : gm_cmd_fail("fit", GM_EUSAGE, err.msg);
     }
+    const char *json_path = args.json_path, *list = args.list;
+    int quiet = args.quiet, threads = args.threads;
+    uint64_t max_cap = args.max_cap, stagger = args.stagger;
+    uint32_t tenants = args.tenants;
     if (o.policy) {
         gm_run_opts_free(&o);
         fprintf(stderr, "gmsim fit: --policy picks one policy (gmsim run); use --policies LIST "
@@ -252,8 +237,8 @@ int cmd_fit(int argc, char **argv)
         json_decref(j);
     }
     if (rc == GM_OK && isatty(2))
-        fprintf(stderr, "gmsim fit: %d thread%s, %.2f s\n", f->threads,
-                f->threads == 1 ? "" : "s", f->wall_s);
+        fprintf(stderr, "gmsim fit: %d thread%s, %.2f s\n", f->threads, f->threads == 1 ? "" : "s",
+                f->wall_s);
     gm_fit_free(f);
     free(specs);
     gm_run_opts_free(&o);

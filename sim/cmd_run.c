@@ -27,7 +27,7 @@ static void usage(FILE *f)
                "and reserved memory, fragmentation, utilization, driver calls and OOMs.\n"
                "Several traces share one device (multi-tenant).\n"
                "\n");
-    gm_run_opts_help(f);
+    gm_run_opts_help(f, 1);
     fprintf(f, "\n"
                "output:\n"
                "  --json FILE            write all metrics and the inputs that produced them\n"
@@ -261,13 +261,38 @@ static void progress(void *ctx, uint64_t done)
     fprintf(stderr, "\r  %llu M events...", (unsigned long long)(done >> 20));
 }
 
+enum { OPT_JSON = 1000, OPT_HTML };
+
+typedef struct run_args {
+    const char *json_path, *html_path;
+    int quiet;
+} run_args;
+
+static int run_opt(void *ctx, int c, const char *arg, gm_err *err)
+{
+    run_args *a = ctx;
+    switch (c) {
+    case 'h':
+        usage(stdout);
+        return GM_OPTS_DONE;
+    case 'q':
+        a->quiet = 1;
+        return GM_OK;
+    case OPT_JSON:
+        a->json_path = arg;
+        return GM_OK;
+    case OPT_HTML:
+        a->html_path = arg;
+        return GM_OK;
+    default:
+        return gm_errf(err, GM_EUSAGE, "unexpected option");
+    }
+}
+
 int cmd_run(int argc, char **argv)
 {
     gm_run_opts o;
     gm_run_opts_init(&o);
-    const char *json_path = NULL, *html_path = NULL;
-    int quiet = 0;
-    enum { OPT_JSON = 1000, OPT_HTML };
     static const struct option extra[] = {
         {"json", required_argument, NULL, OPT_JSON},
         {"html", required_argument, NULL, OPT_HTML},
@@ -275,35 +300,15 @@ int cmd_run(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct option longopts[64];
-    gm_run_opts_longopts(longopts, 64, extra);
+    run_args args = {0};
     gm_err err = {0};
-    int c, rc = GM_OK;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "-qh", longopts, NULL)) != -1) {
-        if (c == 'h') {
-            usage(stdout);
-            gm_run_opts_free(&o);
-            return 0;
-        } else if (c == 'q') {
-            quiet = 1;
-        } else if (c == OPT_JSON) {
-            json_path = optarg;
-        } else if (c == OPT_HTML) {
-            html_path = optarg;
-        } else if (c == '?' || c == ':') {
-            gm_run_opts_free(&o);
-            fprintf(stderr,
-                    "gmsim run: unknown option or missing value near '%s'; see 'gmsim "
-                    "run --help'\n",
-                    argv[optind - 1]);
-            return 2;
-        } else if (gm_run_opts_parse(&o, c, optarg, &err) != GM_OK) {
-            gm_run_opts_free(&o); /* a bad option value is a usage error: exit 2 */
-            return gm_cmd_fail("run", GM_EUSAGE, err.msg);
-        }
+    int rc = gm_run_opts_getopt(&o, "run", argc, argv, extra, run_opt, &args, &err);
+    if (rc != GM_OK) {
+        gm_run_opts_free(&o); /* --help, or a usage error (bad option or value): exit 2 */
+        return rc == GM_OPTS_DONE ? 0 : gm_cmd_fail("run", GM_EUSAGE, err.msg);
     }
+    const char *json_path = args.json_path, *html_path = args.html_path;
+    int quiet = args.quiet;
     if (o.n_tenants == 0) {
         gm_run_opts_free(&o);
         fprintf(stderr, "gmsim run: no trace given; e.g. gmsim run traces/bert.h5 (see --help)\n");

@@ -20,8 +20,9 @@ static int check_spec(const char *spec, gm_err *err)
     const char *colon = strchr(spec, ':');
     size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
     if (len == 0 || len >= sizeof name)
-        return gm_errf(err, GM_EUSAGE, "--policies: empty or malformed entry '%s'; expected "
-                                       "NAME[:key=value,...] separated by commas",
+        return gm_errf(err, GM_EUSAGE,
+                       "--policies: empty or malformed entry '%s'; expected "
+                       "NAME[:key=value,...] separated by commas",
                        spec);
     memcpy(name, spec, len);
     name[len] = 0;
@@ -41,8 +42,7 @@ int gm_policy_list_split(const char *list, char ***specs, size_t *n, gm_err *err
         for (; gm_policy_at(k); k++)
             len += strlen(gm_policy_at(k)->name) + 1;
         char **v = malloc(k * sizeof *v + len);
-        if (!v)
-            return gm_errf(err, GM_ENOMEM, "out of memory");
+        if (!v) return gm_errf(err, GM_ENOMEM, "out of memory");
         char *p = (char *)(v + k);
         for (size_t i = 0; i < k; i++) {
             v[i] = p;
@@ -52,15 +52,13 @@ int gm_policy_list_split(const char *list, char ***specs, size_t *n, gm_err *err
         *n = k;
         return GM_OK;
     }
-    if (strlen(list) >= sizeof buf)
-        return gm_errf(err, GM_EUSAGE, "--policies: list too long");
+    if (strlen(list) >= sizeof buf) return gm_errf(err, GM_EUSAGE, "--policies: list too long");
     /* pieces, then glue parameter continuations onto their spec */
     size_t cnt = 1;
     for (const char *q = list; *q; q++)
         cnt += *q == ',';
     char **v = malloc(cnt * sizeof *v + strlen(list) + 1);
-    if (!v)
-        return gm_errf(err, GM_ENOMEM, "out of memory");
+    if (!v) return gm_errf(err, GM_ENOMEM, "out of memory");
     char *store = (char *)(v + cnt);
     strcpy(store, list);
     size_t k = 0;
@@ -99,8 +97,7 @@ static int spec_realizable(const char *spec)
     char name[64];
     const char *colon = strchr(spec, ':');
     size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
-    if (len >= sizeof name)
-        return 1;
+    if (len >= sizeof name) return 1;
     memcpy(name, spec, len);
     name[len] = 0;
     const gm_policy_ops *o = gm_policy_find(name);
@@ -123,8 +120,7 @@ static void *worker(void *arg)
         pthread_mutex_lock(&p->mu);
         size_t i = p->next < p->n ? p->next++ : p->n;
         pthread_mutex_unlock(&p->mu);
-        if (i == p->n)
-            return NULL;
+        if (i == p->n) return NULL;
         p->fn(p->ctx, i);
     }
 }
@@ -137,10 +133,8 @@ int gm_default_threads(void)
 
 void gm_parallel_for(size_t n, int threads, void (*fn)(void *ctx, size_t i), void *ctx)
 {
-    if (threads <= 0)
-        threads = gm_default_threads();
-    if ((size_t)threads > n)
-        threads = (int)n;
+    if (threads <= 0) threads = gm_default_threads();
+    if ((size_t)threads > n) threads = (int)n;
     pool p = {.next = 0, .n = n, .fn = fn, .ctx = ctx};
     if (threads <= 1) {
         for (size_t i = 0; i < n; i++)
@@ -155,8 +149,7 @@ void gm_parallel_for(size_t n, int threads, void (*fn)(void *ctx, size_t i), voi
             started++;
         else
             break;
-    if (started == 0)
-        worker(&p); /* no thread could start: do it here */
+    if (started == 0) worker(&p); /* no thread could start: do it here */
     for (int i = 0; i < started; i++)
         pthread_join(tid[i], NULL);
     free(tid);
@@ -187,19 +180,15 @@ static long pct_key(double v)
 
 int gm_result_rank_cmp(const gm_sim_result *a, const gm_sim_result *b)
 {
-    if (a->device.n_oom != b->device.n_oom)
-        return a->device.n_oom < b->device.n_oom ? -1 : 1;
+    if (a->device.n_oom != b->device.n_oom) return a->device.n_oom < b->device.n_oom ? -1 : 1;
     long fa = pct_key(gm_metrics_fragmentation(&a->device));
     long fb = pct_key(gm_metrics_fragmentation(&b->device));
-    if (fa != fb)
-        return fa < fb ? -1 : 1;
+    if (fa != fb) return fa < fb ? -1 : 1;
     long ua = pct_key(gm_metrics_utilization(&a->device));
     long ub = pct_key(gm_metrics_utilization(&b->device));
-    if (ua != ub)
-        return ua > ub ? -1 : 1;
+    if (ua != ub) return ua > ub ? -1 : 1;
     uint64_t da = gm_result_driver_ns(a), db = gm_result_driver_ns(b);
-    if (da != db)
-        return da < db ? -1 : 1;
+    if (da != db) return da < db ? -1 : 1;
     return 0;
 }
 
@@ -235,15 +224,13 @@ static void rank_entries(gm_compare *c)
         while (j > 0) {
             size_t u = c->rank[j - 1];
             int cmp = gm_result_rank_cmp(c->e[u].r, c->e[v].r);
-            if (cmp < 0 || (cmp == 0 && u < v))
-                break;
+            if (cmp < 0 || (cmp == 0 && u < v)) break;
             c->rank[j] = u;
             j--;
         }
         c->rank[j] = v;
     }
-    if (c->n_ranked)
-        c->winner = (long)c->rank[0];
+    if (c->n_ranked) c->winner = (long)c->rank[0];
 }
 
 int gm_compare_run(const gm_sim_config *base, char *const *specs, size_t n, int threads,
@@ -282,8 +269,7 @@ int gm_compare_run(const gm_sim_config *base, char *const *specs, size_t n, int 
 
 void gm_compare_free(gm_compare *c)
 {
-    if (!c)
-        return;
+    if (!c) return;
     for (size_t i = 0; c->e && i < c->n; i++)
         gm_sim_result_free(c->e[i].r);
     free(c->e);
@@ -298,9 +284,9 @@ json_t *gm_compare_inputs_json(const gm_sim_config *base, char *const *specs, si
     json_t *tr = json_array();
     for (size_t i = 0; i < base->n_tenants; i++) {
         const gm_tenant_spec *t = &base->tenants[i];
-        json_t *o = json_pack("{s:s,s:I,s:I,s:I}", "trace", t->path, "offset_ns",
-                              (json_int_t)t->offset_ns, "repeat", (json_int_t)t->repeat,
-                              "quota_bytes", (json_int_t)t->quota_bytes);
+        json_t *o =
+            json_pack("{s:s,s:I,s:I,s:I}", "trace", t->path, "offset_ns", (json_int_t)t->offset_ns,
+                      "repeat", (json_int_t)t->repeat, "quota_bytes", (json_int_t)t->quota_bytes);
         if (any && i < any->n_tenants)
             json_object_set_new(o, "trace_hash", json_string(any->t[i].trace_hash));
         json_array_append_new(tr, o);
@@ -332,8 +318,7 @@ static json_t *rank_row(const gm_compare_entry *e, long rank)
 {
     const gm_sim_result *r = e->r;
     json_t *o = json_object();
-    if (rank > 0)
-        json_object_set_new(o, "rank", json_integer(rank));
+    if (rank > 0) json_object_set_new(o, "rank", json_integer(rank));
     json_object_set_new(o, "policy", json_string(e->spec));
     json_object_set_new(o, "realizable", json_boolean(e->realizable));
     json_object_set_new(o, "oom_count", json_integer((json_int_t)r->device.n_oom));
@@ -359,9 +344,9 @@ json_t *gm_compare_json(const gm_sim_config *base, const gm_compare *c)
     char **specs = malloc((c->n ? c->n : 1) * sizeof *specs);
     for (size_t i = 0; specs && i < c->n; i++)
         specs[i] = c->e[i].spec;
-    json_object_set_new(root, "inputs",
-                        gm_compare_inputs_json(base, specs, specs ? c->n : 0,
-                                               c->n ? c->e[0].r : NULL));
+    json_object_set_new(
+        root, "inputs",
+        gm_compare_inputs_json(base, specs, specs ? c->n : 0, c->n ? c->e[0].r : NULL));
     free(specs);
     json_t *ranking = json_array();
     for (size_t k = 0; k < c->n_ranked; k++)
@@ -371,14 +356,15 @@ json_t *gm_compare_json(const gm_sim_config *base, const gm_compare *c)
                         c->winner >= 0 ? json_string(c->e[c->winner].spec) : json_null());
     if (c->bound >= 0) {
         json_t *b = rank_row(&c->e[c->bound], 0);
-        json_object_set_new(b, "note", json_string("UNREALIZABLE: uses the trace's future; the "
-                                                   "bound, never the winner"));
+        json_object_set_new(b, "note",
+                            json_string("UNREALIZABLE: uses the trace's future; the "
+                                        "bound, never the winner"));
         json_object_set_new(root, "bound", b);
     } else {
         json_object_set_new(root, "bound", json_null());
     }
-    json_object_set_new(root, "timing", json_pack("{s:i,s:f}", "threads", c->threads, "wall_s",
-                                                  c->wall_s));
+    json_object_set_new(root, "timing",
+                        json_pack("{s:i,s:f}", "threads", c->threads, "wall_s", c->wall_s));
     json_t *res = json_array();
     for (size_t i = 0; i < c->n; i++) {
         gm_sim_config cfg = *base;
@@ -399,8 +385,7 @@ static int try_run(const gm_sim_config *cfg, gm_fit_entry *e, gm_sim_result **ke
     gm_err err = {0};
     e->runs++;
     int rc = gm_simulate(cfg, &r, &err);
-    if (rc == GM_EOOM)
-        return 0; /* the CUDA contexts do not fit: the device is too small */
+    if (rc == GM_EOOM) return 0; /* the CUDA contexts do not fit: the device is too small */
     if (rc != GM_OK) {
         e->rc = rc;
         e->err = err;
@@ -442,30 +427,23 @@ static void fit_capacity_one(void *arg, size_t i)
     for (;;) {
         cfg.capacity_bytes = hi;
         e->max_capacity = hi;
-        if ((ok = try_run(&cfg, e, &best)) < 0)
-            goto out;
-        if (ok)
-            break;
+        if ((ok = try_run(&cfg, e, &best)) < 0) goto out;
+        if (ok) break;
         lo = hi;
-        if (hi >= x->max_capacity)
-            goto out; /* not found */
+        if (hi >= x->max_capacity) goto out; /* not found */
         hi = hi * 2 > x->max_capacity ? step_down(x->max_capacity) : hi * 2;
-        if (hi <= lo)
-            goto out;
+        if (hi <= lo) goto out;
     }
     /* a lower end that does not: below peak live + contexts nothing fits */
     if (lo == 0) {
-        uint64_t floor = step_down(best->device.peak_q +
-                                   x->base->overhead_bytes * x->base->n_tenants);
+        uint64_t floor =
+            step_down(best->device.peak_q + x->base->overhead_bytes * x->base->n_tenants);
         lo = floor >= hi ? hi - GM_FIT_STEP : floor;
         for (;;) {
-            if (lo == 0)
-                break; /* 0 bytes never fit */
+            if (lo == 0) break; /* 0 bytes never fit */
             cfg.capacity_bytes = lo;
-            if ((ok = try_run(&cfg, e, NULL)) < 0)
-                goto out;
-            if (!ok)
-                break;
+            if ((ok = try_run(&cfg, e, NULL)) < 0) goto out;
+            if (!ok) break;
             hi = lo; /* fits lower than expected: keep going down */
             lo = step_down(lo / 2);
         }
@@ -473,16 +451,14 @@ static void fit_capacity_one(void *arg, size_t i)
     while (hi - lo > GM_FIT_STEP) {
         uint64_t mid = lo + step_down((hi - lo) / 2);
         cfg.capacity_bytes = mid;
-        if ((ok = try_run(&cfg, e, NULL)) < 0)
-            goto out;
+        if ((ok = try_run(&cfg, e, NULL)) < 0) goto out;
         if (ok)
             hi = mid;
         else
             lo = mid;
     }
     cfg.capacity_bytes = hi; /* the result's own figures */
-    if ((ok = try_run(&cfg, e, &best)) < 0)
-        goto out;
+    if ((ok = try_run(&cfg, e, &best)) < 0) goto out;
     e->found = ok == 1;
     e->capacity = hi;
     e->oom_capacity = lo;
@@ -495,8 +471,7 @@ out:
 static gm_fit *fit_new(char *const *specs, size_t n)
 {
     gm_fit *f = calloc(1, sizeof *f);
-    if (f)
-        f->e = calloc(n ? n : 1, sizeof *f->e);
+    if (f) f->e = calloc(n ? n : 1, sizeof *f->e);
     if (!f || !f->e) {
         free(f);
         return NULL;
@@ -525,16 +500,14 @@ static int fit_finish(gm_fit *f, gm_fit **out, gm_err *err)
 static int base_capacity(const gm_sim_config *base, uint64_t *cap, gm_err *err)
 {
     *cap = base->capacity_bytes;
-    if (*cap || base->n_tenants == 0)
-        return GM_OK;
+    if (*cap || base->n_tenants == 0) return GM_OK;
     const gm_tenant_spec *t = &base->tenants[0];
     if (t->events) {
         *cap = t->meta ? t->meta->device_total_bytes : 0;
     } else {
         gm_trace_reader *r;
         int rc = gm_trace_open(t->path, &r, err);
-        if (rc)
-            return rc;
+        if (rc) return rc;
         *cap = gm_trace_meta_get(r)->device_total_bytes;
         gm_trace_close(r);
     }
@@ -552,11 +525,9 @@ int gm_fit_capacity(const gm_sim_config *base, char *const *specs, size_t n, int
     *out = NULL;
     uint64_t cap;
     int rc = base_capacity(base, &cap, err);
-    if (rc)
-        return rc;
+    if (rc) return rc;
     gm_fit *f = fit_new(specs, n);
-    if (!f)
-        return gm_errf(err, GM_ENOMEM, "out of memory");
+    if (!f) return gm_errf(err, GM_ENOMEM, "out of memory");
     f->threads = threads > 0 ? threads : gm_default_threads();
     f->capacity_bytes = cap;
     fit_ctx x = {base, f, cap, max_capacity ? max_capacity : cap * 16};
@@ -592,8 +563,7 @@ static void fit_tenants_one(void *arg, size_t i)
         gm_sim_result *r = NULL;
         int ok = try_run(&cfg, e, &r);
         e->copies_tried = k;
-        if (ok < 0)
-            break;
+        if (ok < 0) break;
         if (!ok) {
             e->first_fail_completed = r ? (uint32_t)gm_sim_completed(r) : 0;
             gm_sim_result_free(r);
@@ -611,13 +581,10 @@ int gm_fit_tenants(const gm_sim_config *base, char *const *specs, size_t n, int 
     *out = NULL;
     uint64_t cap;
     int rc = base_capacity(base, &cap, err);
-    if (rc)
-        return rc;
-    if (max_copies == 0)
-        return gm_errf(err, GM_EUSAGE, "--tenants must be at least 1");
+    if (rc) return rc;
+    if (max_copies == 0) return gm_errf(err, GM_EUSAGE, "--tenants must be at least 1");
     gm_fit *f = fit_new(specs, n);
-    if (!f)
-        return gm_errf(err, GM_ENOMEM, "out of memory");
+    if (!f) return gm_errf(err, GM_ENOMEM, "out of memory");
     f->tenants_mode = 1;
     f->max_copies = max_copies;
     f->stagger_ns = stagger_ns;
@@ -632,8 +599,7 @@ int gm_fit_tenants(const gm_sim_config *base, char *const *specs, size_t n, int 
 
 void gm_fit_free(gm_fit *f)
 {
-    if (!f)
-        return;
+    if (!f) return;
     free(f->e);
     free(f);
 }
@@ -676,8 +642,7 @@ json_t *gm_fit_json(const gm_sim_config *base, const gm_fit *f)
             json_object_set_new(o, "found", json_boolean(e->found));
             json_object_set_new(o, "capacity_bytes",
                                 e->found ? json_integer((json_int_t)e->capacity) : json_null());
-            json_object_set_new(o, "oom_capacity_bytes",
-                                json_integer((json_int_t)e->oom_capacity));
+            json_object_set_new(o, "oom_capacity_bytes", json_integer((json_int_t)e->oom_capacity));
             json_object_set_new(o, "max_capacity_tried_bytes",
                                 json_integer((json_int_t)e->max_capacity));
             json_object_set_new(o, "peak_live_bytes", json_integer((json_int_t)e->peak_live));
@@ -691,4 +656,22 @@ json_t *gm_fit_json(const gm_sim_config *base, const gm_fit *f)
     json_object_set_new(root, "timing",
                         json_pack("{s:i,s:f}", "threads", f->threads, "wall_s", f->wall_s));
     return root;
+}
+
+int gm_policies_append(char *buf, size_t cap, const char *arg, gm_err *err)
+{
+    size_t n = strlen(buf);
+    if (n + strlen(arg) + 2 > cap) return gm_errf(err, GM_EUSAGE, "--policies: list too long");
+    snprintf(buf + n, cap - n, "%s%s", n ? "," : "", arg);
+    return GM_OK;
+}
+
+int gm_parse_threads(const char *arg, int *out, gm_err *err)
+{
+    double v;
+    if (gm_parse_double(arg, "--threads", 1, 4096, &v, err)) return GM_EUSAGE;
+    if (v != (double)(int)v)
+        return gm_errf(err, GM_EUSAGE, "--threads takes a whole number, not '%s'", arg);
+    *out = (int)v;
+    return GM_OK;
 }

@@ -28,6 +28,11 @@
  * allocation (free() it). */
 int gm_policy_list_split(const char *list, char ***specs, size_t *n, gm_err *err);
 
+/* Command-line pieces compare and fit share: append one --policies value to
+ * the running list buf (cap bytes); parse --threads. GM_EUSAGE on error. */
+int gm_policies_append(char *buf, size_t cap, const char *arg, gm_err *err);
+int gm_parse_threads(const char *arg, int *out, gm_err *err);
+
 /* Run fn(ctx, i) for i in [0, n) on `threads` threads (0 = one per core). */
 void gm_parallel_for(size_t n, int threads, void (*fn)(void *ctx, size_t i), void *ctx);
 int gm_default_threads(void);
@@ -47,8 +52,8 @@ typedef struct gm_compare {
     gm_compare_entry *e; /* in the order the policies were given */
     size_t *rank;        /* indices of realizable entries, best first */
     size_t n_ranked;
-    long winner;         /* index of the best realizable policy, -1 if none */
-    long bound;          /* index of the first unrealizable one (oracle), -1 if none */
+    long winner; /* index of the best realizable policy, -1 if none */
+    long bound;  /* index of the first unrealizable one (oracle), -1 if none */
     int threads;
     double wall_s;
 } gm_compare;
@@ -84,10 +89,10 @@ typedef struct gm_fit_entry {
     uint64_t peak_live;     /* device peak live bytes (run at `capacity`)   */
     uint64_t peak_reserved; /* device peak reserved at `capacity`           */
     /* tenants mode */
-    uint32_t copies_fit;    /* most copies that all ran without OOM         */
+    uint32_t copies_fit; /* most copies that all ran without OOM         */
     uint32_t copies_tried;
     uint32_t first_fail_completed; /* tenants that completed at copies_fit + 1 */
-    uint32_t runs;          /* simulations this entry needed                */
+    uint32_t runs;                 /* simulations this entry needed                */
 } gm_fit_entry;
 
 typedef struct gm_fit {

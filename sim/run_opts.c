@@ -71,8 +71,7 @@ static int add_trace(gm_run_opts *o, const char *path, gm_err *err)
     if (o->n_tenants == o->cap_tenants) {
         size_t cap = o->cap_tenants ? o->cap_tenants * 2 : 4;
         gm_tenant_spec *t = realloc(o->tenants, cap * sizeof *t);
-        if (!t)
-            return gm_errf(err, GM_ENOMEM, "out of memory");
+        if (!t) return gm_errf(err, GM_ENOMEM, "out of memory");
         o->tenants = t;
         o->cap_tenants = cap;
     }
@@ -89,14 +88,11 @@ static int apply_profile(gm_run_opts *o, const char *path, gm_err *err)
 {
     gm_device_profile p;
     int rc = gm_device_profile_load(path, &p, err);
-    if (rc)
-        return rc;
+    if (rc) return rc;
     o->device_profile = path;
     o->latency = p.latency;
-    if (!o->overhead_given)
-        o->overhead = p.context_overhead_bytes;
-    if (!o->capacity)
-        o->capacity = p.total_bytes;
+    if (!o->overhead_given) o->overhead = p.context_overhead_bytes;
+    if (!o->capacity) o->capacity = p.total_bytes;
     return GM_OK;
 }
 
@@ -115,8 +111,7 @@ int gm_run_opts_parse(gm_run_opts *o, int c, const char *arg, gm_err *err)
         o->alloc_conf = arg;
         return GM_OK;
     case O_CAPACITY:
-        if (gm_parse_size(arg, "--capacity", &o->capacity, err))
-            return err->code;
+        if (gm_parse_size(arg, "--capacity", &o->capacity, err)) return err->code;
         if (o->capacity == 0)
             return gm_errf(err, GM_EINVAL, "--capacity must be more than 0 bytes");
         return GM_OK;
@@ -142,8 +137,7 @@ int gm_run_opts_parse(gm_run_opts *o, int c, const char *arg, gm_err *err)
         return gm_parse_time(arg, "--offset", &o->next.offset_ns, err);
     case O_REPEAT: {
         double v;
-        if (gm_parse_double(arg, "--repeat", 1, 1e6, &v, err))
-            return err->code;
+        if (gm_parse_double(arg, "--repeat", 1, 1e6, &v, err)) return err->code;
         if (v != (double)(uint32_t)v)
             return gm_errf(err, GM_EINVAL, "--repeat takes a whole number, not '%s'", arg);
         o->next.repeat = (uint32_t)v;
@@ -162,33 +156,59 @@ int gm_run_opts_parse(gm_run_opts *o, int c, const char *arg, gm_err *err)
     }
 }
 
-void gm_run_opts_help(FILE *f)
+void gm_run_opts_help(FILE *f, int one_policy)
 {
-    fprintf(f,
-            "simulation:\n"
-            "  --policy NAME[:k=v,..] release policy (default pytorch); policies:\n"
-            "                         %s (policies/README.md)\n"
-            "  --allocator NAME       allocator model: pytorch (default), direct\n"
-            "  --alloc-conf STRING    PYTORCH_CUDA_ALLOC_CONF, verbatim, e.g.\n"
-            "                         'max_split_size_mb:128,garbage_collection_threshold:0.8'\n"
-            "                         (default: the settings recorded in the trace, if any)\n"
-            "  --capacity SIZE        device memory, e.g. 24GiB, 40GB (default: the trace's)\n"
-            "  --overhead SIZE        CUDA context memory per tenant (default 512MiB)\n"
-            "  --device-profile FILE  a GPU measured by 'gmreplay --calibrate': its driver\n"
-            "                         latency, context overhead and (unless --capacity/\n"
-            "                         --overhead are given) capacity\n"
-            "  --memory-fraction F    torch.cuda.set_per_process_memory_fraction(F)\n"
-            "  --on-oom abort|skip    abort the tenant like a real job (default), or skip\n"
-            "                         the failing allocation and go on counting OOMs\n"
-            "  --lenient              skip and count frees of unknown addresses instead of\n"
-            "                         stopping with an error\n"
-            "  --scope self|device    may a tenant whose allocation fails make the other\n"
-            "                         tenants release cached memory? (default self)\n"
-            "per trace (applies to the traces after it):\n"
-            "  --offset TIME          start time on the device, e.g. 2s, 150ms\n"
-            "  --repeat N             replay the trace N times back to back (steady state)\n"
-            "  --quota SIZE           cap on the tenant's reserved memory\n",
-            gm_policy_names());
+    fprintf(f, "simulation:\n");
+    if (one_policy)
+        fprintf(f,
+                "  --policy NAME[:k=v,..] release policy (default pytorch); policies:\n"
+                "                         %s (policies/README.md)\n",
+                gm_policy_names());
+    fprintf(f, "  --allocator NAME       allocator model: pytorch (default), direct\n"
+               "  --alloc-conf STRING    PYTORCH_CUDA_ALLOC_CONF, verbatim, e.g.\n"
+               "                         'max_split_size_mb:128,garbage_collection_threshold:0.8'\n"
+               "                         (default: the settings recorded in the trace, if any)\n"
+               "  --capacity SIZE        device memory, e.g. 24GiB, 40GB (default: the trace's)\n"
+               "  --overhead SIZE        CUDA context memory per tenant (default 512MiB)\n"
+               "  --device-profile FILE  a GPU measured by 'gmreplay --calibrate': its driver\n"
+               "                         latency, context overhead and (unless --capacity/\n"
+               "                         --overhead are given) capacity\n"
+               "  --memory-fraction F    torch.cuda.set_per_process_memory_fraction(F)\n"
+               "  --on-oom abort|skip    abort the tenant like a real job (default), or skip\n"
+               "                         the failing allocation and go on counting OOMs\n"
+               "  --lenient              skip and count frees of unknown addresses instead of\n"
+               "                         stopping with an error\n"
+               "  --scope self|device    may a tenant whose allocation fails make the other\n"
+               "                         tenants release cached memory? (default self)\n"
+               "per trace (applies to the traces after it):\n"
+               "  --offset TIME          start time on the device, e.g. 2s, 150ms\n"
+               "  --repeat N             replay the trace N times back to back (steady state)\n"
+               "  --quota SIZE           cap on the tenant's reserved memory\n");
+}
+
+int gm_run_opts_getopt(gm_run_opts *o, const char *cmd, int argc, char **argv,
+                       const struct option *extra,
+                       int (*on_opt)(void *ctx, int c, const char *arg, gm_err *err), void *ctx,
+                       gm_err *err)
+{
+    struct option longopts[64];
+    gm_run_opts_longopts(longopts, 64, extra);
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "-qh", longopts, NULL)) != -1) {
+        int rc;
+        if (c == '?' || c == ':')
+            return gm_errf(err, GM_EUSAGE,
+                           "unknown option or missing value near '%s'; see 'gmsim %s --help'",
+                           argv[optind - 1], cmd);
+        if (c == 1 || c >= O_POLICY)
+            rc = gm_run_opts_parse(o, c, optarg, err);
+        else
+            rc = on_opt(ctx, c, optarg, err);
+        if (rc != GM_OK) return rc;
+    }
+    return GM_OK;
 }
 
 void gm_run_opts_config(const gm_run_opts *o, gm_sim_config *cfg)

@@ -32,7 +32,21 @@ void gm_run_opts_longopts(struct option *out, size_t cap, const struct option *e
 /* Handle option c (from getopt_long with a leading '-' optstring: c == 1 is
  * a trace path). Returns GM_OK, or GM_EINVAL/GM_EUSAGE with err set. */
 int gm_run_opts_parse(gm_run_opts *o, int c, const char *arg, gm_err *err);
-void gm_run_opts_help(FILE *f);
+/* Help text of the shared options; one_policy = 0 leaves out --policy (for
+ * commands that take --policies instead). */
+void gm_run_opts_help(FILE *f, int one_policy);
+
+/* The option loop every simulating gmsim command shares: getopt_long over
+ * argv with the shared options plus `extra` ("-qh" short options, traces
+ * kept in order). Shared options and trace paths fill `o`; every other
+ * option goes to on_opt(ctx, c, optarg, err), which returns GM_OK, an error
+ * with err set, or GM_OPTS_DONE (e.g. --help printed: stop, exit 0).
+ * Unknown options are GM_EUSAGE with a message naming them and `cmd`. */
+#define GM_OPTS_DONE 1
+int gm_run_opts_getopt(gm_run_opts *o, const char *cmd, int argc, char **argv,
+                       const struct option *extra,
+                       int (*on_opt)(void *ctx, int c, const char *arg, gm_err *err), void *ctx,
+                       gm_err *err);
 void gm_run_opts_config(const gm_run_opts *o, gm_sim_config *cfg);
 
 #endif

@@ -89,7 +89,8 @@ expect_fail 2 "compare without trace" -- "$gmsim" compare
 expect_fail 2 "--stagger without --tenants" -- "$gmsim" fit --stagger 1ms "$trace"
 expect_fail 2 "bad --scope" -- "$gmsim" run --scope everyone "$trace"
 expect_fail 1 "bad policy parameter" -- "$gmsim" run --policy lru:threshold=7 "$trace"
-expect_fail 1 "--threads 0" -- "$gmsim" compare --threads 0 "$trace"
+expect_fail 2 "--threads 0 (a bad option value is a usage error)" -- "$gmsim" compare --threads 0 "$trace"
+expect_fail 2 "bad --tenants" -- "$gmsim" fit --tenants 1.5 --capacity 8GiB "$trace"
 
 if [ "$fails" -ne 0 ]; then
     echo "$fails check(s) failed" >&2
