@@ -95,6 +95,8 @@ typedef struct gm_alloc_ops {
     /* Driver allocation a request would need if nothing cached fits, and
      * whether it is served from the small pool (policies that plan ahead). */
     uint64_t (*segment_size)(gm_alloc *a, uint64_t size, int *small_pool);
+    /* Device address of a live allocation's block (handle from malloc/restore). */
+    uint64_t (*block_addr)(gm_alloc *a, uint64_t handle);
 } gm_alloc_ops;
 
 struct gm_alloc {

@@ -120,6 +120,12 @@ static uint64_t d_segment_size(gm_alloc *a, uint64_t size, int *small_pool)
     return gm_device_round(size);
 }
 
+static uint64_t d_block_addr(gm_alloc *a, uint64_t handle)
+{
+    (void)a;
+    return ((const direct_block *)(uintptr_t)handle)->ptr;
+}
+
 const gm_alloc_ops gm_alloc_direct = {
     .name = "direct",
     .summary = "one driver allocation per tensor (PYTORCH_NO_CUDA_MEMORY_CACHING=1)",
@@ -134,4 +140,5 @@ const gm_alloc_ops gm_alloc_direct = {
     .empty_cache = d_empty_cache,
     .block_size = d_block_size,
     .segment_size = d_segment_size,
+    .block_addr = d_block_addr,
 };

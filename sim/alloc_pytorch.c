@@ -822,6 +822,12 @@ static uint64_t pt_segment_size(gm_alloc *a, uint64_t size, int *small_pool)
     return allocation_size(block);
 }
 
+static uint64_t pt_block_addr(gm_alloc *a, uint64_t handle)
+{
+    (void)a;
+    return ((const pt_block *)(uintptr_t)handle)->ptr;
+}
+
 const gm_alloc_ops gm_alloc_pytorch = {
     .name = "pytorch",
     .summary = "PyTorch's CUDA caching allocator (native backend)",
@@ -836,4 +842,5 @@ const gm_alloc_ops gm_alloc_pytorch = {
     .empty_cache = pt_empty_cache,
     .block_size = pt_block_size,
     .segment_size = pt_segment_size,
+    .block_addr = pt_block_addr,
 };

@@ -3,8 +3,9 @@
  * snapshot (to a temporary trace), replay its tensor events through the
  * pytorch allocator model from the rebuilt initial state with the recorded
  * allocator settings, and compare the model's driver calls with PyTorch's
- * recorded segment_alloc / segment_free (sim/fidelity.h). Exit 0 when they
- * are the same sequence on every device, 1 when not, so it can gate tests.
+ * recorded segment_alloc / segment_free (sim/fidelity.h); with the recorded
+ * addresses, also check that every tensor lands at PyTorch's address. Exit 0
+ * when both agree on every device, 1 when not, so it can gate tests.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -28,7 +29,10 @@ static void usage(FILE *f)
                "model's cudaMalloc/cudaFree calls are compared with PyTorch's recorded\n"
                "segment_alloc/segment_free: matched, missing (PyTorch only), extra (model only),\n"
                "the first divergence, and the largest error in reserved bytes over time.\n"
-               "Exit status: 0 when the sequences are identical, 1 when not (or on error).\n"
+               "With the recorded addresses, each allocation's address in the model is also\n"
+               "compared with the one PyTorch recorded (block placement).\n"
+               "Exit status: 0 when the sequences are identical and every allocation is at\n"
+               "PyTorch's address, 1 when not (or on error).\n"
                "\n"
                "options:\n"
                "      --device N         check only CUDA device N of a snapshot (default: all)\n"
@@ -76,6 +80,16 @@ static void call_text(const gm_fidelity *f, const gm_fid_call *c, size_t n, char
     if (!k) snprintf(buf, len, "nothing");
 }
 
+/* "0x7f.. (segment 0x7f.. + 4096)", or the bare address outside every segment. */
+static void where_text(const gm_fid_where *w, char *buf, size_t len)
+{
+    if (w->seg_addr)
+        snprintf(buf, len, "0x%llx (segment 0x%llx + %llu)", (unsigned long long)w->addr,
+                 (unsigned long long)w->seg_addr, (unsigned long long)(w->addr - w->seg_addr));
+    else
+        snprintf(buf, len, "0x%llx (in no segment)", (unsigned long long)w->addr);
+}
+
 static void print_result(const char *name, int device, const gm_fidelity *f)
 {
     char b1[32], b2[32], ours[256], theirs[256];
@@ -108,6 +122,18 @@ static void print_result(const char *name, int device, const gm_fidelity *f)
         else
             printf("  first divergence after the last event: model did %s; PyTorch did %s\n", ours,
                    theirs);
+    }
+    if (f->placement_checked) {
+        printf("  block placement: %llu of %llu allocations at PyTorch's address\n",
+               (unsigned long long)f->placed_same, (unsigned long long)f->placed);
+        if (f->place_diverged) {
+            char w1[96], w2[96];
+            where_text(&f->place_ours, w1, sizeof w1);
+            where_text(&f->place_theirs, w2, sizeof w2);
+            printf("  first misplaced at event %llu (alloc of %s): model at %s; PyTorch at %s\n",
+                   (unsigned long long)f->place_event, gm_fmt_bytes(f->place_size, b1, sizeof b1),
+                   w1, w2);
+        }
     }
     printf("  result:          %s\n", gm_fidelity_exact(f) ? "EXACT MATCH" : "MISMATCH");
 }

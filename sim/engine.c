@@ -542,6 +542,8 @@ static int do_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abo
     if (t->a->ops->malloc(t->a, e->size, e->stream, e->category, now, &h) != GM_OK &&
         !scope_rescue(s, t, e, now, &h))
         return on_oom(s, t, e, now, abort, err);
+    if (s->cfg->alloc_hook) /* optional observer: where the model put this allocation */
+        s->cfg->alloc_hook(s->cfg->alloc_hook_ctx, t->idx, t->index, e, t->a, h);
     if (gm_addrmap_put(&t->live, key, h))
         return gm_errf(err, GM_ENOMEM, "out of memory");
     if (t->spec->repeat > 1 && gm_addrmap_put(&t->pass_new, key, 1))

@@ -55,6 +55,13 @@ typedef struct gm_sim_config {
      * state is rebuilt) */
     void (*seg_hook)(void *ctx, int tenant, uint64_t event_index, const gm_seg_event *ev);
     void *seg_hook_ctx;
+    /* optional: every successful tensor allocation (event ev of tenant
+     * `tenant`, trace event `event_index`), with the allocator instance and
+     * the handle it returned, e.g. to ask a->ops->block_addr(a, handle) where
+     * the model placed it (fidelity's block placement check) */
+    void (*alloc_hook)(void *ctx, int tenant, uint64_t event_index, const gm_event *ev, gm_alloc *a,
+                       uint64_t handle);
+    void *alloc_hook_ctx;
     /* optional: called about every million events */
     void (*progress)(void *ctx, uint64_t events_done);
     void *progress_ctx;

@@ -233,6 +233,8 @@ typedef struct hook_state {
     gm_fidelity *f;
     size_t cap;
     int oom;
+    gm_seg_info *segs; /* scratch for locating a placement mismatch */
+    size_t nsegs;
 } hook_state;
 
 static void seg_hook(void *ctx, int tenant, uint64_t event_index, const gm_seg_event *ev)
@@ -246,6 +248,48 @@ static void seg_hook(void *ctx, int tenant, uint64_t event_index, const gm_seg_e
     gm_fid_call c = {
         .event_index = event_index, .size = ev->size, .addr = ev->addr, .op = (uint8_t)ev->op};
     if (push_call(&h->f->ours, &h->f->n_ours, &h->cap, &c)) h->oom = 1;
+}
+
+/* The model segment holding addr (the model's segments are PyTorch's when
+ * addresses are replayed). */
+static gm_fid_where where(hook_state *h, gm_alloc *a, uint64_t addr)
+{
+    gm_fid_where w = {.addr = addr};
+    size_t n = gm_alloc_segments(a, h->segs, h->nsegs);
+    if (n > h->nsegs) {
+        gm_seg_info *p = realloc(h->segs, n * sizeof *p);
+        if (!p) return w;
+        h->segs = p;
+        h->nsegs = n;
+        n = gm_alloc_segments(a, h->segs, h->nsegs);
+    }
+    for (size_t i = 0; i < n && i < h->nsegs; i++)
+        if (addr >= h->segs[i].addr && addr < h->segs[i].addr + h->segs[i].size) {
+            w.seg_addr = h->segs[i].addr;
+            w.seg_size = h->segs[i].size;
+            break;
+        }
+    return w;
+}
+
+static void alloc_hook(void *ctx, int tenant, uint64_t event_index, const gm_event *ev, gm_alloc *a,
+                       uint64_t handle)
+{
+    hook_state *h = ctx;
+    gm_fidelity *f = h->f;
+    (void)tenant;
+    uint64_t ours = a->ops->block_addr(a, handle);
+    f->placed++;
+    if (ours == ev->addr) {
+        f->placed_same++;
+        return;
+    }
+    if (f->place_diverged) return;
+    f->place_diverged = 1;
+    f->place_event = event_index;
+    f->place_size = ev->size;
+    f->place_ours = where(h, a, ours);
+    f->place_theirs = where(h, a, ev->addr);
 }
 
 static int replay(const char *path, const recorded *rc, const gm_fidelity_opts *o, gm_fidelity *f,
@@ -267,6 +311,11 @@ static int replay(const char *path, const recorded *rc, const gm_fidelity_opts *
                          .on_oom_skip = 1,
                          .seg_hook = seg_hook,
                          .seg_hook_ctx = &hs};
+    if (!dev.fresh_only) {
+        f->placement_checked = 1;
+        cfg.alloc_hook = alloc_hook;
+        cfg.alloc_hook_ctx = &hs;
+    }
     gm_latency lat = GM_LATENCY_DEFAULT;
     cfg.latency = lat;
     gm_sim_result *res = NULL;
@@ -276,6 +325,7 @@ static int replay(const char *path, const recorded *rc, const gm_fidelity_opts *
         gm_sim_result_free(res);
     }
     free(dev.live);
+    free(hs.segs);
     if (code == GM_OK && hs.oom) code = gm_errf(err, GM_ENOMEM, "out of memory");
     return code;
 }
@@ -404,6 +454,31 @@ static json_t *calls_json(const gm_fid_call *c, size_t n, uint64_t only_event)
     return a;
 }
 
+static json_t *where_json(const gm_fid_where *w)
+{
+    if (!w->seg_addr)
+        return json_pack("{s:I, s:n, s:n, s:n}", "addr", (json_int_t)w->addr, "segment_addr",
+                         "segment_size", "offset");
+    return json_pack("{s:I, s:I, s:I, s:I}", "addr", (json_int_t)w->addr, "segment_addr",
+                     (json_int_t)w->seg_addr, "segment_size", (json_int_t)w->seg_size, "offset",
+                     (json_int_t)(w->addr - w->seg_addr));
+}
+
+/* "block_placement": null when not checked (fresh addresses). */
+static json_t *placement_json(const gm_fidelity *f)
+{
+    if (!f->placement_checked) return json_null();
+    json_t *first = json_null();
+    if (f->place_diverged)
+        first = json_pack("{s:I, s:I, s:o, s:o}", "event_index", (json_int_t)f->place_event,
+                          "requested_bytes", (json_int_t)f->place_size, "model",
+                          where_json(&f->place_ours), "pytorch", where_json(&f->place_theirs));
+    return json_pack("{s:b, s:I, s:I, s:I, s:o}", "exact", !f->place_diverged, "allocations",
+                     (json_int_t)f->placed, "at_pytorch_address", (json_int_t)f->placed_same,
+                     "elsewhere", (json_int_t)(f->placed - f->placed_same), "first_mismatch",
+                     first);
+}
+
 json_t *gm_fidelity_json(const gm_fidelity *f)
 {
     json_t *div = json_null();
@@ -413,7 +488,7 @@ json_t *gm_fidelity_json(const gm_fidelity *f)
                         "event_size", (json_int_t)f->div_size, "model",
                         calls_json(f->ours, f->n_ours, f->div_event), "pytorch",
                         calls_json(f->rec, f->n_rec, f->div_event));
-    return json_pack(
+    json_t *j = json_pack(
         "{s:b, s:I, s:I, s:s, s:s, s:{s:I, s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:o, "
         "s:{s:I, s:o}, s:I, s:{s:o, s:o}}",
         "exact", gm_fidelity_exact(f), "trace_events", (json_int_t)f->n_events, "capacity_bytes",
@@ -429,4 +504,6 @@ json_t *gm_fidelity_json(const gm_fidelity *f)
         "model_ooms", (json_int_t)f->model_ooms, "calls", "pytorch",
         calls_json(f->rec, f->n_rec, UINT64_MAX), "model",
         calls_json(f->ours, f->n_ours, UINT64_MAX));
+    if (j) json_object_set_new(j, "block_placement", placement_json(f));
+    return j;
 }

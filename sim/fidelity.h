@@ -18,6 +18,13 @@
  * initial segments' (in address order, as the model restores them) and then,
  * for each new cudaMalloc, the next recorded segment_alloc's address when
  * the size agrees (a fresh one otherwise). `fresh_addresses` turns this off.
+ *
+ * Block placement: with the recorded addresses, a model that decides as
+ * PyTorch did puts every tensor at the address PyTorch recorded for it (the
+ * alloc event's addr). Each successful allocation of the replay is checked
+ * (engine alloc_hook, gm_alloc_ops.block_addr); the first one elsewhere is
+ * kept with the segments both addresses lie in. Not checked with
+ * fresh_addresses (the addresses differ by construction).
  */
 #ifndef GM_FIDELITY_H
 #define GM_FIDELITY_H
@@ -39,6 +46,11 @@ typedef struct gm_fid_call {
     uint8_t op;      /* GM_OP_SEGMENT_ALLOC / GM_OP_SEGMENT_FREE */
     uint8_t matched; /* paired with a call of the other side */
 } gm_fid_call;
+
+/* Where an address lies: the model segment containing it (seg_addr 0: none). */
+typedef struct gm_fid_where {
+    uint64_t addr, seg_addr, seg_size;
+} gm_fid_where;
 
 typedef struct gm_fidelity_opts {
     uint64_t capacity_bytes; /* 0: the trace's device_total_bytes, else GM_FIDELITY_CAPACITY */
@@ -63,6 +75,14 @@ typedef struct gm_fidelity {
     uint64_t max_reserved_err; /* max |recorded reserved - model reserved| */
     uint64_t max_err_event;    /* where (UINT64_MAX: before event 0)       */
     uint64_t model_ooms;       /* allocations the model could not satisfy  */
+    /* block placement (only when placement_checked: recorded addresses) */
+    int placement_checked;
+    uint64_t placed;      /* allocations the model made during the replay */
+    uint64_t placed_same; /* of which at PyTorch's address              */
+    int place_diverged;   /* 1: some allocation landed elsewhere        */
+    uint64_t place_event; /* the first such: trace event index          */
+    uint64_t place_size;  /* its requested bytes                        */
+    gm_fid_where place_ours, place_theirs;
 } gm_fidelity;
 
 /* Replay the trace at path and compare. out is filled (gm_fidelity_free it)
@@ -71,10 +91,11 @@ int gm_fidelity_check(const char *path, const gm_fidelity_opts *opts, gm_fidelit
                       gm_err *err);
 void gm_fidelity_free(gm_fidelity *f);
 
-/* 1 when the model made exactly PyTorch's calls. */
+/* 1 when the model made exactly PyTorch's calls and, where checked, put
+ * every allocation at PyTorch's address. */
 static inline int gm_fidelity_exact(const gm_fidelity *f)
 {
-    return f->missing == 0 && f->extra == 0;
+    return f->missing == 0 && f->extra == 0 && !f->place_diverged;
 }
 
 /* Everything above as JSON (counts, first divergence, reserved error, calls). */

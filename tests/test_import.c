@@ -299,7 +299,9 @@ static void test_fidelity_recorded_segments(void)
     static const struct {
         const char *file;
         size_t calls;
-    } cases[] = {{"small-with-segments.pickle", 9}, {"finetune-no-timestamps.pickle", 152}};
+        uint64_t allocs;
+    } cases[] = {{"small-with-segments.pickle", 9, 36},
+                 {"finetune-no-timestamps.pickle", 152, 3505}};
     for (size_t i = 0; i < N_OF(cases); i++)
         for (int fresh = 0; fresh < 2; fresh++) {
             gm_fidelity f;
@@ -311,6 +313,12 @@ static void test_fidelity_recorded_segments(void)
             CU_ASSERT_FALSE(f.diverged);
             CU_ASSERT_EQUAL(f.max_reserved_err, 0);
             CU_ASSERT_EQUAL(f.model_init_calls, f.init_segments);
+            CU_ASSERT_EQUAL(f.placement_checked, !fresh);
+            if (!fresh) { /* every tensor at the address PyTorch recorded for it */
+                CU_ASSERT_EQUAL(f.placed, cases[i].allocs);
+                CU_ASSERT_EQUAL(f.placed_same, cases[i].allocs);
+                CU_ASSERT_FALSE(f.place_diverged);
+            }
             for (size_t k = 0; k < f.n_rec; k++) /* same event, op and size, in order */
                 CU_ASSERT_TRUE(f.rec[k].event_index == f.ours[k].event_index &&
                                f.rec[k].size == f.ours[k].size && f.rec[k].op == f.ours[k].op);
@@ -325,6 +333,7 @@ static void test_fidelity_warm_cache(void)
                                         "gpt-medium-ctx512-infer.pickle",
                                         "forward-bf16-ctx128.pickle"};
     static const uint64_t segs[] = {377, 101, 43};
+    static const uint64_t allocs[] = {6526, 1666, 937};
     for (size_t i = 0; i < N_OF(files); i++) {
         gm_fidelity f;
         fidelity_of(files[i], NULL, 0, &f);
@@ -334,6 +343,9 @@ static void test_fidelity_warm_cache(void)
         CU_ASSERT_EQUAL(f.init_segments, segs[i]);
         CU_ASSERT_EQUAL(f.model_init_calls, segs[i]);
         CU_ASSERT_EQUAL(f.model_ooms, 0);
+        CU_ASSERT_EQUAL(f.placed, allocs[i]);
+        CU_ASSERT_EQUAL(f.placed_same, allocs[i]);
+        CU_ASSERT_FALSE(f.place_diverged);
         gm_fidelity_free(&f);
     }
 }
@@ -355,7 +367,13 @@ static void test_fidelity_detects_mismatch(void)
     CU_ASSERT_TRUE(json_is_false(json_object_get(j, "exact")));
     CU_ASSERT_TRUE(json_is_object(json_object_get(j, "first_divergence")));
     CU_ASSERT_EQUAL(json_array_size(json_object_get(json_object_get(j, "calls"), "pytorch")), 152);
+    json_t *bp = json_object_get(j, "block_placement");
+    CU_ASSERT_TRUE(json_is_false(json_object_get(bp, "exact")));
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(bp, "allocations")), 3505);
+    CU_ASSERT_TRUE(json_is_object(json_object_get(bp, "first_mismatch")));
     json_decref(j);
+    CU_ASSERT_TRUE(f.place_diverged);
+    CU_ASSERT_TRUE(f.placed_same < f.placed);
     gm_fidelity_free(&f);
 }
 
@@ -609,6 +627,57 @@ static void test_rebuild_and_categories(void)
 }
 
 /* Every rule that makes the importer refuse a snapshot names what is wrong. */
+/* Block placement: the same driver calls, but PyTorch put the second tensor
+ * 4 MiB further than best fit would (as if a block freed before the trace
+ * sat there). The segment calls match; the placement check says where. */
+static const char *misplaced =
+    "{'segments': [{'device': 0, 'address': 0x20000000, 'total_size': 20971520, 'stream': 0,"
+    "  'segment_type': 'large', 'blocks': ["
+    "   {'address': 0x20000000, 'size': 4194304, 'requested_size': 4194304,"
+    "    'state': 'active_allocated', 'frames': []},"
+    "   {'address': 0x20400000, 'size': 4194304, 'requested_size': 0, 'state': 'inactive'},"
+    "   {'address': 0x20800000, 'size': 4194304, 'requested_size': 4194304,"
+    "    'state': 'active_allocated', 'frames': []},"
+    "   {'address': 0x20c00000, 'size': 8388608, 'requested_size': 0, 'state': 'inactive'}]}],"
+    " 'device_traces': [[" ENT("segment_alloc", "0x20000000", "20971520", "1000", "[]")
+        ENT("alloc", "0x20000000", "4194304", "1010", "[]")
+            ENT("alloc", "0x20800000", "4194304", "1020", "[]") "]]}";
+
+static void test_fidelity_placement(void)
+{
+    gm_err err;
+    gm_torch_import *imp;
+    CU_ASSERT_EQUAL_FATAL(import_lit(misplaced, -1, &imp, &err), GM_OK);
+    const char *path = gm_test_tmp("misplaced.h5");
+    CU_ASSERT_EQUAL_FATAL(gm_import_trace_write(&imp->dev[0], path, NULL, &err), GM_OK);
+    gm_torch_import_free(imp);
+    for (int fresh = 0; fresh < 2; fresh++) {
+        gm_fidelity f;
+        gm_fidelity_opts o = {.fresh_addresses = fresh};
+        CU_ASSERT_EQUAL_FATAL(gm_fidelity_check(path, &o, &f, &err), GM_OK);
+        CU_ASSERT_EQUAL(f.matched, 1); /* the driver calls agree */
+        CU_ASSERT_EQUAL(f.missing + f.extra, 0);
+        if (fresh) { /* addresses differ by construction: not checked */
+            CU_ASSERT_FALSE(f.placement_checked);
+            CU_ASSERT_TRUE(gm_fidelity_exact(&f));
+        } else {
+            CU_ASSERT_TRUE(f.placement_checked);
+            CU_ASSERT_FALSE(gm_fidelity_exact(&f));
+            CU_ASSERT_EQUAL(f.placed, 2);
+            CU_ASSERT_EQUAL(f.placed_same, 1);
+            CU_ASSERT_EQUAL(f.place_event, 2);
+            CU_ASSERT_EQUAL(f.place_size, 4194304);
+            CU_ASSERT_EQUAL(f.place_ours.addr, 0x20400000);
+            CU_ASSERT_EQUAL(f.place_theirs.addr, 0x20800000);
+            CU_ASSERT_EQUAL(f.place_ours.seg_addr, 0x20000000);
+            CU_ASSERT_EQUAL(f.place_theirs.seg_addr, 0x20000000);
+            CU_ASSERT_EQUAL(f.place_theirs.seg_size, 20971520);
+        }
+        gm_fidelity_free(&f);
+    }
+    unlink(path);
+}
+
 static void test_inconsistent(void)
 {
     static const struct {
@@ -854,6 +923,7 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_fidelity_recorded_segments);
     GM_ADD_TEST(s, test_fidelity_warm_cache);
     GM_ADD_TEST(s, test_fidelity_detects_mismatch);
+    GM_ADD_TEST(s, test_fidelity_placement);
     GM_ADD_TEST(s, test_legacy_list);
     GM_ADD_TEST(s, test_torch20);
     GM_ADD_TEST(s, test_two_devices);

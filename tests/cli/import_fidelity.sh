@@ -129,9 +129,26 @@ run 0 "fidelity finetune" -- "$gmsim" fidelity --json "$tmp/fid.json" \
     "$data/finetune-no-timestamps.pickle"
 expect_line "PyTorch 152, model 152: 152 matched, 0 missing, 0 extra" "$tmp/out"
 expect_line '"exact": true' "$tmp/fid.json"
+expect_line '"at_pytorch_address": 3505' "$tmp/fid.json"
+expect_line '"elsewhere": 0' "$tmp/fid.json"
 run 0 "fidelity warm cache" -- "$gmsim" fidelity "$data/gpt-medium-ctx128-train.pickle"
 expect_line "initial state: +377 segments" "$tmp/out"
 expect_line "PyTorch 0, model 0: 0 matched, 0 missing, 0 extra" "$tmp/out"
+# --- block placement: every tensor lands where PyTorch put it ---
+while read -r name allocs; do
+    run 0 "placement $name" -- "$gmsim" fidelity "$data/$name.pickle"
+    expect_line "^  block placement: $allocs of $allocs allocations at PyTorch's address$" "$tmp/out"
+    grep -q "first misplaced" "$tmp/out" && fail "placement $name: an allocation misplaced"
+done <<'EOF'
+small-with-segments 36
+finetune-no-timestamps 3505
+gpt-medium-ctx128-train 6526
+gpt-medium-ctx512-infer 1666
+forward-bf16-ctx128 937
+EOF
+run 0 "placement, fresh addresses" -- "$gmsim" fidelity --fresh-addresses \
+    "$data/small-with-segments.pickle"
+grep -q "block placement" "$tmp/out" && fail "fresh addresses: placement reported"
 run 0 "fidelity of an imported trace" -- "$gmsim" fidelity "$tmp/small-with-segments.h5"
 expect_line "9 matched" "$tmp/out"
 run 0 "fidelity, no trace" -- "$gmsim" fidelity "$data/tiny-segments-only.pickle"
@@ -141,6 +158,7 @@ run 1 "fidelity, other settings" -- "$gmsim" fidelity --alloc-conf roundup_power
 expect_line "first divergence at event [0-9]+ \(alloc of " "$tmp/out"
 expect_line "MISMATCH" "$tmp/out"
 expect_line '"exact": false' "$tmp/bad.json"
+expect_line "^  first misplaced at event [0-9]+ \(alloc of .*\): model at 0x[0-9a-f]+ \(segment 0x[0-9a-f]+ \+ [0-9]+\); PyTorch at 0x" "$tmp/out"
 
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)" >&2; exit 1; }
 echo "import_fidelity: all checks passed"
