@@ -1,21 +1,16 @@
 /*
  * cmd_info.c - `gmsim info TRACE [--json]`: one streaming pass over a trace
- * and a summary of what is in it.
- *
- * Memory is O(chunk + live allocations): events are read GM_TRACE_CHUNK_EVENTS
- * at a time and only live addresses (address -> requested size) are kept.
- * /initial_state blocks count as live from the start ("pre-existing bytes"),
- * so a snapshot that starts part-way through a run reports the right peak.
+ * (traces/trace_scan.c) and a summary of what is in it.
  *
  * info describes, it does not judge: a free of an unknown address or an
  * alloc of an address already live is counted, reported and skipped (the
  * simulator, not info, refuses such traces). Errors the reader reports (bad
  * file, invalid event) end the command with exit code 1.
  */
-#include "sim/addrmap.h"
 #include "sim/commands.h"
 #include "sim/util.h"
 #include "traces/trace.h"
+#include "traces/trace_scan.h"
 
 #include <getopt.h>
 #include <gsl/gsl_histogram.h>
@@ -25,166 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Size histogram: bin 0 is [0, 512 B), bin k >= 1 is [2^(8+k), 2^(9+k)), up
- * to 2^49 so that GM_TRACE_MAX_SIZE (2^48) falls in the last bin. */
-#define INFO_HIST_BINS 41
 #define INFO_BAR_WIDTH 40
-
-typedef struct info_stats {
-    gm_addrmap live; /* key(addr) -> requested bytes */
-    uint64_t nevents;
-    uint64_t by_op[GM_OP_COUNT];
-    uint64_t t_first, t_last;
-    uint64_t alloc_bytes, max_size;
-    uint64_t live_bytes, peak_live, peak_index, peak_t;
-    uint64_t pre_bytes, pre_blocks, init_segments, init_segment_bytes;
-    uint64_t reserved, peak_reserved; /* recorded segments, when the trace has them */
-    uint64_t cat_count[GM_CAT_COUNT], cat_bytes[GM_CAT_COUNT];
-    uint64_t phase_count[GM_PHASE_COUNT], phase_bytes[GM_PHASE_COUNT];
-    uint64_t unknown_frees, first_unknown_index, first_unknown_addr;
-    uint64_t live_reallocs, first_realloc_index;
-    uint64_t markers, marker_kinds[4];
-    gsl_histogram *h_count, *h_bytes;
-} info_stats;
-
-static int info_init(info_stats *s, gm_err *err)
-{
-    memset(s, 0, sizeof *s);
-    double edges[INFO_HIST_BINS + 1];
-    edges[0] = 0;
-    for (int k = 1; k <= INFO_HIST_BINS; k++)
-        edges[k] = (double)(1ull << (8 + k));
-    s->h_count = gsl_histogram_alloc(INFO_HIST_BINS);
-    s->h_bytes = gsl_histogram_alloc(INFO_HIST_BINS);
-    if (!s->h_count || !s->h_bytes || gm_addrmap_init(&s->live, 4096) != GM_OK)
-        return gm_errf(err, GM_ENOMEM, "out of host memory");
-    gsl_histogram_set_ranges(s->h_count, edges, INFO_HIST_BINS + 1);
-    gsl_histogram_set_ranges(s->h_bytes, edges, INFO_HIST_BINS + 1);
-    return GM_OK;
-}
-
-static void info_free(info_stats *s)
-{
-    gm_addrmap_free(&s->live);
-    if (s->h_count) gsl_histogram_free(s->h_count);
-    if (s->h_bytes) gsl_histogram_free(s->h_bytes);
-}
-
-static void note_live(info_stats *s, uint64_t index, uint64_t t_ns)
-{
-    if (s->live_bytes > s->peak_live) {
-        s->peak_live = s->live_bytes;
-        s->peak_index = index;
-        s->peak_t = t_ns;
-    }
-}
-
-static int info_initial(info_stats *s, gm_trace_reader *r, gm_err *err)
-{
-    gm_init_row *rows;
-    size_t n;
-    int rc = gm_trace_read_initial(r, &rows, &n, err);
-    if (rc != GM_OK) return rc;
-    for (size_t i = 0; i < n && rc == GM_OK; i++) {
-        if (rows[i].kind == GM_INIT_SEGMENT) {
-            s->init_segments++;
-            s->init_segment_bytes += rows[i].size;
-            continue;
-        }
-        uint64_t key = gm_addrmap_key(rows[i].addr);
-        if (gm_addrmap_get(&s->live, key)) continue; /* a duplicate block row: counted once */
-        if (gm_addrmap_put(&s->live, key, rows[i].size) != GM_OK)
-            rc = gm_errf(err, GM_ENOMEM, "out of host memory");
-        s->pre_blocks++;
-        s->pre_bytes += rows[i].size;
-    }
-    free(rows);
-    s->live_bytes = s->peak_live = s->pre_bytes;
-    s->reserved = s->peak_reserved = s->init_segment_bytes;
-    return rc;
-}
-
-static int info_alloc(info_stats *s, const gm_event *e, uint64_t index, gm_err *err)
-{
-    uint64_t key = gm_addrmap_key(e->addr), old;
-    if (gm_addrmap_del(&s->live, key, &old)) { /* address already live: replace it */
-        if (!s->live_reallocs++) s->first_realloc_index = index;
-        s->live_bytes -= old;
-    }
-    if (gm_addrmap_put(&s->live, key, e->size) != GM_OK)
-        return gm_errf(err, GM_ENOMEM, "out of host memory");
-    int cat = e->category < GM_CAT_COUNT ? e->category : GM_CAT_UNKNOWN;
-    int ph = e->phase < GM_PHASE_COUNT ? e->phase : GM_PHASE_UNKNOWN;
-    s->cat_count[cat]++;
-    s->cat_bytes[cat] += e->size;
-    s->phase_count[ph]++;
-    s->phase_bytes[ph] += e->size;
-    s->alloc_bytes += e->size;
-    if (e->size > s->max_size) s->max_size = e->size;
-    gsl_histogram_increment(s->h_count, (double)e->size);
-    gsl_histogram_accumulate(s->h_bytes, (double)e->size, (double)e->size);
-    s->live_bytes += e->size;
-    note_live(s, index, e->t_ns);
-    return GM_OK;
-}
-
-static int info_event(info_stats *s, const gm_event *e, uint64_t index, gm_err *err)
-{
-    uint64_t size;
-    if (s->nevents++ == 0) s->t_first = e->t_ns;
-    s->t_last = e->t_ns;
-    if (e->op < GM_OP_COUNT) s->by_op[e->op]++;
-    switch (e->op) {
-    case GM_OP_ALLOC:
-        return info_alloc(s, e, index, err);
-    case GM_OP_FREE:
-        if (gm_addrmap_del(&s->live, gm_addrmap_key(e->addr), &size)) {
-            s->live_bytes -= size;
-        } else if (!s->unknown_frees++) {
-            s->first_unknown_index = index;
-            s->first_unknown_addr = e->addr;
-        }
-        return GM_OK;
-    case GM_OP_SEGMENT_ALLOC:
-        s->reserved += e->size;
-        if (s->reserved > s->peak_reserved) s->peak_reserved = s->reserved;
-        return GM_OK;
-    case GM_OP_SEGMENT_FREE:
-        s->reserved -= e->size < s->reserved ? e->size : s->reserved;
-        return GM_OK;
-    default:
-        return GM_OK;
-    }
-}
-
-static int info_scan(info_stats *s, gm_trace_reader *r, gm_err *err)
-{
-    int rc = info_initial(s, r, err);
-    if (rc != GM_OK) return rc;
-    gm_marker *marks;
-    size_t nmarks;
-    if ((rc = gm_trace_read_markers(r, &marks, &nmarks, err)) != GM_OK) return rc;
-    s->markers = nmarks;
-    for (size_t i = 0; i < nmarks; i++)
-        if (marks[i].kind < 4) s->marker_kinds[marks[i].kind]++;
-    free(marks);
-
-    gm_event *buf = malloc(GM_TRACE_CHUNK_EVENTS * sizeof *buf);
-    if (!buf) return gm_errf(err, GM_ENOMEM, "out of host memory");
-    for (;;) {
-        uint64_t base = gm_trace_position(r);
-        int64_t n = gm_trace_read(r, buf, GM_TRACE_CHUNK_EVENTS, err);
-        if (n <= 0) {
-            rc = n < 0 ? (int)n : GM_OK;
-            break;
-        }
-        for (int64_t i = 0; i < n && rc == GM_OK; i++)
-            rc = info_event(s, &buf[i], base + (uint64_t)i, err);
-        if (rc != GM_OK) break;
-    }
-    free(buf);
-    return rc;
-}
 
 /* ----------------------------------------------------------- printing */
 
@@ -200,11 +36,11 @@ static void fmt_edge(uint64_t v, char *buf, size_t len)
     snprintf(buf, len, "%" PRIu64 " %s", v, units[u]);
 }
 
-static void print_histogram(const info_stats *s)
+static void print_histogram(const gm_trace_scan *s)
 {
-    size_t lo = INFO_HIST_BINS, hi = 0;
+    size_t lo = GM_SCAN_HIST_BINS, hi = 0;
     double maxc = 0;
-    for (size_t i = 0; i < INFO_HIST_BINS; i++) {
+    for (size_t i = 0; i < GM_SCAN_HIST_BINS; i++) {
         double c = gsl_histogram_get(s->h_count, i);
         if (c > 0) {
             lo = i < lo ? i : lo;
@@ -243,7 +79,7 @@ static const char *or_none(const char *s)
     return s && *s ? s : "(none)";
 }
 
-static void print_text(const info_stats *s, const gm_trace_reader *r)
+static void print_text(const gm_trace_scan *s, const gm_trace_reader *r)
 {
     const gm_trace_meta *m = gm_trace_meta_get(r);
     char b1[32], b2[32], b3[32];
@@ -339,10 +175,10 @@ static json_t *counts_json(const uint64_t *count, const uint64_t *bytes, int n,
     return o;
 }
 
-static json_t *histogram_json(const info_stats *s)
+static json_t *histogram_json(const gm_trace_scan *s)
 {
     json_t *a = json_array();
-    for (size_t i = 0; i < INFO_HIST_BINS; i++) {
+    for (size_t i = 0; i < GM_SCAN_HIST_BINS; i++) {
         double lo, hi, c = gsl_histogram_get(s->h_count, i);
         if (c <= 0) continue;
         gsl_histogram_get_range(s->h_count, i, &lo, &hi);
@@ -356,7 +192,7 @@ static json_t *histogram_json(const info_stats *s)
     return a;
 }
 
-static int print_json(const info_stats *s, const gm_trace_reader *r)
+static int print_json(const gm_trace_scan *s, const gm_trace_reader *r)
 {
     json_t *o = json_object();
     json_object_set_new(o, "trace", json_str(gm_trace_path(r)));
@@ -418,7 +254,7 @@ static const struct option info_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-static void warn_anomalies(const info_stats *s, const char *path)
+static void warn_anomalies(const gm_trace_scan *s, const char *path)
 {
     if (s->unknown_frees)
         fprintf(stderr,
@@ -463,10 +299,9 @@ int cmd_info(int argc, char **argv)
     }
     gm_err err;
     gm_trace_reader *r = NULL;
-    info_stats s;
-    int rc = info_init(&s, &err);
-    if (rc == GM_OK) rc = gm_trace_open(argv[optind], &r, &err);
-    if (rc == GM_OK) rc = info_scan(&s, r, &err);
+    gm_trace_scan s = {0};
+    int rc = gm_trace_open(argv[optind], &r, &err);
+    if (rc == GM_OK) rc = gm_trace_scan_run(r, &s, &err);
     if (rc == GM_OK) {
         warn_anomalies(&s, argv[optind]);
         if (json) {
@@ -479,6 +314,6 @@ int cmd_info(int argc, char **argv)
     if (rc == GM_OK && fflush(stdout) != 0) rc = gm_errf(&err, GM_EIO, "cannot write to stdout");
     if (rc != GM_OK) fprintf(stderr, "gmsim info: %s\n", err.msg);
     if (r) gm_trace_close(r);
-    info_free(&s);
+    gm_trace_scan_free(&s);
     return rc == GM_OK ? 0 : 1;
 }

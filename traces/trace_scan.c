@@ -1,0 +1,177 @@
+/* trace_scan.c - see trace_scan.h. */
+#include "trace_scan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A live entry packs the requested size (< 2^48) and the category (top byte). */
+#define CAT_SHIFT 56
+#define SIZE_MASK ((1ull << 48) - 1)
+
+static int scan_init(gm_trace_scan *s, gm_err *err)
+{
+    memset(s, 0, sizeof *s);
+    double edges[GM_SCAN_HIST_BINS + 1];
+    edges[0] = 0;
+    for (int k = 1; k <= GM_SCAN_HIST_BINS; k++)
+        edges[k] = (double)(1ull << (8 + k));
+    s->h_count = gsl_histogram_alloc(GM_SCAN_HIST_BINS);
+    s->h_bytes = gsl_histogram_alloc(GM_SCAN_HIST_BINS);
+    if (!s->h_count || !s->h_bytes || gm_addrmap_init(&s->live, 4096) != GM_OK)
+        return gm_errf(err, GM_ENOMEM, "out of host memory");
+    gsl_histogram_set_ranges(s->h_count, edges, GM_SCAN_HIST_BINS + 1);
+    gsl_histogram_set_ranges(s->h_bytes, edges, GM_SCAN_HIST_BINS + 1);
+    return GM_OK;
+}
+
+void gm_trace_scan_free(gm_trace_scan *s)
+{
+    gm_addrmap_free(&s->live);
+    if (s->h_count) gsl_histogram_free(s->h_count);
+    if (s->h_bytes) gsl_histogram_free(s->h_bytes);
+    s->h_count = s->h_bytes = NULL;
+}
+
+static void note_live(gm_trace_scan *s, uint64_t index, uint64_t t_ns)
+{
+    if (s->live_bytes > s->peak_live) {
+        s->peak_live = s->live_bytes;
+        s->peak_index = index;
+        s->peak_t = t_ns;
+        memcpy(s->peak_cat, s->live_cat, sizeof s->peak_cat);
+    }
+}
+
+static int category(uint8_t c)
+{
+    return c < GM_CAT_COUNT ? c : GM_CAT_UNKNOWN;
+}
+
+/* Make addr live with size bytes of category cat. */
+static int make_live(gm_trace_scan *s, uint64_t addr, uint64_t size, int cat)
+{
+    size &= SIZE_MASK;
+    if (gm_addrmap_put(&s->live, gm_addrmap_key(addr), size | (uint64_t)cat << CAT_SHIFT))
+        return GM_ENOMEM;
+    s->live_bytes += size;
+    s->live_cat[cat] += size;
+    return GM_OK;
+}
+
+/* Forget addr if live; 1 when it was. */
+static int drop_live(gm_trace_scan *s, uint64_t addr)
+{
+    uint64_t v;
+    if (!gm_addrmap_del(&s->live, gm_addrmap_key(addr), &v)) return 0;
+    s->live_bytes -= v & SIZE_MASK;
+    s->live_cat[v >> CAT_SHIFT] -= v & SIZE_MASK;
+    return 1;
+}
+
+static int scan_initial(gm_trace_scan *s, gm_trace_reader *r, gm_err *err)
+{
+    gm_init_row *rows;
+    size_t n;
+    int rc = gm_trace_read_initial(r, &rows, &n, err);
+    if (rc != GM_OK) return rc;
+    for (size_t i = 0; i < n && rc == GM_OK; i++) {
+        if (rows[i].kind == GM_INIT_SEGMENT) {
+            s->init_segments++;
+            s->init_segment_bytes += rows[i].size;
+            continue;
+        }
+        if (gm_addrmap_get(&s->live, gm_addrmap_key(rows[i].addr)))
+            continue; /* a duplicate block row: counted once */
+        if (make_live(s, rows[i].addr, rows[i].size, category(rows[i].category)) != GM_OK)
+            rc = gm_errf(err, GM_ENOMEM, "out of host memory");
+        s->pre_blocks++;
+        s->pre_bytes += rows[i].size;
+    }
+    free(rows);
+    s->peak_live = s->live_bytes;
+    memcpy(s->peak_cat, s->live_cat, sizeof s->peak_cat);
+    s->reserved = s->peak_reserved = s->init_segment_bytes;
+    return rc;
+}
+
+static int scan_markers(gm_trace_scan *s, gm_trace_reader *r, gm_err *err)
+{
+    gm_marker *marks;
+    size_t n;
+    int rc = gm_trace_read_markers(r, &marks, &n, err);
+    if (rc != GM_OK) return rc;
+    s->markers = n;
+    for (size_t i = 0; i < n; i++)
+        if (marks[i].kind < 4) s->marker_kinds[marks[i].kind]++;
+    free(marks);
+    return GM_OK;
+}
+
+static int scan_alloc(gm_trace_scan *s, const gm_event *e, uint64_t index, gm_err *err)
+{
+    if (drop_live(s, e->addr) && !s->live_reallocs++) /* address already live: replace it */
+        s->first_realloc_index = index;
+    int cat = category(e->category);
+    if (make_live(s, e->addr, e->size, cat) != GM_OK)
+        return gm_errf(err, GM_ENOMEM, "out of host memory");
+    int ph = e->phase < GM_PHASE_COUNT ? e->phase : GM_PHASE_UNKNOWN;
+    s->cat_count[cat]++;
+    s->cat_bytes[cat] += e->size;
+    s->phase_count[ph]++;
+    s->phase_bytes[ph] += e->size;
+    s->alloc_bytes += e->size;
+    if (e->size > s->max_size) s->max_size = e->size;
+    gsl_histogram_increment(s->h_count, (double)e->size);
+    gsl_histogram_accumulate(s->h_bytes, (double)e->size, (double)e->size);
+    note_live(s, index, e->t_ns);
+    return GM_OK;
+}
+
+static int scan_event(gm_trace_scan *s, const gm_event *e, uint64_t index, gm_err *err)
+{
+    if (s->nevents++ == 0) s->t_first = e->t_ns;
+    s->t_last = e->t_ns;
+    if (e->op < GM_OP_COUNT) s->by_op[e->op]++;
+    switch (e->op) {
+    case GM_OP_ALLOC:
+        return scan_alloc(s, e, index, err);
+    case GM_OP_FREE:
+        if (!drop_live(s, e->addr) && !s->unknown_frees++) {
+            s->first_unknown_index = index;
+            s->first_unknown_addr = e->addr;
+        }
+        return GM_OK;
+    case GM_OP_SEGMENT_ALLOC:
+        s->reserved += e->size;
+        if (s->reserved > s->peak_reserved) s->peak_reserved = s->reserved;
+        return GM_OK;
+    case GM_OP_SEGMENT_FREE:
+        s->reserved -= e->size < s->reserved ? e->size : s->reserved;
+        return GM_OK;
+    default:
+        return GM_OK;
+    }
+}
+
+int gm_trace_scan_run(gm_trace_reader *r, gm_trace_scan *s, gm_err *err)
+{
+    int rc = scan_init(s, err);
+    if (rc == GM_OK) rc = scan_initial(s, r, err);
+    if (rc == GM_OK) rc = scan_markers(s, r, err);
+    if (rc != GM_OK) return rc;
+    gm_event *buf = malloc(GM_TRACE_CHUNK_EVENTS * sizeof *buf);
+    if (!buf) return gm_errf(err, GM_ENOMEM, "out of host memory");
+    for (;;) {
+        uint64_t base = gm_trace_position(r);
+        int64_t n = gm_trace_read(r, buf, GM_TRACE_CHUNK_EVENTS, err);
+        if (n <= 0) {
+            rc = n < 0 ? (int)n : GM_OK;
+            break;
+        }
+        for (int64_t i = 0; i < n && rc == GM_OK; i++)
+            rc = scan_event(s, &buf[i], base + (uint64_t)i, err);
+        if (rc != GM_OK) break;
+    }
+    free(buf);
+    return rc;
+}
