@@ -94,8 +94,9 @@ static void print_text(const gm_trace_scan *s, const gm_trace_reader *r)
     printf("alloc_conf:          %s\n", or_none(m->alloc_conf));
     printf("dropped records:     %" PRIu64 "\n", m->dropped_records);
     printf("events:              %" PRIu64, s->nevents);
-    for (int op = 0; op < GM_OP_COUNT; op++)
-        printf("%s%s %" PRIu64, op ? ", " : " (", gm_op_name(op), s->by_op[op]);
+    for (int op = 0; op < GM_OP_COUNT; op++) /* version 2 ops only when present */
+        if (op < GM_OP_COUNT_V1 || s->by_op[op])
+            printf("%s%s %" PRIu64, op ? ", " : " (", gm_op_name(op), s->by_op[op]);
     printf(")\n");
     printf("time span:           %s (t_ns %" PRIu64 " .. %" PRIu64 ")\n",
            gm_fmt_ns(s->t_last - s->t_first, b1, sizeof b1), s->t_first, s->t_last);

@@ -171,10 +171,20 @@ static void round_trip(size_t n, const gm_trace_write_opts *opts, size_t cap)
     gm_trace_meta_set(&m.alloc_conf, "expandable_segments:True");
     m.device_total_bytes = 150ull * GM_GiB;
     m.dropped_records = 3;
+    m.device_avail_bytes = 21 * GM_GiB;
+    m.device_avail_min_bytes = 20 * GM_GiB;
+    m.device_avail_max_bytes = 22 * GM_GiB;
+    gm_trace_meta_set(&m.device_avail_source, "2 release-and-retry bursts");
 
     gm_event *ev = make_events(n);
-    gm_init_row init[3] = {
-        {.addr = 0x1000, .size = 2 * GM_MiB, .kind = GM_INIT_SEGMENT},
+    gm_init_row init[4] = {
+        {.addr = 0x1000,
+         .size = 2 * GM_MiB,
+         .kind = GM_INIT_SEGMENT,
+         .pool = GM_POOL_SMALL,
+         .expandable = 1,
+         .pool_id0 = 0,
+         .pool_id1 = 3},
         {.addr = 0x1000,
          .size = 1000,
          .block_size = 1024,
@@ -186,6 +196,7 @@ static void round_trip(size_t n, const gm_trace_write_opts *opts, size_t cap)
          .block_size = 512,
          .kind = GM_INIT_BLOCK,
          .category = GM_CAT_AUTOGRAD_DETAIL},
+        {.addr = 0x1000, .size = 2 * GM_MiB, .kind = GM_INIT_MAPPED},
     };
     gm_marker mk[3] = {{.t_ns = 0, .kind = GM_MARK_ITERATION, .name = "iteration 0"},
                        {.t_ns = 50, .kind = GM_MARK_RANGE_PUSH, .name = "forward"},
@@ -199,7 +210,7 @@ static void round_trip(size_t n, const gm_trace_write_opts *opts, size_t cap)
         CU_ASSERT_EQUAL(gm_trace_append(w, ev + done, step, &err), GM_OK);
     }
     CU_ASSERT_EQUAL(gm_trace_write_initial(w, init, 1, &err), GM_OK);
-    CU_ASSERT_EQUAL(gm_trace_write_initial(w, init + 1, 2, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_write_initial(w, init + 1, 3, &err), GM_OK);
     CU_ASSERT_EQUAL(gm_trace_add_markers(w, mk, 3, &err), GM_OK);
     gm_trace_set_dropped(w, 42);
     CU_ASSERT_EQUAL_FATAL(gm_trace_finish(w, &err), GM_OK);
@@ -207,7 +218,7 @@ static void round_trip(size_t n, const gm_trace_write_opts *opts, size_t cap)
     gm_trace_reader *r;
     CU_ASSERT_EQUAL_FATAL(gm_trace_open(path, &r, &err), GM_OK);
     const gm_trace_meta *g = gm_trace_meta_get(r);
-    CU_ASSERT_EQUAL(g->version, 1);
+    CU_ASSERT_EQUAL(g->version, GM_TRACE_VERSION);
     CU_ASSERT_STRING_EQUAL(g->source, m.source);
     CU_ASSERT_STRING_EQUAL(g->device_name, m.device_name);
     CU_ASSERT_STRING_EQUAL(g->created_utc, m.created_utc);
@@ -216,6 +227,10 @@ static void round_trip(size_t n, const gm_trace_write_opts *opts, size_t cap)
     CU_ASSERT_STRING_EQUAL(g->alloc_conf, m.alloc_conf);
     CU_ASSERT_EQUAL(g->device_total_bytes, 150ull * GM_GiB);
     CU_ASSERT_EQUAL(g->dropped_records, 42);
+    CU_ASSERT_EQUAL(g->device_avail_bytes, 21 * GM_GiB);
+    CU_ASSERT_EQUAL(g->device_avail_min_bytes, 20 * GM_GiB);
+    CU_ASSERT_EQUAL(g->device_avail_max_bytes, 22 * GM_GiB);
+    CU_ASSERT_STRING_EQUAL(g->device_avail_source, "2 release-and-retry bursts");
     CU_ASSERT_STRING_EQUAL(gm_trace_path(r), path);
     CU_ASSERT_EQUAL(gm_trace_nevents(r), n);
 
@@ -237,11 +252,13 @@ static void round_trip(size_t n, const gm_trace_write_opts *opts, size_t cap)
     gm_init_row *ir;
     size_t nir;
     CU_ASSERT_EQUAL_FATAL(gm_trace_read_initial(r, &ir, &nir, &err), GM_OK);
-    CU_ASSERT_EQUAL_FATAL(nir, 3);
-    for (size_t i = 0; i < 3; i++)
+    CU_ASSERT_EQUAL_FATAL(nir, 4);
+    for (size_t i = 0; i < 4; i++)
         CU_ASSERT(ir[i].addr == init[i].addr && ir[i].size == init[i].size &&
                   ir[i].block_size == init[i].block_size && ir[i].stream == init[i].stream &&
-                  ir[i].kind == init[i].kind && ir[i].category == init[i].category);
+                  ir[i].kind == init[i].kind && ir[i].category == init[i].category &&
+                  ir[i].pool == init[i].pool && ir[i].expandable == init[i].expandable &&
+                  ir[i].pool_id0 == init[i].pool_id0 && ir[i].pool_id1 == init[i].pool_id1);
     free(ir);
     gm_marker *mr;
     size_t nmr;
@@ -423,7 +440,8 @@ struct foreign_row {
 };
 
 /* Write ev[0..n) in the foreign layout; row neg gets size -5 unless neg >= n. */
-static void write_foreign(const char *path, const gm_event *ev, size_t n, size_t neg)
+static void write_foreign_v(const char *path, const gm_event *ev, size_t n, size_t neg,
+                            int64_t version)
 {
     struct foreign_row *rows = calloc(n, sizeof *rows);
     for (size_t i = 0; i < n; i++)
@@ -446,7 +464,7 @@ static void write_foreign(const char *path, const gm_event *ev, size_t n, size_t
     hid_t ds = H5Dcreate2(f, "events", t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     CU_ASSERT(H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) >= 0);
     hid_t asp = H5Screate(H5S_SCALAR);
-    int64_t version = 1; /* an int64 attribute, as h5py writes a Python int */
+    /* an int64 attribute, as h5py writes a Python int */
     hid_t a = H5Acreate2(f, "gmtrace_version", H5T_STD_I64LE, asp, H5P_DEFAULT, H5P_DEFAULT);
     H5Awrite(a, H5T_NATIVE_INT64, &version);
     H5Aclose(a);
@@ -464,6 +482,11 @@ static void write_foreign(const char *path, const gm_event *ev, size_t n, size_t
     free(rows);
 }
 
+static void write_foreign(const char *path, const gm_event *ev, size_t n, size_t neg)
+{
+    write_foreign_v(path, ev, n, neg, GM_TRACE_VERSION);
+}
+
 static void test_foreign_layout(void)
 {
     const char *path = gm_test_tmp("foreign.h5");
@@ -478,7 +501,7 @@ static void test_foreign_layout(void)
     CU_ASSERT_STRING_EQUAL(gm_trace_meta_get(r)->device_name, ""); /* absent: empty */
     gm_event *buf = calloc(n, sizeof *buf);
     CU_ASSERT_EQUAL(gm_trace_read(r, buf, 1234, &err), 1234);
-    CU_ASSERT_EQUAL(gm_trace_read(r, buf + 1234, n, &err), (int64_t)(n - 1234));
+    CU_ASSERT_EQUAL(gm_trace_read(r, buf + 1234, n - 1234, &err), (int64_t)(n - 1234));
     size_t same = 0;
     for (size_t i = 0; i < n; i++)
         same += event_eq(&buf[i], &ev[i]);
@@ -495,6 +518,30 @@ static void test_foreign_layout(void)
     gm_trace_close(r);
     free(buf);
     free(ev);
+    unlink(path);
+}
+
+/* A version 1 file holds ops 0..3 only: op 4 (segment_map since version 2)
+ * is refused there, and read in a version 2 file. */
+static void test_v1_ops(void)
+{
+    const char *path = gm_test_tmp("v1ops.h5");
+    gm_event ev[3] = {{.t_ns = 0, .op = GM_OP_SEGMENT_ALLOC, .addr = 0x1000, .size = 4096},
+                      {.t_ns = 1, .op = GM_OP_ALLOC, .addr = 0x1000, .size = 64},
+                      {.t_ns = 2, .op = GM_OP_SEGMENT_MAP, .addr = 0x2000, .size = 4096}};
+    gm_err err = {0};
+    write_foreign_v(path, ev, 3, 3, 1);
+    CU_ASSERT_EQUAL(read_all(path, 16, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "event 2: op is 4"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "a version 1 trace has no other"));
+    write_foreign_v(path, ev, 2, 3, 1); /* ops 0..3 read in a version 1 file */
+    CU_ASSERT_EQUAL(read_all(path, 16, &err), GM_OK);
+    write_foreign_v(path, ev, 3, 3, 2);
+    CU_ASSERT_EQUAL(read_all(path, 16, &err), GM_OK);
+    ev[2].op = GM_OP_COUNT;
+    write_foreign_v(path, ev, 3, 3, 2);
+    CU_ASSERT_EQUAL(read_all(path, 16, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "6 empty_cache"));
     unlink(path);
 }
 
@@ -574,17 +621,24 @@ static void test_truncated(void)
 
 static void test_wrong_version(void)
 {
-    const char *path = gm_test_tmp("v2.h5");
+    const char *path = gm_test_tmp("v3.h5");
     gm_event *ev = make_events(10);
     CU_ASSERT_EQUAL_FATAL(write_trace(path, ev, 10, NULL), GM_OK);
     hid_t f = h5_edit(path);
     CU_ASSERT_FATAL(f >= 0);
     hid_t a = H5Aopen(f, "gmtrace_version", H5P_DEFAULT);
-    int two = 2;
-    CU_ASSERT(H5Awrite(a, H5T_NATIVE_INT, &two) >= 0);
+    int three = 3;
+    CU_ASSERT(H5Awrite(a, H5T_NATIVE_INT, &three) >= 0);
     H5Aclose(a);
     H5Fclose(f);
-    expect_open_fails(path, GM_EINVAL, "gmtrace_version is 2 but this gmsim reads version 1");
+    expect_open_fails(path, GM_EINVAL, "gmtrace_version is 3 but this gmsim reads versions 1 to 2");
+    f = h5_edit(path);
+    a = H5Aopen(f, "gmtrace_version", H5P_DEFAULT);
+    int zero = 0;
+    CU_ASSERT(H5Awrite(a, H5T_NATIVE_INT, &zero) >= 0);
+    H5Aclose(a);
+    H5Fclose(f);
+    expect_open_fails(path, GM_EINVAL, "gmtrace_version is 0 but this gmsim reads versions 1 to 2");
 
     f = h5_edit(path);
     CU_ASSERT(H5Adelete(f, "gmtrace_version") >= 0);
@@ -671,7 +725,7 @@ static void test_bad_size(void)
 static void test_bad_enums(void)
 {
     gm_event e = {.t_ns = 70, .op = GM_OP_COUNT, .size = 8};
-    expect_bad_event(100, 7, &e, 0, 100, "op is 4");
+    expect_bad_event(100, 7, &e, 0, 100, "op is 7");
     e.op = 255;
     expect_bad_event(100, 7, &e, 0, 3, "not an operation");
     e.op = GM_OP_ALLOC;
@@ -733,6 +787,62 @@ static void test_bad_tables(void)
     unlink(path);
 }
 
+/* A version 1 /initial_state has no pool columns: they read as 0 (pool
+ * unknown, not expandable, default pool); a bad pool value is refused. */
+static void test_initial_v1_layout(void)
+{
+    const char *path = gm_test_tmp("initv1.h5");
+    gm_err err = {0};
+    gm_trace_writer *w;
+    CU_ASSERT_EQUAL_FATAL(gm_trace_create(path, NULL, NULL, &w, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(gm_trace_finish(w, &err), GM_OK);
+    struct v1row {
+        uint64_t addr, size, block_size, stream;
+        uint8_t kind, category;
+    } rows[2] = {{0x200000, 2 * GM_MiB, 0, 0, GM_INIT_SEGMENT, 0},
+                 {0x200000, 100, 512, 0, GM_INIT_BLOCK, GM_CAT_PARAMETER}};
+    hid_t f = h5_edit(path);
+    CU_ASSERT_FATAL(f >= 0);
+    CU_ASSERT(H5Ldelete(f, "initial_state", H5P_DEFAULT) >= 0);
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(struct v1row));
+    H5Tinsert(t, "addr", HOFFSET(struct v1row, addr), H5T_NATIVE_UINT64);
+    H5Tinsert(t, "size", HOFFSET(struct v1row, size), H5T_NATIVE_UINT64);
+    H5Tinsert(t, "block_size", HOFFSET(struct v1row, block_size), H5T_NATIVE_UINT64);
+    H5Tinsert(t, "stream", HOFFSET(struct v1row, stream), H5T_NATIVE_UINT64);
+    H5Tinsert(t, "kind", HOFFSET(struct v1row, kind), H5T_NATIVE_UINT8);
+    H5Tinsert(t, "category", HOFFSET(struct v1row, category), H5T_NATIVE_UINT8);
+    hsize_t dims = 2;
+    hid_t sp = H5Screate_simple(1, &dims, NULL);
+    hid_t ds = H5Dcreate2(f, "initial_state", t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    CU_ASSERT(H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) >= 0);
+    H5Dclose(ds);
+    H5Sclose(sp);
+    H5Tclose(t);
+    H5Fclose(f);
+    gm_trace_reader *r;
+    CU_ASSERT_EQUAL_FATAL(gm_trace_open(path, &r, &err), GM_OK);
+    gm_init_row *ir = NULL;
+    size_t n = 0;
+    CU_ASSERT_EQUAL_FATAL(gm_trace_read_initial(r, &ir, &n, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT(ir[0].addr == 0x200000 && ir[0].size == 2 * GM_MiB && ir[0].pool == GM_POOL_UNKNOWN &&
+              ir[0].expandable == 0 && ir[0].pool_id0 == 0 && ir[0].pool_id1 == 0);
+    CU_ASSERT(ir[1].kind == GM_INIT_BLOCK && ir[1].block_size == 512 &&
+              ir[1].category == GM_CAT_PARAMETER);
+    free(ir);
+    gm_trace_close(r);
+
+    gm_init_row bad[1] = {{.addr = 1, .size = 2, .kind = GM_INIT_SEGMENT, .pool = 3}};
+    CU_ASSERT_EQUAL_FATAL(gm_trace_create(path, NULL, NULL, &w, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_write_initial(w, bad, 1, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(gm_trace_finish(w, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(gm_trace_open(path, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_read_initial(r, &ir, &n, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "/initial_state row 0: pool is not 0, 1 or 2"));
+    gm_trace_close(r);
+    unlink(path);
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("trace", NULL, NULL);
@@ -748,6 +858,7 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_writer_temp_file);
     GM_ADD_TEST(s, test_foreign_layout);
     GM_ADD_TEST(s, test_foreign_out_of_range);
+    GM_ADD_TEST(s, test_v1_ops);
     GM_ADD_TEST(s, test_not_hdf5);
     GM_ADD_TEST(s, test_truncated);
     GM_ADD_TEST(s, test_wrong_version);
@@ -758,5 +869,6 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_bad_enums);
     GM_ADD_TEST(s, test_error_position);
     GM_ADD_TEST(s, test_bad_tables);
+    GM_ADD_TEST(s, test_initial_v1_layout);
     return CUE_SUCCESS;
 }

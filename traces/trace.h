@@ -1,7 +1,7 @@
 /*
  * trace.h - the gmsim trace: one recorded process on one device.
  *
- * On disk it is HDF5 (schema version 1, see traces/FORMAT.md). In memory the
+ * On disk it is HDF5 (schema version 2, see traces/FORMAT.md). In memory the
  * simulator sees a stream of gm_event read in chunks, so memory use is
  * O(chunk + live allocations), never O(trace length).
  *
@@ -18,7 +18,11 @@
 
 #include "../sim/util.h"
 
-#define GM_TRACE_VERSION 1
+/* Schema version this gmsim writes, and the oldest it reads (FORMAT.md,
+ * "Versions"): version 2 added the segment_map / segment_unmap / empty_cache
+ * ops, the pool columns of /initial_state and the device_avail_* attributes. */
+#define GM_TRACE_VERSION 2
+#define GM_TRACE_MIN_VERSION 1
 /* Largest size an event may carry: 2^48 bytes (256 TiB), far above any GPU. */
 #define GM_TRACE_MAX_SIZE (1ull << 48)
 
@@ -28,8 +32,15 @@ enum gm_op {
     GM_OP_FREE = 1,          /* tensor free: addr of an earlier alloc       */
     GM_OP_SEGMENT_ALLOC = 2, /* recorded allocator's own driver allocation  */
     GM_OP_SEGMENT_FREE = 3,  /* recorded allocator's own driver free        */
+    /* version 2: */
+    GM_OP_SEGMENT_MAP = 4,   /* recorded expandable segment mapped pages     */
+    GM_OP_SEGMENT_UNMAP = 5, /* recorded expandable segment unmapped pages   */
+    GM_OP_EMPTY_CACHE = 6,   /* torch.cuda.empty_cache(): replayed by every model;
+                                size = bytes the recorded allocator released */
     GM_OP_COUNT
 };
+/* Ops a version-1 file may hold (0..3). */
+#define GM_OP_COUNT_V1 4
 
 /* Tensor category (column `category`), as PyTorch's memory profiler names them. */
 enum gm_category {
@@ -64,19 +75,36 @@ typedef struct gm_event {
     uint8_t phase;    /* enum gm_phase                                       */
 } gm_event;
 
-/* One row of /initial_state: memory that existed before the first event. */
+/* One row of /initial_state: memory that existed before the first event.
+ * Two parts with different meanings (FORMAT.md): the live blocks are the
+ * job's tensors; the segments (and their mapped ranges) are what the
+ * recorded allocator happened to cache. */
 enum gm_init_kind {
-    GM_INIT_SEGMENT = 0, /* a driver segment: addr, size = segment bytes      */
+    GM_INIT_SEGMENT = 0, /* a driver segment: addr, size = segment bytes (an
+                            expandable segment: its reserved address range)  */
     GM_INIT_BLOCK = 1,   /* a live tensor block inside a segment: addr, size =
                             requested bytes, block_size = bytes it occupies   */
+    GM_INIT_MAPPED = 2,  /* version 2: a mapped range of an expandable segment */
+    GM_INIT_KIND_COUNT
+};
+/* Segment pool (column `pool`): which of PyTorch's block pools it feeds. */
+enum gm_init_pool {
+    GM_POOL_UNKNOWN = 0, /* not recorded (version 1): inferred from its size */
+    GM_POOL_LARGE = 1,
+    GM_POOL_SMALL = 2,
 };
 typedef struct gm_init_row {
     uint64_t addr;
     uint64_t size;
     uint64_t block_size; /* GM_INIT_BLOCK: allocated block bytes (0 = unknown) */
     uint64_t stream;
-    uint8_t kind;     /* enum gm_init_kind */
-    uint8_t category; /* enum gm_category (blocks) */
+    uint8_t kind;        /* enum gm_init_kind */
+    uint8_t category;    /* enum gm_category (blocks) */
+    uint8_t pool;        /* segments: enum gm_init_pool                        */
+    uint8_t expandable;  /* segments: 1 = an expandable segment (VMM pages)     */
+    /* segments: PyTorch's MempoolId_t; (0, 0) = the default pools, anything
+     * else a CUDA-graph / MemPool private pool ordinary allocations never use */
+    uint64_t pool_id0, pool_id1;
 } gm_init_row;
 
 /* Marker kinds (column `kind` of /markers). */
@@ -95,7 +123,7 @@ typedef struct gm_marker {
 
 /* Root attributes. Strings are heap-owned; gm_trace_meta_free releases them. */
 typedef struct gm_trace_meta {
-    int version;                 /* gmtrace_version (=1)                        */
+    int version;                 /* gmtrace_version of the file read (1 or 2)    */
     char *source;                /* cupti | torch-snapshot | rmm-log | synthetic:<model> */
     char *device_name;           /* "NVIDIA H200", "" if unknown                 */
     uint64_t device_total_bytes; /* 0 if unknown                                */
@@ -104,9 +132,16 @@ typedef struct gm_trace_meta {
     char *workload;              /* free text                                    */
     char *alloc_conf; /* recorded allocator settings (PYTORCH_CUDA_ALLOC_CONF form), "" if none */
     uint64_t dropped_records; /* records the capture lost (0 if none/unknown) */
+    /* version 2: device memory that was available to the process (context
+     * and other processes excluded), inferred from the recording
+     * (FORMAT.md, "Device memory available"). 0 = unknown. */
+    uint64_t device_avail_bytes;     /* the value to replay with           */
+    uint64_t device_avail_min_bytes; /* it was at least this ...           */
+    uint64_t device_avail_max_bytes; /* ... and less than this (0 = no bound) */
+    char *device_avail_source;       /* how it was inferred, "" if unknown  */
 } gm_trace_meta;
 
-void gm_trace_meta_init(gm_trace_meta *m); /* all strings "" and numbers 0, version 1 */
+void gm_trace_meta_init(gm_trace_meta *m); /* all strings "" and numbers 0, version 2 */
 void gm_trace_meta_free(gm_trace_meta *m);
 int gm_trace_meta_set(char **field, const char *value); /* strdup into field; GM_ENOMEM */
 

@@ -1,6 +1,6 @@
 /*
- * trace_h5.c - reader and writer of the HDF5 trace, schema version 1
- * (trace.h is the API, traces/FORMAT.md the schema).
+ * trace_h5.c - reader and writer of the HDF5 trace, schema version 2; it
+ * reads version 1 too (trace.h is the API, traces/FORMAT.md the schema).
  *
  * Types. Each table (/events, /initial_state, /markers) is described once,
  * by a column list below. From it come two HDF5 compound types: the file
@@ -9,7 +9,9 @@
  * between them member by member and matches members by NAME, so a file
  * written by h5py with its columns in another order or with wider integers
  * reads the same; the reader only checks that every column exists and has
- * the right class. /events in gmsim's own packed layout skips HDF5's
+ * the right class. Columns added by a later version are optional: a file
+ * without them reads them as 0 (the memory type then leaves them out, so
+ * HDF5 never has to invent them). /events in gmsim's own packed layout skips HDF5's
  * conversion, which is slow (see "Packed events").
  *
  * Memory. The reader reads hyperslabs of at most GM_TRACE_CHUNK_EVENTS rows,
@@ -82,6 +84,7 @@ struct col {
     const char *name;
     size_t mem_off;
     enum col_kind kind;
+    int optional; /* added in version 2: absent in older files, read as 0 */
 };
 
 struct table {
@@ -93,7 +96,8 @@ struct table {
 };
 
 /* clang-format off */
-#define COL(type, field, kind) {#field, offsetof(type, field), kind}
+#define COL(type, field, kind) {#field, offsetof(type, field), kind, 0}
+#define OPT(type, field, kind) {#field, offsetof(type, field), kind, 1}
 /* clang-format on */
 
 static const struct col event_cols[] = {
@@ -105,6 +109,8 @@ static const struct col init_cols[] = {
     COL(gm_init_row, addr, COL_U64),       COL(gm_init_row, size, COL_U64),
     COL(gm_init_row, block_size, COL_U64), COL(gm_init_row, stream, COL_U64),
     COL(gm_init_row, kind, COL_U8),        COL(gm_init_row, category, COL_U8),
+    OPT(gm_init_row, pool, COL_U8),        OPT(gm_init_row, expandable, COL_U8),
+    OPT(gm_init_row, pool_id0, COL_U64),   OPT(gm_init_row, pool_id1, COL_U64),
 };
 static const struct col marker_cols[] = {
     COL(gm_marker, t_ns, COL_U64),
@@ -136,8 +142,16 @@ static hid_t col_type(enum col_kind k, int file)
     return s;
 }
 
-/* The compound type of a table: packed file layout (file=1) or its struct. */
-static hid_t table_type(const struct table *t, int file)
+/* Whether the file type ft (a compound) has a member named name. */
+static int has_member(hid_t ft, const char *name)
+{
+    return ft >= 0 && H5Tget_member_index(ft, name) >= 0;
+}
+
+/* The compound type of a table: packed file layout (file=1) or its struct.
+ * With a file type `from` (reading), optional columns it lacks are left
+ * out of the struct type, so they keep the zeros of the caller's buffer. */
+static hid_t table_type_from(const struct table *t, int file, hid_t from)
 {
     size_t size = t->mem_size;
     if (file) {
@@ -149,6 +163,10 @@ static hid_t table_type(const struct table *t, int file)
     size_t off = 0;
     for (size_t i = 0; ct >= 0 && i < t->ncols; i++) {
         const struct col *c = &t->cols[i];
+        if (from >= 0 && c->optional && !has_member(from, c->name)) {
+            off += col_bytes(c->kind);
+            continue;
+        }
         hid_t m = col_type(c->kind, file);
         if (m < 0 || H5Tinsert(ct, c->name, file ? off : c->mem_off, m) < 0)
             h5_close(&ct, H5Tclose);
@@ -158,12 +176,19 @@ static hid_t table_type(const struct table *t, int file)
     return ct;
 }
 
+static hid_t table_type(const struct table *t, int file)
+{
+    return table_type_from(t, file, H5I_INVALID_HID);
+}
+
 static void col_list(const struct table *t, char *buf, size_t len)
 {
     size_t used = 0;
     buf[0] = 0;
     for (size_t i = 0; i < t->ncols && used < len; i++)
-        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", t->cols[i].name);
+        if (!t->cols[i].optional)
+            used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
+                                     t->cols[i].name);
 }
 
 /* Check that ds is a 1-D compound dataset with every column of t; *nrows. */
@@ -180,6 +205,7 @@ static int check_table(hid_t ds, const struct table *t, const char *path, hsize_
     for (size_t i = 0; rc == GM_OK && i < t->ncols; i++) {
         const struct col *c = &t->cols[i];
         int idx = H5Tget_member_index(ft, c->name);
+        if (idx < 0 && c->optional) continue;
         if (idx < 0) {
             rc = gm_errf(err, GM_EINVAL, "%s: /%s has no column '%s' (it needs %s); " REIMPORT,
                          path, t->name, c->name, cols);
@@ -300,8 +326,8 @@ void gm_trace_meta_init(gm_trace_meta *m)
 {
     memset(m, 0, sizeof *m);
     m->version = GM_TRACE_VERSION;
-    char **s[] = {&m->source,  &m->device_name, &m->created_utc,
-                  &m->command, &m->workload,    &m->alloc_conf};
+    char **s[] = {&m->source,   &m->device_name, &m->created_utc,        &m->command,
+                  &m->workload, &m->alloc_conf,  &m->device_avail_source};
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
         *s[i] = strdup(""); /* NULL if out of memory; every user accepts NULL */
 }
@@ -315,6 +341,7 @@ void gm_trace_meta_free(gm_trace_meta *m)
     free(m->command);
     free(m->workload);
     free(m->alloc_conf);
+    free(m->device_avail_source);
     memset(m, 0, sizeof *m);
 }
 
@@ -339,7 +366,26 @@ static const struct str_attr str_attrs[] = {
     {"command", offsetof(gm_trace_meta, command)},
     {"workload", offsetof(gm_trace_meta, workload)},
     {"alloc_conf", offsetof(gm_trace_meta, alloc_conf)},
+    {"device_avail_source", offsetof(gm_trace_meta, device_avail_source)},
 };
+
+/* The unsigned 64-bit attributes, in the order FORMAT.md lists them. */
+struct u64_attr {
+    const char *name;
+    size_t off; /* of the uint64_t in gm_trace_meta */
+};
+static const struct u64_attr u64_attrs[] = {
+    {"device_total_bytes", offsetof(gm_trace_meta, device_total_bytes)},
+    {"dropped_records", offsetof(gm_trace_meta, dropped_records)},
+    {"device_avail_bytes", offsetof(gm_trace_meta, device_avail_bytes)},
+    {"device_avail_min_bytes", offsetof(gm_trace_meta, device_avail_min_bytes)},
+    {"device_avail_max_bytes", offsetof(gm_trace_meta, device_avail_max_bytes)},
+};
+
+static uint64_t *meta_u64(gm_trace_meta *m, const struct u64_attr *a)
+{
+    return (uint64_t *)((char *)m + a->off);
+}
 
 static char **meta_str(gm_trace_meta *m, const struct str_attr *a)
 {
@@ -441,6 +487,7 @@ struct gm_trace_reader {
     uint64_t nevents;   /* rows in /events                                */
     uint64_t pos;       /* index of the next event to hand out            */
     uint64_t prev_t_ns; /* t_ns of event pos-1 (0 at the start)           */
+    unsigned op_count;  /* ops the file's version defines                 */
 };
 
 static int check_file(const char *path, gm_err *err)
@@ -468,20 +515,18 @@ static int read_meta(gm_trace_reader *r, gm_err *err)
     long long version = 0;
     int rc = read_int_attr(r->file, p, "gmtrace_version", H5T_NATIVE_LLONG, &version, err);
     if (rc) return rc;
-    if (version != GM_TRACE_VERSION)
+    if (version < GM_TRACE_MIN_VERSION || version > GM_TRACE_VERSION)
         return gm_errf(err, GM_EINVAL,
-                       "%s: gmtrace_version is %lld but this gmsim reads version %d; upgrade "
-                       "gmsim or re-import the trace",
-                       p, version, GM_TRACE_VERSION);
+                       "%s: gmtrace_version is %lld but this gmsim reads versions %d to %d; "
+                       "upgrade gmsim or re-import the trace",
+                       p, version, GM_TRACE_MIN_VERSION, GM_TRACE_VERSION);
     r->meta.version = (int)version;
+    r->op_count = version == 1 ? GM_OP_COUNT_V1 : GM_OP_COUNT;
     for (size_t i = 0; !rc && i < sizeof str_attrs / sizeof str_attrs[0]; i++)
         rc = read_str_attr(r->file, p, str_attrs[i].name, meta_str(&r->meta, &str_attrs[i]), err);
-    if (!rc)
-        rc = read_int_attr(r->file, p, "device_total_bytes", H5T_NATIVE_UINT64,
-                           &r->meta.device_total_bytes, err);
-    if (!rc)
-        rc = read_int_attr(r->file, p, "dropped_records", H5T_NATIVE_UINT64,
-                           &r->meta.dropped_records, err);
+    for (size_t i = 0; !rc && i < sizeof u64_attrs / sizeof u64_attrs[0]; i++)
+        rc = read_int_attr(r->file, p, u64_attrs[i].name, H5T_NATIVE_UINT64,
+                           meta_u64(&r->meta, &u64_attrs[i]), err);
     return rc;
 }
 
@@ -630,24 +675,27 @@ int gm_trace_rewind(gm_trace_reader *r)
     return GM_OK;
 }
 
-/* alloc and segment_alloc (ops 0 and 2) must carry a size. */
+/* alloc, segment_alloc and segment_map (ops 0, 2 and 4) must carry a size. */
 static inline int op_allocates(unsigned op)
 {
-    return (op & ~2u) == 0;
+    return op == GM_OP_ALLOC || op == GM_OP_SEGMENT_ALLOC || op == GM_OP_SEGMENT_MAP;
 }
 
 /* Name the first bad event of ev[0..n) (index first+i); see validate(). */
-static int explain_bad(const char *p, const gm_event *ev, size_t n, uint64_t first, uint64_t prev,
-                       gm_err *err)
+static int explain_bad(const char *p, unsigned op_count, const gm_event *ev, size_t n,
+                       uint64_t first, uint64_t prev, gm_err *err)
 {
     for (size_t i = 0; i < n; i++) {
         const gm_event *e = &ev[i];
         ull idx = first + i;
-        if (e->op >= GM_OP_COUNT)
+        if (e->op >= op_count)
             return gm_errf(err, GM_EINVAL,
                            "%s: event %llu: op is %u, which is not an operation (0 alloc, 1 free, "
-                           "2 segment_alloc, 3 segment_free); " REIMPORT,
-                           p, idx, e->op);
+                           "2 segment_alloc, 3 segment_free%s); " REIMPORT,
+                           p, idx, e->op,
+                           op_count > GM_OP_COUNT_V1
+                               ? ", 4 segment_map, 5 segment_unmap, 6 empty_cache"
+                               : "; a version 1 trace has no other");
         if (e->t_ns < prev)
             return gm_errf(err, GM_EINVAL,
                            "%s: event %llu: time goes backwards (t_ns %llu after %llu); events "
@@ -680,19 +728,19 @@ static int explain_bad(const char *p, const gm_event *ev, size_t n, uint64_t fir
 }
 
 /* Check ev[0..n), whose first index is `first`; *prev_t_ns carries time order. */
-static int validate(const char *p, const gm_event *ev, size_t n, uint64_t first,
-                    uint64_t *prev_t_ns, gm_err *err)
+static int validate(const char *p, unsigned op_count, const gm_event *ev, size_t n,
+                    uint64_t first, uint64_t *prev_t_ns, gm_err *err)
 {
     uint64_t prev = *prev_t_ns;
     unsigned bad = 0;
     for (size_t i = 0; i < n; i++) {
         const gm_event *e = &ev[i];
-        bad |= (e->op >= GM_OP_COUNT) | (e->category >= GM_CAT_COUNT) |
+        bad |= (e->op >= op_count) | (e->category >= GM_CAT_COUNT) |
                (e->phase >= GM_PHASE_COUNT) | (e->t_ns < prev) | (e->size > GM_TRACE_MAX_SIZE) |
                ((e->size == 0) & op_allocates(e->op));
         prev = e->t_ns;
     }
-    if (bad) return explain_bad(p, ev, n, first, *prev_t_ns, err);
+    if (bad) return explain_bad(p, op_count, ev, n, first, *prev_t_ns, err);
     *prev_t_ns = prev;
     return GM_OK;
 }
@@ -744,7 +792,7 @@ int64_t gm_trace_read(gm_trace_reader *r, gm_event *buf, size_t cap, gm_err *err
     for (size_t done = 0; done < want;) {
         size_t k = want - done < GM_TRACE_CHUNK_EVENTS ? want - done : GM_TRACE_CHUNK_EVENTS;
         int rc = read_piece(r, r->pos + done, buf + done, k, err);
-        if (!rc) rc = validate(r->path, buf + done, k, r->pos + done, &prev, err);
+        if (!rc) rc = validate(r->path, r->op_count, buf + done, k, r->pos + done, &prev, err);
         if (rc) return rc; /* position unchanged */
         done += k;
     }
@@ -774,7 +822,9 @@ static int read_table(gm_trace_reader *r, const struct table *t, void **rows, si
     if (!rc && nrows > 0 && !(buf = calloc((size_t)nrows, t->mem_size)))
         rc = gm_errf(err, GM_ENOMEM, "%s: out of memory loading /%s (%llu rows)", r->path, t->name,
                      (ull)nrows);
-    hid_t mt = !rc && nrows > 0 ? table_type(t, 0) : H5I_INVALID_HID;
+    hid_t ft = !rc && nrows > 0 ? H5Dget_type(ds) : H5I_INVALID_HID;
+    hid_t mt = !rc && nrows > 0 ? table_type_from(t, 0, ft) : H5I_INVALID_HID;
+    h5_close(&ft, H5Tclose);
     r->range_error = 0;
     if (!rc && nrows > 0 && (mt < 0 || H5Dread(ds, mt, H5S_ALL, H5S_ALL, r->dxpl, buf) < 0)) {
         char what[64];
@@ -798,11 +848,17 @@ int gm_trace_read_initial(gm_trace_reader *r, gm_init_row **rows, size_t *n, gm_
     int rc = read_table(r, &initial_table, &buf, n, err);
     if (rc) return rc;
     gm_init_row *ir = buf;
+    unsigned kinds = r->meta.version == 1 ? GM_INIT_MAPPED : GM_INIT_KIND_COUNT;
     for (size_t i = 0; i < *n; i++) {
-        const char *what = ir[i].kind > GM_INIT_BLOCK       ? "kind is not 0 (segment) or 1 (block)"
+        const char *what = ir[i].kind >= kinds ? (kinds == GM_INIT_MAPPED
+                                                      ? "kind is not 0 (segment) or 1 (block)"
+                                                      : "kind is not 0 (segment), 1 (block) or 2 "
+                                                        "(mapped range)")
                            : ir[i].category >= GM_CAT_COUNT ? "category is out of range"
                            : ir[i].size > GM_TRACE_MAX_SIZE ? "size is over 2^48 bytes"
                            : ir[i].block_size > GM_TRACE_MAX_SIZE ? "block_size is over 2^48 bytes"
+                           : ir[i].pool > GM_POOL_SMALL           ? "pool is not 0, 1 or 2"
+                           : ir[i].expandable > 1                 ? "expandable is not 0 or 1"
                                                                   : NULL;
         if (what) {
             free(buf);
@@ -907,12 +963,12 @@ static int write_meta(gm_trace_writer *w, const gm_trace_meta *m, gm_err *err)
     for (size_t i = 0; !rc && i < sizeof str_attrs / sizeof str_attrs[0]; i++)
         rc = write_str_attr(w->file, str_attrs[i].name,
                             m ? *meta_str((gm_trace_meta *)m, &str_attrs[i]) : "");
-    uint64_t total = m ? m->device_total_bytes : 0;
+    gm_trace_meta none;
+    memset(&none, 0, sizeof none);
     w->dropped = m ? m->dropped_records : 0;
-    if (!rc)
-        rc = write_attr(w->file, "device_total_bytes", H5T_STD_U64LE, H5T_NATIVE_UINT64, &total);
-    if (!rc)
-        rc = write_attr(w->file, "dropped_records", H5T_STD_U64LE, H5T_NATIVE_UINT64, &w->dropped);
+    for (size_t i = 0; !rc && i < sizeof u64_attrs / sizeof u64_attrs[0]; i++)
+        rc = write_attr(w->file, u64_attrs[i].name, H5T_STD_U64LE, H5T_NATIVE_UINT64,
+                        meta_u64(m ? (gm_trace_meta *)m : &none, &u64_attrs[i]));
     return rc ? gm_errf(err, GM_EIO, "%s: cannot write the root attributes", w->tmp) : GM_OK;
 }
 

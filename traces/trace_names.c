@@ -12,6 +12,9 @@ static const char *const op_names[GM_OP_COUNT] = {
     [GM_OP_FREE] = "free",
     [GM_OP_SEGMENT_ALLOC] = "segment_alloc",
     [GM_OP_SEGMENT_FREE] = "segment_free",
+    [GM_OP_SEGMENT_MAP] = "segment_map",
+    [GM_OP_SEGMENT_UNMAP] = "segment_unmap",
+    [GM_OP_EMPTY_CACHE] = "empty_cache",
 };
 
 static const char *const category_names[GM_CAT_COUNT] = {
