@@ -296,7 +296,7 @@ static void on_driver_call(void *ctx, int tenant, uint64_t event_index, const gm
 {
     replay *rp = ctx;
     (void)tenant, (void)event_index;
-    if (ev->op == GM_OP_SEGMENT_ALLOC)
+    if (gm_op_grows(ev->op))
         rp->reserved += ev->size;
     else
         rp->reserved -= ev->size;

@@ -106,7 +106,7 @@ int gm_alloc_driver_map(gm_alloc *a, uint64_t va, uint64_t bytes, uint64_t strea
     if (rc != GM_OK) return rc;
     a->c.n_driver_alloc++;
     a->c.reserved_bytes += bytes;
-    hook(a, GM_OP_SEGMENT_ALLOC, va, bytes, stream, now);
+    hook(a, GM_OP_SEGMENT_MAP, va, bytes, stream, now);
     return GM_OK;
 }
 
@@ -117,5 +117,5 @@ void gm_alloc_driver_unmap(gm_alloc *a, uint64_t va, uint64_t bytes, uint64_t st
     a->c.driver_free_ns += ns;
     a->c.n_driver_free++;
     a->c.reserved_bytes -= bytes;
-    hook(a, GM_OP_SEGMENT_FREE, va, bytes, stream, now);
+    hook(a, GM_OP_SEGMENT_UNMAP, va, bytes, stream, now);
 }

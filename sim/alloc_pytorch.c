@@ -5,8 +5,9 @@
  * (DeviceCachingAllocator, v2.1-2.5; names in comments are PyTorch's):
  *
  *  - round_size: requests < 512 B become 512 B; otherwise a multiple of 512 B,
- *    or, when roundup_power2_divisions applies, the next of N equal divisions
- *    between two powers of two (1200 B with 4 divisions -> 1280 B).
+ *    or, when roundup_power2_divisions applies (sizes above 512 B x N), the
+ *    next of N equal divisions between two powers of two (9000 B with 4
+ *    divisions -> 10240 B; 1200 B with 4 stays plain: 1536 B).
  *  - pools: rounded size <= 1 MiB (kSmallSize) uses the small pool, else the
  *    large pool. Blocks never move between pools.
  *  - get_allocation_size: small requests get a 2 MiB segment (kSmallBuffer);
@@ -16,9 +17,10 @@
  *    address); a request < max_split_size never takes an oversize block
  *    (>= max_split_size), and an oversize request only takes a block smaller
  *    than size + max_non_split_rounding_size (default 20 MiB).
- *  - should_split: small pool (or expandable segments): split when >= 512 B
- *    remain; large pool: when the request is < max_split_size and > 1 MiB
- *    remains. The request takes the low-address part.
+ *  - should_split: small pool, or expandable_segments configured (PyTorch
+ *    tests the setting, not the segment): split when >= 512 B remain; large
+ *    pool: when the request is < max_split_size and > 1 MiB remains. The
+ *    request takes the low-address part.
  *  - free_block: merge with free neighbours in the same segment.
  *  - malloc retry order: free cached block; [garbage_collect_cached_blocks
  *    when a memory fraction and garbage_collection_threshold are set]; driver
@@ -28,12 +30,25 @@
  *    does exactly the above), so other policies can be compared.
  *  - memory fraction: an allocation fails when total reserved + the new
  *    segment would exceed fraction * device capacity (allowed_memory_maximum).
- *  - expandable_segments: one virtual range per (stream, pool), mapped in
- *    pages of 2 MiB (small) or 20 MiB (large) on demand; freeing unmaps only
- *    whole free pages (ExpandableSegment::map/unmap, map_block/unmap_block).
+ *  - expandable_segments: one virtual range per (stream, pool) of 9/8 of
+ *    the device's memory, mapped in pages of 2 MiB (small) or 20 MiB (large)
+ *    on demand; releasing unmaps only whole free pages
+ *    (ExpandableSegment::map/unmap, map_block/unmap_block), and a segment
+ *    left with no page mapped gives its address range back
+ *    (release_blocks -> release_expandable_segment).
+ *  - empty_cache (emptyCache -> release_cached_blocks): every whole free
+ *    segment of the large pool, then the small pool, goes back to the
+ *    driver, and every free page of expandable segments is unmapped.
+ *  - CUDA-graph / MemPool private pools (segment_pool_id other than (0, 0)):
+ *    kept as the initial state recorded them, in pools of their own that no
+ *    ordinary allocation searches (get_pool returns them only during a
+ *    capture); empty_cache leaves them alone, as PyTorch does while the
+ *    graph is alive (release_cached_blocks frees only pools whose use_count
+ *    is 0, which a snapshot does not record). Policies do not see them.
  *
- * Not modelled: CUDA graph private pools, cross-stream record_stream events,
- * the cudaMallocAsync backend (rejected with a message).
+ * Not modelled: allocations during a graph capture, cross-stream
+ * record_stream events (the trace's free is at free_completed), the
+ * cudaMallocAsync backend (rejected with a message).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +87,7 @@ struct pt_block {
 struct pt_segment {
     uint64_t base, size, stream; /* driver range (expandable: whole VA range) */
     uint8_t small, expandable;
+    uint8_t priv; /* a private pool's: outside the default pools and the policy view */
     uint64_t mapped_bytes; /* expandable: bytes of mapped pages; else size */
     uint64_t page_size;    /* expandable: mapping granularity */
     pt_block *first;       /* lowest-address block */
@@ -112,6 +128,7 @@ RB_GENERATE_STATIC(pt_addr_tree, pt_block, node, cmp_addr)
 typedef struct pt_state {
     gm_pt_conf conf;
     pt_pool small, large;
+    pt_pool priv_small, priv_large; /* private pools' blocks: never searched */
     pt_segment *segs; /* list head */
     uint32_t n_segs;
     pt_block *spare; /* free list of block structs */
@@ -176,6 +193,7 @@ static void block_put(pt_state *s, pt_block *b)
 
 static pt_pool *pool_of(pt_state *s, const pt_segment *seg)
 {
+    if (seg->priv) return seg->small ? &s->priv_small : &s->priv_large;
     return seg->small ? &s->small : &s->large;
 }
 
@@ -373,6 +391,47 @@ static uint64_t unmap_block(gm_alloc *a, pt_state *s, pt_block *b, uint64_t now)
     return n;
 }
 
+/* A new expandable segment: its address range (ExpandableSegment: pages for
+ * 9/8 of the device's memory, at least min_va bytes), one unmapped block
+ * over all of it (not pooled). */
+static pt_segment *new_expandable(gm_alloc *a, pt_state *s, int small, uint64_t stream,
+                                  uint64_t min_va)
+{
+    uint64_t page = small ? kSmallBuffer : kLargeBuffer;
+    uint64_t cap = a->dev->capacity_bytes;
+    uint64_t va_size = (cap + cap / 8 + page - 1) / page * page, va;
+    if (min_va > va_size) va_size = (min_va + page - 1) / page * page;
+    if (a->dev->ops->va_reserve(a->dev, va_size, &va) != GM_OK) return NULL;
+    pt_block *b = block_new(s);
+    pt_segment *g = b ? segment_new(s, va, va_size, stream, small) : NULL;
+    if (!g) {
+        free(b);
+        a->dev->ops->va_release(a->dev, va, va_size);
+        return NULL;
+    }
+    g->expandable = 1;
+    g->mapped_bytes = 0;
+    g->page_size = page;
+    b->ptr = va;
+    b->size = va_size;
+    b->stream = stream;
+    b->seg = g;
+    g->first = b;
+    g->n_blocks = 1;
+    return g;
+}
+
+/* release_expandable_segment: a segment whose pages are all unmapped (one
+ * unmapped block) gives its address range back. */
+static void release_expandable(gm_alloc *a, pt_state *s, pt_segment *g)
+{
+    pt_block *b = g->first;
+    pool_remove(pool_of(s, g), b);
+    a->dev->ops->va_release(a->dev, g->base, g->size);
+    block_put(s, b);
+    segment_unlink(s, g);
+}
+
 /* find_expandable_block: an unmapped range of this stream/pool (possibly
  * preceded by a free mapped block) with room for size; else a new segment
  * reserving 9/8 of the device's memory in address space. */
@@ -389,29 +448,10 @@ static pt_block *find_expandable(gm_alloc *a, pt_state *s, pt_pool *p, uint64_t 
             room += x->size;
         if (room >= size) return start;
     }
-    uint64_t page = p->small ? kSmallBuffer : kLargeBuffer;
-    uint64_t cap = a->dev->capacity_bytes;
-    uint64_t va_size = (cap + cap / 8 + page - 1) / page * page;
-    uint64_t va;
-    if (a->dev->ops->va_reserve(a->dev, va_size, &va) != GM_OK) return NULL;
-    pt_block *b = block_new(s);
-    pt_segment *g = b ? segment_new(s, va, va_size, stream, p->small) : NULL;
-    if (!g) {
-        free(b);
-        a->dev->ops->va_release(a->dev, va, va_size);
-        return NULL;
-    }
-    g->expandable = 1;
-    g->mapped_bytes = 0;
-    g->page_size = page;
-    b->ptr = va;
-    b->size = va_size;
-    b->stream = stream;
-    b->seg = g;
-    g->first = b;
-    g->n_blocks = 1;
-    pool_insert(p, b);
-    return b;
+    pt_segment *g = new_expandable(a, s, p->small, stream, 0);
+    if (!g) return NULL;
+    pool_insert(p, g->first);
+    return g->first;
 }
 
 /* try_allocate_expandable_block */
@@ -476,7 +516,7 @@ static pt_block *get_free_block(gm_alloc *a, pt_state *s, pt_pool *p, uint64_t s
 static int should_split(const pt_state *s, const pt_block *b, uint64_t size)
 {
     uint64_t remaining = b->size - size;
-    if (b->seg->small || b->seg->expandable) return remaining >= kMinBlockSize;
+    if (b->seg->small || s->conf.expandable_segments) return remaining >= kMinBlockSize;
     return size < s->conf.max_split_size && remaining > kSmallSize;
 }
 
@@ -609,9 +649,12 @@ static size_t pt_segments(gm_alloc *a, gm_seg_info *buf, size_t cap)
 {
     pt_state *s = a->impl;
     size_t i = 0;
-    for (const pt_segment *g = s->segs; g; g = g->lnext, i++)
+    for (const pt_segment *g = s->segs; g; g = g->lnext) {
+        if (g->priv) continue; /* a captured graph's memory: not the policy's to give back */
         if (i < cap) seg_info(s, g, &buf[i]);
-    return s->n_segs;
+        i++;
+    }
+    return i;
 }
 
 static uint64_t pt_release(gm_alloc *a, uint64_t id, uint64_t now)
@@ -631,6 +674,7 @@ static uint64_t pt_release(gm_alloc *a, uint64_t id, uint64_t now)
             }
             b = next;
         }
+        if (g->n_blocks == 1 && !g->first->mapped) release_expandable(a, s, g);
     }
     a->c.released_bytes += n;
     return n;
@@ -640,11 +684,13 @@ static uint64_t pt_empty_cache(gm_alloc *a, uint64_t now)
 {
     pt_state *s = a->impl;
     uint64_t n = 0;
-    pt_segment *g = s->segs;
-    while (g) {
-        pt_segment *next = g->lnext;
-        n += pt_release(a, (uint64_t)(uintptr_t)g, now);
-        g = next;
+    for (int small = 0; small <= 1; small++) { /* release_cached_blocks: large pool first */
+        pt_segment *g = s->segs;
+        while (g) {
+            pt_segment *next = g->lnext;
+            if (!g->priv && g->small == small) n += pt_release(a, (uint64_t)(uintptr_t)g, now);
+            g = next;
+        }
     }
     return n;
 }
@@ -657,88 +703,174 @@ static uint64_t pt_block_size(gm_alloc *a, uint64_t size)
 
 /* ---------------- initial state ---------------- */
 
+/* Restore order: by address; at one address a segment before its mapped
+ * ranges before the block that starts it. */
+static int kind_rank(int kind)
+{
+    return kind == GM_INIT_SEGMENT ? 0 : kind == GM_INIT_MAPPED ? 1 : 2;
+}
+
 static int cmp_rows(const void *x, const void *y)
 {
     const gm_init_row *a = *(const gm_init_row *const *)x, *b = *(const gm_init_row *const *)y;
     if (a->addr != b->addr) return a->addr < b->addr ? -1 : 1;
-    return a->kind < b->kind ? -1 : a->kind > b->kind; /* segment before its first block */
+    return kind_rank(a->kind) - kind_rank(b->kind);
 }
 
-/* Rebuild segments (as driver allocations) and carve the live blocks out of
- * them at their recorded offsets; gaps become free blocks. Expandable
- * segments from a snapshot are rebuilt as classic segments. */
+/* A recorded segment and the model segment rebuilt for it. */
+typedef struct rseg {
+    uint64_t addr, size; /* recorded range (expandable: address range) */
+    pt_segment *g;
+    pt_block *cursor; /* carving goes up the address range: the block to look at next
+                         (NULL: the first; mapping may merge blocks, so it resets it) */
+} rseg;
+
+static int row_small(const gm_init_row *r)
+{
+    if (r->pool != GM_POOL_UNKNOWN) return r->pool == GM_POOL_SMALL;
+    return r->size <= kSmallBuffer; /* version 1: kSmallBuffer segments are the small pool's */
+}
+
+/* Map the recorded range [off, off + len) of expandable segment g: the
+ * unmapped block containing it is its last one so far (ranges come in
+ * address order). */
+static int restore_mapped(gm_alloc *a, pt_state *s, pt_segment *g, uint64_t off, uint64_t len)
+{
+    pt_block *b = g->first;
+    while (b->next)
+        b = b->next;
+    uint64_t at = g->base + off;
+    if (b->mapped || at < b->ptr || at + len > b->ptr + b->size) return GM_EINVAL;
+    pt_pool *p = pool_of(s, g);
+    pool_remove(p, b);
+    if (at > b->ptr) {
+        pt_block *hi = split_at(s, b, at - b->ptr);
+        if (!hi) return GM_ENOMEM;
+        pool_insert(p, b);
+        b = hi;
+    }
+    return map_block(a, s, b, len, 0) ? GM_OK : GM_EOOM;
+}
+
+static int restore_segment(gm_alloc *a, pt_state *s, const gm_init_row *r, rseg *out)
+{
+    int small = row_small(r);
+    pt_segment *g;
+    if (r->expandable) {
+        g = new_expandable(a, s, small, r->stream, r->size);
+        if (!g) return GM_EOOM;
+    } else {
+        pt_block *b = alloc_segment(a, s, r->size, r->stream, small, 0);
+        if (!b) return GM_EOOM;
+        g = b->seg;
+    }
+    g->priv = r->pool_id0 || r->pool_id1;
+    pool_insert(pool_of(s, g), g->first);
+    *out = (rseg){.addr = r->addr, .size = r->size, .g = g, .cursor = NULL};
+    return GM_OK;
+}
+
+/* Carve the live block of row r out of the free mapped block at its
+ * recorded offset in segment rs. */
+static int carve(gm_alloc *a, pt_state *s, rseg *rs, const gm_init_row *r, uint64_t *handle)
+{
+    pt_segment *g = rs->g;
+    uint64_t at = g->base + (r->addr - rs->addr);
+    uint64_t bsize = r->block_size ? r->block_size : round_size(&s->conf, r->size);
+    pt_block *b = rs->cursor ? rs->cursor : g->first;
+    while (b && b->ptr + b->size <= at)
+        b = b->next;
+    if (!b || b->allocated || !b->mapped || at < b->ptr || at + bsize > b->ptr + b->size)
+        return GM_EINVAL;
+    pt_pool *p = pool_of(s, g);
+    pool_remove(p, b);
+    if (at > b->ptr) {
+        pt_block *hi = split_at(s, b, at - b->ptr);
+        if (!hi) return GM_ENOMEM;
+        pool_insert(p, b);
+        b = hi;
+    }
+    if (b->size > bsize) {
+        pt_block *rest = split_at(s, b, bsize);
+        if (!rest) return GM_ENOMEM;
+        pool_insert(p, rest);
+    }
+    b->allocated = 1;
+    b->requested = r->size;
+    b->category = r->category;
+    g->n_alloc++;
+    g->alloc_bytes += b->size;
+    g->cat_mask |= 1u << r->category;
+    a->c.requested_bytes += r->size;
+    a->c.allocated_bytes += b->size;
+    rs->cursor = b;
+    *handle = (uint64_t)(uintptr_t)b;
+    return GM_OK;
+}
+
+static int restore_err(gm_err *err, int rc, const gm_init_row *r, const char *what)
+{
+    if (rc == GM_ENOMEM) return gm_errf(err, rc, "out of memory restoring the initial state");
+    if (rc == GM_EOOM)
+        return gm_errf(err, rc,
+                       "initial state: the %s of %llu bytes at 0x%llx does not fit on the device; "
+                       "give a larger --capacity",
+                       what, (unsigned long long)r->size, (unsigned long long)r->addr);
+    return gm_errf(err, GM_EINVAL,
+                   "initial state: the %s at 0x%llx (%llu bytes) overlaps another block, lies "
+                   "outside its segment or in unmapped memory; re-import the trace",
+                   what, (unsigned long long)r->addr, (unsigned long long)r->size);
+}
+
+/* Rebuild segments (as driver allocations; expandable ones as an address
+ * range with their mapped pages) and carve the live blocks out of them at
+ * their recorded offsets; gaps become free blocks. Blocks that no recorded
+ * segment holds (an RMM log's, or every block under --initial-state live)
+ * are allocated through the model, in address order, as if the process had
+ * allocated them before the trace began. */
 static int pt_restore(gm_alloc *a, const gm_init_row *rows, size_t n, uint64_t *handles,
                       gm_err *err)
 {
     pt_state *s = a->impl;
     const gm_init_row **ord = malloc((n ? n : 1) * sizeof *ord);
-    if (!ord) return gm_errf(err, GM_ENOMEM, "out of memory restoring the initial state");
+    rseg *segs = malloc((n ? n : 1) * sizeof *segs);
+    if (!ord || !segs) {
+        free(ord);
+        free(segs);
+        return gm_errf(err, GM_ENOMEM, "out of memory restoring the initial state");
+    }
     for (size_t i = 0; i < n; i++) {
         ord[i] = &rows[i];
         handles[i] = 0;
     }
     qsort(ord, n, sizeof *ord, cmp_rows);
-    pt_block *cur = NULL; /* the free tail of the current segment */
-    const gm_init_row *segrow = NULL;
-    size_t nloose = 0; /* live blocks that no recorded segment holds */
+    size_t nseg = 0, nloose = 0;
+    rseg *cur = NULL; /* the last segment whose range starts at or below the row */
     int rc = GM_OK;
     for (size_t i = 0; i < n && rc == GM_OK; i++) {
         const gm_init_row *r = ord[i];
-        if (r->kind == GM_INIT_BLOCK && (!segrow || r->addr >= segrow->addr + segrow->size)) {
+        if (r->kind == GM_INIT_SEGMENT) {
+            rc = restore_segment(a, s, r, &segs[nseg]);
+            if (rc) rc = restore_err(err, rc, r, r->expandable ? "expandable segment" : "segment");
+            cur = &segs[nseg++];
+            continue;
+        }
+        int inside = cur && r->addr >= cur->addr && r->addr < cur->addr + cur->size;
+        if (r->kind == GM_INIT_MAPPED) {
+            rc = inside && cur->g->expandable
+                     ? restore_mapped(a, s, cur->g, r->addr - cur->addr, r->size)
+                     : GM_EINVAL;
+            if (cur) cur->cursor = NULL;
+            if (rc) rc = restore_err(err, rc, r, "mapped range");
+            continue;
+        }
+        if (!inside) {
             ord[nloose++] = r; /* (ord[0..i) is consumed: reuse it) */
             continue;
         }
-        if (r->kind == GM_INIT_SEGMENT) {
-            int small = r->size <= kSmallBuffer;
-            cur = alloc_segment(a, s, r->size, r->stream, small, 0);
-            if (!cur) {
-                rc = gm_errf(err, GM_EOOM,
-                             "initial state: segment of %llu bytes at 0x%llx does not fit on "
-                             "the device; give a larger --capacity",
-                             (unsigned long long)r->size, (unsigned long long)r->addr);
-                break;
-            }
-            segrow = r;
-            pool_insert(pool_of(s, cur->seg), cur);
-            continue;
-        }
-        uint64_t bsize = r->block_size ? r->block_size : round_size(&s->conf, r->size);
-        if (!cur || r->addr < segrow->addr + (cur->ptr - cur->seg->base) ||
-            r->addr + bsize > segrow->addr + segrow->size) {
-            rc = gm_errf(err, GM_EINVAL,
-                         "initial state: live block at 0x%llx (%llu bytes) overlaps another "
-                         "block or the end of its segment; re-import the trace",
-                         (unsigned long long)r->addr, (unsigned long long)bsize);
-            break;
-        }
-        pt_pool *p = pool_of(s, cur->seg);
-        pool_remove(p, cur);
-        uint64_t off = r->addr - segrow->addr - (cur->ptr - cur->seg->base);
-        pt_block *b = cur;
-        if (off) {
-            b = split_at(s, cur, off);
-            pool_insert(p, cur);
-        }
-        pt_block *rest = b && b->size > bsize ? split_at(s, b, bsize) : NULL;
-        if (!b) {
-            rc = gm_errf(err, GM_ENOMEM, "out of memory restoring the initial state");
-            break;
-        }
-        b->allocated = 1;
-        b->requested = r->size;
-        b->category = r->category;
-        b->seg->n_alloc++;
-        b->seg->alloc_bytes += b->size;
-        b->seg->cat_mask |= 1u << r->category;
-        a->c.requested_bytes += r->size;
-        a->c.allocated_bytes += b->size;
-        handles[r - rows] = (uint64_t)(uintptr_t)b;
-        cur = rest;
-        if (rest) pool_insert(p, rest);
+        rc = carve(a, s, cur, r, &handles[r - rows]);
+        if (rc) rc = restore_err(err, rc, r, "live block");
     }
-    /* Blocks with no recorded segment (e.g. from an RMM log, which records
-     * no segments) are allocated through the model, in address order, as if
-     * the process had allocated them before the trace began. */
     for (size_t i = 0; i < nloose && rc == GM_OK; i++) {
         const gm_init_row *r = ord[i];
         if (pt_malloc(a, r->size, r->stream, r->category, 0, &handles[r - rows]) != GM_OK)
@@ -747,6 +879,7 @@ static int pt_restore(gm_alloc *a, const gm_init_row *rows, size_t n, uint64_t *
                          "give a larger --capacity",
                          (unsigned long long)r->size);
     }
+    free(segs);
     free(ord);
     return rc;
 }
@@ -772,7 +905,12 @@ static int pt_create(gm_alloc *a, const char *conf, gm_err *err)
     RB_INIT(&s->small.unmapped);
     RB_INIT(&s->large.blocks);
     RB_INIT(&s->large.unmapped);
+    RB_INIT(&s->priv_small.blocks);
+    RB_INIT(&s->priv_small.unmapped);
+    RB_INIT(&s->priv_large.blocks);
+    RB_INIT(&s->priv_large.unmapped);
     s->small.small = 1;
+    s->priv_small.small = 1;
     a->limits.max_split_size = s->conf.max_split_size;
     a->limits.gc_threshold = s->conf.gc_threshold;
     a->impl = s;

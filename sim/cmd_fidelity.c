@@ -66,18 +66,43 @@ static int is_hdf5(const char *path)
     return n == 8 && !memcmp(sig, "\x89HDF\r\n\x1a\n", 8);
 }
 
+static const char *call_name(int op)
+{
+    switch (op) {
+    case GM_OP_SEGMENT_ALLOC:
+        return "cudaMalloc";
+    case GM_OP_SEGMENT_MAP:
+        return "map";
+    case GM_OP_SEGMENT_UNMAP:
+        return "unmap";
+    default:
+        return "cudaFree";
+    }
+}
+
+/* The calls of the divergence event, "cudaFree 20.00 MiB, cudaMalloc ..."; a
+ * list that does not fit ends with "and N more" after the last whole call. */
 static void call_text(const gm_fidelity *f, const gm_fid_call *c, size_t n, char *buf, size_t len)
 {
-    size_t k = 0;
+    size_t k = 0, total = 0, shown = 0;
+    for (size_t i = 0; i < n; i++)
+        total += c[i].event_index == f->div_event;
     buf[0] = 0;
-    for (size_t i = 0; i < n && k < len; i++) {
+    for (size_t i = 0; i < n; i++) {
         if (c[i].event_index != f->div_event) continue;
-        char b[32];
-        k += (size_t)snprintf(buf + k, len - k, "%s%s %s", k ? ", " : "",
-                              c[i].op == GM_OP_SEGMENT_ALLOC ? "cudaMalloc" : "cudaFree",
-                              gm_fmt_bytes(c[i].size, b, sizeof b));
+        char b[32], one[64];
+        int w = snprintf(one, sizeof one, "%s%s %s", k ? ", " : "", call_name(c[i].op),
+                         gm_fmt_bytes(c[i].size, b, sizeof b));
+        /* room for this call and a closing " and NNNNNN more" */
+        if (w < 0 || k + (size_t)w + 24 >= len) break;
+        memcpy(buf + k, one, (size_t)w + 1);
+        k += (size_t)w;
+        shown++;
     }
-    if (!k) snprintf(buf, len, "nothing");
+    if (!total)
+        snprintf(buf, len, "nothing");
+    else if (shown < total)
+        snprintf(buf + k, len - k, "%s and %zu more", shown ? "," : "", total - shown);
 }
 
 /* "0x7f.. (segment 0x7f.. + 4096)", or the bare address outside every segment. */
@@ -97,8 +122,18 @@ static void print_result(const char *name, int device, const gm_fidelity *f)
            (unsigned long long)f->n_events, f->alloc_conf,
            gm_fmt_bytes(f->capacity_bytes, b1, sizeof b1),
            f->fresh_addresses ? ", fresh addresses" : "");
-    printf("  initial state:   %llu segments (%s) rebuilt\n", (unsigned long long)f->init_segments,
+    printf("  device size:     %s\n", f->capacity_source);
+    if (f->avail_min) {
+        printf("  device window:   the process had at least %s",
+               gm_fmt_bytes(f->avail_min, b1, sizeof b1));
+        if (f->avail_max) printf(" and less than %s", gm_fmt_bytes(f->avail_max, b2, sizeof b2));
+        printf("\n");
+    }
+    printf("  initial state:   %llu segments (%s) rebuilt", (unsigned long long)f->init_segments,
            gm_fmt_bytes(f->init_reserved, b2, sizeof b2));
+    if (f->init_expandable)
+        printf(", %llu of them expandable", (unsigned long long)f->init_expandable);
+    printf("\n");
     if (!f->n_events) {
         printf("  no trace to replay (initial state only): nothing to compare\n");
         return;
@@ -109,9 +144,13 @@ static void print_result(const char *name, int device, const gm_fidelity *f)
     printf("  reserved bytes:  max abs error %s", gm_fmt_bytes(f->max_reserved_err, b1, sizeof b1));
     if (f->max_reserved_err) printf(" (at event %llu)", (unsigned long long)f->max_err_event);
     printf("\n");
-    if (f->model_ooms)
-        printf("  model OOMs:      %llu (skipped; give a larger --capacity)\n",
-               (unsigned long long)f->model_ooms);
+    if (f->empty_caches)
+        printf("  empty_cache:     %llu calls replayed\n", (unsigned long long)f->empty_caches);
+    if (f->rec_ooms || f->model_ooms)
+        printf("  OOMs:            PyTorch %llu, model %llu (%llu that PyTorch could not make "
+               "were made by the model)\n",
+               (unsigned long long)f->rec_ooms, (unsigned long long)f->model_ooms,
+               (unsigned long long)f->oom_fits);
     if (f->diverged) {
         call_text(f, f->ours, f->n_ours, ours, sizeof ours);
         call_text(f, f->rec, f->n_rec, theirs, sizeof theirs);
@@ -122,6 +161,7 @@ static void print_result(const char *name, int device, const gm_fidelity *f)
         else
             printf("  first divergence after the last event: model did %s; PyTorch did %s\n", ours,
                    theirs);
+        printf("  likely cause:    %s\n", gm_fid_cause_text(f->div_cause));
     }
     if (f->placement_checked) {
         printf("  block placement: %llu of %llu allocations at PyTorch's address\n",
@@ -161,6 +201,18 @@ static int check_trace(run *r, const char *path, int device, gm_err *err)
     return GM_OK;
 }
 
+/* A device whose data could not be imported: said, counted as not exact,
+ * and the other devices still checked. */
+static void report_failed(run *r, const gm_torch_failure *fl)
+{
+    fprintf(stderr, "gmsim fidelity: %s\n", fl->msg);
+    if (!r->quiet) printf("%s, device %d: not checked: its data is damaged (above)\n", r->input,
+                          fl->device);
+    r->all_exact = 0;
+    json_t *j = json_pack("{s:i, s:b, s:s}", "device", fl->device, "exact", 0, "error", fl->msg);
+    if (j) json_array_append_new(r->devices, j);
+}
+
 /* Import each device of the snapshot into a temporary trace and check it. */
 static int check_snapshot(run *r, int device, gm_err *err)
 {
@@ -174,7 +226,13 @@ static int check_snapshot(run *r, int device, gm_err *err)
     int rc = made ? GM_OK
                   : gm_errf(err, GM_EIO, "cannot create a temporary directory under %s; set TMPDIR",
                             tmp && *tmp ? tmp : "/tmp");
-    for (size_t i = 0; rc == GM_OK && i < imp->n; i++) {
+    size_t next_failed = 0; /* devices in order: a damaged one is reported where it is */
+    for (size_t i = 0; rc == GM_OK && i <= imp->n; i++) {
+        for (; next_failed < imp->n_failed &&
+               (i == imp->n || imp->failed[next_failed].device < imp->dev[i].device);
+             next_failed++)
+            report_failed(r, &imp->failed[next_failed]);
+        if (i == imp->n) break;
         snprintf(path, sizeof path, "%s/dev%d.h5", dir, imp->dev[i].device);
         rc = gm_import_trace_write(&imp->dev[i], path, NULL, err);
         if (rc == GM_OK) rc = check_trace(r, path, imp->dev[i].device, err);

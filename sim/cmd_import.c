@@ -90,7 +90,7 @@ static int import_torch(const char *in, const char *out, int device, const char 
     int rc = 0;
     for (size_t i = 0; i < imp->n && !rc; i++) {
         char path[4096];
-        if (imp->n > 1)
+        if (imp->n + imp->n_failed > 1) /* several devices: one file each */
             dev_path(out, imp->dev[i].device, path, sizeof path);
         else
             snprintf(path, sizeof path, "%s", out);
@@ -98,7 +98,11 @@ static int import_torch(const char *in, const char *out, int device, const char 
     }
     if (!rc && !quiet)
         printf("(PyTorch memory snapshot, %s layout%s)\n", imp->layout,
-               imp->n > 1 ? "; several devices, one trace each: --device N imports one" : "");
+               imp->n + imp->n_failed > 1
+                   ? "; several devices, one trace each: --device N imports one"
+                   : "");
+    for (size_t i = 0; i < imp->n_failed; i++) /* the others were written */
+        rc = gm_cmd_fail("import", GM_EINVAL, imp->failed[i].msg);
     gm_torch_import_free(imp);
     return rc;
 }

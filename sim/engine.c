@@ -49,6 +49,7 @@ typedef struct sim {
     size_t n;
     gm_sim_result *res;
     uint64_t q, a, r; /* device totals */
+    uint64_t overhead; /* context overhead per tenant, resolved in setup() */
     uint64_t next_progress;
 } sim;
 
@@ -164,11 +165,11 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
         t->a->seg_hook = hook_trampoline;
         t->a->seg_hook_ctx = hc;
     }
-    if (gm_device_add_context(s->dev, cfg->overhead_bytes) != GM_OK)
+    if (gm_device_add_context(s->dev, s->overhead) != GM_OK)
         return gm_errf(err, GM_EOOM,
                        "%s: the CUDA context overhead (%" PRIu64 " bytes per tenant) does not "
                        "fit on the device; give a larger --capacity or a smaller --overhead",
-                       t->spec->path, cfg->overhead_bytes);
+                       t->spec->path, s->overhead);
     if (gm_addrmap_init(&t->live, 1024) || gm_addrmap_init(&t->pass_new, 16))
         return gm_errf(err, GM_ENOMEM, "out of memory");
     t->own = t->r ? malloc(CHUNK_EVENTS * sizeof *t->own) : NULL;
@@ -186,8 +187,49 @@ static void hook_trampoline(void *ctx, const gm_seg_event *ev)
     hc->cfg->seg_hook(hc->cfg->seg_hook_ctx, hc->t->idx, idx, ev);
 }
 
+/* Which rows of /initial_state the replay rebuilds (enum gm_initial_mode):
+ * recorded: all; live: the blocks, and the segments of private pools (a
+ * captured graph's memory, kept as recorded); none: nothing. Rows kept are
+ * moved to the front; returns how many. */
+static size_t initial_rows(int mode, gm_init_row *rows, size_t n)
+{
+    if (mode == GM_INITIAL_RECORDED)
+        return n;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const gm_init_row *r = &rows[i];
+        int priv = r->kind == GM_INIT_SEGMENT && (r->pool_id0 || r->pool_id1);
+        if (mode == GM_INITIAL_LIVE && (r->kind == GM_INIT_BLOCK || priv))
+            rows[k++] = *r;
+    }
+    return k;
+}
+
+/* Bytes a row adds to the reserve (an expandable segment's are its mapped
+ * ranges, not its address range). */
+static uint64_t row_reserved(const gm_init_row *r)
+{
+    if (r->kind == GM_INIT_MAPPED)
+        return r->size;
+    return r->kind == GM_INIT_SEGMENT && !r->expandable ? r->size : 0;
+}
+
+/* --initial-state none: the pre-existing blocks stay out; their frees are
+ * skipped (SKIPPED in the live map) as a later pass's are. */
+static int skip_initial_blocks(tenant *t, const gm_init_row *rows, size_t n, gm_err *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].kind != GM_INIT_BLOCK)
+            continue;
+        t->res->init_skipped_blocks++;
+        if (gm_addrmap_put(&t->live, gm_addrmap_key(rows[i].addr), SKIPPED))
+            return gm_errf(err, GM_ENOMEM, "out of memory");
+    }
+    return GM_OK;
+}
+
 /* Rebuild /initial_state in the allocator and the live map. */
-static int tenant_restore(tenant *t, gm_err *err)
+static int tenant_restore(sim *s, tenant *t, gm_err *err)
 {
     gm_init_row *rows = NULL;
     size_t n = 0;
@@ -198,22 +240,27 @@ static int tenant_restore(tenant *t, gm_err *err)
         free(rows);
         return rc;
     }
-    uint64_t *handles = calloc(n, sizeof *handles);
+    for (size_t i = 0; i < n; i++) {
+        t->res->init_reserved_bytes += row_reserved(&rows[i]);
+        if (rows[i].kind == GM_INIT_BLOCK)
+            t->res->init_live_bytes += rows[i].size;
+    }
+    if (s->cfg->initial_state == GM_INITIAL_NONE) {
+        rc = skip_initial_blocks(t, rows, n, err);
+        free(rows);
+        return rc;
+    }
+    n = initial_rows(s->cfg->initial_state, rows, n);
+    uint64_t *handles = calloc(n ? n : 1, sizeof *handles);
     if (!handles) {
         free(rows);
         return gm_errf(err, GM_ENOMEM, "out of memory");
     }
-    for (size_t i = 0; i < n; i++) {
-        if (rows[i].kind == GM_INIT_SEGMENT)
-            t->res->init_reserved_bytes += rows[i].size;
-        else
-            t->res->init_live_bytes += rows[i].size;
-    }
     t->restoring = 1;
-    rc = t->a->ops->restore(t->a, rows, n, handles, err);
+    rc = n ? t->a->ops->restore(t->a, rows, n, handles, err) : GM_OK;
     t->restoring = 0;
     for (size_t i = 0; rc == GM_OK && i < n; i++) {
-        if (rows[i].kind == GM_INIT_SEGMENT)
+        if (rows[i].kind != GM_INIT_BLOCK)
             continue;
         uint64_t key = gm_addrmap_key(rows[i].addr);
         if (gm_addrmap_get(&t->live, key))
@@ -242,13 +289,18 @@ static int tenant_start(sim *s, tenant *t, gm_err *err)
     t->started = 1;
     gm_alloc_counters before = t->a->c;
     uint64_t t0 = t->next_t;
-    int rc = tenant_restore(t, err);
+    int rc = tenant_restore(s, t, err);
     if (rc != GM_OK && rc != GM_EOOM)
         return rc;
     tenant_step_metrics(t, t0);
     update_device(s, t0, &before, &t->a->c);
     if (rc == GM_EOOM) {
-        gm_event e = {.t_ns = t0, .size = t->res->init_reserved_bytes, .op = GM_OP_ALLOC};
+        /* not an OOM of the trace's event 0: what existed before it does not fit */
+        int live = s->cfg->initial_state == GM_INITIAL_LIVE;
+        t->res->init_live_oom = 1;
+        gm_event e = {.t_ns = t0,
+                      .size = live ? t->res->init_live_bytes : t->res->init_reserved_bytes,
+                      .op = GM_OP_ALLOC};
         int abort = 0;
         if ((rc = on_oom(s, t, &e, t0, &abort, err)))
             return rc;
@@ -435,7 +487,7 @@ static int retire(sim *s, tenant *t, uint64_t now, int status, gm_err *err)
     gm_alloc_destroy(t->a);
     free(hc);
     t->a = NULL;
-    gm_device_remove_context(s->dev, s->cfg->overhead_bytes);
+    gm_device_remove_context(s->dev, s->overhead);
     static const gm_alloc_counters none;
     update_device(s, now, &held, &none);
     t->res->status = status;
@@ -446,8 +498,8 @@ static int retire(sim *s, tenant *t, uint64_t now, int status, gm_err *err)
     return drain_hash(t, err);
 }
 
-/* Record the OOM; *abort says whether the tenant must stop. */
-static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort, gm_err *err)
+/* Count the OOM of event e with the state it happened in. */
+static void record_oom(sim *s, tenant *t, const gm_event *e, uint64_t now)
 {
     gm_alloc *a = t->a;
     gm_oom o = {
@@ -465,6 +517,12 @@ static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort
     gm_metrics_oom(&t->res->m, &o);
     if (s->n > 1)
         gm_metrics_oom(&s->res->device, &o);
+}
+
+/* Record the OOM; *abort says whether the tenant must stop. */
+static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort, gm_err *err)
+{
+    record_oom(s, t, e, now);
     if (!s->cfg->on_oom_skip) {
         *abort = 1;
         return GM_OK;
@@ -551,6 +609,25 @@ static int do_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abo
     return GM_OK;
 }
 
+/* An allocation that failed in the recording and that the program survived
+ * (FORMAT.md, op oom): tried like an alloc and freed at once if it fits;
+ * if it fails here too it is counted as an OOM but never stops the tenant,
+ * since the program is known to have caught it. */
+static int do_failed_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, gm_err *err)
+{
+    uint64_t h;
+    t->res->recorded_ooms++;
+    if (t->a->ops->malloc(t->a, e->size, e->stream, e->category, now, &h) == GM_OK ||
+        scope_rescue(s, t, e, now, &h)) {
+        t->res->recorded_oom_fits++;
+        t->a->ops->free(t->a, h, now);
+        return GM_OK;
+    }
+    (void)err;
+    record_oom(s, t, e, now);
+    return GM_OK;
+}
+
 static int do_free(sim *s, tenant *t, const gm_event *e, uint64_t now, gm_err *err)
 {
     uint64_t key = gm_addrmap_key(e->addr), h;
@@ -613,12 +690,21 @@ static int step(sim *s, tenant *t, gm_err *err)
         fire_other_timers(s, t, now);
     int abort = 0;
     rc = GM_OK;
+    if (s->cfg->event_hook)
+        s->cfg->event_hook(s->cfg->event_hook_ctx, t->idx, t->index, e);
     switch (e->op) {
     case GM_OP_ALLOC:
         rc = do_alloc(s, t, e, now, &abort, err);
         break;
     case GM_OP_FREE:
         rc = do_free(s, t, e, now, err);
+        break;
+    case GM_OP_EMPTY_CACHE: /* the program's torch.cuda.empty_cache(): every model does it */
+        t->res->empty_cache_events++;
+        t->res->empty_cache_bytes += t->a->ops->empty_cache(t->a, now);
+        break;
+    case GM_OP_OOM:
+        rc = do_failed_alloc(s, t, e, now, err);
         break;
     default: /* the recorded allocator's own decisions: the model makes its own */
         t->res->recorded_segment_events++;
@@ -653,6 +739,29 @@ static tenant *next_tenant(sim *s)
 
 /* ---------------- run ---------------- */
 
+/* Capacity from the first trace: the card it records (device_total_bytes),
+ * else the memory its process was seen to have (device_avail_bytes; that
+ * already excludes the context and other processes, so the context
+ * overhead is 0 unless the user gave one). 0 if neither is known. */
+static uint64_t capacity_from(sim *s, const gm_trace_meta *m)
+{
+    if (!m)
+        return 0;
+    if (m->device_total_bytes) {
+        snprintf(s->res->capacity_source, sizeof s->res->capacity_source,
+                 "the trace's device (device_total_bytes)");
+        return m->device_total_bytes;
+    }
+    if (!m->device_avail_bytes)
+        return 0;
+    if (!s->cfg->overhead_given)
+        s->overhead = 0;
+    snprintf(s->res->capacity_source, sizeof s->res->capacity_source,
+             "the memory the recorded process had (device_avail_bytes)%s",
+             s->cfg->overhead_given ? "" : ", no context overhead");
+    return m->device_avail_bytes;
+}
+
 static int setup(sim *s, gm_err *err)
 {
     const gm_sim_config *cfg = s->cfg;
@@ -666,30 +775,33 @@ static int setup(sim *s, gm_err *err)
             return gm_errf(err, GM_EINVAL, "%s: --repeat must be at least 1", t->spec->path);
     }
     /* the device comes first: capacity defaults to the first trace's card */
-    int rc;
+    int rc = GM_OK;
+    s->overhead = cfg->overhead_bytes;
+    snprintf(s->res->capacity_source, sizeof s->res->capacity_source, "%s",
+             cfg->device ? "the device" : "--capacity");
     if (cfg->device)
         cap = cfg->device->capacity_bytes;
     const gm_tenant_spec *t0 = &cfg->tenants[0];
-    if (!cap && t0->events) {
-        cap = t0->meta ? t0->meta->device_total_bytes : 0;
-    } else if (!cap) {
-        gm_trace_reader *r0;
-        if ((rc = gm_trace_open(t0->path, &r0, err)))
+    if (!cap) {
+        gm_trace_reader *r0 = NULL;
+        if (!t0->events && (rc = gm_trace_open(t0->path, &r0, err)))
             return rc;
-        cap = gm_trace_meta_get(r0)->device_total_bytes;
+        const gm_trace_meta *m0 = r0 ? gm_trace_meta_get(r0) : t0->meta;
+        cap = capacity_from(s, m0);
         gm_trace_close(r0);
     }
     if (!cap)
         return gm_errf(err, GM_EINVAL,
                        "%s does not record the device's memory size; give one with "
-                       "--capacity (e.g. --capacity 80GiB)",
+                       "--capacity (e.g. --capacity 80GiB) or --gpu NAME",
                        cfg->tenants[0].path);
     if (cfg->device)
         s->dev = cfg->device;
     else if ((rc = gm_device_model_create(cap, &cfg->latency, &s->dev, err)))
         return rc;
     s->res->capacity_bytes = cap;
-    s->res->overhead_bytes = cfg->overhead_bytes;
+    s->res->overhead_bytes = s->overhead;
+    s->res->initial_state = cfg->initial_state;
     for (size_t i = 0; i < s->n; i++) {
         tenant *t = &s->t[i];
         if ((rc = tenant_open(s, t, err)))

@@ -33,6 +33,17 @@ typedef struct gm_tenant_spec {
     uint64_t quota_bytes; /* cap on this tenant's reserved bytes (0 = none) */
 } gm_tenant_spec;
 
+/* What of a trace's /initial_state a replay starts from (--initial-state;
+ * README, "Initial state"). */
+enum gm_initial_mode {
+    GM_INITIAL_LIVE = 0,     /* the live blocks, allocated through the model under test
+                                (in address order), which builds its own cache; private-
+                                pool segments as recorded. What-ifs: run, compare, fit */
+    GM_INITIAL_RECORDED = 1, /* segments, mapped ranges and blocks exactly as recorded
+                                (fidelity: the recorded allocator's cache) */
+    GM_INITIAL_NONE = 2,     /* nothing: frees of pre-existing blocks are skipped */
+};
+
 typedef struct gm_sim_config {
     const gm_tenant_spec *tenants;
     size_t n_tenants;
@@ -40,8 +51,12 @@ typedef struct gm_sim_config {
     const char *alloc_conf; /* PYTORCH_CUDA_ALLOC_CONF; NULL = the trace's own */
     const char *policy;     /* "NAME[:k=v,...]", NULL = "pytorch"               */
     double memory_fraction; /* 0 = unset                                        */
-    uint64_t capacity_bytes;/* 0 = the first trace's device_total_bytes         */
+    uint64_t capacity_bytes;/* 0 = the first trace's device_total_bytes, else its
+                               device_avail_bytes (then with no context overhead
+                               unless overhead_given: the window excludes it) */
     uint64_t overhead_bytes;/* context overhead per tenant                      */
+    int overhead_given;     /* overhead_bytes is the user's, not a default      */
+    int initial_state;      /* enum gm_initial_mode                             */
     gm_latency latency;
     /* optional: run on this backend instead of the simulated GPU (gmreplay's
      * CUDA device); capacity_bytes is then the device's. Not destroyed. */
@@ -62,6 +77,10 @@ typedef struct gm_sim_config {
     void (*alloc_hook)(void *ctx, int tenant, uint64_t event_index, const gm_event *ev, gm_alloc *a,
                        uint64_t handle);
     void *alloc_hook_ctx;
+    /* optional: every trace event, just before it is processed (fidelity's
+     * device hands out the addresses recorded for that event) */
+    void (*event_hook)(void *ctx, int tenant, uint64_t event_index, const gm_event *ev);
+    void *event_hook_ctx;
     /* optional: called about every million events */
     void (*progress)(void *ctx, uint64_t events_done);
     void *progress_ctx;
@@ -86,6 +105,12 @@ typedef struct gm_tenant_result {
     uint64_t repeat_leftover_bytes;   /* freed at pass ends (allocated, never freed, in a pass) */
     uint64_t scope_released_bytes;    /* --scope device: cache given back for other tenants */
     uint64_t scope_rescues;           /* --scope device: allocations saved by others' releases */
+    uint64_t empty_cache_events;      /* torch.cuda.empty_cache() calls replayed */
+    uint64_t empty_cache_bytes;       /* what the model released at them         */
+    uint64_t recorded_ooms;           /* oom events: allocations that failed in the recording */
+    uint64_t recorded_oom_fits;       /* ... of which the model could satisfy      */
+    uint64_t init_skipped_blocks;     /* --initial-state none: pre-existing blocks left out */
+    int init_live_oom;                /* 1: the live set at the start did not fit at all */
     struct json_t *policy_report;     /* the policy's report hook output, or NULL */
     gm_metrics m;
     gm_alloc_counters c;
@@ -96,6 +121,8 @@ typedef struct gm_sim_result {
     gm_tenant_result *t;
     gm_metrics device; /* Q, A, R summed over tenants */
     uint64_t capacity_bytes, overhead_bytes, peak_device_used;
+    char capacity_source[160]; /* where capacity_bytes came from, for people */
+    int initial_state;         /* enum gm_initial_mode the run used          */
     char allocator[32];
     char policy[320];
     int policy_realizable;

@@ -3,6 +3,7 @@
 #include "fidelity.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,17 +11,162 @@
 #include "engine.h"
 #include "traces/trace.h"
 
-/* ---------------- a simulated GPU that hands out the recorded addresses ---------------- */
+/* ---------------- reading the recorded side ---------------- */
 
 typedef struct span {
     uint64_t addr, size;
 } span;
 
+typedef struct recorded {
+    gm_fid_call *rec; /* segment rows, attributed to their event, in order */
+    size_t n, cap;
+    span *init;   /* initial classic segments, by address (restore order) */
+    span *vinit;  /* initial expandable segments' address ranges, by address */
+    size_t ninit, nvinit;
+    uint64_t n_events, max_end;
+    uint64_t capacity, avail_min, avail_max;
+    char capacity_source[160];
+    char alloc_conf[256];
+} recorded;
+
+static int push_call(gm_fid_call **v, size_t *n, size_t *cap, const gm_fid_call *c)
+{
+    if (*n == *cap) {
+        size_t m = *cap ? *cap * 2 : 64;
+        gm_fid_call *p = realloc(*v, m * sizeof *p);
+        if (!p) return GM_ENOMEM;
+        *v = p;
+        *cap = m;
+    }
+    (*v)[(*n)++] = *c;
+    return GM_OK;
+}
+
+static int cmp_span(const void *x, const void *y)
+{
+    uint64_t a = ((const span *)x)->addr, b = ((const span *)y)->addr;
+    return a < b ? -1 : a > b;
+}
+
+static void note_end(recorded *rc, uint64_t addr, uint64_t size)
+{
+    if (addr + size > rc->max_end) rc->max_end = addr + size;
+}
+
+/* Initial segments, sorted by address (the order pt_restore rebuilds them). */
+static int read_initial(gm_trace_reader *r, recorded *rc, gm_fidelity *out, gm_err *err)
+{
+    gm_init_row *rows;
+    size_t n;
+    if (gm_trace_read_initial(r, &rows, &n, err)) return err->code;
+    rc->init = malloc((n + 1) * sizeof *rc->init);
+    rc->vinit = malloc((n + 1) * sizeof *rc->vinit);
+    if (!rc->init || !rc->vinit) {
+        free(rows);
+        return gm_errf(err, GM_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        const gm_init_row *w = &rows[i];
+        if (w->kind == GM_INIT_MAPPED) out->init_reserved += w->size;
+        if (w->kind != GM_INIT_SEGMENT) continue;
+        out->init_segments++;
+        note_end(rc, w->addr, w->size);
+        if (w->expandable) {
+            rc->vinit[rc->nvinit++] = (span){w->addr, w->size};
+            out->init_expandable++;
+        } else {
+            rc->init[rc->ninit++] = (span){w->addr, w->size};
+            out->init_reserved += w->size;
+        }
+    }
+    qsort(rc->init, rc->ninit, sizeof *rc->init, cmp_span);
+    qsort(rc->vinit, rc->nvinit, sizeof *rc->vinit, cmp_span);
+    free(rows);
+    return GM_OK;
+}
+
+/* Events that recorded segment rows belong to: the replay acts at them. */
+static int is_event(int op)
+{
+    return op == GM_OP_ALLOC || op == GM_OP_FREE || op == GM_OP_EMPTY_CACHE || op == GM_OP_OOM;
+}
+
+/* One event of the trace: a segment row is recorded (attributed later); an
+ * event is what the pending rows belong to. */
+static int record_row(recorded *rc, gm_fidelity *f, const gm_event *e, uint64_t idx,
+                      size_t *pending)
+{
+    if (is_event(e->op)) {
+        for (; *pending; (*pending)--)
+            rc->rec[rc->n - *pending].event_index = idx;
+        f->rec_ooms += e->op == GM_OP_OOM;
+        return GM_OK;
+    }
+    gm_fid_call c = {.event_index = idx, .size = e->size, .addr = e->addr, .op = e->op};
+    if (push_call(&rc->rec, &rc->n, &rc->cap, &c)) return GM_ENOMEM;
+    (*pending)++;
+    if (gm_op_grows(e->op)) note_end(rc, e->addr, e->size);
+    return GM_OK;
+}
+
+static void capacity_of(const gm_trace_meta *m, recorded *rc)
+{
+    rc->avail_min = m->device_avail_min_bytes;
+    rc->avail_max = m->device_avail_max_bytes;
+    if (m->device_avail_bytes) {
+        rc->capacity = m->device_avail_bytes;
+        snprintf(rc->capacity_source, sizeof rc->capacity_source,
+                 "the memory the recorded process had (%s)",
+                 m->device_avail_source && *m->device_avail_source ? m->device_avail_source
+                                                                   : "device_avail_bytes");
+    } else if (m->device_total_bytes) {
+        rc->capacity = m->device_total_bytes;
+        snprintf(rc->capacity_source, sizeof rc->capacity_source,
+                 "the trace's device_total_bytes");
+    }
+}
+
+/* Recorded segment rows, attributed to the next event. */
+static int read_recorded(const char *path, recorded *rc, gm_fidelity *out, gm_err *err)
+{
+    gm_trace_reader *r;
+    if (gm_trace_open(path, &r, err)) return err->code;
+    const gm_trace_meta *m = gm_trace_meta_get(r);
+    capacity_of(m, rc);
+    snprintf(rc->alloc_conf, sizeof rc->alloc_conf, "%s", m->alloc_conf ? m->alloc_conf : "");
+    int code = read_initial(r, rc, out, err);
+    gm_event *buf = code ? NULL : malloc(GM_TRACE_CHUNK_EVENTS * sizeof *buf);
+    size_t pending = 0; /* segment rows still waiting for their event */
+    uint64_t idx = 0;
+    int64_t got = 0;
+    if (!code && !buf) code = GM_ENOMEM;
+    while (!code && (got = gm_trace_read(r, buf, GM_TRACE_CHUNK_EVENTS, err)) > 0)
+        for (int64_t i = 0; i < got && !code; i++, idx++) {
+            code = record_row(rc, out, &buf[i], idx, &pending);
+            out->empty_caches += buf[i].op == GM_OP_EMPTY_CACHE;
+        }
+    if (!code && got < 0)
+        code = (int)got; /* err is set by the reader */
+    else if (code == GM_ENOMEM)
+        gm_errf(err, code, "out of memory reading %s", path);
+    for (; pending; pending--) /* segment rows after the last event: at the end */
+        rc->rec[rc->n - pending].event_index = idx;
+    rc->n_events = idx;
+    free(buf);
+    gm_trace_close(r);
+    return code;
+}
+
+/* ---------------- a simulated GPU that hands out the recorded addresses ---------------- */
+
 typedef struct fdev {
     gm_device base;
-    const span *queue; /* addresses to hand out, in the order the model should ask */
-    size_t nq, qpos;
-    span *live; /* ranges handed out and not freed */
+    const recorded *rc;
+    uint8_t *claimed;        /* rc->rec[i] handed out already */
+    size_t iq, ivq;          /* restore: next initial segment / expandable range */
+    uint64_t cur;            /* event being replayed; UINT64_MAX while restoring */
+    size_t cur_first;        /* first rc->rec row of event `cur` or later */
+    span *live;              /* ranges handed out and not freed */
     size_t nlive, clive;
     uint64_t next_fresh;
     int fresh_only;
@@ -40,29 +186,61 @@ static uint64_t fresh(fdev *f, uint64_t bytes)
     return va;
 }
 
+/* Event k starts: its recorded rows are the ones to hand out now. */
+static void fdev_event(fdev *f, uint64_t k)
+{
+    f->cur = k;
+    while (f->cur_first < f->rc->n && f->rc->rec[f->cur_first].event_index < k)
+        f->cur_first++;
+}
+
+/* An unclaimed recorded row of the current event with this op (and size,
+ * unless size is 0) that no live range overlaps; SIZE_MAX if none. */
+static size_t find_row(const fdev *f, int op, uint64_t size)
+{
+    for (size_t i = f->cur_first; i < f->rc->n && f->rc->rec[i].event_index == f->cur; i++) {
+        const gm_fid_call *c = &f->rc->rec[i];
+        if (f->claimed[i] || c->op != op || (size && c->size != size)) continue;
+        if (op == GM_OP_SEGMENT_ALLOC && overlaps_live(f, c->addr, size)) continue;
+        return i;
+    }
+    return SIZE_MAX;
+}
+
+static int add_live(fdev *f, uint64_t addr, uint64_t bytes)
+{
+    if (f->nlive == f->clive) {
+        size_t n = f->clive ? f->clive * 2 : 256;
+        span *p = realloc(f->live, n * sizeof *p);
+        if (!p) return GM_ENOMEM;
+        f->live = p;
+        f->clive = n;
+    }
+    f->live[f->nlive++] = (span){addr, bytes};
+    return GM_OK;
+}
+
 static int f_alloc(gm_device *d, uint64_t bytes, uint64_t *dptr, uint64_t *cost_ns)
 {
     fdev *f = d->impl;
     *cost_ns = 0;
     if (gm_device_take(d, bytes) != GM_OK) return GM_EOOM;
-    const span *q = f->qpos < f->nq ? &f->queue[f->qpos] : NULL;
-    if (!f->fresh_only && q && q->size == bytes && !overlaps_live(f, q->addr, bytes)) {
-        *dptr = q->addr;
-        f->qpos++;
-    } else {
-        *dptr = fresh(f, bytes);
-    }
-    if (f->nlive == f->clive) {
-        size_t n = f->clive ? f->clive * 2 : 256;
-        span *p = realloc(f->live, n * sizeof *p);
-        if (!p) {
-            gm_device_give(d, bytes);
-            return GM_EOOM;
+    *dptr = 0;
+    if (!f->fresh_only && f->cur == UINT64_MAX && f->iq < f->rc->ninit &&
+        f->rc->init[f->iq].size == bytes && !overlaps_live(f, f->rc->init[f->iq].addr, bytes)) {
+        *dptr = f->rc->init[f->iq++].addr;
+    } else if (!f->fresh_only && f->cur != UINT64_MAX) {
+        size_t i = find_row(f, GM_OP_SEGMENT_ALLOC, bytes);
+        if (i != SIZE_MAX) {
+            f->claimed[i] = 1;
+            *dptr = f->rc->rec[i].addr;
         }
-        f->live = p;
-        f->clive = n;
     }
-    f->live[f->nlive++] = (span){*dptr, bytes};
+    if (!*dptr) *dptr = fresh(f, bytes);
+    if (add_live(f, *dptr, bytes)) {
+        gm_device_give(d, bytes);
+        return GM_EOOM;
+    }
     return GM_OK;
 }
 
@@ -78,9 +256,20 @@ static void f_free(gm_device *d, uint64_t dptr, uint64_t bytes, uint64_t *cost_n
         }
 }
 
+/* A new expandable segment's address range: the recorded base (restoring:
+ * the initial ones in address order; else the first segment_map recorded
+ * for this event, which PyTorch makes at a new segment's base). */
 static int f_va_reserve(gm_device *d, uint64_t bytes, uint64_t *va)
 {
-    *va = fresh(d->impl, bytes);
+    fdev *f = d->impl;
+    *va = 0;
+    if (!f->fresh_only && f->cur == UINT64_MAX && f->ivq < f->rc->nvinit) {
+        *va = f->rc->vinit[f->ivq++].addr;
+    } else if (!f->fresh_only && f->cur != UINT64_MAX) {
+        size_t i = find_row(f, GM_OP_SEGMENT_MAP, 0);
+        if (i != SIZE_MAX) *va = f->rc->rec[i].addr;
+    }
+    if (!*va) *va = fresh(f, bytes);
     return GM_OK;
 }
 
@@ -119,123 +308,23 @@ static const gm_device_ops fdev_ops = {
     .destroy = f_destroy,
 };
 
-/* ---------------- reading the recorded side ---------------- */
-
-typedef struct recorded {
-    gm_fid_call *rec;
-    size_t n, cap;
-    span *queue; /* initial segments by address, then recorded segment_allocs */
-    size_t nq, qcap;
-    uint64_t n_events, capacity, max_end;
-    char alloc_conf[256];
-} recorded;
-
-static int push_call(gm_fid_call **v, size_t *n, size_t *cap, const gm_fid_call *c)
-{
-    if (*n == *cap) {
-        size_t m = *cap ? *cap * 2 : 64;
-        gm_fid_call *p = realloc(*v, m * sizeof *p);
-        if (!p) return GM_ENOMEM;
-        *v = p;
-        *cap = m;
-    }
-    (*v)[(*n)++] = *c;
-    return GM_OK;
-}
-
-static int cmp_span(const void *x, const void *y)
-{
-    uint64_t a = ((const span *)x)->addr, b = ((const span *)y)->addr;
-    return a < b ? -1 : a > b;
-}
-
-/* Initial segments, sorted by address (the order pt_restore allocates them). */
-static int read_initial(gm_trace_reader *r, recorded *rc, gm_fidelity *out, gm_err *err)
-{
-    gm_init_row *rows;
-    size_t n;
-    if (gm_trace_read_initial(r, &rows, &n, err)) return err->code;
-    rc->qcap = n + 1;
-    rc->queue = malloc(rc->qcap * sizeof *rc->queue);
-    if (!rc->queue) {
-        free(rows);
-        return gm_errf(err, GM_ENOMEM, "out of memory");
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (rows[i].kind != GM_INIT_SEGMENT) continue;
-        rc->queue[rc->nq++] = (span){rows[i].addr, rows[i].size};
-        out->init_segments++;
-        out->init_reserved += rows[i].size;
-        if (rows[i].addr + rows[i].size > rc->max_end) rc->max_end = rows[i].addr + rows[i].size;
-    }
-    qsort(rc->queue, rc->nq, sizeof *rc->queue, cmp_span);
-    free(rows);
-    return GM_OK;
-}
-
-/* One event of the trace: a segment row is recorded (and its address queued
- * for the model); an alloc/free is the event the pending rows belong to. */
-static int record_row(recorded *rc, const gm_event *e, uint64_t idx, size_t *pending)
-{
-    if (e->op == GM_OP_ALLOC || e->op == GM_OP_FREE) {
-        for (; *pending; (*pending)--)
-            rc->rec[rc->n - *pending].event_index = idx;
-        return GM_OK;
-    }
-    gm_fid_call c = {.event_index = idx, .size = e->size, .addr = e->addr, .op = e->op};
-    if (push_call(&rc->rec, &rc->n, &rc->cap, &c)) return GM_ENOMEM;
-    (*pending)++;
-    if (e->op != GM_OP_SEGMENT_ALLOC) return GM_OK;
-    if (rc->nq == rc->qcap) {
-        size_t n = rc->qcap ? rc->qcap * 2 : 64;
-        span *q = realloc(rc->queue, n * sizeof *q);
-        if (!q) return GM_ENOMEM;
-        rc->queue = q;
-        rc->qcap = n;
-    }
-    rc->queue[rc->nq++] = (span){e->addr, e->size};
-    if (e->addr + e->size > rc->max_end) rc->max_end = e->addr + e->size;
-    return GM_OK;
-}
-
-/* Recorded segment rows, attributed to the next alloc/free event. */
-static int read_recorded(const char *path, recorded *rc, gm_fidelity *out, gm_err *err)
-{
-    gm_trace_reader *r;
-    if (gm_trace_open(path, &r, err)) return err->code;
-    const gm_trace_meta *m = gm_trace_meta_get(r);
-    rc->capacity = m->device_total_bytes;
-    snprintf(rc->alloc_conf, sizeof rc->alloc_conf, "%s", m->alloc_conf ? m->alloc_conf : "");
-    int code = read_initial(r, rc, out, err);
-    gm_event *buf = code ? NULL : malloc(GM_TRACE_CHUNK_EVENTS * sizeof *buf);
-    size_t pending = 0; /* segment rows still waiting for their event */
-    uint64_t idx = 0;
-    int64_t got = 0;
-    if (!code && !buf) code = GM_ENOMEM;
-    while (!code && (got = gm_trace_read(r, buf, GM_TRACE_CHUNK_EVENTS, err)) > 0)
-        for (int64_t i = 0; i < got && !code; i++, idx++)
-            code = record_row(rc, &buf[i], idx, &pending);
-    if (!code && got < 0)
-        code = (int)got; /* err is set by the reader */
-    else if (code == GM_ENOMEM)
-        gm_errf(err, code, "out of memory reading %s", path);
-    for (; pending; pending--) /* segment rows after the last event: at the end */
-        rc->rec[rc->n - pending].event_index = idx;
-    rc->n_events = idx;
-    free(buf);
-    gm_trace_close(r);
-    return code;
-}
-
 /* ---------------- the model side ---------------- */
 
 typedef struct hook_state {
     gm_fidelity *f;
+    fdev *dev;
     size_t cap;
     int oom;
     gm_seg_info *segs; /* scratch for locating a placement mismatch */
     size_t nsegs;
 } hook_state;
+
+static void event_hook(void *ctx, int tenant, uint64_t event_index, const gm_event *ev)
+{
+    hook_state *h = ctx;
+    (void)tenant, (void)ev;
+    fdev_event(h->dev, event_index);
+}
 
 static void seg_hook(void *ctx, int tenant, uint64_t event_index, const gm_seg_event *ev)
 {
@@ -295,22 +384,28 @@ static void alloc_hook(void *ctx, int tenant, uint64_t event_index, const gm_eve
 static int replay(const char *path, const recorded *rc, const gm_fidelity_opts *o, gm_fidelity *f,
                   gm_err *err)
 {
-    fdev dev = {.queue = rc->queue, .nq = rc->nq, .fresh_only = o && o->fresh_addresses};
+    fdev dev = {.rc = rc, .cur = UINT64_MAX, .fresh_only = o && o->fresh_addresses};
+    dev.claimed = calloc(rc->n + 1, 1);
+    if (!dev.claimed) return gm_errf(err, GM_ENOMEM, "out of memory");
     dev.next_fresh = (rc->max_end + GM_GiB) & ~(GM_DRIVER_GRANULARITY - 1);
     if (dev.next_fresh < 0x7f0000000000ull) dev.next_fresh = 0x7f0000000000ull;
     dev.base.ops = &fdev_ops;
     dev.base.impl = &dev;
     dev.base.capacity_bytes = f->capacity_bytes;
     gm_tenant_spec spec = {.path = path, .repeat = 1};
-    hook_state hs = {.f = f};
+    hook_state hs = {.f = f, .dev = &dev};
     gm_sim_config cfg = {.tenants = &spec,
                          .n_tenants = 1,
                          .allocator = "pytorch",
                          .alloc_conf = f->alloc_conf,
                          .device = &dev.base,
                          .on_oom_skip = 1,
+                         .initial_state = GM_INITIAL_RECORDED,
+                         .overhead_given = 1,
                          .seg_hook = seg_hook,
-                         .seg_hook_ctx = &hs};
+                         .seg_hook_ctx = &hs,
+                         .event_hook = event_hook,
+                         .event_hook_ctx = &hs};
     if (!dev.fresh_only) {
         f->placement_checked = 1;
         cfg.alloc_hook = alloc_hook;
@@ -322,9 +417,11 @@ static int replay(const char *path, const recorded *rc, const gm_fidelity_opts *
     int code = gm_simulate(&cfg, &res, err);
     if (code == GM_OK) {
         f->model_ooms = res->t[0].m.n_oom;
+        f->oom_fits = res->t[0].recorded_oom_fits;
         gm_sim_result_free(res);
     }
     free(dev.live);
+    free(dev.claimed);
     free(hs.segs);
     if (code == GM_OK && hs.oom) code = gm_errf(err, GM_ENOMEM, "out of memory");
     return code;
@@ -346,7 +443,24 @@ static void match_group(gm_fidelity *f, size_t i0, size_t i1, size_t j0, size_t 
 
 static int64_t signed_size(const gm_fid_call *c)
 {
-    return c->op == GM_OP_SEGMENT_ALLOC ? (int64_t)c->size : -(int64_t)c->size;
+    return gm_op_grows(c->op) ? (int64_t)c->size : -(int64_t)c->size;
+}
+
+static int any_release(const gm_fid_call *c, size_t i0, size_t i1)
+{
+    for (size_t i = i0; i < i1; i++)
+        if (gm_op_shrinks(c[i].op)) return 1;
+    return 0;
+}
+
+/* Why event e's calls differ: a release on one side only is the device
+ * being full on that side only. */
+static int cause_of(const gm_fidelity *f, size_t i0, size_t i1, size_t j0, size_t j1)
+{
+    int rec_rel = any_release(f->rec, i0, i1), our_rel = any_release(f->ours, j0, j1);
+    if (rec_rel && !our_rel) return GM_FID_CAUSE_DEVICE_FULL;
+    if (our_rel && !rec_rel) return GM_FID_CAUSE_MODEL_FULL;
+    return GM_FID_CAUSE_UNKNOWN;
 }
 
 static void compare(gm_fidelity *f)
@@ -371,6 +485,7 @@ static void compare(gm_fidelity *f)
         if (!f->diverged && (m < i1 - i || m < j1 - j)) {
             f->diverged = 1;
             f->div_event = e;
+            f->div_cause = cause_of(f, i, i1, j, j1);
         }
         uint64_t d = (uint64_t)(r_rec > r_our ? r_rec - r_our : r_our - r_rec);
         if (d > f->max_reserved_err) {
@@ -382,7 +497,8 @@ static void compare(gm_fidelity *f)
     }
 }
 
-/* The op and size of event `index` (for the divergence message). */
+/* The op and size of event `index` (for the divergence message); an
+ * empty_cache or oom event names the cause itself. */
 static void divergence_event(const char *path, gm_fidelity *f)
 {
     gm_trace_reader *r;
@@ -400,6 +516,26 @@ static void divergence_event(const char *path, gm_fidelity *f)
         idx += (uint64_t)got;
     }
     gm_trace_close(r);
+    if (f->div_op == GM_OP_EMPTY_CACHE) f->div_cause = GM_FID_CAUSE_EMPTY_CACHE;
+    if (f->div_op == GM_OP_OOM) f->div_cause = GM_FID_CAUSE_OOM;
+}
+
+const char *gm_fid_cause_text(int cause)
+{
+    switch (cause) {
+    case GM_FID_CAUSE_EMPTY_CACHE:
+        return "empty_cache: the model released other memory at torch.cuda.empty_cache()";
+    case GM_FID_CAUSE_DEVICE_FULL:
+        return "device full: PyTorch released its cache and retried where the model had room "
+               "(give the device size the run had with --capacity)";
+    case GM_FID_CAUSE_MODEL_FULL:
+        return "device full in the model only: it ran out where PyTorch had room (the capacity "
+               "is below what the recorded process had)";
+    case GM_FID_CAUSE_OOM:
+        return "oom: at an allocation PyTorch could not make";
+    default:
+        return "unknown: the model chose other blocks or segments than PyTorch";
+    }
 }
 
 int gm_fidelity_check(const char *path, const gm_fidelity_opts *o, gm_fidelity *f, gm_err *err)
@@ -410,18 +546,29 @@ int gm_fidelity_check(const char *path, const gm_fidelity_opts *o, gm_fidelity *
     if (code == GM_OK) {
         f->rec = rc.rec;
         f->n_rec = rc.n;
-        rc.rec = NULL;
         f->n_events = rc.n_events;
         f->fresh_addresses = o && o->fresh_addresses;
-        f->capacity_bytes = o && o->capacity_bytes ? o->capacity_bytes
-                            : rc.capacity          ? rc.capacity
-                                                   : GM_FIDELITY_CAPACITY;
+        f->avail_min = rc.avail_min;
+        f->avail_max = rc.avail_max;
+        if (o && o->capacity_bytes) {
+            f->capacity_bytes = o->capacity_bytes;
+            snprintf(f->capacity_source, sizeof f->capacity_source, "--capacity");
+        } else if (rc.capacity) {
+            f->capacity_bytes = rc.capacity;
+            snprintf(f->capacity_source, sizeof f->capacity_source, "%s", rc.capacity_source);
+        } else {
+            f->capacity_bytes = GM_FIDELITY_CAPACITY;
+            snprintf(f->capacity_source, sizeof f->capacity_source,
+                     "not recorded: large enough never to run out");
+        }
         snprintf(f->alloc_conf, sizeof f->alloc_conf, "%s",
                  o && o->alloc_conf ? o->alloc_conf : rc.alloc_conf);
         code = replay(path, &rc, o, f, err);
+        rc.rec = NULL;
     }
     free(rc.rec);
-    free(rc.queue);
+    free(rc.init);
+    free(rc.vinit);
     if (code != GM_OK) {
         gm_fidelity_free(f);
         return code;
@@ -479,22 +626,32 @@ static json_t *placement_json(const gm_fidelity *f)
                      first);
 }
 
+static const char *cause_key(int cause)
+{
+    static const char *const keys[] = {"unknown", "empty_cache", "device_full", "model_full",
+                                       "oom"};
+    return cause >= 0 && cause <= GM_FID_CAUSE_OOM ? keys[cause] : "unknown";
+}
+
 json_t *gm_fidelity_json(const gm_fidelity *f)
 {
     json_t *div = json_null();
     if (f->diverged)
-        div = json_pack("{s:I, s:s, s:I, s:o, s:o}", "event_index", (json_int_t)f->div_event,
-                        "event_op", f->div_event < f->n_events ? gm_op_name(f->div_op) : "end",
-                        "event_size", (json_int_t)f->div_size, "model",
+        div = json_pack("{s:I, s:s, s:I, s:s, s:s, s:o, s:o}", "event_index",
+                        (json_int_t)f->div_event, "event_op",
+                        f->div_event < f->n_events ? gm_op_name(f->div_op) : "end", "event_size",
+                        (json_int_t)f->div_size, "cause", cause_key(f->div_cause), "cause_text",
+                        gm_fid_cause_text(f->div_cause), "model",
                         calls_json(f->ours, f->n_ours, f->div_event), "pytorch",
                         calls_json(f->rec, f->n_rec, f->div_event));
     json_t *j = json_pack(
-        "{s:b, s:I, s:I, s:s, s:s, s:{s:I, s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:o, "
+        "{s:b, s:I, s:I, s:s, s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:o, "
         "s:{s:I, s:o}, s:I, s:{s:o, s:o}}",
         "exact", gm_fidelity_exact(f), "trace_events", (json_int_t)f->n_events, "capacity_bytes",
-        (json_int_t)f->capacity_bytes, "alloc_conf", f->alloc_conf, "addresses",
-        f->fresh_addresses ? "fresh" : "recorded", "initial_state", "segments",
-        (json_int_t)f->init_segments, "reserved_bytes", (json_int_t)f->init_reserved,
+        (json_int_t)f->capacity_bytes, "capacity_source", f->capacity_source, "alloc_conf",
+        f->alloc_conf, "addresses", f->fresh_addresses ? "fresh" : "recorded", "initial_state",
+        "segments", (json_int_t)f->init_segments, "expandable_segments",
+        (json_int_t)f->init_expandable, "reserved_bytes", (json_int_t)f->init_reserved,
         "model_driver_calls", (json_int_t)f->model_init_calls, "pytorch_calls",
         (json_int_t)f->n_rec, "model_calls", (json_int_t)f->n_ours, "matched",
         (json_int_t)f->matched, "missing", (json_int_t)f->missing, "extra", (json_int_t)f->extra,
@@ -504,6 +661,20 @@ json_t *gm_fidelity_json(const gm_fidelity *f)
         "model_ooms", (json_int_t)f->model_ooms, "calls", "pytorch",
         calls_json(f->rec, f->n_rec, UINT64_MAX), "model",
         calls_json(f->ours, f->n_ours, UINT64_MAX));
-    if (j) json_object_set_new(j, "block_placement", placement_json(f));
+    if (j) {
+        json_object_set_new(j, "block_placement", placement_json(f));
+        json_object_set_new(j, "ooms",
+                            json_pack("{s:I, s:I, s:I}", "pytorch", (json_int_t)f->rec_ooms,
+                                      "model_made_anyway", (json_int_t)f->oom_fits, "model",
+                                      (json_int_t)f->model_ooms));
+        json_object_set_new(j, "empty_cache_events", json_integer((json_int_t)f->empty_caches));
+        json_object_set_new(j, "device_window",
+                            f->avail_min ? json_pack("{s:I, s:o}", "min_bytes",
+                                                     (json_int_t)f->avail_min, "max_bytes",
+                                                     f->avail_max ? json_integer((json_int_t)
+                                                                                     f->avail_max)
+                                                                  : json_null())
+                                         : json_null());
+    }
     return j;
 }

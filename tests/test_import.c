@@ -477,16 +477,27 @@ static void test_two_devices(void)
     CU_ASSERT_EQUAL(imp->dev[0].init_blocks, 1);
     const gm_import_trace *t = &imp->dev[1];
     CU_ASSERT_EQUAL(t->device, 1);
-    CU_ASSERT_EQUAL(t->n_events, 4); /* segment_alloc, alloc, alloc, free */
+    CU_ASSERT_EQUAL_FATAL(t->n_events, 5); /* segment_alloc, alloc, alloc, free, oom */
     CU_ASSERT_EQUAL(t->events[0].op, GM_OP_SEGMENT_ALLOC);
     CU_ASSERT_EQUAL(t->events[3].op, GM_OP_FREE);
     CU_ASSERT_EQUAL(t->events[3].t_ns, 3000);
+    /* the allocation that failed, replayed as an attempt; addr = device_free */
+    CU_ASSERT_EQUAL(t->events[4].op, GM_OP_OOM);
+    CU_ASSERT_EQUAL(t->events[4].size, 107374182400ull);
+    CU_ASSERT_EQUAL(t->events[4].addr, 1073741824ull);
     CU_ASSERT_EQUAL(t->init_segments, 0); /* the only segment was created in the trace */
     CU_ASSERT_EQUAL(t->init_blocks, 0);
     CU_ASSERT_EQUAL(t->live_at_end, 1);
     CU_ASSERT_EQUAL(t->skipped, 1);
     CU_ASSERT_EQUAL(t->n_action[GM_TA_OTHER], 1);
-    CU_ASSERT_EQUAL(t->meta.device_total_bytes, 1073741824ull + 20971520ull);
+    /* the card's size is not recorded; what the process could use is:
+     * reserved + device_free at the oom, inside [largest reserve held,
+     * reserved + the segment the request needed) */
+    CU_ASSERT_EQUAL(t->meta.device_total_bytes, 0);
+    CU_ASSERT_EQUAL(t->meta.device_avail_bytes, 1073741824ull + 20971520ull);
+    CU_ASSERT_EQUAL(t->meta.device_avail_min_bytes, 20971520ull);
+    CU_ASSERT_EQUAL(t->meta.device_avail_max_bytes, 20971520ull + 107374182400ull);
+    CU_ASSERT_PTR_NOT_NULL(strstr(t->meta.device_avail_source, "device_free at the first oom"));
     CU_ASSERT_EQUAL_FATAL(t->n_markers, 1);
     CU_ASSERT_EQUAL(t->markers[0].kind, GM_MARK_INSTANT);
     CU_ASSERT_EQUAL(strncmp(t->markers[0].name, "oom: 107374182400 B requested", 29), 0);
@@ -600,14 +611,17 @@ static void test_rebuild_and_categories(void)
     CU_ASSERT_EQUAL(init_at(t, 0x10000000, GM_INIT_BLOCK)->category, GM_CAT_PARAMETER);
     CU_ASSERT_EQUAL(init_at(t, 0x106e2600, GM_INIT_BLOCK)->category, GM_CAT_PARAMETER);
     CU_ASSERT_EQUAL(t->init_guessed_sizes, 1);
-    /* events: free Q, alloc W, alloc T, free T, segment_alloc C, alloc G, alloc O, segment_free D
-     */
-    CU_ASSERT_EQUAL_FATAL(t->n_events, 8);
+    /* events: free Q, alloc W, alloc T, free T, segment_alloc C, alloc G, alloc O, segment_free D,
+     * and empty_cache: a release at the end of the trace that no allocation needed */
+    CU_ASSERT_EQUAL_FATAL(t->n_events, 9);
     CU_ASSERT_EQUAL(t->events[0].op, GM_OP_FREE);
     CU_ASSERT_EQUAL(t->events[0].phase, GM_PHASE_OPTIMIZER);
     CU_ASSERT_EQUAL(t->events[0].t_ns, 10000);
     CU_ASSERT_EQUAL(t->events[7].op, GM_OP_SEGMENT_FREE);
     CU_ASSERT_EQUAL(t->events[7].t_ns, 100000);
+    CU_ASSERT_EQUAL(t->events[8].op, GM_OP_EMPTY_CACHE);
+    CU_ASSERT_EQUAL(t->events[8].size, 2097152);
+    CU_ASSERT_EQUAL(t->n_empty_cache, 1);
     CU_ASSERT_EQUAL(cat_of_alloc(t, 0x30000000, 100), GM_CAT_ACTIVATION);
     CU_ASSERT_EQUAL(cat_of_alloc(t, 0x10400000, 1500000), GM_CAT_TEMPORARY);
     CU_ASSERT_EQUAL(cat_of_alloc(t, 0x50000000, 5000000), GM_CAT_GRADIENT);

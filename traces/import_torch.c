@@ -24,13 +24,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/addrmap.h"
+#include "import_torch_int.h"
 #include "sim/alloc_conf.h"
 
-#define NONE UINT32_MAX
-#define MIN_BLOCK 512ull             /* kMinBlockSize */
-#define SMALL_SIZE (1ull * GM_MiB)   /* kSmallSize: largest small-pool request */
-#define SMALL_BUFFER (2ull * GM_MiB) /* kSmallBuffer: a small-pool segment */
+#define NONE GM_IMP_NONE
+#define MIN_BLOCK GM_IMP_MIN_BLOCK
+#define SMALL_SIZE GM_IMP_SMALL_SIZE
+#define SMALL_BUFFER GM_IMP_SMALL_BUFFER
 #define MAX_ENTRIES 0xfffffff0u
 #define MAX_ADDR (UINT64_MAX - 1) /* gm_addrmap_key(UINT64_MAX) is not a valid key */
 
@@ -43,52 +43,22 @@ const char *gm_torch_action_name(int action)
     return action >= 0 && action < GM_TA_COUNT ? action_names[action] : "?";
 }
 
-/* ---------------- working state ---------------- */
+const char *gm_imp_action_name(int action)
+{
+    return gm_torch_action_name(action);
+}
 
-typedef struct ent { /* one trace entry */
-    const pkl_value *frames;
-    uint64_t addr, size, stream, time_us, device_free;
-    uint32_t blk;    /* block record of alloc / free_* entries; NONE otherwise */
-    uint32_t region; /* phase region (step 4) */
-    uint8_t action, phase, zero_grad, hint;
-} ent;
+/* ---------------- working state (import_torch_int.h) ---------------- */
+
+typedef gm_imp_ent ent;
+typedef gm_imp_seg seg;
+typedef gm_imp_blk blk;
+typedef gm_imp_range range;
+typedef gm_imp_dev dev;
 
 enum { HINT_PARAM = 1, HINT_COPY = 2 };
 
-typedef struct seg {
-    uint64_t addr, size, stream;
-    uint8_t small, expandable, live; /* live: exists at the current point of the walk */
-} seg;
-
-typedef struct blk { /* one block lifetime: a live tensor */
-    uint64_t addr, requested, block_size, stream;
-    uint32_t alloc_ent, freereq_ent, freecomp_ent;
-    uint8_t at_dump, category;
-} blk;
-
-typedef struct range { /* external_annotations Optimizer.* range */
-    uint64_t start_us, end_us;
-    uint8_t zero_grad;
-} range;
-
-typedef struct dev {
-    const char *name; /* input name */
-    int device;
-    ent *e;
-    size_t ne;
-    seg *s;
-    size_t ns, cs;
-    blk *b;
-    size_t nb, cb;
-    gm_addrmap live, segmap; /* addr -> blk / seg index */
-    range *ranges;
-    size_t nranges, cranges;
-    int has_time;
-    uint64_t t0_us;
-    uint8_t *region_phase;
-} dev;
-
-static int grow(void *pp, size_t *cap, size_t need, size_t elem)
+int gm_imp_grow(void *pp, size_t *cap, size_t need, size_t elem)
 {
     void **p = pp;
     if (need <= *cap) return 0;
@@ -102,10 +72,13 @@ static int grow(void *pp, size_t *cap, size_t need, size_t elem)
     return 0;
 }
 
-static int oom_err(gm_err *err)
+#define grow gm_imp_grow
+
+int gm_imp_oom(gm_err *err)
 {
     return gm_errf(err, GM_ENOMEM, "out of host memory importing the snapshot");
 }
+#define oom_err gm_imp_oom
 
 static uint64_t round512(uint64_t n)
 {
@@ -116,6 +89,7 @@ static void dev_free(dev *d)
 {
     free(d->e);
     free(d->s);
+    free(d->x);
     free(d->b);
     free(d->ranges);
     free(d->region_phase);
@@ -123,15 +97,16 @@ static void dev_free(dev *d)
     gm_addrmap_free(&d->segmap);
 }
 
-static int new_seg(dev *d, uint64_t addr, uint64_t size, uint64_t stream, int small, int expandable,
-                   uint32_t *idx, gm_err *err)
+static int new_seg(dev *d, uint64_t addr, uint64_t size, uint64_t stream, int small, uint64_t pid0,
+                   uint64_t pid1, uint32_t *idx, gm_err *err)
 {
     if (grow(&d->s, &d->cs, d->ns + 1, sizeof *d->s)) return oom_err(err);
     d->s[d->ns] = (seg){.addr = addr,
                         .size = size,
                         .stream = stream,
+                        .pid0 = pid0,
+                        .pid1 = pid1,
                         .small = (uint8_t)small,
-                        .expandable = (uint8_t)expandable,
                         .live = 1};
     *idx = (uint32_t)d->ns++;
     return GM_OK;
@@ -197,6 +172,21 @@ static int read_block(dev *d, size_t si, const pkl_value *bv, size_t bi, uint64_
     return gm_addrmap_put(&d->live, gm_addrmap_key(addr), idx) ? oom_err(err) : GM_OK;
 }
 
+/* segment_pool_id / pool_id: PyTorch's MempoolId_t, a pair of ints; absent
+ * (PyTorch 2.0) = (0, 0), the default pools. */
+static int read_pool_id(const pkl_value *v, uint64_t pid[2])
+{
+    pid[0] = pid[1] = 0;
+    if (!v || pkl_is(v, PKL_NONE)) return GM_OK;
+    if (!pkl_is_seq(v) || pkl_len(v) != 2) return GM_EINVAL;
+    for (size_t i = 0; i < 2; i++) {
+        int64_t x;
+        if (!pkl_as_int(pkl_item(v, i), &x) || x < 0) return GM_EINVAL;
+        pid[i] = (uint64_t)x;
+    }
+    return GM_OK;
+}
+
 static int read_segment(dev *d, const pkl_value *sv, size_t si, gm_err *err)
 {
     uint64_t addr, total, stream = 0;
@@ -217,6 +207,12 @@ static int read_segment(dev *d, const pkl_value *sv, size_t si, gm_err *err)
     int small = type ? !strcmp(type, "small") : total <= SMALL_BUFFER;
     bool expandable = false;
     pkl_as_bool(pkl_dict_get(sv, "is_expandable"), &expandable);
+    uint64_t pid[2] = {0, 0};
+    if (read_pool_id(pkl_dict_get(sv, "segment_pool_id"), pid) != GM_OK)
+        return gm_errf(err, GM_EINVAL,
+                       "%s: segment %zu: segment_pool_id is not a pair of non-negative ints; "
+                       "the snapshot is damaged",
+                       d->name, si);
     uint64_t pos = addr;
     for (size_t i = 0; i < pkl_len(blocks); i++)
         if (read_block(d, si, pkl_item(blocks, i), i, &pos, addr + total, stream, err))
@@ -226,10 +222,13 @@ static int read_segment(dev *d, const pkl_value *sv, size_t si, gm_err *err)
                        "%s: segment %zu at 0x%" PRIx64 ": its blocks add up to %" PRIu64
                        " bytes but total_size is %" PRIu64 "; the snapshot is damaged",
                        d->name, si, addr, pos - addr, total);
+    if (expandable) /* a mapped range of an expandable segment (import_xseg.c) */
+        return gm_imp_xr_add_dump(d, addr, total, stream, small, pid[0], pid[1], err);
     if (gm_addrmap_get(&d->segmap, gm_addrmap_key(addr)))
         return gm_errf(err, GM_EINVAL, "%s: two segments at address 0x%" PRIx64, d->name, addr);
-    uint32_t idx;
-    if (new_seg(d, addr, total, stream, small, expandable, &idx, err)) return err->code;
+    uint32_t idx = 0;
+    int rc = new_seg(d, addr, total, stream, small, pid[0], pid[1], &idx, err);
+    if (rc) return rc;
     return gm_addrmap_put(&d->segmap, gm_addrmap_key(addr), idx) ? oom_err(err) : GM_OK;
 }
 
@@ -241,9 +240,11 @@ static int read_segments(dev *d, const pkl_value *segs, gm_import_trace *t, gm_e
         if (pkl_dict_get(sv, "device") && !pkl_dict_int(sv, "device", &devno))
             return gm_errf(err, GM_EINVAL, "%s: segment %zu: 'device' is not an int", d->name, i);
         if (devno != d->device) continue;
+        uint64_t total = 0;
+        pkl_dict_u64(sv, "total_size", &total);
         if (read_segment(d, sv, i, err)) return err->code;
         t->dump_segments++;
-        t->dump_reserved_bytes += d->s[d->ns - 1].size;
+        t->dump_reserved_bytes += total;
     }
     return GM_OK;
 }
@@ -287,6 +288,17 @@ static int read_entry(dev *d, const pkl_value *ev, size_t k, ent *e, gm_err *err
                        "%s: device_traces[%d][%zu] (%s): size %" PRIu64 " at 0x%" PRIx64
                        " is out of range (1 B to 2^48, below 2^64); the snapshot is damaged",
                        d->name, d->device, k, act, e->size, e->addr);
+    uint64_t pid[2];
+    if (pkl_dict_get(ev, "pool_id")) {
+        if (read_pool_id(pkl_dict_get(ev, "pool_id"), pid) != GM_OK)
+            return gm_errf(err, GM_EINVAL,
+                           "%s: device_traces[%d][%zu]: pool_id is not a pair of non-negative "
+                           "ints; the snapshot is damaged",
+                           d->name, d->device, k);
+        e->pid0 = pid[0];
+        e->pid1 = pid[1];
+        e->has_pid = 1;
+    }
     int64_t t;
     if (pkl_dict_int(ev, "time_us", &t) && t >= 0)
         e->time_us = (uint64_t)t;
@@ -315,7 +327,7 @@ static int read_entries(dev *d, const pkl_value *list, gm_import_trace *t, gm_er
 
 /* ---------------- step 2: undo the trace ---------------- */
 
-static int undo_err(const dev *d, size_t k, const char *what, gm_err *err)
+int gm_imp_undo_err(const dev *d, size_t k, const char *what, gm_err *err)
 {
     const ent *e = &d->e[k];
     return gm_errf(err, GM_EINVAL,
@@ -324,6 +336,8 @@ static int undo_err(const dev *d, size_t k, const char *what, gm_err *err)
                    "before the first entry cannot be rebuilt",
                    d->name, d->device, k, action_names[e->action], e->size, e->addr, what);
 }
+
+#define undo_err gm_imp_undo_err
 
 static int undo_block(dev *d, size_t k, gm_err *err)
 {
@@ -351,28 +365,25 @@ static int undo_block(dev *d, size_t k, gm_err *err)
     return GM_OK;
 }
 
+/* A classic segment's segment_alloc / segment_free, undone. */
 static int undo_segment(dev *d, size_t k, gm_err *err)
 {
     ent *e = &d->e[k];
     uint64_t key = gm_addrmap_key(e->addr), *p = gm_addrmap_get(&d->segmap, key);
-    if (e->action == GM_TA_SEGMENT_ALLOC || e->action == GM_TA_SEGMENT_MAP) {
+    if (e->action == GM_TA_SEGMENT_ALLOC) {
         if (!p || d->s[*p].size != e->size)
-            return undo_err(d, k,
-                            e->action == GM_TA_SEGMENT_MAP
-                                ? "no segment of that address and size exists after it "
-                                  "(expandable segments whose mapped ranges differ from the "
-                                  "dump's segments are not supported; see traces/IMPORT.md)"
-                                : "no segment of that address and size exists after it",
-                            err);
+            return undo_err(d, k, "no segment of that address and size exists after it", err);
         d->s[*p].live = 0;
         gm_addrmap_del(&d->segmap, key, NULL);
         return GM_OK;
     }
     if (p) return undo_err(d, k, "a segment at that address still exists after it", err);
-    uint32_t idx;
-    if (new_seg(d, e->addr, e->size, e->stream, e->size <= SMALL_BUFFER,
-                e->action == GM_TA_SEGMENT_UNMAP, &idx, err))
-        return err->code;
+    uint32_t idx = 0;
+    /* a segment freed in the trace: its pool from its size (kSmallBuffer);
+     * its private pool, if the entry recorded one */
+    int rc = new_seg(d, e->addr, e->size, e->stream, e->size <= SMALL_BUFFER, e->pid0, e->pid1,
+                     &idx, err);
+    if (rc) return rc;
     return gm_addrmap_put(&d->segmap, key, idx) ? oom_err(err) : GM_OK;
 }
 
@@ -382,8 +393,10 @@ static int undo_trace(dev *d, gm_err *err)
         int a = d->e[k].action, rc = GM_OK;
         if (a == GM_TA_ALLOC || a == GM_TA_FREE_REQUESTED || a == GM_TA_FREE_COMPLETED)
             rc = undo_block(d, k, err);
-        else if (a >= GM_TA_SEGMENT_ALLOC && a <= GM_TA_SEGMENT_UNMAP)
+        else if (a == GM_TA_SEGMENT_ALLOC || a == GM_TA_SEGMENT_FREE)
             rc = undo_segment(d, k, err);
+        else if (a == GM_TA_SEGMENT_MAP || a == GM_TA_SEGMENT_UNMAP)
+            rc = gm_imp_xr_undo(d, k, err);
         if (rc) return rc;
     }
     return GM_OK;
@@ -415,6 +428,34 @@ static keyed *sorted_map(const gm_addrmap *m, size_t *n)
     return k;
 }
 
+/* Memory that existed before the first entry and can hold blocks: the
+ * classic segments and the mapped ranges of expandable ones. */
+typedef struct span {
+    uint64_t addr, size;
+    uint8_t small, expandable;
+} span;
+
+static int cmp_span(const void *x, const void *y)
+{
+    uint64_t a = ((const span *)x)->addr, b = ((const span *)y)->addr;
+    return a < b ? -1 : a > b;
+}
+
+static span *initial_spans(const dev *d, const keyed *sg, size_t ns, size_t *n)
+{
+    span *v = malloc((ns + d->nx + 1) * sizeof *v);
+    if (!v) return NULL;
+    for (size_t i = 0; i < ns; i++) {
+        const seg *s = &d->s[sg[i].idx];
+        v[i] = (span){s->addr, s->size, s->small, 0};
+    }
+    for (size_t i = 0; i < d->nx; i++)
+        v[ns + i] = (span){d->x[i].addr, d->x[i].size, d->x[i].small, 1};
+    *n = ns + d->nx;
+    qsort(v, *n, sizeof *v, cmp_span);
+    return v;
+}
+
 static int place_err(const dev *d, const blk *b, const char *what, gm_err *err)
 {
     return gm_errf(err, GM_EINVAL,
@@ -432,17 +473,19 @@ static int place_err(const dev *d, const blk *b, const char *what, gm_err *err)
  * segment, a tail of <= 1 MiB up to the next block or the segment end:
  * PyTorch splits a large block only when more than 1 MiB would remain
  * (should_split: remaining > kSmallSize), so no free block that short exists
- * in the large pool and the tail is part of the block.
+ * in the large pool and the tail is part of the block. With expandable
+ * segments configured, should_split splits at >= 512 B remaining in every
+ * pool (it tests the setting, not the segment), so there is no tail.
  */
-static int size_blocks(dev *d, const keyed *sg, size_t ns, const keyed *bk, size_t nb,
+static int size_blocks(dev *d, const span *sp, size_t ns, const keyed *bk, size_t nb,
                        gm_import_trace *t, gm_err *err)
 {
     size_t j = 0;
     for (size_t i = 0; i < nb; i++) {
         blk *b = &d->b[bk[i].idx];
-        while (j < ns && d->s[sg[j].idx].addr + d->s[sg[j].idx].size <= b->addr)
+        while (j < ns && sp[j].addr + sp[j].size <= b->addr)
             j++;
-        const seg *s = j < ns ? &d->s[sg[j].idx] : NULL;
+        const span *s = j < ns ? &sp[j] : NULL;
         if (!s || b->addr < s->addr)
             return place_err(d, b, "lies in no segment that existed then", err);
         uint64_t next = s->addr + s->size;
@@ -452,7 +495,8 @@ static int size_blocks(dev *d, const keyed *sg, size_t ns, const keyed *bk, size
             return place_err(d, b, "overlaps the next block or the segment end", err);
         if (!b->block_size) {
             uint64_t gap = next - (b->addr + size);
-            if (!s->small && !s->expandable && gap <= SMALL_SIZE) size += gap;
+            if (!s->small && !s->expandable && !d->expandable_conf && gap <= SMALL_SIZE)
+                size += gap;
             b->block_size = size;
             t->init_guessed_sizes++;
         }
@@ -460,13 +504,13 @@ static int size_blocks(dev *d, const keyed *sg, size_t ns, const keyed *bk, size
     return GM_OK;
 }
 
-/* The rebuilt segments (sorted by address) must not overlap: a segment_free
- * or segment_unmap undone inside a segment that exists after it would
- * otherwise give the replay the same memory twice. */
-static int check_segments(const dev *d, const keyed *sg, size_t ns, gm_err *err)
+/* The rebuilt segments and mapped ranges (sorted by address) must not
+ * overlap: a segment_free or segment_unmap undone inside memory that exists
+ * after it would otherwise give the replay the same memory twice. */
+static int check_spans(const dev *d, const span *sp, size_t ns, gm_err *err)
 {
     for (size_t i = 1; i < ns; i++) {
-        const seg *a = &d->s[sg[i - 1].idx], *b = &d->s[sg[i].idx];
+        const span *a = &sp[i - 1], *b = &sp[i];
         if (a->addr + a->size > b->addr)
             return gm_errf(err, GM_EINVAL,
                            "%s: device %d: the segments at 0x%" PRIx64 " (%" PRIu64
@@ -478,21 +522,31 @@ static int check_segments(const dev *d, const keyed *sg, size_t ns, gm_err *err)
     return GM_OK;
 }
 
-/* /initial_state: segments, then blocks, each by address. */
+/* /initial_state: classic segments, expandable segments with their mapped
+ * ranges, then blocks, each by address. Returns the bytes reserved. */
 static int build_initial(dev *d, gm_import_trace *t, gm_err *err)
 {
-    size_t ns = 0, nb = 0;
+    size_t ns = 0, nb = 0, nspan = 0;
     keyed *sg = sorted_map(&d->segmap, &ns), *bk = sorted_map(&d->live, &nb);
-    int rc = !sg || !bk ? oom_err(err) : check_segments(d, sg, ns, err);
-    if (rc == GM_OK) rc = size_blocks(d, sg, ns, bk, nb, t, err);
-    if (rc == GM_OK && !(t->init = calloc(ns + nb + 1, sizeof *t->init))) rc = oom_err(err);
+    span *sp = sg ? initial_spans(d, sg, ns, &nspan) : NULL;
+    int rc = !sg || !bk || !sp ? oom_err(err) : check_spans(d, sp, nspan, err);
+    if (rc == GM_OK) rc = size_blocks(d, sp, nspan, bk, nb, t, err);
+    if (rc == GM_OK && !(t->init = calloc(ns + 2 * d->nx + nb + 1, sizeof *t->init)))
+        rc = oom_err(err);
     for (size_t i = 0; rc == GM_OK && i < ns; i++) {
         const seg *s = &d->s[sg[i].idx];
-        t->init[t->n_init++] = (gm_init_row){
-            .addr = s->addr, .size = s->size, .stream = s->stream, .kind = GM_INIT_SEGMENT};
+        t->init[t->n_init++] = (gm_init_row){.addr = s->addr,
+                                             .size = s->size,
+                                             .stream = s->stream,
+                                             .kind = GM_INIT_SEGMENT,
+                                             .pool = s->small ? GM_POOL_SMALL : GM_POOL_LARGE,
+                                             .pool_id0 = s->pid0,
+                                             .pool_id1 = s->pid1};
         t->init_segments++;
         t->init_segment_bytes += s->size;
+        t->init_private += s->pid0 || s->pid1;
     }
+    if (rc == GM_OK) gm_imp_xr_rows(d, t->init, &t->n_init, t);
     for (size_t i = 0; rc == GM_OK && i < nb; i++) {
         const blk *b = &d->b[bk[i].idx];
         t->init[t->n_init++] = (gm_init_row){.addr = b->addr,
@@ -507,6 +561,7 @@ static int build_initial(dev *d, gm_import_trace *t, gm_err *err)
     }
     free(sg);
     free(bk);
+    free(sp);
     return rc;
 }
 
@@ -751,10 +806,10 @@ static int time_ns(dev *d, size_t k, uint64_t *prev_us, gm_import_trace *t, uint
     return GM_OK;
 }
 
-/* One entry -> an event, a marker or nothing. *reserved follows the recorded
- * segments (for the device size at an OOM). */
-static int emit_entry(dev *d, size_t k, uint64_t t_ns, uint64_t *reserved, gm_import_trace *t,
-                      size_t *mcap, gm_err *err)
+/* One entry -> an event, a marker or nothing; the last entry of an
+ * empty_cache burst is followed by an empty_cache event (import_release.c). */
+static int emit_entry(dev *d, size_t k, uint64_t t_ns, gm_import_trace *t, size_t *mcap,
+                      gm_err *err)
 {
     const ent *e = &d->e[k];
     gm_event ev = {
@@ -774,21 +829,25 @@ static int emit_entry(dev *d, size_t k, uint64_t t_ns, uint64_t *reserved, gm_im
         break;
     }
     case GM_TA_SEGMENT_ALLOC:
-    case GM_TA_SEGMENT_MAP:
-        ev.op = GM_OP_SEGMENT_ALLOC;
-        ev.phase = GM_PHASE_UNKNOWN;
-        *reserved += e->size;
-        break;
     case GM_TA_SEGMENT_FREE:
+    case GM_TA_SEGMENT_MAP:
     case GM_TA_SEGMENT_UNMAP:
-        ev.op = GM_OP_SEGMENT_FREE;
+        ev.op = e->action == GM_TA_SEGMENT_ALLOC  ? GM_OP_SEGMENT_ALLOC
+                : e->action == GM_TA_SEGMENT_FREE ? GM_OP_SEGMENT_FREE
+                : e->action == GM_TA_SEGMENT_MAP  ? GM_OP_SEGMENT_MAP
+                                                  : GM_OP_SEGMENT_UNMAP;
         ev.phase = GM_PHASE_UNKNOWN;
-        *reserved -= e->size < *reserved ? e->size : *reserved;
         break;
     case GM_TA_SNAPSHOT:
         return add_marker(t, mcap, t_ns, GM_MARK_INSTANT, "snapshot", err);
     case GM_TA_OOM:
-        if (!t->meta.device_total_bytes) t->meta.device_total_bytes = e->device_free + *reserved;
+        /* the allocation that failed, replayed as an attempt (FORMAT.md, op oom) */
+        t->events[t->n_events++] = (gm_event){.t_ns = t_ns,
+                                              .op = GM_OP_OOM,
+                                              .addr = e->device_free,
+                                              .size = e->size ? e->size : 1,
+                                              .stream = e->stream,
+                                              .phase = e->phase};
         snprintf(name, sizeof name, "oom: %" PRIu64 " B requested, %" PRIu64 " B free", e->size,
                  e->device_free);
         return add_marker(t, mcap, t_ns, GM_MARK_INSTANT, name, err);
@@ -799,6 +858,9 @@ static int emit_entry(dev *d, size_t k, uint64_t t_ns, uint64_t *reserved, gm_im
         return GM_OK;
     }
     t->events[t->n_events++] = ev;
+    if (e->burst_end == GM_BURST_EMPTY_CACHE)
+        t->events[t->n_events++] = (gm_event){
+            .t_ns = t_ns, .op = GM_OP_EMPTY_CACHE, .size = e->burst_bytes, .phase = e->phase};
     return GM_OK;
 }
 
@@ -823,14 +885,16 @@ static int annotation_markers(dev *d, const pkl_value *ann, gm_import_trace *t, 
 
 static int emit(dev *d, const pkl_value *ann, gm_import_trace *t, gm_err *err)
 {
-    size_t nev = t->n_action[GM_TA_ALLOC] + t->n_action[GM_TA_FREE_COMPLETED], mcap = 0;
+    size_t nev = t->n_action[GM_TA_ALLOC] + t->n_action[GM_TA_FREE_COMPLETED] +
+                 t->n_action[GM_TA_OOM] + t->n_empty_cache,
+           mcap = 0;
     for (int a = GM_TA_SEGMENT_ALLOC; a <= GM_TA_SEGMENT_UNMAP; a++)
         nev += t->n_action[a];
     if (!(t->events = malloc((nev ? nev : 1) * sizeof *t->events))) return oom_err(err);
     d->t0_us = d->ne ? d->e[0].time_us : 0;
-    uint64_t prev = d->t0_us, reserved = t->init_segment_bytes, t_ns = 0;
+    uint64_t prev = d->t0_us, t_ns = 0;
     for (size_t k = 0; k < d->ne; k++)
-        if (time_ns(d, k, &prev, t, &t_ns, err) || emit_entry(d, k, t_ns, &reserved, t, &mcap, err))
+        if (time_ns(d, k, &prev, t, &t_ns, err) || emit_entry(d, k, t_ns, t, &mcap, err))
             return err->code;
     for (size_t i = 0; i < d->nb; i++)
         t->live_at_end += d->b[i].at_dump;
@@ -959,7 +1023,8 @@ int gm_torch_settings_conf(const pkl_value *settings, char *conf, size_t conf_le
 /* ---------------- metadata ---------------- */
 
 typedef struct snap { /* what every device of one snapshot shares */
-    const char *name, *command, *layout;
+    const char *name, *command, *layout, *device_name;
+    uint64_t device_total; /* --device-total / --gpu, 0 = unknown */
     const pkl_value *segments, *traces, *settings, *ann;
     char conf[256], dropped[512], env[256];
 } snap;
@@ -997,10 +1062,23 @@ static void describe(const snap *s, const dev *d, gm_import_trace *t, char *w, s
                s->dropped);
     if (!s->settings)
         append(w, len, "", "; no allocator_settings recorded: PyTorch defaults assumed");
-    if (t->meta.device_total_bytes)
+    if (t->meta.device_avail_bytes)
         append(w, len, "",
-               "; device_total_bytes = device_free + reserved at the first oom "
-               "(excludes the CUDA context: replay with --overhead 0)");
+               "; device memory available to the process: %" PRIu64 " B (at least %" PRIu64
+               " B, %s %" PRIu64 " B), %s",
+               t->meta.device_avail_bytes, t->meta.device_avail_min_bytes,
+               t->meta.device_avail_max_bytes ? "less than" : "no upper bound",
+               t->meta.device_avail_max_bytes, t->avail_source);
+    if (t->n_empty_cache)
+        append(w, len, "", "; %" PRIu64 " torch.cuda.empty_cache() calls", t->n_empty_cache);
+    if (t->init_expandable)
+        append(w, len, "", "; %" PRIu64 " expandable segments rebuilt from their mapped ranges",
+               t->init_expandable);
+    if (t->init_private)
+        append(w, len, "",
+               "; %" PRIu64 " segments in CUDA-graph private pools, kept apart from the default "
+               "pools",
+               t->init_private);
     if (t->time_repairs)
         append(w, len, "", "; %" PRIu64 " timestamps went backwards and were clamped",
                t->time_repairs);
@@ -1033,13 +1111,19 @@ static void summarize(gm_import_trace *t)
 
 static int set_meta(const snap *s, const dev *d, gm_import_trace *t, gm_err *err)
 {
-    char when[32], w[2048];
+    char when[32], w[3072];
     gm_utc_now(when, sizeof when);
-    uint64_t total = t->meta.device_total_bytes;
+    gm_trace_meta keep = t->meta; /* the numbers found so far (device window) */
     gm_trace_meta_init(&t->meta);
-    t->meta.device_total_bytes = total;
+    t->meta.device_total_bytes = s->device_total;
+    t->meta.device_avail_bytes = keep.device_avail_bytes;
+    t->meta.device_avail_min_bytes = keep.device_avail_min_bytes;
+    t->meta.device_avail_max_bytes = keep.device_avail_max_bytes;
+    if (s->device_name && gm_trace_meta_set(&t->meta.device_name, s->device_name))
+        return oom_err(err);
     describe(s, d, t, w, sizeof w);
-    if (gm_trace_meta_set(&t->meta.source, "torch-snapshot") ||
+    if (gm_trace_meta_set(&t->meta.device_avail_source, t->avail_source) ||
+        gm_trace_meta_set(&t->meta.source, "torch-snapshot") ||
         gm_trace_meta_set(&t->meta.created_utc, when) ||
         gm_trace_meta_set(&t->meta.command, s->command ? s->command : "") ||
         gm_trace_meta_set(&t->meta.workload, w) || gm_trace_meta_set(&t->meta.alloc_conf, s->conf))
@@ -1052,7 +1136,10 @@ static int set_meta(const snap *s, const dev *d, gm_import_trace *t, gm_err *err
 
 static int import_device(const snap *s, int device, gm_import_trace *t, gm_err *err)
 {
-    dev d = {.name = s->name, .device = device};
+    dev d = {.name = s->name,
+             .device = device,
+             .expandable_conf = strstr(s->conf, "expandable_segments:True") != NULL,
+             .gc_conf = strstr(s->conf, "garbage_collection_threshold") != NULL};
     int rc = GM_OK;
     memset(t, 0, sizeof *t);
     t->device = device;
@@ -1066,6 +1153,7 @@ static int import_device(const snap *s, int device, gm_import_trace *t, gm_err *
     if (!rc) rc = undo_trace(&d, err);
     if (!rc) rc = categorize(&d, t, err);
     if (!rc) rc = build_initial(&d, t, err);
+    if (!rc) rc = gm_imp_bursts(&d, t->init_segment_bytes, t, err);
     if (!rc) rc = emit(&d, s->ann, t, err);
     if (!rc) rc = set_meta(s, &d, t, err);
     dev_free(&d);
@@ -1096,6 +1184,8 @@ static int read_snap(const pkl_value *root, const gm_torch_opts *o, snap *s, gm_
     memset(s, 0, sizeof *s);
     s->name = o && o->name ? o->name : "snapshot";
     s->command = o ? o->command : NULL;
+    s->device_total = o ? o->device_total_bytes : 0;
+    s->device_name = o ? o->device_name : NULL;
     if (pkl_is_seq(root)) { /* torch.cuda.memory_snapshot(): segments only */
         s->segments = root;
     } else if (pkl_is(root, PKL_DICT) && pkl_is_seq(pkl_dict_get(root, "segments"))) {
@@ -1174,20 +1264,37 @@ int gm_torch_import_value(const pkl_value *root, const gm_torch_opts *opts, gm_t
                        s.name, want, list);
     }
     if (want >= 0) mask = 1ull << want;
+    size_t ndev = (size_t)__builtin_popcountll(mask);
     gm_torch_import *imp = calloc(1, sizeof *imp);
-    if (imp) imp->dev = calloc((size_t)__builtin_popcountll(mask), sizeof *imp->dev);
-    if (!imp || !imp->dev) {
+    if (imp) imp->dev = calloc(ndev, sizeof *imp->dev);
+    if (imp) imp->failed = calloc(ndev, sizeof *imp->failed);
+    if (!imp || !imp->dev || !imp->failed) {
         gm_torch_import_free(imp);
         return oom_err(err);
     }
     imp->layout = s.layout;
-    for (int d = 0; d < 64; d++) {
+    gm_err first = {0};
+    for (int d = 0; d < 64; d++) { /* each device on its own: one bad one stops no other */
         if (!(mask >> d & 1)) continue;
-        if (import_device(&s, d, &imp->dev[imp->n], err)) {
+        gm_err e = {0};
+        int rc = import_device(&s, d, &imp->dev[imp->n], &e);
+        if (rc == GM_ENOMEM) {
             gm_torch_import_free(imp);
-            return err->code;
+            *err = e;
+            return rc;
         }
-        imp->n++;
+        if (rc == GM_OK) {
+            imp->n++;
+            continue;
+        }
+        if (!first.code) first = e;
+        imp->failed[imp->n_failed].device = d;
+        snprintf(imp->failed[imp->n_failed++].msg, sizeof imp->failed->msg, "%s", e.msg);
+    }
+    if (!imp->n) { /* nothing usable: the first device's reason */
+        gm_torch_import_free(imp);
+        *err = first;
+        return first.code;
     }
     *out = imp;
     return GM_OK;
@@ -1214,6 +1321,7 @@ void gm_torch_import_free(gm_torch_import *imp)
     for (size_t i = 0; imp->dev && i < imp->n; i++)
         gm_import_trace_free(&imp->dev[i]);
     free(imp->dev);
+    free(imp->failed);
     free(imp);
 }
 

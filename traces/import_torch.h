@@ -66,7 +66,12 @@ typedef struct gm_import_trace {
     uint64_t cat_init[GM_CAT_COUNT];   /* initial-state blocks per category  */
     uint64_t time_repairs;             /* timestamps that went backwards (clamped) */
     uint64_t skipped;                  /* records skipped (unknown actions, 0-byte allocations) */
+    uint64_t init_expandable;          /* expandable segments rebuilt from mapped ranges */
+    uint64_t init_private;             /* segments of CUDA-graph / MemPool private pools */
+    uint64_t n_empty_cache;            /* torch.cuda.empty_cache() bursts (events emitted) */
+    uint64_t n_release_bursts;         /* release-and-retry (device full) bursts  */
     int order_only_time;               /* 1: no timestamps, t_ns = index * 1000 */
+    char avail_source[384];            /* how the device window was inferred ("" if not) */
     char summary[512];                 /* one line: what is in it (printed by gmsim import) */
 } gm_import_trace;
 
@@ -81,17 +86,30 @@ typedef struct gm_torch_opts {
     const char *name;    /* input name for messages and `workload` ("snapshot") */
     const char *command; /* recorded in meta.command ("" when NULL)             */
     int device;          /* import only this device; -1 = every device with data */
+    uint64_t device_total_bytes; /* --device-total / --gpu: the card's memory (0 = unknown) */
+    const char *device_name;     /* --gpu: its name (NULL = unknown)                     */
 } gm_torch_opts;
+
+/* A device whose data could not be imported (the others still are). */
+typedef struct gm_torch_failure {
+    int device;
+    char msg[sizeof(((gm_err *)0)->msg)];
+} gm_torch_failure;
 
 /* A whole snapshot: one trace per device that has segments or trace entries. */
 typedef struct gm_torch_import {
     const char *layout; /* "current", "older (no time_us)", "PyTorch 2.0", "legacy list" */
     size_t n;
     gm_import_trace *dev; /* n traces, by ascending device index */
+    size_t n_failed;
+    gm_torch_failure *failed; /* devices that failed, by ascending index */
 } gm_torch_import;
 
-/* Import a parsed snapshot. On error *out is NULL and err names the input,
- * the entry or segment, and what is wrong. */
+/* Import a parsed snapshot, every device on its own: a device whose data is
+ * damaged is listed in `failed` and the others are imported. On error (the
+ * snapshot as a whole is unusable, or every device failed: err then holds
+ * the first failure) *out is NULL and err names the input, the entry or
+ * segment, and what is wrong. */
 int gm_torch_import_value(const pkl_value *root, const gm_torch_opts *opts, gm_torch_import **out,
                           gm_err *err);
 

@@ -19,8 +19,8 @@
 #include "../sim/util.h"
 
 /* Schema version this gmsim writes, and the oldest it reads (FORMAT.md,
- * "Versions"): version 2 added the segment_map / segment_unmap / empty_cache
- * ops, the pool columns of /initial_state and the device_avail_* attributes. */
+ * "Versions"): version 2 added the segment_map / segment_unmap / empty_cache /
+ * oom ops, the pool columns of /initial_state and the device_avail_* attributes. */
 #define GM_TRACE_VERSION 2
 #define GM_TRACE_MIN_VERSION 1
 /* Largest size an event may carry: 2^48 bytes (256 TiB), far above any GPU. */
@@ -37,10 +37,24 @@ enum gm_op {
     GM_OP_SEGMENT_UNMAP = 5, /* recorded expandable segment unmapped pages   */
     GM_OP_EMPTY_CACHE = 6,   /* torch.cuda.empty_cache(): replayed by every model;
                                 size = bytes the recorded allocator released */
+    GM_OP_OOM = 7,           /* an allocation of `size` bytes that failed in the
+                                recording (the program survived it): replayed
+                                as an attempt, freed at once if it succeeds;
+                                addr = the device_free PyTorch recorded       */
     GM_OP_COUNT
 };
 /* Ops a version-1 file may hold (0..3). */
 #define GM_OP_COUNT_V1 4
+
+/* Driver-level ops that add to / take from the recorded reserve. */
+static inline int gm_op_grows(int op)
+{
+    return op == GM_OP_SEGMENT_ALLOC || op == GM_OP_SEGMENT_MAP;
+}
+static inline int gm_op_shrinks(int op)
+{
+    return op == GM_OP_SEGMENT_FREE || op == GM_OP_SEGMENT_UNMAP;
+}
 
 /* Tensor category (column `category`), as PyTorch's memory profiler names them. */
 enum gm_category {

@@ -675,10 +675,11 @@ int gm_trace_rewind(gm_trace_reader *r)
     return GM_OK;
 }
 
-/* alloc, segment_alloc and segment_map (ops 0, 2 and 4) must carry a size. */
+/* alloc, segment_alloc, segment_map and oom (ops 0, 2, 4, 7) must carry a size. */
 static inline int op_allocates(unsigned op)
 {
-    return op == GM_OP_ALLOC || op == GM_OP_SEGMENT_ALLOC || op == GM_OP_SEGMENT_MAP;
+    return op == GM_OP_ALLOC || op == GM_OP_SEGMENT_ALLOC || op == GM_OP_SEGMENT_MAP ||
+           op == GM_OP_OOM;
 }
 
 /* Name the first bad event of ev[0..n) (index first+i); see validate(). */
@@ -694,7 +695,7 @@ static int explain_bad(const char *p, unsigned op_count, const gm_event *ev, siz
                            "2 segment_alloc, 3 segment_free%s); " REIMPORT,
                            p, idx, e->op,
                            op_count > GM_OP_COUNT_V1
-                               ? ", 4 segment_map, 5 segment_unmap, 6 empty_cache"
+                               ? ", 4 segment_map, 5 segment_unmap, 6 empty_cache, 7 oom"
                                : "; a version 1 trace has no other");
         if (e->t_ns < prev)
             return gm_errf(err, GM_EINVAL,

@@ -15,6 +15,7 @@ static const char *const op_names[GM_OP_COUNT] = {
     [GM_OP_SEGMENT_MAP] = "segment_map",
     [GM_OP_SEGMENT_UNMAP] = "segment_unmap",
     [GM_OP_EMPTY_CACHE] = "empty_cache",
+    [GM_OP_OOM] = "oom",
 };
 
 static const char *const category_names[GM_CAT_COUNT] = {
