@@ -20,8 +20,8 @@ typedef struct span {
 typedef struct recorded {
     gm_fid_call *rec; /* segment rows, attributed to their event, in order */
     size_t n, cap;
-    span *init;   /* initial classic segments, by address (restore order) */
-    span *vinit;  /* initial expandable segments' address ranges, by address */
+    span *init;  /* initial classic segments, by address (restore order) */
+    span *vinit; /* initial expandable segments' address ranges, by address */
     size_t ninit, nvinit;
     uint64_t n_events, max_end;
     uint64_t capacity, avail_min, avail_max;
@@ -121,8 +121,7 @@ static void capacity_of(const gm_trace_meta *m, recorded *rc)
                                                                    : "device_avail_bytes");
     } else if (m->device_total_bytes) {
         rc->capacity = m->device_total_bytes;
-        snprintf(rc->capacity_source, sizeof rc->capacity_source,
-                 "the trace's device_total_bytes");
+        snprintf(rc->capacity_source, sizeof rc->capacity_source, "the trace's device_total_bytes");
     }
 }
 
@@ -162,11 +161,11 @@ static int read_recorded(const char *path, recorded *rc, gm_fidelity *out, gm_er
 typedef struct fdev {
     gm_device base;
     const recorded *rc;
-    uint8_t *claimed;        /* rc->rec[i] handed out already */
-    size_t iq, ivq;          /* restore: next initial segment / expandable range */
-    uint64_t cur;            /* event being replayed; UINT64_MAX while restoring */
-    size_t cur_first;        /* first rc->rec row of event `cur` or later */
-    span *live;              /* ranges handed out and not freed */
+    uint8_t *claimed; /* rc->rec[i] handed out already */
+    size_t iq, ivq;   /* restore: next initial segment / expandable range */
+    uint64_t cur;     /* event being replayed; UINT64_MAX while restoring */
+    size_t cur_first; /* first rc->rec row of event `cur` or later */
+    span *live;       /* ranges handed out and not freed */
     size_t nlive, clive;
     uint64_t next_fresh;
     int fresh_only;
@@ -637,13 +636,12 @@ json_t *gm_fidelity_json(const gm_fidelity *f)
 {
     json_t *div = json_null();
     if (f->diverged)
-        div = json_pack("{s:I, s:s, s:I, s:s, s:s, s:o, s:o}", "event_index",
-                        (json_int_t)f->div_event, "event_op",
-                        f->div_event < f->n_events ? gm_op_name(f->div_op) : "end", "event_size",
-                        (json_int_t)f->div_size, "cause", cause_key(f->div_cause), "cause_text",
-                        gm_fid_cause_text(f->div_cause), "model",
-                        calls_json(f->ours, f->n_ours, f->div_event), "pytorch",
-                        calls_json(f->rec, f->n_rec, f->div_event));
+        div = json_pack(
+            "{s:I, s:s, s:I, s:s, s:s, s:o, s:o}", "event_index", (json_int_t)f->div_event,
+            "event_op", f->div_event < f->n_events ? gm_op_name(f->div_op) : "end", "event_size",
+            (json_int_t)f->div_size, "cause", cause_key(f->div_cause), "cause_text",
+            gm_fid_cause_text(f->div_cause), "model", calls_json(f->ours, f->n_ours, f->div_event),
+            "pytorch", calls_json(f->rec, f->n_rec, f->div_event));
     json_t *j = json_pack(
         "{s:b, s:I, s:I, s:s, s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:o, "
         "s:{s:I, s:o}, s:I, s:{s:o, s:o}}",
@@ -668,13 +666,12 @@ json_t *gm_fidelity_json(const gm_fidelity *f)
                                       "model_made_anyway", (json_int_t)f->oom_fits, "model",
                                       (json_int_t)f->model_ooms));
         json_object_set_new(j, "empty_cache_events", json_integer((json_int_t)f->empty_caches));
-        json_object_set_new(j, "device_window",
-                            f->avail_min ? json_pack("{s:I, s:o}", "min_bytes",
-                                                     (json_int_t)f->avail_min, "max_bytes",
-                                                     f->avail_max ? json_integer((json_int_t)
-                                                                                     f->avail_max)
-                                                                  : json_null())
-                                         : json_null());
+        json_object_set_new(
+            j, "device_window",
+            f->avail_min
+                ? json_pack("{s:I, s:o}", "min_bytes", (json_int_t)f->avail_min, "max_bytes",
+                            f->avail_max ? json_integer((json_int_t)f->avail_max) : json_null())
+                : json_null());
     }
     return j;
 }

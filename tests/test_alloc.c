@@ -414,9 +414,118 @@ static void test_expandable(void)
     CU_ASSERT_EQUAL(f.a->ops->empty_cache(f.a, 4), 20 * MiB);
     CU_ASSERT_EQUAL(f.a->c.reserved_bytes, 0);
     CU_ASSERT_EQUAL(f.dev->used_bytes, 0);
-    /* mapping again reuses the same virtual range */
+    CU_ASSERT_EQUAL(f.log.ev[f.log.n - 1].op, GM_OP_SEGMENT_UNMAP);
+    /* no page left mapped: release_blocks -> release_expandable_segment gives
+     * the address range back, so the segment is gone ... */
+    CU_ASSERT_EQUAL(f.a->ops->segments(f.a, s, 4), 0);
+    /* ... and the next request reserves a new one */
     must_malloc(&f, 5 * MiB, 0);
     CU_ASSERT_EQUAL(f.a->ops->segments(f.a, s, 4), 1);
+    CU_ASSERT_EQUAL(f.log.ev[f.log.n - 1].op, GM_OP_SEGMENT_MAP);
+    fx_close(&f);
+}
+
+/* An expandable segment rebuilt from a dump that lists it as two mapped
+ * ranges with a hole between them (import_xseg.c): [0, 40) and [60, 100)
+ * MiB mapped, P at 0 (30 MiB), Q at 70 (20 MiB). A 15 MiB request fits no
+ * free block; find_expandable_block takes the lowest unmapped range
+ * ([40, 60)) together with the free block before it ([30, 40)): one 20 MiB
+ * page is mapped, merges with the free blocks on both sides, and the
+ * request lands at 30 MiB (try_allocate_expandable_block, map_block). */
+static void test_restore_expandable(void)
+{
+    fixture f;
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 80 * GiB, "pytorch", "expandable_segments:True", 0), 0);
+    const uint64_t B = 0x7f3000000000ull;
+    gm_init_row rows[] = {
+        {.addr = B, .size = 100 * MiB, .kind = GM_INIT_SEGMENT, .pool = GM_POOL_LARGE,
+         .expandable = 1},
+        {.addr = B, .size = 40 * MiB, .kind = GM_INIT_MAPPED},
+        {.addr = B + 60 * MiB, .size = 40 * MiB, .kind = GM_INIT_MAPPED},
+        {.addr = B, .size = 30 * MiB, .block_size = 30 * MiB, .kind = GM_INIT_BLOCK},
+        {.addr = B + 70 * MiB, .size = 20 * MiB, .block_size = 20 * MiB, .kind = GM_INIT_BLOCK},
+    };
+    uint64_t h[5];
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(f.a->ops->restore(f.a, rows, 5, h, &err), GM_OK);
+    CU_ASSERT_EQUAL(f.a->c.reserved_bytes, 80 * MiB);
+    CU_ASSERT_EQUAL(f.a->c.allocated_bytes, 50 * MiB);
+    gm_seg_info s[4];
+    CU_ASSERT_EQUAL_FATAL(f.a->ops->segments(f.a, s, 4), 1);
+    CU_ASSERT(s[0].expandable);
+    CU_ASSERT_EQUAL(s[0].size, 80 * MiB); /* mapped bytes */
+    CU_ASSERT_EQUAL(s[0].releasable, 0);  /* no free page is whole */
+    uint64_t base = s[0].addr;
+    CU_ASSERT_EQUAL(f.a->ops->block_addr(f.a, h[3]), base);
+    CU_ASSERT_EQUAL(f.a->ops->block_addr(f.a, h[4]), base + 70 * MiB);
+    int n0 = f.log.n;
+    uint64_t u = must_malloc(&f, 15 * MiB, 0);
+    CU_ASSERT_EQUAL_FATAL(f.log.n, n0 + 1);
+    CU_ASSERT_EQUAL(f.log.ev[n0].op, GM_OP_SEGMENT_MAP);
+    CU_ASSERT_EQUAL(f.log.ev[n0].addr, base + 40 * MiB);
+    CU_ASSERT_EQUAL(f.log.ev[n0].size, 20 * MiB);
+    CU_ASSERT_EQUAL(f.a->ops->block_addr(f.a, u), base + 30 * MiB);
+    CU_ASSERT_EQUAL(f.a->c.reserved_bytes, 100 * MiB);
+    /* a mapped range outside its segment is refused */
+    fixture g;
+    CU_ASSERT_EQUAL_FATAL(fx_open(&g, 80 * GiB, "pytorch", "expandable_segments:True", 0), 0);
+    rows[2].addr = B + 200 * MiB;
+    CU_ASSERT_EQUAL(g.a->ops->restore(g.a, rows, 3, h, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "mapped range"));
+    fx_close(&g);
+    fx_close(&f);
+}
+
+/* A CUDA-graph private pool (pool id other than (0, 0)): its free memory is
+ * never used for ordinary allocations (get_pool), the policy view does not
+ * show it, and empty_cache leaves it alone (release_cached_blocks frees a
+ * private pool only when its graph is gone). */
+static void test_private_pool(void)
+{
+    fixture f;
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 80 * GiB, "pytorch", "", 0), 0);
+    gm_init_row rows[] = {
+        {.addr = 0x10000000, .size = 20 * MiB, .kind = GM_INIT_SEGMENT, .pool = GM_POOL_LARGE},
+        {.addr = 0x20000000, .size = 20 * MiB, .kind = GM_INIT_SEGMENT, .pool = GM_POOL_LARGE,
+         .pool_id1 = 1},
+        {.addr = 0x10000000, .size = 4 * MiB, .block_size = 4 * MiB, .kind = GM_INIT_BLOCK},
+        {.addr = 0x20000000, .size = 2 * MiB, .block_size = 2 * MiB, .kind = GM_INIT_BLOCK},
+    };
+    uint64_t h[4];
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(f.a->ops->restore(f.a, rows, 4, h, &err), GM_OK);
+    CU_ASSERT_EQUAL(f.a->c.reserved_bytes, 40 * MiB);
+    gm_seg_info s[4];
+    CU_ASSERT_EQUAL(f.a->ops->segments(f.a, s, 4), 1); /* the private one is not shown */
+    /* 17 MiB: the default pool's 16 MiB free block is too small and the
+     * private pool's 18 MiB one is not searched: a new 18 MiB segment */
+    int n0 = f.log.n;
+    uint64_t z = must_malloc(&f, 17 * MiB, 0);
+    CU_ASSERT_EQUAL_FATAL(f.log.n, n0 + 1);
+    CU_ASSERT_EQUAL(f.log.ev[n0].op, GM_OP_SEGMENT_ALLOC);
+    CU_ASSERT_EQUAL(f.log.ev[n0].size, 18 * MiB);
+    f.a->ops->free(f.a, z, 1);
+    f.a->ops->free(f.a, h[3], 2); /* the private pool is now wholly free ... */
+    CU_ASSERT_EQUAL(f.a->ops->empty_cache(f.a, 3), 18 * MiB); /* ... and stays */
+    CU_ASSERT_EQUAL(f.a->c.reserved_bytes, 40 * MiB);
+    fx_close(&f);
+}
+
+/* empty_cache releases the large pool's whole free segments, then the small
+ * pool's (release_cached_blocks: release_blocks(large_blocks), then
+ * release_blocks(small_blocks)). */
+static void test_empty_cache_order(void)
+{
+    fixture f;
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 80 * GiB, "pytorch", "", 0), 0);
+    uint64_t small = must_malloc(&f, 1000, 0), large = must_malloc(&f, 4 * MiB, 0);
+    f.a->ops->free(f.a, small, 1);
+    f.a->ops->free(f.a, large, 2);
+    int n0 = f.log.n;
+    CU_ASSERT_EQUAL(f.a->ops->empty_cache(f.a, 3), 22 * MiB);
+    CU_ASSERT_EQUAL_FATAL(f.log.n, n0 + 2);
+    CU_ASSERT(f.log.ev[n0].op == GM_OP_SEGMENT_FREE && f.log.ev[n0].size == 20 * MiB);
+    CU_ASSERT(f.log.ev[n0 + 1].op == GM_OP_SEGMENT_FREE && f.log.ev[n0 + 1].size == 2 * MiB);
     fx_close(&f);
 }
 
@@ -514,6 +623,9 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_gc);
     GM_ADD_TEST(s, test_memory_fraction);
     GM_ADD_TEST(s, test_expandable);
+    GM_ADD_TEST(s, test_restore_expandable);
+    GM_ADD_TEST(s, test_private_pool);
+    GM_ADD_TEST(s, test_empty_cache_order);
     GM_ADD_TEST(s, test_direct);
     GM_ADD_TEST(s, test_restore);
     return CUE_SUCCESS;

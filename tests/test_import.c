@@ -928,6 +928,95 @@ static void test_rmm_errors(void)
     }
 }
 
+/* The hand-made snapshots of tests/data/cases (gen_snapshot_cases.py):
+ * what the importer finds in each, and a replay that reproduces every
+ * recorded call and address. */
+static void test_cases(void)
+{
+    static const struct {
+        const char *file;
+        uint64_t empty_cache, retry_bursts, avail, avail_min, avail_max;
+        uint64_t init_segments, init_expandable, init_private, init_blocks;
+        size_t calls;
+    } cases[] = {
+        {"empty-cache", 2, 0, 0, 0, 0, 0, 0, 0, 0, 6},
+        {"empty-cache-noframes", 2, 0, 0, 0, 0, 0, 0, 0, 0, 6},
+        {"device-full", 0, 1, 90 * GM_MiB, 90 * GM_MiB, 130 * GM_MiB, 0, 0, 0, 0, 4},
+        {"expandable", 1, 0, 0, 0, 0, 0, 0, 0, 0, 5},
+        {"expandable-ranges", 1, 0, 0, 0, 0, 1, 1, 0, 3, 1},
+        {"private-pool", 1, 0, 0, 0, 0, 2, 0, 1, 2, 2},
+    };
+    for (size_t i = 0; i < N_OF(cases); i++) {
+        char rel[256];
+        gm_err err;
+        gm_torch_import *imp;
+        snprintf(rel, sizeof rel, "tests/data/cases/%s.pickle", cases[i].file);
+        int rc = gm_torch_import_file(gm_test_path(rel), NULL, &imp, &err);
+        if (rc) fprintf(stderr, "%s: %s\n", cases[i].file, err.msg);
+        CU_ASSERT_EQUAL_FATAL(rc, GM_OK);
+        const gm_import_trace *t = &imp->dev[0];
+        CU_ASSERT_EQUAL(t->n_empty_cache, cases[i].empty_cache);
+        CU_ASSERT_EQUAL(t->n_release_bursts, cases[i].retry_bursts);
+        CU_ASSERT_EQUAL(t->meta.device_avail_bytes, cases[i].avail);
+        CU_ASSERT_EQUAL(t->meta.device_avail_min_bytes, cases[i].avail_min);
+        CU_ASSERT_EQUAL(t->meta.device_avail_max_bytes, cases[i].avail_max);
+        CU_ASSERT_EQUAL(t->init_segments, cases[i].init_segments);
+        CU_ASSERT_EQUAL(t->init_expandable, cases[i].init_expandable);
+        CU_ASSERT_EQUAL(t->init_private, cases[i].init_private);
+        CU_ASSERT_EQUAL(t->init_blocks, cases[i].init_blocks);
+        size_t n_ec = 0;
+        for (size_t k = 0; k < t->n_events; k++)
+            n_ec += t->events[k].op == GM_OP_EMPTY_CACHE;
+        CU_ASSERT_EQUAL(n_ec, cases[i].empty_cache);
+        const char *path = gm_test_tmp("case.h5");
+        CU_ASSERT_EQUAL_FATAL(gm_import_trace_write(t, path, NULL, &err), GM_OK);
+        gm_fidelity f;
+        rc = gm_fidelity_check(path, NULL, &f, &err);
+        if (rc) fprintf(stderr, "%s: %s\n", cases[i].file, err.msg);
+        CU_ASSERT_EQUAL_FATAL(rc, GM_OK);
+        CU_ASSERT_EQUAL(f.n_rec, cases[i].calls);
+        CU_ASSERT_EQUAL(f.matched, cases[i].calls);
+        if (!gm_fidelity_exact(&f)) fprintf(stderr, "%s: not exact\n", cases[i].file);
+        CU_ASSERT_TRUE(gm_fidelity_exact(&f));
+        CU_ASSERT_EQUAL(f.placed, f.placed_same);
+        gm_fidelity_free(&f);
+        unlink(path);
+        gm_torch_import_free(imp);
+    }
+    /* the expandable ranges: one segment over [L, L+100 MiB), mapped throughout */
+    gm_err err;
+    gm_torch_import *imp;
+    CU_ASSERT_EQUAL_FATAL(gm_torch_import_file(gm_test_path("tests/data/cases/expandable-ranges.pickle"),
+                                               NULL, &imp, &err),
+                          GM_OK);
+    const gm_import_trace *t = &imp->dev[0];
+    const gm_init_row *seg = init_at(t, 0x7f3000000000ull, GM_INIT_SEGMENT);
+    const gm_init_row *map = init_at(t, 0x7f3000000000ull, GM_INIT_MAPPED);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(seg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(map);
+    CU_ASSERT(seg->expandable && seg->pool == GM_POOL_LARGE && seg->size == 100 * GM_MiB);
+    CU_ASSERT_EQUAL(map->size, 100 * GM_MiB);
+    CU_ASSERT_EQUAL(t->init_segment_bytes, 100 * GM_MiB);
+    gm_torch_import_free(imp);
+    /* one damaged device: the other is still imported, the failure named */
+    CU_ASSERT_EQUAL_FATAL(gm_torch_import_file(
+                              gm_test_path("tests/data/cases/two-devices-one-bad.pickle"), NULL,
+                              &imp, &err),
+                          GM_OK);
+    CU_ASSERT_EQUAL(imp->n, 1);
+    CU_ASSERT_EQUAL(imp->dev[0].device, 0);
+    CU_ASSERT_EQUAL_FATAL(imp->n_failed, 1);
+    CU_ASSERT_EQUAL(imp->failed[0].device, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(imp->failed[0].msg, "device 1: the block at 0x7f6000000000"));
+    gm_torch_import_free(imp);
+    /* ... and when it is the only one asked for, it is an error */
+    gm_torch_opts o = {.device = 1};
+    CU_ASSERT_EQUAL(gm_torch_import_file(gm_test_path("tests/data/cases/two-devices-one-bad.pickle"),
+                                         &o, &imp, &err),
+                    GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "lies in no segment"));
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("import", NULL, NULL);
@@ -948,5 +1037,6 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_truncated_and_corrupted);
     GM_ADD_TEST(s, test_rmm_sample);
     GM_ADD_TEST(s, test_rmm_errors);
+    GM_ADD_TEST(s, test_cases);
     return CUE_SUCCESS;
 }

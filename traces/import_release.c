@@ -123,8 +123,8 @@ static void scan(walk *wk, int pass)
         if (is_release(e->action)) {
             size_t k1 = k, j = k;
             uint64_t before = r;
-            for (; j < d->ne && (is_release(d->e[j].action) ||
-                                 d->e[j].action == GM_TA_FREE_COMPLETED);
+            for (; j < d->ne &&
+                   (is_release(d->e[j].action) || d->e[j].action == GM_TA_FREE_COMPLETED);
                  j++)
                 if (is_release(d->e[j].action)) {
                     k1 = j + 1;
@@ -156,11 +156,11 @@ static void scan(walk *wk, int pass)
             wk->w.n_oom++;
             if (!wk->w.est) wk->w.est = r + e->device_free;
             /* the request (rounded) needed a segment of get_allocation_size() */
-            uint64_t need = e->size <= GM_IMP_SMALL_SIZE   ? GM_IMP_SMALL_BUFFER
-                            : e->size < (10ull << 20)      ? GM_IMP_LARGE_PAGE
-                                                           : (e->size + GM_IMP_SMALL_BUFFER - 1) /
-                                                                 GM_IMP_SMALL_BUFFER *
-                                                                 GM_IMP_SMALL_BUFFER;
+            uint64_t need = e->size <= GM_IMP_SMALL_SIZE ? GM_IMP_SMALL_BUFFER
+                            : e->size < (10ull << 20)
+                                ? GM_IMP_LARGE_PAGE
+                                : (e->size + GM_IMP_SMALL_BUFFER - 1) / GM_IMP_SMALL_BUFFER *
+                                      GM_IMP_SMALL_BUFFER;
             if (!d->expandable_conf && (!wk->w.hi || r + need < wk->w.hi)) wk->w.hi = r + need;
         }
         k++;

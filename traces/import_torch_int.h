@@ -27,10 +27,10 @@
 #define GM_IMP_NONE UINT32_MAX
 
 /* Facts of PyTorch's CUDACachingAllocator.cpp the importer relies on. */
-#define GM_IMP_MIN_BLOCK 512ull                 /* kMinBlockSize */
-#define GM_IMP_SMALL_SIZE (1ull << 20)          /* kSmallSize: largest small-pool request */
-#define GM_IMP_SMALL_BUFFER (2ull << 20)        /* kSmallBuffer: small segment / page     */
-#define GM_IMP_LARGE_PAGE (20ull << 20)         /* kLargeBuffer: expandable large page    */
+#define GM_IMP_MIN_BLOCK 512ull          /* kMinBlockSize */
+#define GM_IMP_SMALL_SIZE (1ull << 20)   /* kSmallSize: largest small-pool request */
+#define GM_IMP_SMALL_BUFFER (2ull << 20) /* kSmallBuffer: small segment / page     */
+#define GM_IMP_LARGE_PAGE (20ull << 20)  /* kLargeBuffer: expandable large page    */
 
 /* What a release burst was (import_release.c). */
 enum gm_imp_burst {
@@ -44,14 +44,14 @@ enum gm_imp_burst {
 typedef struct gm_imp_ent { /* one trace entry */
     const pkl_value *frames;
     uint64_t addr, size, stream, time_us, device_free;
-    uint64_t pid0, pid1;   /* pool_id of the entry when recorded (newer PyTorch) */
-    uint64_t burst_bytes;  /* last entry of a burst: bytes it released          */
-    uint32_t blk;          /* block record of alloc / free_* entries; NONE otherwise */
-    uint32_t region;       /* phase region (categories)                         */
+    uint64_t pid0, pid1;  /* pool_id of the entry when recorded (newer PyTorch) */
+    uint64_t burst_bytes; /* last entry of a burst: bytes it released          */
+    uint32_t blk;         /* block record of alloc / free_* entries; NONE otherwise */
+    uint32_t region;      /* phase region (categories)                         */
     uint8_t action, phase, zero_grad, hint;
-    uint8_t has_pid;       /* pid0/pid1 were recorded                          */
-    uint8_t small;         /* segment_map/unmap: the range is in a small pool  */
-    uint8_t burst_end;     /* enum gm_imp_burst on the last entry of a burst    */
+    uint8_t has_pid;   /* pid0/pid1 were recorded                          */
+    uint8_t small;     /* segment_map/unmap: the range is in a small pool  */
+    uint8_t burst_end; /* enum gm_imp_burst on the last entry of a burst    */
 } gm_imp_ent;
 
 typedef struct gm_imp_seg { /* a classic (cudaMalloc'd) segment */

@@ -57,8 +57,8 @@ static int xr_insert(gm_imp_dev *d, const gm_imp_xr *r, gm_err *err)
 static size_t first_after(const gm_imp_dev *d, uint64_t stream, uint64_t addr)
 {
     size_t i = 0;
-    while (i < d->nx && (d->x[i].stream < stream ||
-                         (d->x[i].stream == stream && xr_end(&d->x[i]) <= addr)))
+    while (i < d->nx &&
+           (d->x[i].stream < stream || (d->x[i].stream == stream && xr_end(&d->x[i]) <= addr)))
         i++;
     return i;
 }
