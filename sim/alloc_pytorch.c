@@ -87,7 +87,7 @@ struct pt_block {
 struct pt_segment {
     uint64_t base, size, stream; /* driver range (expandable: whole VA range) */
     uint8_t small, expandable;
-    uint8_t priv; /* a private pool's: outside the default pools and the policy view */
+    uint8_t priv;          /* a private pool's: outside the default pools and the policy view */
     uint64_t mapped_bytes; /* expandable: bytes of mapped pages; else size */
     uint64_t page_size;    /* expandable: mapping granularity */
     pt_block *first;       /* lowest-address block */
@@ -129,7 +129,7 @@ typedef struct pt_state {
     gm_pt_conf conf;
     pt_pool small, large;
     pt_pool priv_small, priv_large; /* private pools' blocks: never searched */
-    pt_segment *segs; /* list head */
+    pt_segment *segs;               /* list head */
     uint32_t n_segs;
     pt_block *spare; /* free list of block structs */
 } pt_state;

@@ -206,8 +206,8 @@ static int check_trace(run *r, const char *path, int device, gm_err *err)
 static void report_failed(run *r, const gm_torch_failure *fl)
 {
     fprintf(stderr, "gmsim fidelity: %s\n", fl->msg);
-    if (!r->quiet) printf("%s, device %d: not checked: its data is damaged (above)\n", r->input,
-                          fl->device);
+    if (!r->quiet)
+        printf("%s, device %d: not checked: its data is damaged (above)\n", r->input, fl->device);
     r->all_exact = 0;
     json_t *j = json_pack("{s:i, s:b, s:s}", "device", fl->device, "exact", 0, "error", fl->msg);
     if (j) json_array_append_new(r->devices, j);

@@ -24,17 +24,17 @@ typedef struct tenant {
     gm_tenant_result *res;
     const gm_event *buf; /* current chunk: own (file) or a window of spec->events */
     gm_event *own;
-    size_t mem_pos;      /* in-memory source: next event to hand out */
+    size_t mem_pos; /* in-memory source: next event to hand out */
     size_t nbuf, pos;
-    uint64_t index;     /* pass-local index of buf[pos]                */
+    uint64_t index; /* pass-local index of buf[pos]                */
     uint32_t pass;
-    uint64_t t_first;   /* trace time of event 0                       */
-    uint64_t shift;     /* added to trace time: offset + pass shift    */
-    uint64_t t_last;    /* last effective time processed               */
-    uint64_t next_t;    /* effective time of buf[pos]; UINT64_MAX: done */
+    uint64_t t_first; /* trace time of event 0                       */
+    uint64_t shift;   /* added to trace time: offset + pass shift    */
+    uint64_t t_last;  /* last effective time processed               */
+    uint64_t next_t;  /* effective time of buf[pos]; UINT64_MAX: done */
     uint64_t timer_period, next_timer;
-    gm_addrmap live;    /* trace address key -> allocator handle       */
-    gm_addrmap pass_new;/* addresses allocated in this pass (only with --repeat) */
+    gm_addrmap live;     /* trace address key -> allocator handle       */
+    gm_addrmap pass_new; /* addresses allocated in this pass (only with --repeat) */
     gm_hash hash;
     int hashing;   /* still hashing pass 0 */
     int restoring; /* rebuilding /initial_state */
@@ -48,7 +48,7 @@ typedef struct sim {
     tenant *t;
     size_t n;
     gm_sim_result *res;
-    uint64_t q, a, r; /* device totals */
+    uint64_t q, a, r;  /* device totals */
     uint64_t overhead; /* context overhead per tenant, resolved in setup() */
     uint64_t next_progress;
 } sim;
@@ -74,8 +74,7 @@ static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort
 static const gm_trace_meta *src_meta(const tenant *t)
 {
     static const gm_trace_meta none = {.version = GM_TRACE_VERSION, .source = "memory"};
-    if (t->r)
-        return gm_trace_meta_get(t->r);
+    if (t->r) return gm_trace_meta_get(t->r);
     return t->spec->meta ? t->spec->meta : &none;
 }
 
@@ -87,8 +86,7 @@ static int64_t src_read(tenant *t, gm_err *err)
         return n;
     }
     size_t n = t->spec->n_events - t->mem_pos;
-    if (n > CHUNK_EVENTS)
-        n = CHUNK_EVENTS;
+    if (n > CHUNK_EVENTS) n = CHUNK_EVENTS;
     t->buf = t->spec->events + t->mem_pos;
     t->mem_pos += n;
     return (int64_t)n;
@@ -102,8 +100,7 @@ static int src_rewind(tenant *t)
 
 static const char *conf_for(const gm_sim_config *cfg, const gm_trace_meta *meta)
 {
-    if (cfg->alloc_conf)
-        return cfg->alloc_conf;
+    if (cfg->alloc_conf) return cfg->alloc_conf;
     return meta->alloc_conf ? meta->alloc_conf : "";
 }
 
@@ -111,8 +108,7 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
 {
     const gm_sim_config *cfg = s->cfg;
     int rc = t->spec->events ? GM_OK : gm_trace_open(t->spec->path, &t->r, err);
-    if (rc)
-        return rc;
+    if (rc) return rc;
     const gm_trace_meta *meta = src_meta(t);
     gm_tenant_result *res = t->res;
     snprintf(res->path, sizeof res->path, "%s", t->spec->path);
@@ -125,8 +121,7 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
     snprintf(res->alloc_conf, sizeof res->alloc_conf, "%s", conf);
 
     rc = gm_policy_create(cfg->policy ? cfg->policy : "pytorch", &t->pol, err);
-    if (rc)
-        return rc;
+    if (rc) return rc;
     const gm_alloc_ops *ops = gm_alloc_find(cfg->allocator ? cfg->allocator : "pytorch");
     if (!ops)
         return gm_errf(err, GM_EINVAL, "--allocator '%s': unknown allocator; choose one of: %s",
@@ -148,18 +143,20 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
         t->a->limits.memory_limit = t->spec->quota_bytes;
     t->a->tenant = t->idx;
     if (t->pol->ops->attach) { /* policies/policy.h: the tenant's inputs (oracle: its future) */
-        gm_policy_env env = {.trace_path = t->spec->path, .events = t->spec->events,
-                             .n_events = t->spec->n_events, .tenant = t->idx,
-                             .offset_ns = t->spec->offset_ns, .repeat = t->spec->repeat,
-                             .event_index = &t->index, .pass = &t->pass,
+        gm_policy_env env = {.trace_path = t->spec->path,
+                             .events = t->spec->events,
+                             .n_events = t->spec->n_events,
+                             .tenant = t->idx,
+                             .offset_ns = t->spec->offset_ns,
+                             .repeat = t->spec->repeat,
+                             .event_index = &t->index,
+                             .pass = &t->pass,
                              .time_shift_ns = &t->shift};
-        if ((rc = t->pol->ops->attach(t->pol->state, t->a, &env, err)))
-            return rc;
+        if ((rc = t->pol->ops->attach(t->pol->state, t->a, &env, err))) return rc;
     }
     if (cfg->seg_hook) {
         hook_ctx *hc = malloc(sizeof *hc);
-        if (!hc)
-            return gm_errf(err, GM_ENOMEM, "out of memory");
+        if (!hc) return gm_errf(err, GM_ENOMEM, "out of memory");
         hc->cfg = cfg;
         hc->t = t;
         t->a->seg_hook = hook_trampoline;
@@ -173,8 +170,7 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
     if (gm_addrmap_init(&t->live, 1024) || gm_addrmap_init(&t->pass_new, 16))
         return gm_errf(err, GM_ENOMEM, "out of memory");
     t->own = t->r ? malloc(CHUNK_EVENTS * sizeof *t->own) : NULL;
-    if (t->r && !t->own)
-        return gm_errf(err, GM_ENOMEM, "out of memory");
+    if (t->r && !t->own) return gm_errf(err, GM_ENOMEM, "out of memory");
     const gm_policy_ops *po = t->pol->ops;
     t->timer_period = po->timer_period_ns ? po->timer_period_ns(t->pol->state) : 0;
     return GM_OK;
@@ -193,14 +189,12 @@ static void hook_trampoline(void *ctx, const gm_seg_event *ev)
  * moved to the front; returns how many. */
 static size_t initial_rows(int mode, gm_init_row *rows, size_t n)
 {
-    if (mode == GM_INITIAL_RECORDED)
-        return n;
+    if (mode == GM_INITIAL_RECORDED) return n;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         const gm_init_row *r = &rows[i];
         int priv = r->kind == GM_INIT_SEGMENT && (r->pool_id0 || r->pool_id1);
-        if (mode == GM_INITIAL_LIVE && (r->kind == GM_INIT_BLOCK || priv))
-            rows[k++] = *r;
+        if (mode == GM_INITIAL_LIVE && (r->kind == GM_INIT_BLOCK || priv)) rows[k++] = *r;
     }
     return k;
 }
@@ -209,8 +203,7 @@ static size_t initial_rows(int mode, gm_init_row *rows, size_t n)
  * ranges, not its address range). */
 static uint64_t row_reserved(const gm_init_row *r)
 {
-    if (r->kind == GM_INIT_MAPPED)
-        return r->size;
+    if (r->kind == GM_INIT_MAPPED) return r->size;
     return r->kind == GM_INIT_SEGMENT && !r->expandable ? r->size : 0;
 }
 
@@ -219,8 +212,7 @@ static uint64_t row_reserved(const gm_init_row *r)
 static int skip_initial_blocks(tenant *t, const gm_init_row *rows, size_t n, gm_err *err)
 {
     for (size_t i = 0; i < n; i++) {
-        if (rows[i].kind != GM_INIT_BLOCK)
-            continue;
+        if (rows[i].kind != GM_INIT_BLOCK) continue;
         t->res->init_skipped_blocks++;
         if (gm_addrmap_put(&t->live, gm_addrmap_key(rows[i].addr), SKIPPED))
             return gm_errf(err, GM_ENOMEM, "out of memory");
@@ -233,8 +225,7 @@ static int tenant_restore(sim *s, tenant *t, gm_err *err)
 {
     gm_init_row *rows = NULL;
     size_t n = 0;
-    if (!t->r)
-        return GM_OK; /* in-memory traces have no initial state */
+    if (!t->r) return GM_OK; /* in-memory traces have no initial state */
     int rc = gm_trace_read_initial(t->r, &rows, &n, err);
     if (rc || n == 0) {
         free(rows);
@@ -242,8 +233,7 @@ static int tenant_restore(sim *s, tenant *t, gm_err *err)
     }
     for (size_t i = 0; i < n; i++) {
         t->res->init_reserved_bytes += row_reserved(&rows[i]);
-        if (rows[i].kind == GM_INIT_BLOCK)
-            t->res->init_live_bytes += rows[i].size;
+        if (rows[i].kind == GM_INIT_BLOCK) t->res->init_live_bytes += rows[i].size;
     }
     if (s->cfg->initial_state == GM_INITIAL_NONE) {
         rc = skip_initial_blocks(t, rows, n, err);
@@ -260,8 +250,7 @@ static int tenant_restore(sim *s, tenant *t, gm_err *err)
     rc = n ? t->a->ops->restore(t->a, rows, n, handles, err) : GM_OK;
     t->restoring = 0;
     for (size_t i = 0; rc == GM_OK && i < n; i++) {
-        if (rows[i].kind != GM_INIT_BLOCK)
-            continue;
+        if (rows[i].kind != GM_INIT_BLOCK) continue;
         uint64_t key = gm_addrmap_key(rows[i].addr);
         if (gm_addrmap_get(&t->live, key))
             rc = gm_errf(err, GM_EINVAL,
@@ -290,8 +279,7 @@ static int tenant_start(sim *s, tenant *t, gm_err *err)
     gm_alloc_counters before = t->a->c;
     uint64_t t0 = t->next_t;
     int rc = tenant_restore(s, t, err);
-    if (rc != GM_OK && rc != GM_EOOM)
-        return rc;
+    if (rc != GM_OK && rc != GM_EOOM) return rc;
     tenant_step_metrics(t, t0);
     update_device(s, t0, &before, &t->a->c);
     if (rc == GM_EOOM) {
@@ -302,8 +290,7 @@ static int tenant_start(sim *s, tenant *t, gm_err *err)
                       .size = live ? t->res->init_live_bytes : t->res->init_reserved_bytes,
                       .op = GM_OP_ALLOC};
         int abort = 0;
-        if ((rc = on_oom(s, t, &e, t0, &abort, err)))
-            return rc;
+        if ((rc = on_oom(s, t, &e, t0, &abort, err))) return rc;
         return retire(s, t, t0, GM_TENANT_ABORTED, err);
     }
     return GM_OK;
@@ -315,32 +302,27 @@ static void free_live(tenant *t, gm_addrmap *which, uint64_t now)
 {
     for (size_t i = 0; i <= which->mask; i++) {
         uint64_t key = which->slots[i].key, h;
-        if (!key)
-            continue;
+        if (!key) continue;
         if (which == &t->live)
             h = which->slots[i].val;
         else if (!gm_addrmap_del(&t->live, key, &h))
             continue; /* freed during the pass */
-        if (h != SKIPPED)
-            t->a->ops->free(t->a, h, now);
+        if (h != SKIPPED) t->a->ops->free(t->a, h, now);
     }
 }
 
 static void tenant_close(tenant *t)
 {
     if (t->a) {
-        if (t->a->seg_hook_ctx)
-            free(t->a->seg_hook_ctx);
+        if (t->a->seg_hook_ctx) free(t->a->seg_hook_ctx);
         t->a->seg_hook = NULL;
-        if (t->live.slots)
-            free_live(t, &t->live, t->t_last);
+        if (t->live.slots) free_live(t, &t->live, t->t_last);
         gm_alloc_destroy(t->a);
         t->a = NULL;
     }
     if (t->pol && t->pol->ops->report && t->res && !t->res->policy_report) {
         t->res->policy_report = json_object();
-        if (t->res->policy_report)
-            t->pol->ops->report(t->pol->state, t->res->policy_report);
+        if (t->res->policy_report) t->pol->ops->report(t->pol->state, t->res->policy_report);
     }
     gm_policy_destroy(t->pol);
     t->pol = NULL;
@@ -357,8 +339,7 @@ static void tenant_close(tenant *t)
 
 static void finish_hash(tenant *t)
 {
-    if (!t->hashing)
-        return;
+    if (!t->hashing) return;
     t->hashing = 0;
     uint64_t h = gm_hash_final(&t->hash);
     snprintf(t->res->trace_hash, sizeof t->res->trace_hash, "%016" PRIx64, h);
@@ -376,8 +357,8 @@ static void hash_chunk(tenant *t)
         gm_hash_u64(&lane[0], e->t_ns);
         gm_hash_u64(&lane[1], e->addr);
         gm_hash_u64(&lane[2], e->size);
-        gm_hash_u64(&lane[3], e->stream ^ ((uint64_t)e->op << 56) ^
-                                  ((uint64_t)e->category << 48) ^ ((uint64_t)e->phase << 40));
+        gm_hash_u64(&lane[3], e->stream ^ ((uint64_t)e->op << 56) ^ ((uint64_t)e->category << 48) ^
+                                  ((uint64_t)e->phase << 40));
     }
     for (int k = 0; k < 4; k++)
         gm_hash_u64(&t->hash, gm_hash_final(&lane[k]));
@@ -388,8 +369,7 @@ static int drain_hash(tenant *t, gm_err *err)
 {
     while (t->hashing) {
         int64_t n = src_read(t, err);
-        if (n < 0)
-            return (int)n;
+        if (n < 0) return (int)n;
         if (n == 0) {
             finish_hash(t);
             break;
@@ -409,8 +389,7 @@ static void set_next(tenant *t)
 static int end_pass(sim *s, tenant *t, gm_err *err)
 {
     finish_hash(t);
-    if (t->pass + 1 >= t->spec->repeat)
-        return retire(s, t, t->t_last, GM_TENANT_COMPLETED, err);
+    if (t->pass + 1 >= t->spec->repeat) return retire(s, t, t->t_last, GM_TENANT_COMPLETED, err);
     /* memory this pass allocated and never freed is given back, so each pass
      * starts from the same state (see docs: --repeat) */
     gm_alloc_counters before = t->a->c;
@@ -420,8 +399,7 @@ static int end_pass(sim *s, tenant *t, gm_err *err)
     update_device(s, t->t_last, &before, &t->a->c);
     gm_addrmap_clear(&t->pass_new);
     int rc = src_rewind(t);
-    if (rc)
-        return gm_errf(err, rc, "%s: cannot rewind for --repeat", t->spec->path);
+    if (rc) return gm_errf(err, rc, "%s: cannot rewind for --repeat", t->spec->path);
     t->pass++;
     t->index = 0;
     t->shift = t->t_last + PASS_GAP_NS - t->t_first;
@@ -432,14 +410,11 @@ static int end_pass(sim *s, tenant *t, gm_err *err)
 static int refill(sim *s, tenant *t, gm_err *err)
 {
     int64_t n = src_read(t, err);
-    if (n < 0)
-        return (int)n;
+    if (n < 0) return (int)n;
     t->nbuf = (size_t)n;
     t->pos = 0;
-    if (n == 0)
-        return end_pass(s, t, err);
-    if (t->hashing)
-        hash_chunk(t);
+    if (n == 0) return end_pass(s, t, err);
+    if (t->hashing) hash_chunk(t);
     set_next(t);
     return GM_OK;
 }
@@ -462,8 +437,7 @@ static void update_device(sim *s, uint64_t t_ns, const gm_alloc_counters *before
         gm_metrics_ext_sample(d, lf);
     }
     uint64_t used = s->dev->used_bytes + s->dev->overhead_bytes;
-    if (used > s->res->peak_device_used)
-        s->res->peak_device_used = used;
+    if (used > s->res->peak_device_used) s->res->peak_device_used = used;
 }
 
 static void tenant_step_metrics(tenant *t, uint64_t now)
@@ -491,8 +465,7 @@ static int retire(sim *s, tenant *t, uint64_t now, int status, gm_err *err)
     static const gm_alloc_counters none;
     update_device(s, now, &held, &none);
     t->res->status = status;
-    if (status == GM_TENANT_ABORTED)
-        t->res->abort_t_ns = now;
+    if (status == GM_TENANT_ABORTED) t->res->abort_t_ns = now;
     t->done = 1;
     t->next_t = UINT64_MAX;
     return drain_hash(t, err);
@@ -515,8 +488,7 @@ static void record_oom(sim *s, tenant *t, const gm_event *e, uint64_t now)
         .device_capacity = s->dev->capacity_bytes,
     };
     gm_metrics_oom(&t->res->m, &o);
-    if (s->n > 1)
-        gm_metrics_oom(&s->res->device, &o);
+    if (s->n > 1) gm_metrics_oom(&s->res->device, &o);
 }
 
 /* Record the OOM; *abort says whether the tenant must stop. */
@@ -545,8 +517,7 @@ static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort
  * global time order. Returns 1 with *h set when a retry succeeded. */
 static int scope_rescue(sim *s, tenant *t, const gm_event *e, uint64_t now, uint64_t *h)
 {
-    if (!s->cfg->scope_device || s->n < 2)
-        return 0;
+    if (!s->cfg->scope_device || s->n < 2) return 0;
     for (int round = 0; round < 2; round++) {
         uint64_t need = UINT64_MAX;
         if (round == 0) {
@@ -557,15 +528,13 @@ static int scope_rescue(sim *s, tenant *t, const gm_event *e, uint64_t now, uint
         }
         for (size_t k = 1; k < s->n; k++) {
             tenant *o = &s->t[((size_t)t->idx + k) % s->n];
-            if (o->done || !o->a)
-                continue;
+            if (o->done || !o->a) continue;
             gm_alloc_counters before = o->a->c;
             const gm_policy_ops *po = o->pol->ops;
             uint64_t got = po->on_foreign_pressure
                                ? po->on_foreign_pressure(o->pol->state, o->a, need, now)
                                : o->a->ops->empty_cache(o->a, now);
-            if (!got)
-                continue;
+            if (!got) continue;
             o->res->scope_released_bytes += got;
             tenant_step_metrics(o, now);
             update_device(s, now, &before, &o->a->c);
@@ -578,8 +547,7 @@ static int scope_rescue(sim *s, tenant *t, const gm_event *e, uint64_t now, uint
     return 0;
 }
 
-static int do_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort,
-                    gm_err *err)
+static int do_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort, gm_err *err)
 {
     uint64_t key = gm_addrmap_key(e->addr);
     uint64_t *old = gm_addrmap_get(&t->live, key);
@@ -593,8 +561,7 @@ static int do_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abo
         t->res->live_reallocs++;
         uint64_t h;
         gm_addrmap_del(&t->live, key, &h);
-        if (h != SKIPPED)
-            t->a->ops->free(t->a, h, now);
+        if (h != SKIPPED) t->a->ops->free(t->a, h, now);
     }
     uint64_t h;
     if (t->a->ops->malloc(t->a, e->size, e->stream, e->category, now, &h) != GM_OK &&
@@ -602,8 +569,7 @@ static int do_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abo
         return on_oom(s, t, e, now, abort, err);
     if (s->cfg->alloc_hook) /* optional observer: where the model put this allocation */
         s->cfg->alloc_hook(s->cfg->alloc_hook_ctx, t->idx, t->index, e, t->a, h);
-    if (gm_addrmap_put(&t->live, key, h))
-        return gm_errf(err, GM_ENOMEM, "out of memory");
+    if (gm_addrmap_put(&t->live, key, h)) return gm_errf(err, GM_ENOMEM, "out of memory");
     if (t->spec->repeat > 1 && gm_addrmap_put(&t->pass_new, key, 1))
         return gm_errf(err, GM_ENOMEM, "out of memory");
     return GM_OK;
@@ -643,10 +609,8 @@ static int do_free(sim *s, tenant *t, const gm_event *e, uint64_t now, gm_err *e
         t->res->unknown_frees++;
         return GM_OK;
     }
-    if (t->spec->repeat > 1)
-        gm_addrmap_del(&t->pass_new, key, NULL);
-    if (h != SKIPPED)
-        t->a->ops->free(t->a, h, now);
+    if (t->spec->repeat > 1) gm_addrmap_del(&t->pass_new, key, NULL);
+    if (h != SKIPPED) t->a->ops->free(t->a, h, now);
     return GM_OK;
 }
 
@@ -666,8 +630,7 @@ static void fire_other_timers(sim *s, const tenant *t, uint64_t now)
 {
     for (size_t i = 0; i < s->n; i++) {
         tenant *o = &s->t[i];
-        if (o == t || o->done || !o->a || !o->timer_period || o->next_timer > now)
-            continue;
+        if (o == t || o->done || !o->a || !o->timer_period || o->next_timer > now) continue;
         gm_alloc_counters before = o->a->c;
         fire_timers(o, now);
         tenant_step_metrics(o, now);
@@ -679,19 +642,15 @@ static void fire_other_timers(sim *s, const tenant *t, uint64_t now)
 static int step(sim *s, tenant *t, gm_err *err)
 {
     int rc;
-    if (!t->started && ((rc = tenant_start(s, t, err)) || t->done))
-        return rc;
+    if (!t->started && ((rc = tenant_start(s, t, err)) || t->done)) return rc;
     const gm_event *e = &t->buf[t->pos];
     uint64_t now = t->next_t;
     gm_alloc_counters before = t->a->c;
-    if (t->timer_period)
-        fire_timers(t, now);
-    if (s->n > 1)
-        fire_other_timers(s, t, now);
+    if (t->timer_period) fire_timers(t, now);
+    if (s->n > 1) fire_other_timers(s, t, now);
     int abort = 0;
     rc = GM_OK;
-    if (s->cfg->event_hook)
-        s->cfg->event_hook(s->cfg->event_hook_ctx, t->idx, t->index, e);
+    if (s->cfg->event_hook) s->cfg->event_hook(s->cfg->event_hook_ctx, t->idx, t->index, e);
     switch (e->op) {
     case GM_OP_ALLOC:
         rc = do_alloc(s, t, e, now, &abort, err);
@@ -710,15 +669,13 @@ static int step(sim *s, tenant *t, gm_err *err)
         t->res->recorded_segment_events++;
         break;
     }
-    if (rc)
-        return rc;
+    if (rc) return rc;
     t->res->events_done++;
     s->res->events++;
     t->t_last = now;
     tenant_step_metrics(t, now);
     update_device(s, now, &before, &t->a->c);
-    if (abort)
-        return retire(s, t, now, GM_TENANT_ABORTED, err);
+    if (abort) return retire(s, t, now, GM_TENANT_ABORTED, err);
     t->pos++;
     t->index++;
     if (t->pos < t->nbuf) {
@@ -732,8 +689,7 @@ static tenant *next_tenant(sim *s)
 {
     tenant *best = NULL;
     for (size_t i = 0; i < s->n; i++)
-        if (!s->t[i].done && (!best || s->t[i].next_t < best->next_t))
-            best = &s->t[i];
+        if (!s->t[i].done && (!best || s->t[i].next_t < best->next_t)) best = &s->t[i];
     return best;
 }
 
@@ -745,17 +701,14 @@ static tenant *next_tenant(sim *s)
  * overhead is 0 unless the user gave one). 0 if neither is known. */
 static uint64_t capacity_from(sim *s, const gm_trace_meta *m)
 {
-    if (!m)
-        return 0;
+    if (!m) return 0;
     if (m->device_total_bytes) {
         snprintf(s->res->capacity_source, sizeof s->res->capacity_source,
                  "the trace's device (device_total_bytes)");
         return m->device_total_bytes;
     }
-    if (!m->device_avail_bytes)
-        return 0;
-    if (!s->cfg->overhead_given)
-        s->overhead = 0;
+    if (!m->device_avail_bytes) return 0;
+    if (!s->cfg->overhead_given) s->overhead = 0;
     snprintf(s->res->capacity_source, sizeof s->res->capacity_source,
              "the memory the recorded process had (device_avail_bytes)%s",
              s->cfg->overhead_given ? "" : ", no context overhead");
@@ -779,13 +732,11 @@ static int setup(sim *s, gm_err *err)
     s->overhead = cfg->overhead_bytes;
     snprintf(s->res->capacity_source, sizeof s->res->capacity_source, "%s",
              cfg->device ? "the device" : "--capacity");
-    if (cfg->device)
-        cap = cfg->device->capacity_bytes;
+    if (cfg->device) cap = cfg->device->capacity_bytes;
     const gm_tenant_spec *t0 = &cfg->tenants[0];
     if (!cap) {
         gm_trace_reader *r0 = NULL;
-        if (!t0->events && (rc = gm_trace_open(t0->path, &r0, err)))
-            return rc;
+        if (!t0->events && (rc = gm_trace_open(t0->path, &r0, err))) return rc;
         const gm_trace_meta *m0 = r0 ? gm_trace_meta_get(r0) : t0->meta;
         cap = capacity_from(s, m0);
         gm_trace_close(r0);
@@ -804,8 +755,7 @@ static int setup(sim *s, gm_err *err)
     s->res->initial_state = cfg->initial_state;
     for (size_t i = 0; i < s->n; i++) {
         tenant *t = &s->t[i];
-        if ((rc = tenant_open(s, t, err)))
-            return rc;
+        if ((rc = tenant_open(s, t, err))) return rc;
         gm_metrics_init(&t->res->m);
     }
     gm_policy *p0 = s->t[0].pol;
@@ -815,8 +765,7 @@ static int setup(sim *s, gm_err *err)
     snprintf(s->res->allocator, sizeof s->res->allocator, "%s", s->t[0].a->ops->name);
     for (size_t i = 0; i < s->n; i++) {
         tenant *t = &s->t[i];
-        if ((rc = refill(s, t, err)))
-            return rc;
+        if ((rc = refill(s, t, err))) return rc;
         if (t->done) /* an empty trace */
             continue;
         t->t_first = t->nbuf ? t->buf[0].t_ns : 0;
@@ -831,15 +780,13 @@ static int setup(sim *s, gm_err *err)
 int gm_simulate(const gm_sim_config *cfg, gm_sim_result **out, gm_err *err)
 {
     *out = NULL;
-    if (cfg->n_tenants == 0)
-        return gm_errf(err, GM_EUSAGE, "no trace given");
+    if (cfg->n_tenants == 0) return gm_errf(err, GM_EUSAGE, "no trace given");
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     sim s = {.cfg = cfg, .n = cfg->n_tenants};
     s.res = calloc(1, sizeof *s.res);
     s.t = calloc(s.n, sizeof *s.t);
-    if (s.res)
-        s.res->t = calloc(s.n, sizeof *s.res->t);
+    if (s.res) s.res->t = calloc(s.n, sizeof *s.res->t);
     if (!s.res || !s.t || !s.res->t) {
         free(s.t);
         gm_sim_result_free(s.res);
@@ -853,8 +800,7 @@ int gm_simulate(const gm_sim_config *cfg, gm_sim_result **out, gm_err *err)
     int rc = setup(&s, err);
     while (rc == GM_OK) {
         tenant *t = s.n == 1 ? (s.t[0].done ? NULL : &s.t[0]) : next_tenant(&s);
-        if (!t)
-            break;
+        if (!t) break;
         rc = step(&s, t, err);
         if (cfg->progress && s.res->events >= s.next_progress) {
             cfg->progress(cfg->progress_ctx, s.res->events);
@@ -863,14 +809,11 @@ int gm_simulate(const gm_sim_config *cfg, gm_sim_result **out, gm_err *err)
     }
     for (size_t i = 0; i < s.n; i++) {
         tenant *t = &s.t[i];
-        if (t->a)
-            t->res->c = t->a->c;
+        if (t->a) t->res->c = t->a->c;
         tenant_close(t);
     }
-    if (!cfg->device)
-        gm_device_destroy(s.dev);
-    if (s.n == 1)
-        s.res->device = s.res->t[0].m;
+    if (!cfg->device) gm_device_destroy(s.dev);
+    if (s.n == 1) s.res->device = s.res->t[0].m;
     free(s.t);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     s.res->wall_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
@@ -884,8 +827,7 @@ int gm_simulate(const gm_sim_config *cfg, gm_sim_result **out, gm_err *err)
 
 void gm_sim_result_free(gm_sim_result *r)
 {
-    if (!r)
-        return;
+    if (!r) return;
     for (size_t i = 0; r->t && i < r->n_tenants; i++)
         json_decref(r->t[i].policy_report);
     free(r->t);

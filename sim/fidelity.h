@@ -88,8 +88,8 @@ const char *gm_fid_cause_text(int cause);
 typedef struct gm_fidelity {
     uint64_t n_events;
     uint64_t capacity_bytes;
-    char capacity_source[160];             /* where capacity_bytes came from */
-    uint64_t avail_min, avail_max;          /* the trace's device window (0: none) */
+    char capacity_source[160];     /* where capacity_bytes came from */
+    uint64_t avail_min, avail_max; /* the trace's device window (0: none) */
     char alloc_conf[256];
     int fresh_addresses;
     uint64_t init_segments, init_reserved; /* /initial_state segments (expandable: mapped) */
@@ -102,7 +102,7 @@ typedef struct gm_fidelity {
     uint64_t div_event; /* the first such event                    */
     uint8_t div_op;     /* its op and size (for the message)       */
     uint64_t div_size;
-    int div_cause;      /* enum gm_fid_cause                        */
+    int div_cause;             /* enum gm_fid_cause                        */
     uint64_t max_reserved_err; /* max |recorded reserved - model reserved| */
     uint64_t max_err_event;    /* where (UINT64_MAX: before event 0)       */
     uint64_t model_ooms;       /* allocations the model could not satisfy  */

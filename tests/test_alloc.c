@@ -438,7 +438,10 @@ static void test_restore_expandable(void)
     CU_ASSERT_EQUAL_FATAL(fx_open(&f, 80 * GiB, "pytorch", "expandable_segments:True", 0), 0);
     const uint64_t B = 0x7f3000000000ull;
     gm_init_row rows[] = {
-        {.addr = B, .size = 100 * MiB, .kind = GM_INIT_SEGMENT, .pool = GM_POOL_LARGE,
+        {.addr = B,
+         .size = 100 * MiB,
+         .kind = GM_INIT_SEGMENT,
+         .pool = GM_POOL_LARGE,
          .expandable = 1},
         {.addr = B, .size = 40 * MiB, .kind = GM_INIT_MAPPED},
         {.addr = B + 60 * MiB, .size = 40 * MiB, .kind = GM_INIT_MAPPED},
@@ -486,7 +489,10 @@ static void test_private_pool(void)
     CU_ASSERT_EQUAL_FATAL(fx_open(&f, 80 * GiB, "pytorch", "", 0), 0);
     gm_init_row rows[] = {
         {.addr = 0x10000000, .size = 20 * MiB, .kind = GM_INIT_SEGMENT, .pool = GM_POOL_LARGE},
-        {.addr = 0x20000000, .size = 20 * MiB, .kind = GM_INIT_SEGMENT, .pool = GM_POOL_LARGE,
+        {.addr = 0x20000000,
+         .size = 20 * MiB,
+         .kind = GM_INIT_SEGMENT,
+         .pool = GM_POOL_LARGE,
          .pool_id1 = 1},
         {.addr = 0x10000000, .size = 4 * MiB, .block_size = 4 * MiB, .kind = GM_INIT_BLOCK},
         {.addr = 0x20000000, .size = 2 * MiB, .block_size = 2 * MiB, .kind = GM_INIT_BLOCK},

@@ -986,9 +986,10 @@ static void test_cases(void)
     /* the expandable ranges: one segment over [L, L+100 MiB), mapped throughout */
     gm_err err;
     gm_torch_import *imp;
-    CU_ASSERT_EQUAL_FATAL(gm_torch_import_file(gm_test_path("tests/data/cases/expandable-ranges.pickle"),
-                                               NULL, &imp, &err),
-                          GM_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        gm_torch_import_file(gm_test_path("tests/data/cases/expandable-ranges.pickle"), NULL, &imp,
+                             &err),
+        GM_OK);
     const gm_import_trace *t = &imp->dev[0];
     const gm_init_row *seg = init_at(t, 0x7f3000000000ull, GM_INIT_SEGMENT);
     const gm_init_row *map = init_at(t, 0x7f3000000000ull, GM_INIT_MAPPED);
@@ -999,10 +1000,10 @@ static void test_cases(void)
     CU_ASSERT_EQUAL(t->init_segment_bytes, 100 * GM_MiB);
     gm_torch_import_free(imp);
     /* one damaged device: the other is still imported, the failure named */
-    CU_ASSERT_EQUAL_FATAL(gm_torch_import_file(
-                              gm_test_path("tests/data/cases/two-devices-one-bad.pickle"), NULL,
-                              &imp, &err),
-                          GM_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        gm_torch_import_file(gm_test_path("tests/data/cases/two-devices-one-bad.pickle"), NULL,
+                             &imp, &err),
+        GM_OK);
     CU_ASSERT_EQUAL(imp->n, 1);
     CU_ASSERT_EQUAL(imp->dev[0].device, 0);
     CU_ASSERT_EQUAL_FATAL(imp->n_failed, 1);
@@ -1011,9 +1012,10 @@ static void test_cases(void)
     gm_torch_import_free(imp);
     /* ... and when it is the only one asked for, it is an error */
     gm_torch_opts o = {.device = 1};
-    CU_ASSERT_EQUAL(gm_torch_import_file(gm_test_path("tests/data/cases/two-devices-one-bad.pickle"),
-                                         &o, &imp, &err),
-                    GM_EINVAL);
+    CU_ASSERT_EQUAL(
+        gm_torch_import_file(gm_test_path("tests/data/cases/two-devices-one-bad.pickle"), &o, &imp,
+                             &err),
+        GM_EINVAL);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "lies in no segment"));
 }
 

@@ -83,9 +83,9 @@ int gm_import_trace_write(const gm_import_trace *t, const char *path,
 
 /* Options of the snapshot importer. */
 typedef struct gm_torch_opts {
-    const char *name;    /* input name for messages and `workload` ("snapshot") */
-    const char *command; /* recorded in meta.command ("" when NULL)             */
-    int device;          /* import only this device; -1 = every device with data */
+    const char *name;            /* input name for messages and `workload` ("snapshot") */
+    const char *command;         /* recorded in meta.command ("" when NULL)             */
+    int device;                  /* import only this device; -1 = every device with data */
     uint64_t device_total_bytes; /* --device-total / --gpu: the card's memory (0 = unknown) */
     const char *device_name;     /* --gpu: its name (NULL = unknown)                     */
 } gm_torch_opts;

@@ -112,10 +112,10 @@ typedef struct gm_init_row {
     uint64_t size;
     uint64_t block_size; /* GM_INIT_BLOCK: allocated block bytes (0 = unknown) */
     uint64_t stream;
-    uint8_t kind;        /* enum gm_init_kind */
-    uint8_t category;    /* enum gm_category (blocks) */
-    uint8_t pool;        /* segments: enum gm_init_pool                        */
-    uint8_t expandable;  /* segments: 1 = an expandable segment (VMM pages)     */
+    uint8_t kind;       /* enum gm_init_kind */
+    uint8_t category;   /* enum gm_category (blocks) */
+    uint8_t pool;       /* segments: enum gm_init_pool                        */
+    uint8_t expandable; /* segments: 1 = an expandable segment (VMM pages)     */
     /* segments: PyTorch's MempoolId_t; (0, 0) = the default pools, anything
      * else a CUDA-graph / MemPool private pool ordinary allocations never use */
     uint64_t pool_id0, pool_id1;

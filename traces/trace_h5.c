@@ -187,8 +187,8 @@ static void col_list(const struct table *t, char *buf, size_t len)
     buf[0] = 0;
     for (size_t i = 0; i < t->ncols && used < len; i++)
         if (!t->cols[i].optional)
-            used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
-                                     t->cols[i].name);
+            used +=
+                (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", t->cols[i].name);
 }
 
 /* Check that ds is a 1-D compound dataset with every column of t; *nrows. */
@@ -729,15 +729,15 @@ static int explain_bad(const char *p, unsigned op_count, const gm_event *ev, siz
 }
 
 /* Check ev[0..n), whose first index is `first`; *prev_t_ns carries time order. */
-static int validate(const char *p, unsigned op_count, const gm_event *ev, size_t n,
-                    uint64_t first, uint64_t *prev_t_ns, gm_err *err)
+static int validate(const char *p, unsigned op_count, const gm_event *ev, size_t n, uint64_t first,
+                    uint64_t *prev_t_ns, gm_err *err)
 {
     uint64_t prev = *prev_t_ns;
     unsigned bad = 0;
     for (size_t i = 0; i < n; i++) {
         const gm_event *e = &ev[i];
-        bad |= (e->op >= op_count) | (e->category >= GM_CAT_COUNT) |
-               (e->phase >= GM_PHASE_COUNT) | (e->t_ns < prev) | (e->size > GM_TRACE_MAX_SIZE) |
+        bad |= (e->op >= op_count) | (e->category >= GM_CAT_COUNT) | (e->phase >= GM_PHASE_COUNT) |
+               (e->t_ns < prev) | (e->size > GM_TRACE_MAX_SIZE) |
                ((e->size == 0) & op_allocates(e->op));
         prev = e->t_ns;
     }
@@ -851,12 +851,12 @@ int gm_trace_read_initial(gm_trace_reader *r, gm_init_row **rows, size_t *n, gm_
     gm_init_row *ir = buf;
     unsigned kinds = r->meta.version == 1 ? GM_INIT_MAPPED : GM_INIT_KIND_COUNT;
     for (size_t i = 0; i < *n; i++) {
-        const char *what = ir[i].kind >= kinds ? (kinds == GM_INIT_MAPPED
-                                                      ? "kind is not 0 (segment) or 1 (block)"
-                                                      : "kind is not 0 (segment), 1 (block) or 2 "
-                                                        "(mapped range)")
-                           : ir[i].category >= GM_CAT_COUNT ? "category is out of range"
-                           : ir[i].size > GM_TRACE_MAX_SIZE ? "size is over 2^48 bytes"
+        const char *what = ir[i].kind >= kinds                    ? (kinds == GM_INIT_MAPPED
+                                                                         ? "kind is not 0 (segment) or 1 (block)"
+                                                                         : "kind is not 0 (segment), 1 (block) or 2 "
+                                                                           "(mapped range)")
+                           : ir[i].category >= GM_CAT_COUNT       ? "category is out of range"
+                           : ir[i].size > GM_TRACE_MAX_SIZE       ? "size is over 2^48 bytes"
                            : ir[i].block_size > GM_TRACE_MAX_SIZE ? "block_size is over 2^48 bytes"
                            : ir[i].pool > GM_POOL_SMALL           ? "pool is not 0, 1 or 2"
                            : ir[i].expandable > 1                 ? "expandable is not 0 or 1"
