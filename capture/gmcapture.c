@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "capture/records.h"
+#include "records.h"
 
 #define DEFAULT_OUTPUT "gmcapture-%p.h5"
 

@@ -54,7 +54,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "capture/session.h"
+#include "session.h"
 
 #define GMC_EXPORT __attribute__((visibility("default")))
 #define BUFFER_BYTES (4u << 20) /* per CUPTI buffer; ~30k memory records  */

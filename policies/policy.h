@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "sim/alloc.h"
-#include "sim/util.h"
+#include "base/util.h"
 
 #define GM_POLICY_VERSION 1
 

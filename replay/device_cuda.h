@@ -38,7 +38,7 @@
 
 #include "sim/device.h"
 #include "sim/measured.h"
-#include "sim/util.h"
+#include "base/util.h"
 
 typedef struct gm_cuda gm_cuda;
 

@@ -24,12 +24,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "replay/ballast.h"
-#include "replay/calibrate.h"
-#include "replay/device_cuda.h"
+#include "ballast.h"
+#include "calibrate.h"
+#include "device_cuda.h"
 #include "reports/results.h"
 #include "sim/measured.h"
-#include "sim/run_opts.h"
+#include "study/run_opts.h"
 
 static volatile sig_atomic_t g_stop; /* the signal that asked us to stop */
 

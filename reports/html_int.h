@@ -15,7 +15,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "strbuf.h"
+#include "base/strbuf.h"
 #include "svg.h"
 
 /* Chart geometry (SVG user units; charts scale to the page width). */

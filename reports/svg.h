@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "strbuf.h"
+#include "base/strbuf.h"
 
 /* Linear map from data [d0, d1] to pixels [p0, p1] (p1 < p0 for a y axis). */
 typedef struct gm_scale {

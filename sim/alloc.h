@@ -17,7 +17,7 @@
 
 #include "device.h"
 #include "traces/trace.h"
-#include "util.h"
+#include "base/util.h"
 
 struct gm_policy;
 

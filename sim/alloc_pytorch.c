@@ -46,7 +46,7 @@
 #include <bsd/sys/tree.h>
 
 #include "alloc.h"
-#include "alloc_conf.h"
+#include "traces/alloc_conf.h"
 #include "policies/policy.h"
 
 #define kMinBlockSize 512ull

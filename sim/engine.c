@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "addrmap.h"
+#include "base/addrmap.h"
 #include "policies/policy.h"
 #include "traces/trace.h"
 

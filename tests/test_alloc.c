@@ -10,7 +10,7 @@
 #include "cu.h"
 #include "policies/policy.h"
 #include "sim/alloc.h"
-#include "sim/alloc_conf.h"
+#include "traces/alloc_conf.h"
 #include "sim/device.h"
 
 #define MiB GM_MiB

@@ -6,7 +6,7 @@
  */
 #include "cu.h"
 
-#include "sim/addrmap.h"
+#include "base/addrmap.h"
 #include "traces/gen_bert.h"
 
 #include <stdio.h>

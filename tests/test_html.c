@@ -12,7 +12,7 @@
 #include "cu.h"
 #include "reports/html.h"
 #include "reports/results.h"
-#include "reports/strbuf.h"
+#include "base/strbuf.h"
 #include "reports/svg.h"
 #include "reports/trace_stats.h"
 #include "sim/engine.h"

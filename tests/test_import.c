@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sim/fidelity.h"
+#include "study/fidelity.h"
 #include "traces/import_rmm.h"
 #include "traces/import_torch.h"
 #include "traces/trace.h"

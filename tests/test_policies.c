@@ -11,7 +11,7 @@
 
 #include "cu.h"
 #include "policies/policy.h"
-#include "sim/compare.h"
+#include "study/compare.h"
 #include "sim/engine.h"
 #include "traces/trace.h"
 

@@ -18,8 +18,8 @@
 #include "sim/device_profile.h"
 #include "sim/engine.h"
 #include "sim/measured.h"
-#include "sim/run_opts.h"
-#include "sim/validate.h"
+#include "study/run_opts.h"
+#include "reports/validate.h"
 
 #define MiB GM_MiB
 #define GiB GM_GiB

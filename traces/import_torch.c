@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/addrmap.h"
-#include "sim/alloc_conf.h"
+#include "base/addrmap.h"
+#include "alloc_conf.h"
 
 #define NONE UINT32_MAX
 #define MIN_BLOCK 512ull             /* kMinBlockSize */

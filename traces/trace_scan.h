@@ -18,7 +18,7 @@
 #include <gsl/gsl_histogram.h>
 #include <stdint.h>
 
-#include "sim/addrmap.h"
+#include "base/addrmap.h"
 #include "trace.h"
 
 /* Size histogram: bin 0 is [0, 512 B), bin k >= 1 is [2^(8+k), 2^(9+k)), up

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/alloc_conf.h"
+#include "traces/alloc_conf.h"
 #include "traces/import_torch.h"
 #include "traces/unpickle.h"
 

@@ -1,7 +1,7 @@
 /* run_opts.c - see run_opts.h. */
 #include "run_opts.h"
 
-#include "device_profile.h"
+#include "sim/device_profile.h"
 #include "policies/policy.h"
 
 #include <stdlib.h>

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device.h"
-#include "engine.h"
+#include "sim/device.h"
+#include "sim/engine.h"
 #include "traces/trace.h"
 
 /* ---------------- a simulated GPU that hands out the recorded addresses ---------------- */

@@ -11,10 +11,10 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "compare.h"
+#include "study/compare.h"
 #include "policies/policy.h"
 #include "reports/results.h"
-#include "run_opts.h"
+#include "study/run_opts.h"
 
 static void usage(FILE *f)
 {

@@ -1,6 +1,6 @@
 /* gmsim_main.c - the `gmsim` command table: one line per subcommand. */
-#include "sim/commands.h"
-#include "sim/util.h"
+#include "commands.h"
+#include "base/util.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reports/results.h"
+#include "results.h"
 
 /* ---------------- JSON access ---------------- */
 

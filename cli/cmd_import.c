@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/commands.h"
-#include "sim/util.h"
+#include "commands.h"
+#include "base/util.h"
 #include "traces/import_rmm.h"
 #include "traces/import_torch.h"
 

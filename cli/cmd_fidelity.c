@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "reports/results.h"
-#include "sim/commands.h"
-#include "sim/fidelity.h"
+#include "commands.h"
+#include "study/fidelity.h"
 #include "traces/import_torch.h"
 
 static void usage(FILE *f)

@@ -12,7 +12,7 @@
 
 #include "commands.h"
 #include "reports/results.h"
-#include "validate.h"
+#include "reports/validate.h"
 
 static void usage(FILE *f)
 {

@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "util.h"
+#include "base/util.h"
 
 /* PyTorch splits rounding divisions into 16 power-of-two intervals from 1 MiB
  * to 64 GiB (kRoundUpPowerOfTwoIntervals, kRoundUpPowerOfTwoStart). */

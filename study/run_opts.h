@@ -8,7 +8,7 @@
 #include <getopt.h>
 #include <stdio.h>
 
-#include "engine.h"
+#include "sim/engine.h"
 
 typedef struct gm_run_opts {
     gm_tenant_spec *tenants;

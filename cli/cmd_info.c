@@ -7,8 +7,8 @@
  * simulator, not info, refuses such traces). Errors the reader reports (bad
  * file, invalid event) end the command with exit code 1.
  */
-#include "sim/commands.h"
-#include "sim/util.h"
+#include "commands.h"
+#include "base/util.h"
 #include "traces/trace.h"
 #include "traces/trace_scan.h"
 

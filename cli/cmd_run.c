@@ -13,11 +13,11 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "engine.h"
+#include "sim/engine.h"
 #include "reports/html.h"
 #include "reports/results.h"
 #include "reports/trace_stats.h"
-#include "run_opts.h"
+#include "study/run_opts.h"
 
 static void usage(FILE *f)
 {

@@ -2,8 +2,8 @@
  * cmd_gen.c - `gmsim gen bert [options] -o OUT.h5`: write a synthetic
  * workload trace (traces/gen_bert.h describes the model).
  */
-#include "sim/commands.h"
-#include "sim/util.h"
+#include "commands.h"
+#include "base/util.h"
 #include "traces/gen_bert.h"
 
 #include <errno.h>

@@ -14,7 +14,7 @@
 
 #include <jansson.h>
 
-#include "engine.h"
+#include "sim/engine.h"
 
 #define GM_COMPARE_SCHEMA "gmsim-compare/1"
 #define GM_FIT_SCHEMA "gmsim-fit/1"
