@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "err.h"
 
 int gm_addrmap_init(gm_addrmap *m, size_t cap)
 {

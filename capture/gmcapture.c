@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "records.h"
+#include "base/version.h"
 
 #define DEFAULT_OUTPUT "gmcapture-%p.h5"
 

@@ -55,6 +55,8 @@
 #include <unistd.h>
 
 #include "session.h"
+#include "base/clock.h"
+#include "base/version.h"
 
 #define GMC_EXPORT __attribute__((visibility("default")))
 #define BUFFER_BYTES (4u << 20) /* per CUPTI buffer; ~30k memory records  */

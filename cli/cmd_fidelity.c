@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "study/fidelity.h"
 #include "traces/import_torch.h"
+#include "base/version.h"
 
 static void usage(FILE *f)
 {

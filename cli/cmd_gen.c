@@ -3,7 +3,7 @@
  * workload trace (traces/gen_bert.h describes the model).
  */
 #include "commands.h"
-#include "base/util.h"
+#include "base/units.h"
 #include "traces/gen_bert.h"
 
 #include <errno.h>

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "base/util.h"
+#include "base/err.h"
 #include "traces/import_rmm.h"
 #include "traces/import_torch.h"
 

@@ -8,7 +8,7 @@
  * file, invalid event) end the command with exit code 1.
  */
 #include "commands.h"
-#include "base/util.h"
+#include "base/units.h"
 #include "traces/trace.h"
 #include "traces/trace_scan.h"
 

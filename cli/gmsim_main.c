@@ -1,6 +1,6 @@
 /* gmsim_main.c - the `gmsim` command table: one line per subcommand. */
 #include "commands.h"
-#include "base/util.h"
+#include "base/version.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "sim/alloc.h"
-#include "base/util.h"
+#include "base/err.h"
 
 #define GM_POLICY_VERSION 1
 

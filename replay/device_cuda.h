@@ -38,7 +38,7 @@
 
 #include "sim/device.h"
 #include "sim/measured.h"
-#include "base/util.h"
+#include "base/err.h"
 
 typedef struct gm_cuda gm_cuda;
 

@@ -30,6 +30,7 @@
 #include "reports/results.h"
 #include "sim/measured.h"
 #include "study/run_opts.h"
+#include "base/version.h"
 
 static volatile sig_atomic_t g_stop; /* the signal that asked us to stop */
 

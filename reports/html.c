@@ -20,6 +20,9 @@
 #include <unistd.h>
 
 #include "html_int.h"
+#include "base/units.h"
+#include "base/hash.h"
+#include "base/version.h"
 
 #define MAX_TRACES 64
 #define MAX_OOM_ROWS 10

@@ -26,7 +26,7 @@
 
 #include <jansson.h>
 
-#include "base/util.h"
+#include "base/err.h"
 #include "base/strbuf.h"
 
 /* Append the page for result to out. GM_EINVAL when result is not gmsim

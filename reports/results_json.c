@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include "traces/trace.h"
+#include "base/clock.h"
+#include "base/version.h"
 
 static json_t *ju(uint64_t v)
 {

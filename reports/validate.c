@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "results.h"
+#include "base/version.h"
 
 /* ---------------- JSON access ---------------- */
 

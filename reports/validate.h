@@ -26,7 +26,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "base/util.h"
+#include "base/err.h"
 
 #define GM_VALIDATE_SCHEMA "gmsim-validate/1"
 #define GM_VALIDATE_PEAK_RESERVED_TOL 0.02

@@ -17,7 +17,7 @@
 
 #include "device.h"
 #include "traces/trace.h"
-#include "base/util.h"
+#include "base/err.h"
 
 struct gm_policy;
 

@@ -10,6 +10,7 @@
 #include "base/addrmap.h"
 #include "policies/policy.h"
 #include "traces/trace.h"
+#include "base/hash.h"
 
 #define CHUNK_EVENTS GM_TRACE_CHUNK_EVENTS
 #define PASS_GAP_NS 1000ull /* idle time between --repeat passes */

@@ -19,7 +19,7 @@
 #include "device.h"
 #include "metrics.h"
 #include "traces/trace.h"
-#include "base/util.h"
+#include "base/err.h"
 
 typedef struct gm_tenant_spec {
     const char *path;     /* trace file; with `events`, only a name       */

@@ -11,6 +11,8 @@
 
 #include "policies/policy.h"
 #include "reports/results.h"
+#include "base/clock.h"
+#include "base/version.h"
 
 /* ---------------- policy lists ---------------- */
 

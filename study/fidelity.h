@@ -34,7 +34,7 @@
 
 #include <jansson.h>
 
-#include "base/util.h"
+#include "base/units.h"
 
 /* Default device size: snapshots do not record it; big enough never to OOM. */
 #define GM_FIDELITY_CAPACITY (1024ull * GM_GiB)

@@ -8,6 +8,8 @@
 
 #include "base/addrmap.h"
 #include "traces/gen_bert.h"
+#include "base/units.h"
+#include "base/hash.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -17,6 +17,7 @@
 #include "reports/trace_stats.h"
 #include "sim/engine.h"
 #include "traces/trace.h"
+#include "base/version.h"
 
 /* Occurrences of needle in hay. */
 static int count(const char *hay, const char *needle)

@@ -5,6 +5,7 @@
  */
 #include "cu.h"
 #include "traces/trace.h"
+#include "base/units.h"
 
 #include <hdf5.h>
 

@@ -1,5 +1,6 @@
 /* alloc_conf.c - see alloc_conf.h for the rules and where they come from. */
 #include "alloc_conf.h"
+#include "base/units.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -10,9 +10,10 @@
 #ifndef GM_ALLOC_CONF_H
 #define GM_ALLOC_CONF_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-#include "base/util.h"
+#include "base/err.h"
 
 /* PyTorch splits rounding divisions into 16 power-of-two intervals from 1 MiB
  * to 64 GiB (kRoundUpPowerOfTwoIntervals, kRoundUpPowerOfTwoStart). */

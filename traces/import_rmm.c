@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/addrmap.h"
+#include "base/clock.h"
 
 #define US_PER_DAY (86400ull * 1000000ull)
 

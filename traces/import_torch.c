@@ -26,6 +26,8 @@
 
 #include "base/addrmap.h"
 #include "alloc_conf.h"
+#include "base/units.h"
+#include "base/clock.h"
 
 #define NONE UINT32_MAX
 #define MIN_BLOCK 512ull             /* kMinBlockSize */

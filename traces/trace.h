@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/util.h"
+#include "base/err.h"
 
 #define GM_TRACE_VERSION 1
 /* Largest size an event may carry: 2^48 bytes (256 TiB), far above any GPU. */

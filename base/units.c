@@ -1,26 +1,12 @@
-/* util.c - see util.h. */
-#include "util.h"
+/* units.c - see units.h. */
+#include "units.h"
 
 #include <ctype.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
-
-int gm_errf(gm_err *err, int code, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-        va_end(ap);
-        err->code = code;
-    }
-    return code;
-}
 
 struct suffix {
     const char *name;
@@ -132,39 +118,4 @@ char *gm_fmt_ns(uint64_t ns, char *buf, size_t len)
     else
         snprintf(buf, len, "%llu ns", (unsigned long long)ns);
     return buf;
-}
-
-void gm_hash_init(gm_hash *h)
-{
-    h->h = 0x9e3779b97f4a7c15ull;
-}
-
-void gm_hash_u64(gm_hash *h, uint64_t v)
-{
-    /* one round of a multiply-xorshift mix per word: fast and order-sensitive */
-    uint64_t x = (h->h ^ v) * 0xbf58476d1ce4e5b9ull;
-    h->h = (x ^ (x >> 31)) + 0x94d049bb133111ebull;
-}
-
-void gm_hash_bytes(gm_hash *h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    while (n >= 8) {
-        uint64_t v;
-        memcpy(&v, b, 8);
-        gm_hash_u64(h, v);
-        b += 8;
-        n -= 8;
-    }
-    uint64_t tail = 0;
-    memcpy(&tail, b, n);
-    gm_hash_u64(h, tail ^ ((uint64_t)n << 56));
-}
-
-void gm_utc_now(char *buf, size_t len)
-{
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }

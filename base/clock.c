@@ -1,0 +1,12 @@
+/* clock.c - see clock.h. */
+#include "clock.h"
+
+#include <time.h>
+
+void gm_utc_now(char *buf, size_t len)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
