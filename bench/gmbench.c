@@ -18,6 +18,7 @@
 
 #include "sim/engine.h"
 #include "traces/gen_bert.h"
+#include "study/simulate.h"
 
 typedef struct vec {
     gm_event *v;

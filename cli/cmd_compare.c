@@ -13,7 +13,7 @@
 
 #include "commands.h"
 #include "study/compare.h"
-#include "policies/policy.h"
+#include "policies/registry.h"
 #include "reports/html.h"
 #include "reports/results.h"
 #include "reports/trace_stats.h"

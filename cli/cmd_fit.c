@@ -12,7 +12,7 @@
 
 #include "commands.h"
 #include "study/compare.h"
-#include "policies/policy.h"
+#include "policies/registry.h"
 #include "reports/results.h"
 #include "study/run_opts.h"
 

@@ -18,6 +18,7 @@
 #include "reports/results.h"
 #include "reports/trace_stats.h"
 #include "study/run_opts.h"
+#include "study/simulate.h"
 
 static void usage(FILE *f)
 {

@@ -21,7 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "policy.h"
+#include "sim/policy.h"
 #include "pressure.h"
 
 typedef struct lru_policy {

@@ -36,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy.h"
+#include "sim/policy.h"
 #include "pressure.h"
 #include "traces/trace.h"
 

@@ -63,7 +63,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy.h"
+#include "sim/policy.h"
 #include "pressure.h"
 
 #define NB 64              /* phase bins per period                    */

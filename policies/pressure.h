@@ -10,7 +10,7 @@
 #ifndef GM_POLICIES_PRESSURE_H
 #define GM_POLICIES_PRESSURE_H
 
-#include "policy.h"
+#include "sim/policy.h"
 #include "seglist.h"
 
 /* Bytes to give back so that the driver allocation of p->alloc_size fits:

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy.h"
+#include "sim/policy.h"
 #include "pressure.h"
 
 static const int default_order[GM_CAT_COUNT] = {

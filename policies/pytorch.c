@@ -24,7 +24,7 @@
  */
 #include <stdlib.h>
 
-#include "policy.h"
+#include "sim/policy.h"
 #include "seglist.h"
 
 typedef struct pt_policy {

@@ -31,6 +31,7 @@
 #include "sim/measured.h"
 #include "study/run_opts.h"
 #include "base/version.h"
+#include "study/simulate.h"
 
 static volatile sig_atomic_t g_stop; /* the signal that asked us to stop */
 

@@ -4,7 +4,7 @@
  * An allocator model (pytorch, direct, ...) is a const gm_alloc_ops found by
  * name; an instance is a gm_alloc that belongs to one tenant. It gets driver
  * memory only through the gm_device backend, and asks its release policy
- * (policies/policy.h) what cached memory to give back and when.
+ * (policy.h) what cached memory to give back and when.
  *
  * Counters (Q, A, R, driver calls) are kept up to date by the model on every
  * call, so metrics.c can read them after each event without asking.
@@ -103,8 +103,7 @@ struct gm_alloc {
     const gm_alloc_ops *ops;
     void *impl;
     gm_device *dev;
-    struct gm_policy *policy; /* release policy; never NULL once created */
-    int owns_policy;          /* created by gm_alloc_create (none was given) */
+    struct gm_policy *policy; /* release policy (not owned); never NULL */
     gm_alloc_counters c;
     gm_alloc_limits limits;
     void (*seg_hook)(void *ctx, const gm_seg_event *ev); /* optional */
@@ -115,8 +114,9 @@ struct gm_alloc {
 const gm_alloc_ops *gm_alloc_find(const char *name); /* NULL if unknown */
 const char *gm_alloc_names(void);                    /* "pytorch, direct" */
 
-/* Create an allocator instance. memory_fraction 0 = unset (PyTorch's
- * torch.cuda.set_per_process_memory_fraction). policy may be NULL (=pytorch). */
+/* Create an allocator instance asking `policy` (required; it must outlive
+ * the instance) what to release. memory_fraction 0 = unset (PyTorch's
+ * torch.cuda.set_per_process_memory_fraction). */
 int gm_alloc_create(const gm_alloc_ops *ops, gm_device *dev, const char *conf,
                     double memory_fraction, struct gm_policy *policy, gm_alloc **out, gm_err *err);
 void gm_alloc_destroy(gm_alloc *a);

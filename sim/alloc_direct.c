@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "alloc.h"
-#include "policies/policy.h"
+#include "policy.h"
 
 typedef struct direct_block {
     uint64_t ptr, size, requested, stream;

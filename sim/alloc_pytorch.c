@@ -47,7 +47,7 @@
 
 #include "alloc.h"
 #include "traces/alloc_conf.h"
-#include "policies/policy.h"
+#include "policy.h"
 
 #define kMinBlockSize 512ull
 #define kSmallSize (1ull * GM_MiB)

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "base/addrmap.h"
-#include "policies/policy.h"
+#include "policy.h"
 #include "traces/trace.h"
 #include "base/hash.h"
 
@@ -45,6 +45,8 @@ typedef struct tenant {
 
 typedef struct sim {
     const gm_sim_config *cfg;
+    const gm_policy_ops *pol_ops; /* each tenant's release policy, with ... */
+    const char *pol_params;       /* ... its parameters                     */
     gm_device *dev;
     tenant *t;
     size_t n;
@@ -124,7 +126,7 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
     const char *conf = conf_for(cfg, meta);
     snprintf(res->alloc_conf, sizeof res->alloc_conf, "%s", conf);
 
-    rc = gm_policy_create(cfg->policy ? cfg->policy : "pytorch", &t->pol, err);
+    rc = gm_policy_new(s->pol_ops, s->pol_params, &t->pol, err);
     if (rc)
         return rc;
     const gm_alloc_ops *ops = gm_alloc_find(cfg->allocator ? cfg->allocator : "pytorch");
@@ -717,14 +719,15 @@ static int setup(sim *s, gm_err *err)
     return GM_OK;
 }
 
-int gm_simulate(const gm_sim_config *cfg, gm_sim_result **out, gm_err *err)
+int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const char *params,
+                  gm_sim_result **out, gm_err *err)
 {
     *out = NULL;
     if (cfg->n_tenants == 0)
         return gm_errf(err, GM_EUSAGE, "no trace given");
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    sim s = {.cfg = cfg, .n = cfg->n_tenants};
+    sim s = {.cfg = cfg, .n = cfg->n_tenants, .pol_ops = policy, .pol_params = params};
     s.res = calloc(1, sizeof *s.res);
     s.t = calloc(s.n, sizeof *s.t);
     if (s.res)

@@ -38,7 +38,9 @@ typedef struct gm_sim_config {
     size_t n_tenants;
     const char *allocator;  /* "pytorch" (default) or "direct"                 */
     const char *alloc_conf; /* PYTORCH_CUDA_ALLOC_CONF; NULL = the trace's own */
-    const char *policy;     /* "NAME[:k=v,...]", NULL = "pytorch"               */
+    const char *policy;     /* "NAME[:k=v,...]", NULL = "pytorch": for gm_simulate
+                               (study/simulate.h), which resolves it; the engine
+                               takes the resolved ops                          */
     double memory_fraction; /* 0 = unset                                        */
     uint64_t capacity_bytes;/* 0 = the first trace's device_total_bytes         */
     uint64_t overhead_bytes;/* context overhead per tenant                      */
@@ -105,7 +107,13 @@ typedef struct gm_sim_result {
     double wall_s;
 } gm_sim_result;
 
-int gm_simulate(const gm_sim_config *cfg, gm_sim_result **out, gm_err *err);
+struct gm_policy_ops;
+
+/* Run cfg with the release policy `policy` and its parameters (params:
+ * "k=v,...", "" for none): one instance per tenant. cfg->policy is not read
+ * here; gm_simulate (study/simulate.h) resolves it by name and calls this. */
+int gm_engine_run(const gm_sim_config *cfg, const struct gm_policy_ops *policy,
+                  const char *params, gm_sim_result **out, gm_err *err);
 void gm_sim_result_free(gm_sim_result *r);
 
 /* Completed tenants. */

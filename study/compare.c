@@ -9,10 +9,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "policies/policy.h"
+#include "policies/registry.h"
 #include "reports/results.h"
 #include "base/clock.h"
 #include "base/version.h"
+#include "simulate.h"
 
 /* ---------------- policy lists ---------------- */
 

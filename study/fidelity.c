@@ -9,6 +9,7 @@
 #include "sim/device.h"
 #include "sim/engine.h"
 #include "traces/trace.h"
+#include "simulate.h"
 
 /* ---------------- a simulated GPU that hands out the recorded addresses ---------------- */
 

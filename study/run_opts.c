@@ -2,7 +2,7 @@
 #include "run_opts.h"
 
 #include "sim/device_profile.h"
-#include "policies/policy.h"
+#include "policies/registry.h"
 
 #include <stdlib.h>
 #include <string.h>

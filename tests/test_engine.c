@@ -11,6 +11,7 @@
 #include "cu.h"
 #include "sim/engine.h"
 #include "traces/trace.h"
+#include "study/simulate.h"
 
 #define MiB GM_MiB
 #define GiB GM_GiB

@@ -18,6 +18,7 @@
 #include "sim/engine.h"
 #include "traces/trace.h"
 #include "base/version.h"
+#include "study/simulate.h"
 
 /* Occurrences of needle in hay. */
 static int count(const char *hay, const char *needle)

@@ -10,10 +10,11 @@
 #include <string.h>
 
 #include "cu.h"
-#include "policies/policy.h"
+#include "policies/registry.h"
 #include "study/compare.h"
 #include "sim/engine.h"
 #include "traces/trace.h"
+#include "study/simulate.h"
 
 #define MiB GM_MiB
 #define GiB GM_GiB

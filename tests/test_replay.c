@@ -20,6 +20,7 @@
 #include "sim/measured.h"
 #include "study/run_opts.h"
 #include "reports/validate.h"
+#include "study/simulate.h"
 
 #define MiB GM_MiB
 #define GiB GM_GiB

@@ -1,14 +1,17 @@
 /*
- * policy.h - the release-policy interface.
+ * policy.h - the release-policy seam.
  *
  * A release policy decides what cached (reserved but unallocated) memory an
  * allocator gives back to the driver, and when: on allocation failure, just
  * before the allocator grows, right after it grew, and on a timer. It sees
- * segments through gm_seg_info (sim/alloc.h) and releases them with
+ * segments through gm_seg_info (alloc.h) and releases them with
  * gm_alloc_release(); it never touches allocator internals.
  *
  * Adding a policy = one file policies/<name>.c defining a const
- * gm_policy_ops, plus one line in policies/registry.c.
+ * gm_policy_ops, plus one line in policies/registry.c, which finds policies
+ * by name (policies/registry.h). The simulator itself only ever sees the
+ * resolved ops: the engine makes one instance per tenant with
+ * gm_policy_new().
  */
 #ifndef GM_POLICY_H
 #define GM_POLICY_H
@@ -17,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sim/alloc.h"
+#include "alloc.h"
 #include "base/err.h"
 
 #define GM_POLICY_VERSION 1
@@ -33,9 +36,9 @@ typedef struct gm_pressure {
 } gm_pressure;
 
 /* on_alloc_fail results. */
-#define GM_POLICY_RETRY 1   /* released memory: retry the driver now        */
-#define GM_POLICY_NEXT 0    /* nothing released at this step: ask again      */
-#define GM_POLICY_GIVE_UP -1/* nothing more to do: the allocation is an OOM  */
+#define GM_POLICY_RETRY 1    /* released memory: retry the driver now        */
+#define GM_POLICY_NEXT 0     /* nothing released at this step: ask again      */
+#define GM_POLICY_GIVE_UP -1 /* nothing more to do: the allocation is an OOM  */
 
 /* What a policy may learn about its tenant before the first event (attach).
  * Realizable policies use only the clock and what they observe; the oracle
@@ -44,9 +47,9 @@ typedef struct gm_policy_env {
     const char *trace_path; /* the tenant's trace file ...                   */
     const gm_event *events; /* ... or, when not NULL, its in-memory events   */
     size_t n_events;
-    int tenant;             /* index within the run                          */
-    uint64_t offset_ns;     /* start time on the device                      */
-    uint32_t repeat;        /* passes over the trace                         */
+    int tenant;         /* index within the run                          */
+    uint64_t offset_ns; /* start time on the device                      */
+    uint32_t repeat;    /* passes over the trace                         */
     /* live: the engine's position, valid while the run lasts. While the
      * policy is called, *event_index is the pass-local index of the event
      * being processed (or about to be, for timers) and *pass its pass. */
@@ -79,8 +82,7 @@ typedef struct gm_policy_ops {
      * its own policy gave up. Release cached memory, at least need_bytes if
      * there is that much (the policy picks what); return the bytes released.
      * NULL: the engine empties this tenant's cache (torch.cuda.empty_cache). */
-    uint64_t (*on_foreign_pressure)(void *state, gm_alloc *a, uint64_t need_bytes,
-                                    uint64_t now_ns);
+    uint64_t (*on_foreign_pressure)(void *state, gm_alloc *a, uint64_t need_bytes, uint64_t now_ns);
 } gm_policy_ops;
 
 /* An instance: ops + state + its parameter string (for reproducibility). */
@@ -90,11 +92,8 @@ typedef struct gm_policy {
     char params[256];
 } gm_policy;
 
-const gm_policy_ops *gm_policy_find(const char *name);
-const char *gm_policy_names(void); /* "pytorch, lru, ..." (thread-safe) */
-const gm_policy_ops *gm_policy_at(size_t i); /* i-th registered policy, NULL past the end */
-/* Parse "NAME[:k=v,...]" and create an instance. */
-int gm_policy_create(const char *spec, gm_policy **out, gm_err *err);
+/* An instance of ops with its parameters ("k=v,..." or "", copied). */
+int gm_policy_new(const gm_policy_ops *ops, const char *params, gm_policy **out, gm_err *err);
 void gm_policy_destroy(gm_policy *p);
 
 /* Parameter helper: find key in "k=v,k2=v2"; copies value into buf. 1 if found. */
