@@ -49,8 +49,7 @@ int main(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < NCOMMANDS; i++)
-        if (!strcmp(argv[1], commands[i].name))
-            return commands[i].fn(argc - 1, argv + 1);
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "gmsim: '%s' is not a command; run 'gmsim --help' for the list\n", argv[1]);
     return 2;
 }

@@ -25,17 +25,17 @@ typedef struct tenant {
     gm_tenant_result *res;
     const gm_event *buf; /* current chunk: own (file) or a window of spec->events */
     gm_event *own;
-    size_t mem_pos;      /* in-memory source: next event to hand out */
+    size_t mem_pos; /* in-memory source: next event to hand out */
     size_t nbuf, pos;
-    uint64_t index;     /* pass-local index of buf[pos]                */
+    uint64_t index; /* pass-local index of buf[pos]                */
     uint32_t pass;
-    uint64_t t_first;   /* trace time of event 0                       */
-    uint64_t shift;     /* added to trace time: offset + pass shift    */
-    uint64_t t_last;    /* last effective time processed               */
-    uint64_t next_t;    /* effective time of buf[pos]; UINT64_MAX: done */
+    uint64_t t_first; /* trace time of event 0                       */
+    uint64_t shift;   /* added to trace time: offset + pass shift    */
+    uint64_t t_last;  /* last effective time processed               */
+    uint64_t next_t;  /* effective time of buf[pos]; UINT64_MAX: done */
     uint64_t timer_period, next_timer;
-    gm_addrmap live;    /* trace address key -> allocator handle       */
-    gm_addrmap pass_new;/* addresses allocated in this pass (only with --repeat) */
+    gm_addrmap live;     /* trace address key -> allocator handle       */
+    gm_addrmap pass_new; /* addresses allocated in this pass (only with --repeat) */
     gm_hash hash;
     int hashing;   /* still hashing pass 0 */
     int restoring; /* rebuilding /initial_state */
@@ -76,8 +76,7 @@ static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort
 static const gm_trace_meta *src_meta(const tenant *t)
 {
     static const gm_trace_meta none = {.version = GM_TRACE_VERSION, .source = "memory"};
-    if (t->r)
-        return gm_trace_meta_get(t->r);
+    if (t->r) return gm_trace_meta_get(t->r);
     return t->spec->meta ? t->spec->meta : &none;
 }
 
@@ -89,8 +88,7 @@ static int64_t src_read(tenant *t, gm_err *err)
         return n;
     }
     size_t n = t->spec->n_events - t->mem_pos;
-    if (n > CHUNK_EVENTS)
-        n = CHUNK_EVENTS;
+    if (n > CHUNK_EVENTS) n = CHUNK_EVENTS;
     t->buf = t->spec->events + t->mem_pos;
     t->mem_pos += n;
     return (int64_t)n;
@@ -104,8 +102,7 @@ static int src_rewind(tenant *t)
 
 static const char *conf_for(const gm_sim_config *cfg, const gm_trace_meta *meta)
 {
-    if (cfg->alloc_conf)
-        return cfg->alloc_conf;
+    if (cfg->alloc_conf) return cfg->alloc_conf;
     return meta->alloc_conf ? meta->alloc_conf : "";
 }
 
@@ -113,8 +110,7 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
 {
     const gm_sim_config *cfg = s->cfg;
     int rc = t->spec->events ? GM_OK : gm_trace_open(t->spec->path, &t->r, err);
-    if (rc)
-        return rc;
+    if (rc) return rc;
     const gm_trace_meta *meta = src_meta(t);
     gm_tenant_result *res = t->res;
     snprintf(res->path, sizeof res->path, "%s", t->spec->path);
@@ -127,8 +123,7 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
     snprintf(res->alloc_conf, sizeof res->alloc_conf, "%s", conf);
 
     rc = gm_policy_new(s->pol_ops, s->pol_params, &t->pol, err);
-    if (rc)
-        return rc;
+    if (rc) return rc;
     const gm_alloc_ops *ops = gm_alloc_find(cfg->allocator ? cfg->allocator : "pytorch");
     if (!ops)
         return gm_errf(err, GM_EINVAL, "--allocator '%s': unknown allocator; choose one of: %s",
@@ -150,18 +145,20 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
         t->a->limits.memory_limit = t->spec->quota_bytes;
     t->a->tenant = t->idx;
     if (t->pol->ops->attach) { /* policies/policy.h: the tenant's inputs (oracle: its future) */
-        gm_policy_env env = {.trace_path = t->spec->path, .events = t->spec->events,
-                             .n_events = t->spec->n_events, .tenant = t->idx,
-                             .offset_ns = t->spec->offset_ns, .repeat = t->spec->repeat,
-                             .event_index = &t->index, .pass = &t->pass,
+        gm_policy_env env = {.trace_path = t->spec->path,
+                             .events = t->spec->events,
+                             .n_events = t->spec->n_events,
+                             .tenant = t->idx,
+                             .offset_ns = t->spec->offset_ns,
+                             .repeat = t->spec->repeat,
+                             .event_index = &t->index,
+                             .pass = &t->pass,
                              .time_shift_ns = &t->shift};
-        if ((rc = t->pol->ops->attach(t->pol->state, t->a, &env, err)))
-            return rc;
+        if ((rc = t->pol->ops->attach(t->pol->state, t->a, &env, err))) return rc;
     }
     if (cfg->seg_hook) {
         hook_ctx *hc = malloc(sizeof *hc);
-        if (!hc)
-            return gm_errf(err, GM_ENOMEM, "out of memory");
+        if (!hc) return gm_errf(err, GM_ENOMEM, "out of memory");
         hc->cfg = cfg;
         hc->t = t;
         t->a->seg_hook = hook_trampoline;
@@ -175,8 +172,7 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
     if (gm_addrmap_init(&t->live, 1024) || gm_addrmap_init(&t->pass_new, 16))
         return gm_errf(err, GM_ENOMEM, "out of memory");
     t->own = t->r ? malloc(CHUNK_EVENTS * sizeof *t->own) : NULL;
-    if (t->r && !t->own)
-        return gm_errf(err, GM_ENOMEM, "out of memory");
+    if (t->r && !t->own) return gm_errf(err, GM_ENOMEM, "out of memory");
     const gm_policy_ops *po = t->pol->ops;
     t->timer_period = po->timer_period_ns ? po->timer_period_ns(t->pol->state) : 0;
     return GM_OK;
@@ -194,8 +190,7 @@ static int tenant_restore(tenant *t, gm_err *err)
 {
     gm_init_row *rows = NULL;
     size_t n = 0;
-    if (!t->r)
-        return GM_OK; /* in-memory traces have no initial state */
+    if (!t->r) return GM_OK; /* in-memory traces have no initial state */
     int rc = gm_trace_read_initial(t->r, &rows, &n, err);
     if (rc || n == 0) {
         free(rows);
@@ -216,8 +211,7 @@ static int tenant_restore(tenant *t, gm_err *err)
     rc = t->a->ops->restore(t->a, rows, n, handles, err);
     t->restoring = 0;
     for (size_t i = 0; rc == GM_OK && i < n; i++) {
-        if (rows[i].kind == GM_INIT_SEGMENT)
-            continue;
+        if (rows[i].kind == GM_INIT_SEGMENT) continue;
         uint64_t key = gm_addrmap_key(rows[i].addr);
         if (gm_addrmap_get(&t->live, key))
             rc = gm_errf(err, GM_EINVAL,
@@ -246,15 +240,13 @@ static int tenant_start(sim *s, tenant *t, gm_err *err)
     gm_alloc_counters before = t->a->c;
     uint64_t t0 = t->next_t;
     int rc = tenant_restore(t, err);
-    if (rc != GM_OK && rc != GM_EOOM)
-        return rc;
+    if (rc != GM_OK && rc != GM_EOOM) return rc;
     tenant_step_metrics(t, t0);
     update_device(s, t0, &before, &t->a->c);
     if (rc == GM_EOOM) {
         gm_event e = {.t_ns = t0, .size = t->res->init_reserved_bytes, .op = GM_OP_ALLOC};
         int abort = 0;
-        if ((rc = on_oom(s, t, &e, t0, &abort, err)))
-            return rc;
+        if ((rc = on_oom(s, t, &e, t0, &abort, err))) return rc;
         return retire(s, t, t0, GM_TENANT_ABORTED, err);
     }
     return GM_OK;
@@ -266,32 +258,27 @@ static void free_live(tenant *t, gm_addrmap *which, uint64_t now)
 {
     for (size_t i = 0; i <= which->mask; i++) {
         uint64_t key = which->slots[i].key, h;
-        if (!key)
-            continue;
+        if (!key) continue;
         if (which == &t->live)
             h = which->slots[i].val;
         else if (!gm_addrmap_del(&t->live, key, &h))
             continue; /* freed during the pass */
-        if (h != SKIPPED)
-            t->a->ops->free(t->a, h, now);
+        if (h != SKIPPED) t->a->ops->free(t->a, h, now);
     }
 }
 
 static void tenant_close(tenant *t)
 {
     if (t->a) {
-        if (t->a->seg_hook_ctx)
-            free(t->a->seg_hook_ctx);
+        if (t->a->seg_hook_ctx) free(t->a->seg_hook_ctx);
         t->a->seg_hook = NULL;
-        if (t->live.slots)
-            free_live(t, &t->live, t->t_last);
+        if (t->live.slots) free_live(t, &t->live, t->t_last);
         gm_alloc_destroy(t->a);
         t->a = NULL;
     }
     if (t->pol && t->pol->ops->report && t->res && !t->res->policy_report) {
         t->res->policy_report = json_object();
-        if (t->res->policy_report)
-            t->pol->ops->report(t->pol->state, t->res->policy_report);
+        if (t->res->policy_report) t->pol->ops->report(t->pol->state, t->res->policy_report);
     }
     gm_policy_destroy(t->pol);
     t->pol = NULL;
@@ -308,8 +295,7 @@ static void tenant_close(tenant *t)
 
 static void finish_hash(tenant *t)
 {
-    if (!t->hashing)
-        return;
+    if (!t->hashing) return;
     t->hashing = 0;
     uint64_t h = gm_hash_final(&t->hash);
     snprintf(t->res->trace_hash, sizeof t->res->trace_hash, "%016" PRIx64, h);
@@ -327,8 +313,8 @@ static void hash_chunk(tenant *t)
         gm_hash_u64(&lane[0], e->t_ns);
         gm_hash_u64(&lane[1], e->addr);
         gm_hash_u64(&lane[2], e->size);
-        gm_hash_u64(&lane[3], e->stream ^ ((uint64_t)e->op << 56) ^
-                                  ((uint64_t)e->category << 48) ^ ((uint64_t)e->phase << 40));
+        gm_hash_u64(&lane[3], e->stream ^ ((uint64_t)e->op << 56) ^ ((uint64_t)e->category << 48) ^
+                                  ((uint64_t)e->phase << 40));
     }
     for (int k = 0; k < 4; k++)
         gm_hash_u64(&t->hash, gm_hash_final(&lane[k]));
@@ -339,8 +325,7 @@ static int drain_hash(tenant *t, gm_err *err)
 {
     while (t->hashing) {
         int64_t n = src_read(t, err);
-        if (n < 0)
-            return (int)n;
+        if (n < 0) return (int)n;
         if (n == 0) {
             finish_hash(t);
             break;
@@ -360,8 +345,7 @@ static void set_next(tenant *t)
 static int end_pass(sim *s, tenant *t, gm_err *err)
 {
     finish_hash(t);
-    if (t->pass + 1 >= t->spec->repeat)
-        return retire(s, t, t->t_last, GM_TENANT_COMPLETED, err);
+    if (t->pass + 1 >= t->spec->repeat) return retire(s, t, t->t_last, GM_TENANT_COMPLETED, err);
     /* memory this pass allocated and never freed is given back, so each pass
      * starts from the same state (see docs: --repeat) */
     gm_alloc_counters before = t->a->c;
@@ -371,8 +355,7 @@ static int end_pass(sim *s, tenant *t, gm_err *err)
     update_device(s, t->t_last, &before, &t->a->c);
     gm_addrmap_clear(&t->pass_new);
     int rc = src_rewind(t);
-    if (rc)
-        return gm_errf(err, rc, "%s: cannot rewind for --repeat", t->spec->path);
+    if (rc) return gm_errf(err, rc, "%s: cannot rewind for --repeat", t->spec->path);
     t->pass++;
     t->index = 0;
     t->shift = t->t_last + PASS_GAP_NS - t->t_first;
@@ -383,14 +366,11 @@ static int end_pass(sim *s, tenant *t, gm_err *err)
 static int refill(sim *s, tenant *t, gm_err *err)
 {
     int64_t n = src_read(t, err);
-    if (n < 0)
-        return (int)n;
+    if (n < 0) return (int)n;
     t->nbuf = (size_t)n;
     t->pos = 0;
-    if (n == 0)
-        return end_pass(s, t, err);
-    if (t->hashing)
-        hash_chunk(t);
+    if (n == 0) return end_pass(s, t, err);
+    if (t->hashing) hash_chunk(t);
     set_next(t);
     return GM_OK;
 }
@@ -413,8 +393,7 @@ static void update_device(sim *s, uint64_t t_ns, const gm_alloc_counters *before
         gm_metrics_ext_sample(d, lf);
     }
     uint64_t used = s->dev->used_bytes + s->dev->overhead_bytes;
-    if (used > s->res->peak_device_used)
-        s->res->peak_device_used = used;
+    if (used > s->res->peak_device_used) s->res->peak_device_used = used;
 }
 
 static void tenant_step_metrics(tenant *t, uint64_t now)
@@ -442,8 +421,7 @@ static int retire(sim *s, tenant *t, uint64_t now, int status, gm_err *err)
     static const gm_alloc_counters none;
     update_device(s, now, &held, &none);
     t->res->status = status;
-    if (status == GM_TENANT_ABORTED)
-        t->res->abort_t_ns = now;
+    if (status == GM_TENANT_ABORTED) t->res->abort_t_ns = now;
     t->done = 1;
     t->next_t = UINT64_MAX;
     return drain_hash(t, err);
@@ -466,8 +444,7 @@ static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort
         .device_capacity = s->dev->capacity_bytes,
     };
     gm_metrics_oom(&t->res->m, &o);
-    if (s->n > 1)
-        gm_metrics_oom(&s->res->device, &o);
+    if (s->n > 1) gm_metrics_oom(&s->res->device, &o);
     if (!s->cfg->on_oom_skip) {
         *abort = 1;
         return GM_OK;
@@ -490,8 +467,7 @@ static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort
  * global time order. Returns 1 with *h set when a retry succeeded. */
 static int scope_rescue(sim *s, tenant *t, const gm_event *e, uint64_t now, uint64_t *h)
 {
-    if (!s->cfg->scope_device || s->n < 2)
-        return 0;
+    if (!s->cfg->scope_device || s->n < 2) return 0;
     for (int round = 0; round < 2; round++) {
         uint64_t need = UINT64_MAX;
         if (round == 0) {
@@ -502,15 +478,13 @@ static int scope_rescue(sim *s, tenant *t, const gm_event *e, uint64_t now, uint
         }
         for (size_t k = 1; k < s->n; k++) {
             tenant *o = &s->t[((size_t)t->idx + k) % s->n];
-            if (o->done || !o->a)
-                continue;
+            if (o->done || !o->a) continue;
             gm_alloc_counters before = o->a->c;
             const gm_policy_ops *po = o->pol->ops;
             uint64_t got = po->on_foreign_pressure
                                ? po->on_foreign_pressure(o->pol->state, o->a, need, now)
                                : o->a->ops->empty_cache(o->a, now);
-            if (!got)
-                continue;
+            if (!got) continue;
             o->res->scope_released_bytes += got;
             tenant_step_metrics(o, now);
             update_device(s, now, &before, &o->a->c);
@@ -523,8 +497,7 @@ static int scope_rescue(sim *s, tenant *t, const gm_event *e, uint64_t now, uint
     return 0;
 }
 
-static int do_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort,
-                    gm_err *err)
+static int do_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort, gm_err *err)
 {
     uint64_t key = gm_addrmap_key(e->addr);
     uint64_t *old = gm_addrmap_get(&t->live, key);
@@ -538,8 +511,7 @@ static int do_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abo
         t->res->live_reallocs++;
         uint64_t h;
         gm_addrmap_del(&t->live, key, &h);
-        if (h != SKIPPED)
-            t->a->ops->free(t->a, h, now);
+        if (h != SKIPPED) t->a->ops->free(t->a, h, now);
     }
     uint64_t h;
     if (t->a->ops->malloc(t->a, e->size, e->stream, e->category, now, &h) != GM_OK &&
@@ -547,8 +519,7 @@ static int do_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abo
         return on_oom(s, t, e, now, abort, err);
     if (s->cfg->alloc_hook) /* optional observer: where the model put this allocation */
         s->cfg->alloc_hook(s->cfg->alloc_hook_ctx, t->idx, t->index, e, t->a, h);
-    if (gm_addrmap_put(&t->live, key, h))
-        return gm_errf(err, GM_ENOMEM, "out of memory");
+    if (gm_addrmap_put(&t->live, key, h)) return gm_errf(err, GM_ENOMEM, "out of memory");
     if (t->spec->repeat > 1 && gm_addrmap_put(&t->pass_new, key, 1))
         return gm_errf(err, GM_ENOMEM, "out of memory");
     return GM_OK;
@@ -569,10 +540,8 @@ static int do_free(sim *s, tenant *t, const gm_event *e, uint64_t now, gm_err *e
         t->res->unknown_frees++;
         return GM_OK;
     }
-    if (t->spec->repeat > 1)
-        gm_addrmap_del(&t->pass_new, key, NULL);
-    if (h != SKIPPED)
-        t->a->ops->free(t->a, h, now);
+    if (t->spec->repeat > 1) gm_addrmap_del(&t->pass_new, key, NULL);
+    if (h != SKIPPED) t->a->ops->free(t->a, h, now);
     return GM_OK;
 }
 
@@ -592,8 +561,7 @@ static void fire_other_timers(sim *s, const tenant *t, uint64_t now)
 {
     for (size_t i = 0; i < s->n; i++) {
         tenant *o = &s->t[i];
-        if (o == t || o->done || !o->a || !o->timer_period || o->next_timer > now)
-            continue;
+        if (o == t || o->done || !o->a || !o->timer_period || o->next_timer > now) continue;
         gm_alloc_counters before = o->a->c;
         fire_timers(o, now);
         tenant_step_metrics(o, now);
@@ -605,15 +573,12 @@ static void fire_other_timers(sim *s, const tenant *t, uint64_t now)
 static int step(sim *s, tenant *t, gm_err *err)
 {
     int rc;
-    if (!t->started && ((rc = tenant_start(s, t, err)) || t->done))
-        return rc;
+    if (!t->started && ((rc = tenant_start(s, t, err)) || t->done)) return rc;
     const gm_event *e = &t->buf[t->pos];
     uint64_t now = t->next_t;
     gm_alloc_counters before = t->a->c;
-    if (t->timer_period)
-        fire_timers(t, now);
-    if (s->n > 1)
-        fire_other_timers(s, t, now);
+    if (t->timer_period) fire_timers(t, now);
+    if (s->n > 1) fire_other_timers(s, t, now);
     int abort = 0;
     rc = GM_OK;
     switch (e->op) {
@@ -627,15 +592,13 @@ static int step(sim *s, tenant *t, gm_err *err)
         t->res->recorded_segment_events++;
         break;
     }
-    if (rc)
-        return rc;
+    if (rc) return rc;
     t->res->events_done++;
     s->res->events++;
     t->t_last = now;
     tenant_step_metrics(t, now);
     update_device(s, now, &before, &t->a->c);
-    if (abort)
-        return retire(s, t, now, GM_TENANT_ABORTED, err);
+    if (abort) return retire(s, t, now, GM_TENANT_ABORTED, err);
     t->pos++;
     t->index++;
     if (t->pos < t->nbuf) {
@@ -649,8 +612,7 @@ static tenant *next_tenant(sim *s)
 {
     tenant *best = NULL;
     for (size_t i = 0; i < s->n; i++)
-        if (!s->t[i].done && (!best || s->t[i].next_t < best->next_t))
-            best = &s->t[i];
+        if (!s->t[i].done && (!best || s->t[i].next_t < best->next_t)) best = &s->t[i];
     return best;
 }
 
@@ -670,15 +632,13 @@ static int setup(sim *s, gm_err *err)
     }
     /* the device comes first: capacity defaults to the first trace's card */
     int rc;
-    if (cfg->device)
-        cap = cfg->device->capacity_bytes;
+    if (cfg->device) cap = cfg->device->capacity_bytes;
     const gm_tenant_spec *t0 = &cfg->tenants[0];
     if (!cap && t0->events) {
         cap = t0->meta ? t0->meta->device_total_bytes : 0;
     } else if (!cap) {
         gm_trace_reader *r0;
-        if ((rc = gm_trace_open(t0->path, &r0, err)))
-            return rc;
+        if ((rc = gm_trace_open(t0->path, &r0, err))) return rc;
         cap = gm_trace_meta_get(r0)->device_total_bytes;
         gm_trace_close(r0);
     }
@@ -695,8 +655,7 @@ static int setup(sim *s, gm_err *err)
     s->res->overhead_bytes = cfg->overhead_bytes;
     for (size_t i = 0; i < s->n; i++) {
         tenant *t = &s->t[i];
-        if ((rc = tenant_open(s, t, err)))
-            return rc;
+        if ((rc = tenant_open(s, t, err))) return rc;
         gm_metrics_init(&t->res->m);
     }
     gm_policy *p0 = s->t[0].pol;
@@ -706,8 +665,7 @@ static int setup(sim *s, gm_err *err)
     snprintf(s->res->allocator, sizeof s->res->allocator, "%s", s->t[0].a->ops->name);
     for (size_t i = 0; i < s->n; i++) {
         tenant *t = &s->t[i];
-        if ((rc = refill(s, t, err)))
-            return rc;
+        if ((rc = refill(s, t, err))) return rc;
         if (t->done) /* an empty trace */
             continue;
         t->t_first = t->nbuf ? t->buf[0].t_ns : 0;
@@ -723,15 +681,13 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
                   gm_sim_result **out, gm_err *err)
 {
     *out = NULL;
-    if (cfg->n_tenants == 0)
-        return gm_errf(err, GM_EUSAGE, "no trace given");
+    if (cfg->n_tenants == 0) return gm_errf(err, GM_EUSAGE, "no trace given");
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     sim s = {.cfg = cfg, .n = cfg->n_tenants, .pol_ops = policy, .pol_params = params};
     s.res = calloc(1, sizeof *s.res);
     s.t = calloc(s.n, sizeof *s.t);
-    if (s.res)
-        s.res->t = calloc(s.n, sizeof *s.res->t);
+    if (s.res) s.res->t = calloc(s.n, sizeof *s.res->t);
     if (!s.res || !s.t || !s.res->t) {
         free(s.t);
         gm_sim_result_free(s.res);
@@ -745,8 +701,7 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
     int rc = setup(&s, err);
     while (rc == GM_OK) {
         tenant *t = s.n == 1 ? (s.t[0].done ? NULL : &s.t[0]) : next_tenant(&s);
-        if (!t)
-            break;
+        if (!t) break;
         rc = step(&s, t, err);
         if (cfg->progress && s.res->events >= s.next_progress) {
             cfg->progress(cfg->progress_ctx, s.res->events);
@@ -755,14 +710,11 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
     }
     for (size_t i = 0; i < s.n; i++) {
         tenant *t = &s.t[i];
-        if (t->a)
-            t->res->c = t->a->c;
+        if (t->a) t->res->c = t->a->c;
         tenant_close(t);
     }
-    if (!cfg->device)
-        gm_device_destroy(s.dev);
-    if (s.n == 1)
-        s.res->device = s.res->t[0].m;
+    if (!cfg->device) gm_device_destroy(s.dev);
+    if (s.n == 1) s.res->device = s.res->t[0].m;
     free(s.t);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     s.res->wall_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
@@ -776,8 +728,7 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
 
 void gm_sim_result_free(gm_sim_result *r)
 {
-    if (!r)
-        return;
+    if (!r) return;
     for (size_t i = 0; r->t && i < r->n_tenants; i++)
         json_decref(r->t[i].policy_report);
     free(r->t);

@@ -22,36 +22,36 @@
 #include "base/err.h"
 
 typedef struct gm_tenant_spec {
-    const char *path;     /* trace file; with `events`, only a name       */
+    const char *path; /* trace file; with `events`, only a name       */
     /* optional in-memory trace instead of a file (benchmarks, tests): the
      * events must already be valid (the file reader's checks are skipped) */
     const gm_event *events;
     size_t n_events;
     const gm_trace_meta *meta; /* with `events`: metadata (may be NULL)  */
-    uint64_t offset_ns;   /* start time on the device                       */
-    uint32_t repeat;      /* passes over the trace (>= 1)                   */
-    uint64_t quota_bytes; /* cap on this tenant's reserved bytes (0 = none) */
+    uint64_t offset_ns;        /* start time on the device                       */
+    uint32_t repeat;           /* passes over the trace (>= 1)                   */
+    uint64_t quota_bytes;      /* cap on this tenant's reserved bytes (0 = none) */
 } gm_tenant_spec;
 
 typedef struct gm_sim_config {
     const gm_tenant_spec *tenants;
     size_t n_tenants;
-    const char *allocator;  /* "pytorch" (default) or "direct"                 */
-    const char *alloc_conf; /* PYTORCH_CUDA_ALLOC_CONF; NULL = the trace's own */
-    const char *policy;     /* "NAME[:k=v,...]", NULL = "pytorch": for gm_simulate
-                               (study/simulate.h), which resolves it; the engine
-                               takes the resolved ops                          */
-    double memory_fraction; /* 0 = unset                                        */
-    uint64_t capacity_bytes;/* 0 = the first trace's device_total_bytes         */
-    uint64_t overhead_bytes;/* context overhead per tenant                      */
+    const char *allocator;   /* "pytorch" (default) or "direct"                 */
+    const char *alloc_conf;  /* PYTORCH_CUDA_ALLOC_CONF; NULL = the trace's own */
+    const char *policy;      /* "NAME[:k=v,...]", NULL = "pytorch": for gm_simulate
+                                (study/simulate.h), which resolves it; the engine
+                                takes the resolved ops                          */
+    double memory_fraction;  /* 0 = unset                                        */
+    uint64_t capacity_bytes; /* 0 = the first trace's device_total_bytes         */
+    uint64_t overhead_bytes; /* context overhead per tenant                      */
     gm_latency latency;
     /* optional: run on this backend instead of the simulated GPU (gmreplay's
      * CUDA device); capacity_bytes is then the device's. Not destroyed. */
     gm_device *device;
-    int on_oom_skip; /* 1: skip the failing allocation; 0: abort the tenant  */
-    int lenient;     /* count and skip frees of unknown addresses             */
-    int scope_device;/* --scope device: a tenant whose allocation fails may make
-                        the other tenants release cached memory (0 = self) */
+    int on_oom_skip;  /* 1: skip the failing allocation; 0: abort the tenant  */
+    int lenient;      /* count and skip frees of unknown addresses             */
+    int scope_device; /* --scope device: a tenant whose allocation fails may make
+                         the other tenants release cached memory (0 = self) */
     /* optional: every driver call of every tenant (fidelity, logs), with the
      * index of the trace event that caused it (UINT64_MAX while the initial
      * state is rebuilt) */
@@ -74,16 +74,16 @@ enum gm_tenant_status { GM_TENANT_COMPLETED = 0, GM_TENANT_ABORTED = 1 };
 typedef struct gm_tenant_result {
     char path[512];
     char source[64];
-    char trace_hash[17]; /* 16 hex digits over metadata + events */
-    char alloc_conf[256];/* the configuration this tenant ran with */
+    char trace_hash[17];  /* 16 hex digits over metadata + events */
+    char alloc_conf[256]; /* the configuration this tenant ran with */
     uint64_t trace_events;
     uint64_t events_done;
-    int status;                 /* enum gm_tenant_status                   */
-    uint64_t abort_t_ns;        /* when it aborted (OOM)                   */
-    uint64_t init_live_bytes;   /* requested bytes alive before event 0    */
+    int status;               /* enum gm_tenant_status                   */
+    uint64_t abort_t_ns;      /* when it aborted (OOM)                   */
+    uint64_t init_live_bytes; /* requested bytes alive before event 0    */
     uint64_t init_reserved_bytes;
-    uint64_t unknown_frees;     /* --lenient repairs, and later-pass frees of pre-existing blocks */
-    uint64_t live_reallocs;     /* --lenient: alloc of an address still live */
+    uint64_t unknown_frees; /* --lenient repairs, and later-pass frees of pre-existing blocks */
+    uint64_t live_reallocs; /* --lenient: alloc of an address still live */
     uint64_t recorded_segment_events; /* segment_* rows in the trace (not replayed) */
     uint64_t repeat_leftover_bytes;   /* freed at pass ends (allocated, never freed, in a pass) */
     uint64_t scope_released_bytes;    /* --scope device: cache given back for other tenants */
@@ -112,8 +112,8 @@ struct gm_policy_ops;
 /* Run cfg with the release policy `policy` and its parameters (params:
  * "k=v,...", "" for none): one instance per tenant. cfg->policy is not read
  * here; gm_simulate (study/simulate.h) resolves it by name and calls this. */
-int gm_engine_run(const gm_sim_config *cfg, const struct gm_policy_ops *policy,
-                  const char *params, gm_sim_result **out, gm_err *err);
+int gm_engine_run(const gm_sim_config *cfg, const struct gm_policy_ops *policy, const char *params,
+                  gm_sim_result **out, gm_err *err);
 void gm_sim_result_free(gm_sim_result *r);
 
 /* Completed tenants. */
