@@ -94,43 +94,18 @@ static void print_row(const char *label, int w, const gm_compare_entry *e)
            calls, dt);
 }
 
-/* The predictive policy's accuracy (and any report that has precision). */
+/* Each policy's one-line summary of its own report (sim/report.h), e.g. what
+ * the predictive policy learned and how well it predicted. */
 static void print_notes(const gm_compare *c)
 {
     for (size_t i = 0; i < c->n; i++) {
         const gm_sim_result *r = c->e[i].r;
         for (size_t t = 0; t < r->n_tenants; t++) {
-            json_t *rep = r->t[t].policy_report;
-            json_t *prec = rep ? json_object_get(rep, "precision") : NULL;
-            if (!prec) continue;
-            char per[32], hor[32], who[32] = "";
+            const gm_report *rep = r->t[t].policy_report;
+            if (!rep || !rep->summary[0]) continue;
+            char who[32] = "";
             if (r->n_tenants > 1) snprintf(who, sizeof who, " tenant %zu", t);
-            json_int_t period = json_integer_value(json_object_get(rep, "period_ns"));
-            json_t *rec = json_object_get(rep, "recall");
-            json_int_t n = json_integer_value(json_object_get(rep, "true_positives")) +
-                           json_integer_value(json_object_get(rep, "false_positives")) +
-                           json_integer_value(json_object_get(rep, "false_negatives")) +
-                           json_integer_value(json_object_get(rep, "true_negatives"));
-            if (!period) {
-                printf("  %s%s: no period found (predictions need one; it ran as LRU)\n",
-                       c->e[i].spec, who);
-                continue;
-            }
-            gm_fmt_ns((uint64_t)period, per, sizeof per);
-            gm_fmt_ns((uint64_t)json_integer_value(json_object_get(rep, "horizon_ns")), hor,
-                      sizeof hor);
-            printf("  %s%s: learned period %s (autocorrelation %.2f); \"reused within %s\": ",
-                   c->e[i].spec, who, per,
-                   json_real_value(json_object_get(rep, "period_confidence")), hor);
-            if (json_is_real(prec))
-                printf("precision %.2f", json_real_value(prec));
-            else
-                printf("precision n/a");
-            if (json_is_real(rec))
-                printf(", recall %.2f", json_real_value(rec));
-            else
-                printf(", recall n/a");
-            printf(" over %lld resolved predictions\n", (long long)n);
+            printf("  %s%s: %s\n", c->e[i].spec, who, rep->summary);
         }
     }
 }

@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "sim/engine.h"
 #include "reports/html.h"
+#include "reports/kv.h"
 #include "reports/results.h"
 #include "reports/trace_stats.h"
 #include "study/run_opts.h"
@@ -75,103 +76,17 @@ static void print_ooms(const gm_metrics *m)
         printf("    ... %llu more (all in --json)\n", (unsigned long long)(m->n_oom - show));
 }
 
-/*
- * The policy's own report (gm_tenant_result.policy_report), short: "key:
- * value" items, nested objects flattened with dots ("a.b"), packed on lines
- * of at most REPORT_WIDTH columns, at most REPORT_LINES lines; everything
- * is in --json.
- */
-#define REPORT_WIDTH 100
-#define REPORT_LINES 12
-
-typedef struct report_lines {
-    char line[REPORT_WIDTH + 256]; /* one item may be longer than the width */
-    size_t len;
-    int lines;
-    size_t left; /* items that did not fit */
-} report_lines;
-
-static void report_flush(report_lines *rl)
-{
-    if (rl->len) printf("    %s\n", rl->line);
-    rl->len = 0;
-    rl->line[0] = '\0';
-    rl->lines++;
-}
-
-static void report_item(report_lines *rl, const char *item)
-{
-    size_t n = strlen(item);
-    if (rl->len && rl->len + 3 + n > REPORT_WIDTH - 4) report_flush(rl);
-    if (rl->lines >= REPORT_LINES) {
-        rl->left++;
-        return;
-    }
-    rl->len += (size_t)snprintf(rl->line + rl->len, sizeof rl->line - rl->len, "%s%s",
-                                rl->len ? "   " : "", item);
-    if (rl->len >= sizeof rl->line) rl->len = sizeof rl->line - 1;
-}
-
-/* A value as the table shows it: bytes and times in units, ratios as %. */
-static void report_value(const char *key, json_t *v, char *buf, size_t len)
-{
-    size_t kl = strlen(key);
-    if (json_is_integer(v) && json_integer_value(v) >= 0 && strstr(key, "_bytes"))
-        gm_fmt_bytes((uint64_t)json_integer_value(v), buf, len);
-    else if (json_is_integer(v) && json_integer_value(v) >= 0 && kl > 3 &&
-             !strcmp(key + kl - 3, "_ns"))
-        gm_fmt_ns((uint64_t)json_integer_value(v), buf, len);
-    else if (json_is_integer(v))
-        snprintf(buf, len, "%lld", (long long)json_integer_value(v));
-    else if (json_is_real(v) && (strstr(key, "precision") || strstr(key, "recall") ||
-                                 strstr(key, "accuracy") || strstr(key, "confidence")))
-        pct(buf, len, json_real_value(v));
-    else if (json_is_real(v))
-        snprintf(buf, len, "%.4g", json_real_value(v));
-    else if (json_is_string(v))
-        snprintf(buf, len, "%s", json_string_value(v));
-    else if (json_is_boolean(v))
-        snprintf(buf, len, "%s", json_is_true(v) ? "true" : "false");
-    else if (json_is_null(v))
-        snprintf(buf, len, "null");
-    else {
-        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-        snprintf(buf, len, "%.60s%s", s ? s : "?", s && strlen(s) > 60 ? "..." : "");
-        free(s);
-    }
-}
-
-static void report_object(report_lines *rl, const char *prefix, json_t *obj, int depth)
-{
-    const char *k;
-    json_t *v;
-    json_object_foreach(obj, k, v)
-    {
-        char key[160], val[200], item[sizeof key + sizeof val + 2];
-        snprintf(key, sizeof key, "%s%s%s", prefix, *prefix ? "." : "", k);
-        if (json_is_object(v) && depth < 4) {
-            report_object(rl, key, v, depth + 1);
-            continue;
-        }
-        report_value(key, v, val, sizeof val);
-        snprintf(item, sizeof item, "%s: %s", key, val);
-        report_item(rl, item);
-    }
-}
-
+/* Each policy report, short (reports/kv.h); everything is in --json. */
 static void print_policy_reports(const gm_sim_result *r)
 {
     for (size_t i = 0; i < r->n_tenants; i++) {
-        json_t *rep = r->t[i].policy_report;
-        if (!json_is_object(rep) || json_object_size(rep) == 0) continue;
+        const gm_report *rep = r->t[i].policy_report;
+        if (!rep || rep->n == 0) continue;
         if (r->n_tenants > 1)
             printf("\n  policy report (%s), tenant %zu\n", r->policy, i);
         else
             printf("\n  policy report (%s)\n", r->policy);
-        report_lines rl = {.len = 0};
-        report_object(&rl, "", rep, 0);
-        if (rl.lines < REPORT_LINES) report_flush(&rl);
-        if (rl.left) printf("    ... %zu more (all in --json)\n", rl.left);
+        gm_report_print(stdout, rep);
     }
 }
 

@@ -98,16 +98,15 @@ static uint64_t on_foreign_pressure(void *state, gm_alloc *a, uint64_t need, uin
     return got;
 }
 
-static void report(void *state, json_t *o)
+static void report(void *state, gm_report *o)
 {
     lru_policy *p = state;
-    json_object_set_new(o, "threshold", json_real(p->threshold));
-    json_object_set_new(o, "failure_releases", json_integer((json_int_t)p->fail_releases));
-    json_object_set_new(o, "failure_released_bytes", json_integer((json_int_t)p->fail_bytes));
-    json_object_set_new(o, "cache_flushes", json_integer((json_int_t)p->flushes));
-    json_object_set_new(o, "proactive_released_bytes",
-                        json_integer((json_int_t)p->proactive_bytes));
-    json_object_set_new(o, "foreign_released_bytes", json_integer((json_int_t)p->foreign_bytes));
+    gm_report_real(o, "threshold", GM_KV_PLAIN, p->threshold);
+    gm_report_int(o, "failure_releases", GM_KV_PLAIN, (int64_t)p->fail_releases);
+    gm_report_int(o, "failure_released_bytes", GM_KV_BYTES, (int64_t)p->fail_bytes);
+    gm_report_int(o, "cache_flushes", GM_KV_PLAIN, (int64_t)p->flushes);
+    gm_report_int(o, "proactive_released_bytes", GM_KV_BYTES, (int64_t)p->proactive_bytes);
+    gm_report_int(o, "foreign_released_bytes", GM_KV_BYTES, (int64_t)p->foreign_bytes);
 }
 
 const gm_policy_ops gm_policy_lru = {

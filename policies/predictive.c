@@ -689,39 +689,62 @@ static uint64_t on_foreign_pressure(void *state, gm_alloc *a, uint64_t need, uin
     return got;
 }
 
-static json_t *ratio(uint64_t num, uint64_t den)
+/* num / den as a ratio, or no value when den is 0. */
+static void ratio(gm_report *o, const char *key, uint64_t num, uint64_t den)
 {
-    return den ? json_real((double)num / (double)den) : json_null();
+    if (den)
+        gm_report_real(o, key, GM_KV_RATIO, (double)num / (double)den);
+    else
+        gm_report_null(o, key, GM_KV_RATIO);
 }
 
-static void report(void *state, json_t *o)
+/* The line `gmsim compare` prints under its table: what was learned and how
+ * well the "reused within the horizon" predictions did. */
+static void summary(const pd_policy *p, gm_report *o)
+{
+    char per[32], hor[32], prec[32] = "n/a", rec[32] = "n/a";
+    if (!p->period_ns) {
+        gm_report_summary(o, "no period found (predictions need one; it ran as LRU)");
+        return;
+    }
+    if (p->tp + p->fp) snprintf(prec, sizeof prec, "%.2f", (double)p->tp / (double)(p->tp + p->fp));
+    if (p->tp + p->fn) snprintf(rec, sizeof rec, "%.2f", (double)p->tp / (double)(p->tp + p->fn));
+    gm_report_summary(
+        o,
+        "learned period %s (autocorrelation %.2f); \"reused within %s\": precision %s, "
+        "recall %s over %lld resolved predictions",
+        gm_fmt_ns(p->period_ns, per, sizeof per), p->period_r,
+        gm_fmt_ns(horizon(p), hor, sizeof hor), prec, rec,
+        (long long)(p->tp + p->fp + p->fn + p->tn));
+}
+
+static void report(void *state, gm_report *o)
 {
     pd_policy *p = state;
-    json_object_set_new(o, "period_ns", json_integer((json_int_t)p->period_ns));
-    json_object_set_new(o, "period_confidence", json_real(p->period_r));
-    json_object_set_new(o, "period_estimates", json_integer((json_int_t)p->n_estimates));
-    json_object_set_new(o, "period_changes", json_integer((json_int_t)p->n_period_changes));
-    json_object_set_new(o, "sample_ns", json_integer((json_int_t)(p->sample_ns * p->decim)));
-    json_object_set_new(o, "horizon_ns", json_integer((json_int_t)horizon(p)));
-    json_object_set_new(o, "horizon_auto", json_boolean(!p->horizon_param_ns));
-    json_object_set_new(o, "proactive", json_boolean(p->proactive));
-    json_object_set_new(o, "threshold", json_real(p->threshold));
-    json_object_set_new(o, "predictions", json_integer((json_int_t)p->predictions));
-    json_object_set_new(o, "true_positives", json_integer((json_int_t)p->tp));
-    json_object_set_new(o, "false_positives", json_integer((json_int_t)p->fp));
-    json_object_set_new(o, "false_negatives", json_integer((json_int_t)p->fn));
-    json_object_set_new(o, "true_negatives", json_integer((json_int_t)p->tn));
-    json_object_set_new(o, "precision", ratio(p->tp, p->tp + p->fp));
-    json_object_set_new(o, "recall", ratio(p->tp, p->tp + p->fn));
-    json_object_set_new(o, "accuracy", ratio(p->tp + p->tn, p->tp + p->fp + p->fn + p->tn));
-    json_object_set_new(o, "predicted_released_bytes", json_integer((json_int_t)p->released_bytes));
-    json_object_set_new(o, "released_needed_again_bytes",
-                        json_integer((json_int_t)p->released_needed_bytes));
-    json_object_set_new(o, "proactive_released_bytes",
-                        json_integer((json_int_t)p->proactive_bytes));
-    json_object_set_new(o, "failure_released_bytes", json_integer((json_int_t)p->fail_bytes));
-    json_object_set_new(o, "foreign_released_bytes", json_integer((json_int_t)p->foreign_bytes));
-    json_object_set_new(o, "cache_flushes", json_integer((json_int_t)p->flushes));
+    gm_report_int(o, "period_ns", GM_KV_NS, (int64_t)p->period_ns);
+    gm_report_real(o, "period_confidence", GM_KV_RATIO, p->period_r);
+    gm_report_int(o, "period_estimates", GM_KV_PLAIN, (int64_t)p->n_estimates);
+    gm_report_int(o, "period_changes", GM_KV_PLAIN, (int64_t)p->n_period_changes);
+    gm_report_int(o, "sample_ns", GM_KV_NS, (int64_t)(p->sample_ns * p->decim));
+    gm_report_int(o, "horizon_ns", GM_KV_NS, (int64_t)horizon(p));
+    gm_report_bool(o, "horizon_auto", !p->horizon_param_ns);
+    gm_report_bool(o, "proactive", p->proactive);
+    gm_report_real(o, "threshold", GM_KV_PLAIN, p->threshold);
+    gm_report_int(o, "predictions", GM_KV_PLAIN, (int64_t)p->predictions);
+    gm_report_int(o, "true_positives", GM_KV_PLAIN, (int64_t)p->tp);
+    gm_report_int(o, "false_positives", GM_KV_PLAIN, (int64_t)p->fp);
+    gm_report_int(o, "false_negatives", GM_KV_PLAIN, (int64_t)p->fn);
+    gm_report_int(o, "true_negatives", GM_KV_PLAIN, (int64_t)p->tn);
+    ratio(o, "precision", p->tp, p->tp + p->fp);
+    ratio(o, "recall", p->tp, p->tp + p->fn);
+    ratio(o, "accuracy", p->tp + p->tn, p->tp + p->fp + p->fn + p->tn);
+    gm_report_int(o, "predicted_released_bytes", GM_KV_BYTES, (int64_t)p->released_bytes);
+    gm_report_int(o, "released_needed_again_bytes", GM_KV_BYTES, (int64_t)p->released_needed_bytes);
+    gm_report_int(o, "proactive_released_bytes", GM_KV_BYTES, (int64_t)p->proactive_bytes);
+    gm_report_int(o, "failure_released_bytes", GM_KV_BYTES, (int64_t)p->fail_bytes);
+    gm_report_int(o, "foreign_released_bytes", GM_KV_BYTES, (int64_t)p->foreign_bytes);
+    gm_report_int(o, "cache_flushes", GM_KV_PLAIN, (int64_t)p->flushes);
+    summary(p, o);
 }
 
 const gm_policy_ops gm_policy_predictive = {

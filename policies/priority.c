@@ -185,7 +185,7 @@ static uint64_t on_foreign_pressure(void *state, gm_alloc *a, uint64_t need, uin
     return release_ranked(state, a, need, now);
 }
 
-static void report(void *state, json_t *o)
+static void report(void *state, gm_report *o)
 {
     prio_policy *p = state;
     char order[256];
@@ -195,14 +195,14 @@ static void report(void *state, json_t *o)
             if (p->rank[c] == r)
                 n += (size_t)snprintf(order + n, sizeof order - n, "%s%s", r ? ">" : "",
                                       gm_category_name(c));
-    json_object_set_new(o, "order", json_string(order));
-    json_object_set_new(o, "threshold", json_real(p->threshold));
-    json_object_set_new(o, "cache_flushes", json_integer((json_int_t)p->flushes));
-    json_t *by = json_object();
-    for (int c = 0; c < GM_CAT_COUNT; c++)
-        json_object_set_new(by, gm_category_name(c),
-                            json_integer((json_int_t)p->released_by_cat[c]));
-    json_object_set_new(o, "selective_released_bytes_by_category", by);
+    gm_report_str(o, "order", order);
+    gm_report_real(o, "threshold", GM_KV_PLAIN, p->threshold);
+    gm_report_int(o, "cache_flushes", GM_KV_PLAIN, (int64_t)p->flushes);
+    for (int c = 0; c < GM_CAT_COUNT; c++) {
+        char key[96];
+        snprintf(key, sizeof key, "selective_released_bytes_by_category.%s", gm_category_name(c));
+        gm_report_int(o, key, GM_KV_BYTES, (int64_t)p->released_by_cat[c]);
+    }
 }
 
 const gm_policy_ops gm_policy_priority = {

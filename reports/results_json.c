@@ -1,6 +1,8 @@
 /* results_json.c - see results.h. */
 #include "results.h"
 
+#include "kv.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -109,7 +111,7 @@ static json_t *tenant_json(const gm_sim_config *cfg, const gm_sim_result *r, siz
     json_object_set_new(o, "repeat_leftover_bytes", ju(t->repeat_leftover_bytes));
     json_object_set_new(o, "scope_released_bytes", ju(t->scope_released_bytes));
     json_object_set_new(o, "scope_rescues", ju(t->scope_rescues));
-    if (t->policy_report) json_object_set(o, "policy_report", t->policy_report);
+    if (t->policy_report) json_object_set_new(o, "policy_report", gm_report_json(t->policy_report));
     json_object_set_new(o, "metrics", gm_metrics_json(&t->m, r->capacity_bytes));
     json_object_set_new(o, "driver", driver_json(&t->c));
     return o;

@@ -277,7 +277,7 @@ static void tenant_close(tenant *t)
         t->a = NULL;
     }
     if (t->pol && t->pol->ops->report && t->res && !t->res->policy_report) {
-        t->res->policy_report = json_object();
+        t->res->policy_report = gm_report_new();
         if (t->res->policy_report) t->pol->ops->report(t->pol->state, t->res->policy_report);
     }
     gm_policy_destroy(t->pol);
@@ -730,7 +730,7 @@ void gm_sim_result_free(gm_sim_result *r)
 {
     if (!r) return;
     for (size_t i = 0; r->t && i < r->n_tenants; i++)
-        json_decref(r->t[i].policy_report);
+        gm_report_free(r->t[i].policy_report);
     free(r->t);
     free(r);
 }

@@ -18,6 +18,7 @@
 #include "alloc.h"
 #include "device.h"
 #include "metrics.h"
+#include "report.h"
 #include "traces/trace.h"
 #include "base/err.h"
 
@@ -88,7 +89,7 @@ typedef struct gm_tenant_result {
     uint64_t repeat_leftover_bytes;   /* freed at pass ends (allocated, never freed, in a pass) */
     uint64_t scope_released_bytes;    /* --scope device: cache given back for other tenants */
     uint64_t scope_rescues;           /* --scope device: allocations saved by others' releases */
-    struct json_t *policy_report;     /* the policy's report hook output, or NULL */
+    gm_report *policy_report;         /* the policy's own figures (report.h), or NULL */
     gm_metrics m;
     gm_alloc_counters c;
 } gm_tenant_result;

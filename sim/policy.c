@@ -8,6 +8,11 @@
 int gm_policy_new(const gm_policy_ops *ops, const char *params, gm_policy **out, gm_err *err)
 {
     *out = NULL;
+    if (ops->version != GM_POLICY_VERSION)
+        return gm_errf(err, GM_EINVAL,
+                       "policy %s implements version %d of the policy interface, this gmsim "
+                       "version %d; rebuild it against sim/policy.h",
+                       ops->name, ops->version, GM_POLICY_VERSION);
     gm_policy *p = calloc(1, sizeof *p);
     if (!p) return gm_errf(err, GM_ENOMEM, "out of memory");
     p->ops = ops;

@@ -16,14 +16,14 @@
 #ifndef GM_POLICY_H
 #define GM_POLICY_H
 
-#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "alloc.h"
+#include "report.h"
 #include "base/err.h"
 
-#define GM_POLICY_VERSION 1
+#define GM_POLICY_VERSION 2 /* 2: report() fills a typed gm_report (report.h) */
 
 /* What the allocator is trying to do when it asks the policy. */
 typedef struct gm_pressure {
@@ -73,8 +73,9 @@ typedef struct gm_policy_ops {
     /* Proactive timer: period in ns (0 = none), and what to do on each tick. */
     uint64_t (*timer_period_ns)(void *state);
     void (*on_timer)(void *state, gm_alloc *a, uint64_t now_ns);
-    /* Results the policy wants in the output (may be NULL). */
-    void (*report)(void *state, json_t *obj);
+    /* Optional: the policy's own figures, each with its unit, and a one-line
+     * summary for comparison tables (report.h); called once, at the end. */
+    void (*report)(void *state, gm_report *out);
     /* Optional: called once after the allocator exists, before the first
      * event (the oracle reads its trace's future here). */
     int (*attach)(void *state, gm_alloc *a, const gm_policy_env *env, gm_err *err);

@@ -11,6 +11,7 @@
 
 #include "cu.h"
 #include "policies/registry.h"
+#include "reports/kv.h"
 #include "study/compare.h"
 #include "sim/engine.h"
 #include "traces/trace.h"
@@ -298,9 +299,10 @@ static void check_oracle(gm_tenant_spec *t)
     CU_ASSERT_EQUAL(ll.n_alloc, 4);                /* and B again */
     CU_ASSERT_EQUAL(ro->policy_realizable, 0);
     CU_ASSERT_EQUAL(rl->policy_realizable, 1);
-    json_t *rep = ro->t[0].policy_report;
+    json_t *rep = gm_report_json(ro->t[0].policy_report); /* as in the result JSON */
     CU_ASSERT_FATAL(rep != NULL);
     CU_ASSERT(json_is_false(json_object_get(rep, "realizable")));
+    json_decref(rep);
     gm_sim_result_free(ro);
     gm_sim_result_free(rl);
 }
@@ -377,7 +379,7 @@ static void test_predictive_period3(void)
     gm_sim_result *rp = run_p3("predictive:sample=100us,horizon=1500us,proactive=0");
     gm_sim_result *rl = run_p3("lru");
     gm_sim_result *ro = run_p3("oracle:proactive=0");
-    json_t *rep = rp->t[0].policy_report;
+    json_t *rep = gm_report_json(rp->t[0].policy_report); /* as in the result JSON */
     CU_ASSERT_FATAL(rep != NULL);
     if (getenv("GM_TEST_VERBOSE")) {
         char *d = json_dumps(rep, JSON_COMPACT);
@@ -399,6 +401,7 @@ static void test_predictive_period3(void)
     CU_ASSERT(ml >= P3_STEPS - 5); /* LRU misses every step */
     CU_ASSERT(mp * 10 < ml * 7);   /* predictive learned the rotation */
     CU_ASSERT(mp <= mo + mo / 10); /* and is near the oracle */
+    json_decref(rep);
     gm_sim_result_free(rp);
     gm_sim_result_free(rl);
     gm_sim_result_free(ro);
