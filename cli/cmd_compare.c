@@ -5,7 +5,6 @@
  * named and the oracle shown as the bound (never the winner).
  */
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,32 +62,24 @@ static void pct(char *buf, size_t n, double v)
 /* The first ranking criterion on which a beats b (NULL: a tie). */
 static const char *criterion(const gm_sim_result *a, const gm_sim_result *b)
 {
-    if (a->device.n_oom != b->device.n_oom) return "OOMs";
-    if (lround(gm_metrics_fragmentation(&a->device) * 1e4) !=
-        lround(gm_metrics_fragmentation(&b->device) * 1e4))
-        return "fragmentation";
-    if (lround(gm_metrics_utilization(&a->device) * 1e4) !=
-        lround(gm_metrics_utilization(&b->device) * 1e4))
-        return "utilization";
-    if (gm_result_driver_ns(a) != gm_result_driver_ns(b)) return "driver time";
-    return NULL;
+    gm_rank_key ka = gm_sim_rank_key(a), kb = gm_sim_rank_key(b);
+    int by;
+    gm_rank_cmp(&ka, &kb, &by);
+    return gm_rank_by_name(by);
 }
 
 static void print_row(const char *label, int w, const gm_compare_entry *e)
 {
     const gm_sim_result *r = e->r;
     char pr[32], fr[32], ut[32], ex[32], dt[32], calls[48];
-    uint64_t nm = 0, nf = 0;
-    for (size_t i = 0; i < r->n_tenants; i++) {
-        nm += r->t[i].c.n_driver_alloc;
-        nf += r->t[i].c.n_driver_free;
-    }
-    snprintf(calls, sizeof calls, "%llu/%llu", (unsigned long long)nm, (unsigned long long)nf);
+    gm_alloc_counters tot = gm_sim_totals(r);
+    snprintf(calls, sizeof calls, "%llu/%llu", (unsigned long long)tot.n_driver_alloc,
+             (unsigned long long)tot.n_driver_free);
     gm_fmt_bytes(r->device.peak_r, pr, sizeof pr);
     pct(fr, sizeof fr, gm_metrics_fragmentation(&r->device));
     pct(ut, sizeof ut, gm_metrics_utilization(&r->device));
     pct(ex, sizeof ex, gm_metrics_ext_frag_mean(&r->device));
-    gm_fmt_ns(gm_result_driver_ns(r), dt, sizeof dt);
+    gm_fmt_ns(gm_counters_driver_ns(&tot), dt, sizeof dt);
     printf("  %5s  %-*s %5llu  %2zu/%-2zu %13s %7s %7s %8s %13s %10s\n", label, w, e->spec,
            (unsigned long long)r->device.n_oom, gm_sim_completed(r), r->n_tenants, pr, fr, ut, ex,
            calls, dt);

@@ -129,14 +129,10 @@ static void print_table(const gm_sim_config *cfg, const gm_sim_result *r)
     pct(p, sizeof p, (double)r->peak_device_used / (double)r->capacity_bytes);
     printf("  %-44s %s (%s)\n", "peak device used (R + overhead) / capacity", p,
            gm_fmt_bytes(r->peak_device_used, b1, sizeof b1));
-    uint64_t nm = 0, nf = 0, ns = 0;
-    for (size_t i = 0; i < r->n_tenants; i++) {
-        nm += r->t[i].c.n_driver_alloc;
-        nf += r->t[i].c.n_driver_free;
-        ns += r->t[i].c.driver_alloc_ns + r->t[i].c.driver_free_ns;
-    }
-    printf("  %-44s %llu malloc, %llu free, %s modelled\n", "driver calls", (unsigned long long)nm,
-           (unsigned long long)nf, gm_fmt_ns(ns, b1, sizeof b1));
+    gm_alloc_counters tot = gm_sim_totals(r);
+    printf("  %-44s %llu malloc, %llu free, %s modelled\n", "driver calls",
+           (unsigned long long)tot.n_driver_alloc, (unsigned long long)tot.n_driver_free,
+           gm_fmt_ns(gm_counters_driver_ns(&tot), b1, sizeof b1));
     printf("  %-44s %llu\n", "OOMs", (unsigned long long)d->n_oom);
     print_ooms(d);
     if (r->n_tenants > 1)

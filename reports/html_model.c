@@ -11,6 +11,7 @@
 
 #include "html_int.h"
 #include "results.h"
+#include "sim/metrics.h"
 
 #define COMPARE_SCHEMA "gmsim-compare/1"
 
@@ -174,25 +175,24 @@ static void make_labels(rep *p)
 
 /* -------------------------------------------------------------- ranking */
 
-static int worse(double a, double b, int lower_is_better)
+/* A saved run's place in the ranking (sim/metrics.h); NaN where the
+ * result lacks a figure. */
+static gm_rank_key rank_key(const rep_run *r)
 {
-    if (isnan(a) || isnan(b)) return isnan(a) - isnan(b);
-    if (a == b) return 0;
-    return lower_is_better ? (a > b ? 1 : -1) : (a < b ? 1 : -1);
+    gm_rank_key k = {rep_num(r->m, "oom_count"), rep_num(r->m, "fragmentation"),
+                     rep_num(r->m, "utilization"), rep_num(r->m, "driver.total_ns")};
+    return k;
 }
 
-/* compare's documented order (issue 4): OOMs, fragmentation, utilization,
- * driver time; bounds (the oracle) after every realizable run. */
+/* compare's order (gm_rank_cmp); bounds (the oracle) after every realizable
+ * run; the given order breaks ties. */
 static int by_merit(const rep *p, size_t x, size_t y)
 {
     const rep_run *a = &p->run[x], *b = &p->run[y];
-    int c;
     if (a->realizable != b->realizable) return a->realizable ? -1 : 1;
-    if ((c = worse(rep_num(a->m, "oom_count"), rep_num(b->m, "oom_count"), 1)) ||
-        (c = worse(rep_num(a->m, "fragmentation"), rep_num(b->m, "fragmentation"), 1)) ||
-        (c = worse(rep_num(a->m, "utilization"), rep_num(b->m, "utilization"), 0)) ||
-        (c = worse(rep_num(a->m, "driver.total_ns"), rep_num(b->m, "driver.total_ns"), 1)))
-        return c;
+    gm_rank_key ka = rank_key(a), kb = rank_key(b);
+    int c = gm_rank_cmp(&ka, &kb, NULL);
+    if (c) return c;
     return x < y ? -1 : 1;
 }
 

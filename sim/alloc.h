@@ -35,6 +35,12 @@ typedef struct gm_alloc_counters {
     uint64_t released_bytes;  /* bytes given back by policy decisions     */
 } gm_alloc_counters;
 
+/* Time spent in driver calls, allocations and frees. */
+static inline uint64_t gm_counters_driver_ns(const gm_alloc_counters *c)
+{
+    return c->driver_alloc_ns + c->driver_free_ns;
+}
+
 /* A driver-level event, reported to an optional hook (fidelity checks,
  * gmreplay's logs). op is GM_OP_SEGMENT_ALLOC or GM_OP_SEGMENT_FREE. */
 typedef struct gm_seg_event {

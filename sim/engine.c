@@ -725,20 +725,3 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
     *out = s.res;
     return GM_OK;
 }
-
-void gm_sim_result_free(gm_sim_result *r)
-{
-    if (!r) return;
-    for (size_t i = 0; r->t && i < r->n_tenants; i++)
-        gm_report_free(r->t[i].policy_report);
-    free(r->t);
-    free(r);
-}
-
-size_t gm_sim_completed(const gm_sim_result *r)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < r->n_tenants; i++)
-        n += r->t[i].status == GM_TENANT_COMPLETED;
-    return n;
-}

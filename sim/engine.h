@@ -117,7 +117,14 @@ int gm_engine_run(const gm_sim_config *cfg, const struct gm_policy_ops *policy, 
                   gm_sim_result **out, gm_err *err);
 void gm_sim_result_free(gm_sim_result *r);
 
+/* What a finished run adds up to (result.c). */
 /* Completed tenants. */
 size_t gm_sim_completed(const gm_sim_result *r);
+/* The tenants' allocator counters summed: the device's driver calls, their
+ * time, retries, flushes and released bytes. */
+gm_alloc_counters gm_sim_totals(const gm_sim_result *r);
+/* The run's place in the ranking (metrics.h) and the order of two runs. */
+gm_rank_key gm_sim_rank_key(const gm_sim_result *r);
+int gm_result_rank_cmp(const gm_sim_result *a, const gm_sim_result *b);
 
 #endif

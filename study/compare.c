@@ -168,33 +168,6 @@ static double now_s(void)
 
 /* ---------------- compare ---------------- */
 
-uint64_t gm_result_driver_ns(const gm_sim_result *r)
-{
-    uint64_t ns = 0;
-    for (size_t i = 0; i < r->n_tenants; i++)
-        ns += r->t[i].c.driver_alloc_ns + r->t[i].c.driver_free_ns;
-    return ns;
-}
-
-static long pct_key(double v)
-{
-    return lround(v * 1e4); /* 0.01 % */
-}
-
-int gm_result_rank_cmp(const gm_sim_result *a, const gm_sim_result *b)
-{
-    if (a->device.n_oom != b->device.n_oom) return a->device.n_oom < b->device.n_oom ? -1 : 1;
-    long fa = pct_key(gm_metrics_fragmentation(&a->device));
-    long fb = pct_key(gm_metrics_fragmentation(&b->device));
-    if (fa != fb) return fa < fb ? -1 : 1;
-    long ua = pct_key(gm_metrics_utilization(&a->device));
-    long ub = pct_key(gm_metrics_utilization(&b->device));
-    if (ua != ub) return ua > ub ? -1 : 1;
-    uint64_t da = gm_result_driver_ns(a), db = gm_result_driver_ns(b);
-    if (da != db) return da < db ? -1 : 1;
-    return 0;
-}
-
 typedef struct compare_ctx {
     const gm_sim_config *base;
     gm_compare *c;
@@ -329,7 +302,8 @@ static json_t *rank_row(const gm_compare_entry *e, long rank)
     json_object_set_new(o, "tenants", json_integer((json_int_t)r->n_tenants));
     json_object_set_new(o, "fragmentation", json_real(gm_metrics_fragmentation(&r->device)));
     json_object_set_new(o, "utilization", json_real(gm_metrics_utilization(&r->device)));
-    json_object_set_new(o, "driver_ns", json_integer((json_int_t)gm_result_driver_ns(r)));
+    gm_alloc_counters tot = gm_sim_totals(r);
+    json_object_set_new(o, "driver_ns", json_integer((json_int_t)gm_counters_driver_ns(&tot)));
     json_object_set_new(o, "peak_reserved_bytes", json_integer((json_int_t)r->device.peak_r));
     json_object_set_new(o, "peak_live_bytes", json_integer((json_int_t)r->device.peak_q));
     return o;

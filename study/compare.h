@@ -64,12 +64,6 @@ int gm_compare_run(const gm_sim_config *base, char *const *specs, size_t n, int 
                    gm_compare **out, gm_err *err);
 void gm_compare_free(gm_compare *c);
 
-/* Ranking keys, as the table shows them. */
-uint64_t gm_result_driver_ns(const gm_sim_result *r);
-/* qsort-style order of two results: fewer OOMs, then lower fragmentation,
- * then higher utilization (both to 0.01 %), then less driver time. 0: tie. */
-int gm_result_rank_cmp(const gm_sim_result *a, const gm_sim_result *b);
-
 /* {"schema":"gmsim-compare/1","inputs":..,"ranking":[..],"winner":..,
  *  "bound":..,"timing":{..},"results":[gm_result_json per policy]} */
 json_t *gm_compare_json(const gm_sim_config *base, const gm_compare *c);
