@@ -66,7 +66,7 @@ static json_t *combine(char **paths, int n, gm_err *err)
         }
         json_array_append_new(list, j);
     }
-    return json_pack("{s:s,s:s,s:o}", "schema", "gmsim-compare/1", "command", "report", "results",
+    return json_pack("{s:s,s:s,s:o}", "schema", GM_COMPARE_SCHEMA, "command", "report", "results",
                      list);
 }
 

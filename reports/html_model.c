@@ -13,8 +13,6 @@
 #include "results.h"
 #include "sim/metrics.h"
 
-#define COMPARE_SCHEMA "gmsim-compare/1"
-
 static json_t *jget(json_t *obj, const char *path)
 {
     char key[128];
@@ -338,17 +336,17 @@ static int add_runs(rep *p, json_t *root, char *err, size_t errlen)
     json_t *list = NULL;
     if (schema && !strcmp(schema, GM_RESULT_SCHEMA)) {
         p->n = 1;
-    } else if (schema && !strcmp(schema, COMPARE_SCHEMA)) {
+    } else if (schema && !strcmp(schema, GM_COMPARE_SCHEMA)) {
         p->compare = 1;
         list = json_object_get(root, "results");
         p->n = json_array_size(list);
         if (p->n == 0) {
-            snprintf(err, errlen, "a %s document without results", COMPARE_SCHEMA);
+            snprintf(err, errlen, "a %s document without results", GM_COMPARE_SCHEMA);
             return -1;
         }
     } else {
         snprintf(err, errlen, "not gmsim results (schema '%s'; expected %s or %s)",
-                 schema ? schema : "missing", GM_RESULT_SCHEMA, COMPARE_SCHEMA);
+                 schema ? schema : "missing", GM_RESULT_SCHEMA, GM_COMPARE_SCHEMA);
         return -1;
     }
     p->run = calloc(p->n, sizeof *p->run);

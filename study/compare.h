@@ -12,12 +12,8 @@
 #ifndef GM_COMPARE_H
 #define GM_COMPARE_H
 
-#include <jansson.h>
-
 #include "sim/engine.h"
 
-#define GM_COMPARE_SCHEMA "gmsim-compare/1"
-#define GM_FIT_SCHEMA "gmsim-fit/1"
 #define GM_FIT_STEP (2ull * GM_MiB) /* capacity resolution of fit */
 
 /* Split "--policies" into specs. Specs are separated by ',' and a piece
@@ -64,10 +60,6 @@ int gm_compare_run(const gm_sim_config *base, char *const *specs, size_t n, int 
                    gm_compare **out, gm_err *err);
 void gm_compare_free(gm_compare *c);
 
-/* {"schema":"gmsim-compare/1","inputs":..,"ranking":[..],"winner":..,
- *  "bound":..,"timing":{..},"results":[gm_result_json per policy]} */
-json_t *gm_compare_json(const gm_sim_config *base, const gm_compare *c);
-
 /* ---------------- fit ---------------- */
 
 typedef struct gm_fit_entry {
@@ -112,11 +104,5 @@ int gm_fit_capacity(const gm_sim_config *base, char *const *specs, size_t n, int
 int gm_fit_tenants(const gm_sim_config *base, char *const *specs, size_t n, int threads,
                    uint32_t max_copies, uint64_t stagger_ns, gm_fit **out, gm_err *err);
 void gm_fit_free(gm_fit *f);
-json_t *gm_fit_json(const gm_sim_config *base, const gm_fit *f);
-
-/* Common "inputs" object of compare and fit: traces, device, allocator,
- * scope, policies. */
-json_t *gm_compare_inputs_json(const gm_sim_config *base, char *const *specs, size_t n,
-                               const gm_sim_result *any);
 
 #endif

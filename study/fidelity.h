@@ -32,8 +32,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
 #include "base/units.h"
 
 /* Default device size: snapshots do not record it; big enough never to OOM. */
@@ -97,8 +95,5 @@ static inline int gm_fidelity_exact(const gm_fidelity *f)
 {
     return f->missing == 0 && f->extra == 0 && !f->place_diverged;
 }
-
-/* Everything above as JSON (counts, first divergence, reserved error, calls). */
-json_t *gm_fidelity_json(const gm_fidelity *f);
 
 #endif

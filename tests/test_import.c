@@ -24,6 +24,7 @@
 #include "traces/import_torch.h"
 #include "traces/trace.h"
 #include "traces/unpickle.h"
+#include "reports/results.h"
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -16,6 +16,7 @@
 #include "sim/engine.h"
 #include "traces/trace.h"
 #include "study/simulate.h"
+#include "reports/results.h"
 
 #define MiB GM_MiB
 #define GiB GM_GiB
