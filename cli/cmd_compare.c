@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "study/compare.h"
+#include "study/policy_list.h"
 #include "policies/registry.h"
 #include "reports/html.h"
 #include "reports/results.h"

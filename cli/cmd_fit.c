@@ -12,6 +12,8 @@
 
 #include "commands.h"
 #include "study/compare.h"
+#include "study/fit.h"
+#include "study/policy_list.h"
 #include "policies/registry.h"
 #include "reports/results.h"
 #include "study/run_opts.h"

@@ -20,6 +20,7 @@
 #include "sim/engine.h"
 #include "sim/measured.h"
 #include "study/compare.h"
+#include "study/fit.h"
 #include "study/fidelity.h"
 
 #define GM_RESULT_SCHEMA "gmsim-result/1"

@@ -13,6 +13,8 @@
 #include "policies/registry.h"
 #include "reports/kv.h"
 #include "study/compare.h"
+#include "study/fit.h"
+#include "study/policy_list.h"
 #include "sim/engine.h"
 #include "traces/trace.h"
 #include "study/simulate.h"
