@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "study/compare.h"
 #include "study/policy_list.h"
@@ -181,7 +182,7 @@ static int compare_opt(void *ctx, int c, const char *arg, gm_err *err)
     switch (c) {
     case 'h':
         usage(stdout);
-        return GM_OPTS_DONE;
+        return GM_CLI_DONE;
     case 'q':
         a->quiet = 1;
         return GM_OK;
@@ -194,7 +195,7 @@ static int compare_opt(void *ctx, int c, const char *arg, gm_err *err)
     case OPT_POLICIES:
         return gm_policies_append(a->list, sizeof a->list, arg, err);
     case OPT_THREADS:
-        return gm_parse_threads(arg, &a->threads, err);
+        return gm_cli_threads(arg, &a->threads, err);
     default:
         return gm_errf(err, GM_EUSAGE, "unexpected option");
     }
@@ -215,25 +216,22 @@ int cmd_compare(int argc, char **argv)
     };
     compare_args args = {0};
     gm_err err = {0};
-    int rc = gm_run_opts_getopt(&o, "compare", argc, argv, extra, compare_opt, &args, &err);
+    int rc = gm_cli_parse_sim(&o, argc, argv, extra, compare_opt, &args, &err);
     if (rc != GM_OK) {
         gm_run_opts_free(&o); /* --help, or a usage error: exit 2 */
-        return rc == GM_OPTS_DONE ? 0 : gm_cmd_fail("compare", GM_EUSAGE, err.msg);
+        return rc == GM_CLI_DONE ? 0 : gm_cmd_fail("compare", GM_EUSAGE, err.msg);
     }
     const char *json_path = args.json_path, *html_path = args.html_path;
     const char *list = args.list;
     int quiet = args.quiet, threads = args.threads;
     if (o.policy) {
         gm_run_opts_free(&o);
-        fprintf(stderr, "gmsim compare: --policy picks one policy (gmsim run); use --policies "
-                        "LIST here\n");
-        return 2;
+        return gm_cmd_usage("compare",
+                            "--policy picks one policy (gmsim run); use --policies LIST here");
     }
     if (o.n_tenants == 0) {
         gm_run_opts_free(&o);
-        fprintf(stderr, "gmsim compare: no trace given; e.g. gmsim compare traces/bert.h5 (see "
-                        "--help)\n");
-        return 2;
+        return gm_cmd_usage("compare", "no trace given; e.g. gmsim compare traces/bert.h5");
     }
     char **specs = NULL;
     size_t n = 0;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "reports/results.h"
+#include "cli.h"
 #include "commands.h"
 #include "study/fidelity.h"
 #include "traces/import_torch.h"
@@ -48,13 +49,6 @@ static void usage(FILE *f)
                "  -h, --help             this text\n"
                "\n"
                "example: gmsim fidelity tests/data/small-with-segments.pickle\n");
-}
-
-static int usage_error(const char *msg, const char *arg)
-{
-    fprintf(stderr, "gmsim fidelity: %s%s%s\n(run 'gmsim fidelity --help' for the options)\n", msg,
-            arg ? ": " : "", arg ? arg : "");
-    return 2;
 }
 
 static int is_hdf5(const char *path)
@@ -186,9 +180,52 @@ static int check_snapshot(run *r, int device, gm_err *err)
     return rc;
 }
 
+enum { O_DEVICE = 1000, O_CAPACITY, O_CONF, O_FRESH, O_JSON };
+
+typedef struct fidelity_args {
+    run r;
+    const char *json_path;
+    int device;
+} fidelity_args;
+
+static int fidelity_opt(void *ctx, int c, const char *arg, gm_err *err)
+{
+    fidelity_args *a = ctx;
+    switch (c) {
+    case 1:
+        if (a->r.input)
+            return gm_errf(err, GM_EUSAGE, "give exactly one input; '%s' is extra", arg);
+        a->r.input = arg;
+        return GM_OK;
+    case O_DEVICE:
+        return gm_cli_device(arg, &a->device, err);
+    case O_CAPACITY:
+        if (gm_parse_size(arg, "--capacity", &a->r.o.capacity_bytes, err)) return GM_EUSAGE;
+        if (!a->r.o.capacity_bytes)
+            return gm_errf(err, GM_EUSAGE, "--capacity must be more than 0 bytes");
+        return GM_OK;
+    case O_CONF:
+        a->r.o.alloc_conf = arg;
+        return GM_OK;
+    case O_FRESH:
+        a->r.o.fresh_addresses = 1;
+        return GM_OK;
+    case O_JSON:
+        a->json_path = arg;
+        return GM_OK;
+    case 'q':
+        a->r.quiet = 1;
+        return GM_OK;
+    case 'h':
+        usage(stdout);
+        return GM_CLI_DONE;
+    default:
+        return gm_errf(err, GM_EUSAGE, "unexpected option");
+    }
+}
+
 int cmd_fidelity(int argc, char **argv)
 {
-    enum { O_DEVICE = 1000, O_CAPACITY, O_CONF, O_FRESH, O_JSON };
     static const struct option longopts[] = {{"device", required_argument, NULL, O_DEVICE},
                                              {"capacity", required_argument, NULL, O_CAPACITY},
                                              {"alloc-conf", required_argument, NULL, O_CONF},
@@ -197,57 +234,25 @@ int cmd_fidelity(int argc, char **argv)
                                              {"quiet", no_argument, NULL, 'q'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
-    run r = {.all_exact = 1};
-    const char *json_path = NULL;
-    int device = -1, c;
+    fidelity_args a = {.r = {.all_exact = 1}, .device = -1};
     gm_err err;
-    optind = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
-        char *end;
-        switch (c) {
-        case O_DEVICE:
-            device = (int)strtol(optarg, &end, 10);
-            if (!*optarg || *end || device < 0 || device > 63)
-                return usage_error("--device takes a CUDA device index 0..63, got", optarg);
-            break;
-        case O_CAPACITY:
-            if (gm_parse_size(optarg, "--capacity", &r.o.capacity_bytes, &err) ||
-                !r.o.capacity_bytes)
-                return usage_error("--capacity needs a size such as 80GiB, got", optarg);
-            break;
-        case O_CONF:
-            r.o.alloc_conf = optarg;
-            break;
-        case O_FRESH:
-            r.o.fresh_addresses = 1;
-            break;
-        case O_JSON:
-            json_path = optarg;
-            break;
-        case 'q':
-            r.quiet = 1;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            return usage_error("unknown option or missing value", argv[optind - 1]);
-        }
-    }
-    if (optind != argc - 1)
-        return usage_error(optind >= argc ? "no input given" : "give exactly one input", NULL);
-    r.input = argv[optind];
-    r.devices = json_array();
-    int rc = is_hdf5(r.input) ? check_trace(&r, r.input, device < 0 ? 0 : device, &err)
-                              : check_snapshot(&r, device, &err);
+    int rc = gm_cli_parse(argc, argv, "qh", longopts, fidelity_opt, &a, &err);
+    if (rc != GM_OK) return rc == GM_CLI_DONE ? 0 : gm_cmd_fail("fidelity", GM_EUSAGE, err.msg);
+    if (!a.r.input)
+        return gm_cmd_usage("fidelity", "no input given; e.g. gmsim fidelity snapshot.pickle");
+    run *r = &a.r;
+    int device = a.device;
+    const char *json_path = a.json_path;
+    r->devices = json_array();
+    rc = is_hdf5(r->input) ? check_trace(r, r->input, device < 0 ? 0 : device, &err)
+                           : check_snapshot(r, device, &err);
     if (rc == GM_OK && json_path) {
         json_t *root = json_pack("{s:s, s:s, s:b, s:O}", "gmsim_version", GM_VERSION, "input",
-                                 r.input, "exact", r.all_exact, "devices", r.devices);
+                                 r->input, "exact", r->all_exact, "devices", r->devices);
         rc = gm_json_write(root, json_path, &err);
         json_decref(root);
     }
-    json_decref(r.devices);
+    json_decref(r->devices);
     if (rc != GM_OK) return gm_cmd_fail("fidelity", rc, err.msg);
-    return r.all_exact ? 0 : 1;
+    return r->all_exact ? 0 : 1;
 }

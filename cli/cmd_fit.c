@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "study/compare.h"
 #include "study/fit.h"
@@ -145,7 +146,7 @@ static int fit_opt(void *ctx, int c, const char *arg, gm_err *err)
     switch (c) {
     case 'h':
         usage(stdout);
-        return GM_OPTS_DONE;
+        return GM_CLI_DONE;
     case 'q':
         a->quiet = 1;
         return GM_OK;
@@ -155,7 +156,7 @@ static int fit_opt(void *ctx, int c, const char *arg, gm_err *err)
     case OPT_POLICIES:
         return gm_policies_append(a->list, sizeof a->list, arg, err);
     case OPT_THREADS:
-        return gm_parse_threads(arg, &a->threads, err);
+        return gm_cli_threads(arg, &a->threads, err);
     case OPT_MAXCAP:
         return gm_parse_size(arg, "--max-capacity", &a->max_cap, err);
     case OPT_TENANTS:
@@ -188,10 +189,10 @@ int cmd_fit(int argc, char **argv)
     };
     fit_args args = {0};
     gm_err err = {0};
-    int rc = gm_run_opts_getopt(&o, "fit", argc, argv, extra, fit_opt, &args, &err);
+    int rc = gm_cli_parse_sim(&o, argc, argv, extra, fit_opt, &args, &err);
     if (rc != GM_OK) {
         gm_run_opts_free(&o); /* --help, or a usage error: exit 2 */
-        return rc == GM_OPTS_DONE ? 0 : gm_cmd_fail("fit", GM_EUSAGE, err.msg);
+        return rc == GM_CLI_DONE ? 0 : gm_cmd_fail("fit", GM_EUSAGE, err.msg);
     }
     const char *json_path = args.json_path, *list = args.list;
     int quiet = args.quiet, threads = args.threads;
@@ -199,19 +200,16 @@ int cmd_fit(int argc, char **argv)
     uint32_t tenants = args.tenants;
     if (o.policy) {
         gm_run_opts_free(&o);
-        fprintf(stderr, "gmsim fit: --policy picks one policy (gmsim run); use --policies LIST "
-                        "here\n");
-        return 2;
+        return gm_cmd_usage("fit",
+                            "--policy picks one policy (gmsim run); use --policies LIST here");
     }
     if (o.n_tenants == 0) {
         gm_run_opts_free(&o);
-        fprintf(stderr, "gmsim fit: no trace given; e.g. gmsim fit traces/bert.h5 (see --help)\n");
-        return 2;
+        return gm_cmd_usage("fit", "no trace given; e.g. gmsim fit traces/bert.h5");
     }
     if (stagger && !tenants) {
         gm_run_opts_free(&o);
-        fprintf(stderr, "gmsim fit: --stagger only applies with --tenants N\n");
-        return 2;
+        return gm_cmd_usage("fit", "--stagger only applies with --tenants N");
     }
     char **specs = NULL;
     size_t n = 0;

@@ -2,6 +2,7 @@
  * cmd_gen.c - `gmsim gen bert [options] -o OUT.h5`: write a synthetic
  * workload trace (traces/gen_bert.h describes the model).
  */
+#include "cli.h"
 #include "commands.h"
 #include "base/units.h"
 #include "traces/gen_bert.h"
@@ -9,7 +10,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,42 +51,30 @@ static void gen_usage(FILE *f)
             (unsigned long long)d.seed, (unsigned long long)d.stream);
 }
 
-/* Print "gmsim gen: <message>" and the hint to --help; returns exit code 2. */
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "gmsim gen: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n(run 'gmsim gen --help' for the options)\n");
-    va_end(ap);
-    return 2;
-}
-
-/* Whole number in [0, max] from an option value, or exit code 2 with a message. */
+/* Whole number in [0, max] from the value of option opt. */
 static int parse_count(const char *opt, const char *s, unsigned long long max,
-                       unsigned long long *out)
+                       unsigned long long *out, gm_err *err)
 {
     char *end;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
     if (!*s || *end || *s == '-' || errno || v > max)
-        return usage_error("%s: '%s' is not a whole number (at most %llu); give e.g. %s 12", opt, s,
-                           max, opt);
+        return gm_errf(err, GM_EUSAGE,
+                       "%s: '%s' is not a whole number (at most %llu); give e.g. %s 12", opt, s,
+                       max, opt);
     *out = v;
-    return 0;
+    return GM_OK;
 }
 
-static int parse_int_opt(const char *opt, const char *s, int *out)
+static int parse_int_opt(const char *opt, const char *s, int *out, gm_err *err)
 {
     unsigned long long v;
-    int rc = parse_count(opt, s, INT_MAX, &v);
-    if (rc == 0) *out = (int)v;
+    int rc = parse_count(opt, s, INT_MAX, &v, err);
+    if (rc == GM_OK) *out = (int)v;
     return rc;
 }
 
-static int parse_dtype(const char *s, int *bytes)
+static int parse_dtype(const char *s, int *bytes, gm_err *err)
 {
     if (!strcmp(s, "fp32") || !strcmp(s, "float32") || !strcmp(s, "float"))
         *bytes = 4;
@@ -94,8 +82,8 @@ static int parse_dtype(const char *s, int *bytes)
              !strcmp(s, "bf16") || !strcmp(s, "bfloat16"))
         *bytes = 2;
     else
-        return usage_error("--dtype: unknown type '%s'; use fp32, fp16 or bf16", s);
-    return 0;
+        return gm_errf(err, GM_EUSAGE, "--dtype: unknown type '%s'; use fp32, fp16 or bf16", s);
+    return GM_OK;
 }
 
 /* The command line as one string, for the trace's `command` attribute. */
@@ -161,122 +149,104 @@ typedef struct gen_args {
     gm_bert_params p;
     gm_trace_write_opts wopts;
     const char *out;
-    int help;
+    const char *workload, *extra; /* the operand, and the first one too many */
 } gen_args;
 
-/* One option into a; 0 or an exit code. */
-static int gen_option(gen_args *a, int c, const char *arg, const char *opt)
+/* "--layers" for OPT_LAYERS: option values' messages name the option. */
+static const char *opt_name(int c, char *buf, size_t len)
 {
+    for (size_t i = 0; gen_options[i].name; i++)
+        if (gen_options[i].val == c) {
+            snprintf(buf, len, "--%s", gen_options[i].name);
+            return buf;
+        }
+    return "?";
+}
+
+/* One option or operand into a. */
+static int gen_option(void *ctx, int c, const char *arg, gm_err *err)
+{
+    gen_args *a = ctx;
     unsigned long long v;
-    gm_err err;
+    char opt[64];
+    opt_name(c, opt, sizeof opt);
     switch (c) {
+    case 1:
+        if (!a->workload)
+            a->workload = arg;
+        else if (!a->extra)
+            a->extra = arg;
+        return GM_OK;
     case 'o':
         a->out = arg;
-        return 0;
+        return GM_OK;
     case 'h':
-        a->help = 1;
-        return 0;
+        gen_usage(stdout);
+        return GM_CLI_DONE;
     case OPT_LAYERS:
-        return parse_int_opt(opt, arg, &a->p.layers);
+        return parse_int_opt(opt, arg, &a->p.layers, err);
     case OPT_HIDDEN:
-        return parse_int_opt(opt, arg, &a->p.hidden);
+        return parse_int_opt(opt, arg, &a->p.hidden, err);
     case OPT_HEADS:
-        return parse_int_opt(opt, arg, &a->p.heads);
+        return parse_int_opt(opt, arg, &a->p.heads, err);
     case OPT_INTERMEDIATE:
-        return parse_int_opt(opt, arg, &a->p.intermediate);
+        return parse_int_opt(opt, arg, &a->p.intermediate, err);
     case OPT_VOCAB:
-        return parse_int_opt(opt, arg, &a->p.vocab);
+        return parse_int_opt(opt, arg, &a->p.vocab, err);
     case OPT_SEQ:
-        return parse_int_opt(opt, arg, &a->p.seq);
+        return parse_int_opt(opt, arg, &a->p.seq, err);
     case OPT_BATCH:
-        return parse_int_opt(opt, arg, &a->p.batch);
+        return parse_int_opt(opt, arg, &a->p.batch, err);
     case OPT_ITERATIONS:
-        return parse_int_opt(opt, arg, &a->p.iterations);
+        return parse_int_opt(opt, arg, &a->p.iterations, err);
     case OPT_DTYPE:
-        return parse_dtype(arg, &a->p.dtype_bytes);
+        return parse_dtype(arg, &a->p.dtype_bytes, err);
     case OPT_NO_ADAM:
         a->p.adam = 0;
-        return 0;
+        return GM_OK;
     case OPT_KEEP_GRADS:
         a->p.set_to_none = 0;
-        return 0;
+        return GM_OK;
     case OPT_NO_JITTER:
         a->p.jitter = 0;
-        return 0;
+        return GM_OK;
     case OPT_SEED:
-        if (parse_count(opt, arg, UINT64_MAX, &v)) return 2;
+        if (parse_count(opt, arg, UINT64_MAX, &v, err)) return GM_EUSAGE;
         a->p.seed = v;
-        return 0;
+        return GM_OK;
     case OPT_STREAM:
-        if (parse_count(opt, arg, UINT64_MAX, &v)) return 2;
+        if (parse_count(opt, arg, UINT64_MAX, &v, err)) return GM_EUSAGE;
         a->p.stream = v;
-        return 0;
+        return GM_OK;
     case OPT_DEVICE_TOTAL:
-        if (gm_parse_size(arg, "--device-total", &a->p.device_total_bytes, &err) != GM_OK)
-            return usage_error("%s", err.msg);
-        return 0;
+        if (gm_parse_size(arg, "--device-total", &a->p.device_total_bytes, err)) return GM_EUSAGE;
+        return GM_OK;
     case OPT_COMPRESS:
-        if (!strcmp(arg, "none"))
-            a->wopts.compress = GM_COMPRESS_NONE;
-        else if (!strcmp(arg, "deflate"))
-            a->wopts.compress = GM_COMPRESS_DEFLATE;
-        else
-            return usage_error("--compress: unknown method '%s'; use none or deflate", arg);
-        return 0;
+        return gm_cli_compress(arg, &a->wopts, err);
     default:
-        return 2; /* not reached: gen_parse handles getopt errors */
+        return gm_errf(err, GM_EUSAGE, "unexpected option");
     }
-}
-
-/* getopt_long's complaint, in gmsim's words (opterr is off). */
-static int bad_option(int c, char **argv)
-{
-    const char *arg = argv[optind - 1];
-    if (c == ':') return usage_error("option '%s' needs a value", arg);
-    if (optopt) return usage_error("unknown option '-%c'", optopt);
-    return usage_error("unknown option '%s'", arg);
-}
-
-static int gen_parse(gen_args *a, int argc, char **argv)
-{
-    int c, idx;
-    opterr = 0;
-    optind = 0; /* glibc: full re-initialisation, should a process parse twice */
-    while ((c = getopt_long(argc, argv, ":o:h", gen_options, &idx)) != -1) {
-        char opt[64];
-        if (c == '?' || c == ':') return bad_option(c, argv);
-        snprintf(opt, sizeof opt, "--%s", c == 'o' ? "output" : gen_options[idx].name);
-        int rc = gen_option(a, c, optarg, opt);
-        if (rc) return rc;
-    }
-    return 0;
 }
 
 /* Parse, check, write; returns the exit code. */
 static int gen_run(gen_args *a, int argc, char **argv, const char *command)
 {
-    int rc = gen_parse(a, argc, argv);
-    if (rc) return rc;
-    if (a->help) {
-        gen_usage(stdout);
-        return 0;
-    }
-    if (optind >= argc)
-        return usage_error("missing the workload; the one there is: 'bert' "
-                           "(e.g. gmsim gen bert -o bert.h5)");
-    if (strcmp(argv[optind], "bert"))
-        return usage_error("unknown workload '%s'; the one there is: 'bert'", argv[optind]);
-    if (optind + 1 < argc)
-        return usage_error("unexpected argument '%s' after the workload", argv[optind + 1]);
-    if (!a->out) return usage_error("missing the output file; add -o OUT.h5");
-
     gm_err err;
-    if (gm_bert_check(&a->p, &err) != GM_OK) return usage_error("%s", err.msg);
+    int rc = gm_cli_parse(argc, argv, "o:h", gen_options, gen_option, a, &err);
+    if (rc != GM_OK) return rc == GM_CLI_DONE ? 0 : gm_cmd_fail("gen", GM_EUSAGE, err.msg);
+    if (!a->workload)
+        return gm_cmd_usage("gen", "missing the workload; the one there is: 'bert' "
+                                   "(e.g. gmsim gen bert -o bert.h5)");
+    if (strcmp(a->workload, "bert"))
+        return gm_cmd_usage("gen", "unknown workload '%s'; the one there is: 'bert'", a->workload);
+    if (a->extra)
+        return gm_cmd_usage("gen", "unexpected argument '%s' after the workload", a->extra);
+    if (!a->out) return gm_cmd_usage("gen", "missing the output file; add -o OUT.h5");
+
+    if (gm_bert_check(&a->p, &err) != GM_OK) return gm_cmd_fail("gen", GM_EUSAGE, err.msg);
     gm_bert_stats st;
-    if (gm_bert_write_trace(a->out, &a->p, &a->wopts, command, &st, &err) != GM_OK) {
-        fprintf(stderr, "gmsim gen: %s\n", err.msg);
-        return 1;
-    }
+    if (gm_bert_write_trace(a->out, &a->p, &a->wopts, command, &st, &err) != GM_OK)
+        return gm_cmd_fail("gen", GM_EIO, err.msg);
     char peak[32], params[32], span[32];
     printf("wrote %s: %llu events, %d iterations, %s of parameters, peak live %s, span %s\n",
            a->out, (unsigned long long)st.events, a->p.iterations,
@@ -294,12 +264,8 @@ int cmd_gen(int argc, char **argv)
     a.wopts.compress = GM_COMPRESS_DEFLATE;
     a.wopts.deflate_level = 4;
     a.wopts.chunk_events = GM_TRACE_CHUNK_EVENTS;
-    /* joined before getopt_long permutes argv */
-    char *command = join_command(argc, argv);
-    if (!command) {
-        fprintf(stderr, "gmsim gen: out of host memory\n");
-        return 1;
-    }
+    char *command = join_command(argc, argv); /* recorded in the trace */
+    if (!command) return gm_cmd_fail("gen", GM_ENOMEM, "out of host memory");
     int rc = gen_run(&a, argc, argv, command);
     free(command);
     return rc;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "base/err.h"
 #include "traces/import_rmm.h"
@@ -36,13 +37,6 @@ static void usage(FILE *f)
             "  -h, --help             this text\n"
             "\n"
             "example: gmsim import snapshot.pickle -o run.h5 && gmsim fidelity snapshot.pickle\n");
-}
-
-static int usage_error(const char *msg, const char *arg)
-{
-    fprintf(stderr, "gmsim import: %s%s%s\n(run 'gmsim import --help' for the options)\n", msg,
-            arg ? ": " : "", arg ? arg : "");
-    return 2;
 }
 
 /* "torch" or "rmm" from the first bytes: a CSV log starts with its header. */
@@ -115,6 +109,44 @@ static int import_rmm(const char *in, const char *out, const char *cmd,
     return rc;
 }
 
+typedef struct import_args {
+    const char *in, *out, *format;
+    int device, quiet;
+    gm_trace_write_opts wo;
+} import_args;
+
+static int import_opt(void *ctx, int c, const char *arg, gm_err *err)
+{
+    import_args *a = ctx;
+    switch (c) {
+    case 1:
+        if (a->in)
+            return gm_errf(err, GM_EUSAGE, "give exactly one input file; '%s' is extra", arg);
+        a->in = arg;
+        return GM_OK;
+    case 'o':
+        a->out = arg;
+        return GM_OK;
+    case 'd':
+        return gm_cli_device(arg, &a->device, err);
+    case 'f':
+        if (strcmp(arg, "torch") && strcmp(arg, "rmm"))
+            return gm_errf(err, GM_EUSAGE, "--format takes torch or rmm, not '%s'", arg);
+        a->format = arg;
+        return GM_OK;
+    case 'c':
+        return gm_cli_compress(arg, &a->wo, err);
+    case 'q':
+        a->quiet = 1;
+        return GM_OK;
+    case 'h':
+        usage(stdout);
+        return GM_CLI_DONE;
+    default:
+        return gm_errf(err, GM_EUSAGE, "unexpected option");
+    }
+}
+
 int cmd_import(int argc, char **argv)
 {
     static const struct option longopts[] = {{"output", required_argument, NULL, 'o'},
@@ -124,58 +156,20 @@ int cmd_import(int argc, char **argv)
                                              {"quiet", no_argument, NULL, 'q'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
-    const char *out = NULL, *format = NULL;
-    int device = -1, quiet = 0, c;
-    gm_trace_write_opts wo = {.compress = GM_COMPRESS_NONE};
+    import_args a = {.device = -1, .wo = {.compress = GM_COMPRESS_NONE}};
     char cmd[2048];
     command_line(argc, argv, cmd, sizeof cmd);
-    optind = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
-        char *end;
-        switch (c) {
-        case 'o':
-            out = optarg;
-            break;
-        case 'd':
-            device = (int)strtol(optarg, &end, 10);
-            if (!*optarg || *end || device < 0 || device > 63)
-                return usage_error("--device takes a CUDA device index 0..63, got", optarg);
-            break;
-        case 'f':
-            if (strcmp(optarg, "torch") && strcmp(optarg, "rmm"))
-                return usage_error("--format is torch or rmm, got", optarg);
-            format = optarg;
-            break;
-        case 'c':
-            if (!strcmp(optarg, "none"))
-                wo.compress = GM_COMPRESS_NONE;
-            else if (!strcmp(optarg, "deflate"))
-                wo.compress = GM_COMPRESS_DEFLATE;
-            else
-                return usage_error("--compress is none or deflate, got", optarg);
-            break;
-        case 'q':
-            quiet = 1;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            return usage_error("unknown option or missing value", argv[optind - 1]);
-        }
-    }
-    if (optind != argc - 1)
-        return usage_error(optind >= argc ? "no input file given" : "give exactly one input file",
-                           NULL);
-    if (!out) return usage_error("no output given; add -o OUT.h5", NULL);
-    const char *in = argv[optind];
-    if (!format) format = sniff(in);
+    gm_err err;
+    int rc = gm_cli_parse(argc, argv, "o:qh", longopts, import_opt, &a, &err);
+    if (rc != GM_OK) return rc == GM_CLI_DONE ? 0 : gm_cmd_fail("import", GM_EUSAGE, err.msg);
+    if (!a.in) return gm_cmd_usage("import", "no input file given");
+    if (!a.out) return gm_cmd_usage("import", "no output given; add -o OUT.h5");
+    const char *format = a.format ? a.format : sniff(a.in);
     if (!strcmp(format, "rmm")) {
-        if (device >= 0)
-            return usage_error("--device applies to PyTorch snapshots; an RMM log is one device",
-                               NULL);
-        return import_rmm(in, out, cmd, &wo, quiet);
+        if (a.device >= 0)
+            return gm_cmd_usage("import",
+                                "--device applies to PyTorch snapshots; an RMM log is one device");
+        return import_rmm(a.in, a.out, cmd, &a.wo, a.quiet);
     }
-    return import_torch(in, out, device, cmd, &wo, quiet);
+    return import_torch(a.in, a.out, a.device, cmd, &a.wo, a.quiet);
 }

@@ -7,6 +7,7 @@
  * simulator, not info, refuses such traces). Errors the reader reports (bad
  * file, invalid event) end the command with exit code 1.
  */
+#include "cli.h"
 #include "commands.h"
 #include "base/units.h"
 #include "traces/trace.h"
@@ -254,6 +255,30 @@ static const struct option info_options[] = {
     {NULL, 0, NULL, 0},
 };
 
+typedef struct info_args {
+    const char *path;
+    int json;
+} info_args;
+
+static int info_opt(void *ctx, int c, const char *arg, gm_err *err)
+{
+    info_args *a = ctx;
+    switch (c) {
+    case 1:
+        if (a->path) return gm_errf(err, GM_EUSAGE, "one trace at a time; '%s' is extra", arg);
+        a->path = arg;
+        return GM_OK;
+    case 'j':
+        a->json = 1;
+        return GM_OK;
+    case 'h':
+        info_usage(stdout);
+        return GM_CLI_DONE;
+    default:
+        return gm_errf(err, GM_EUSAGE, "unexpected option");
+    }
+}
+
 static void warn_anomalies(const gm_trace_scan *s, const char *path)
 {
     if (s->unknown_frees)
@@ -270,41 +295,18 @@ static void warn_anomalies(const gm_trace_scan *s, const char *path)
 
 int cmd_info(int argc, char **argv)
 {
-    int c, json = 0;
-    opterr = 0;
-    optind = 0; /* glibc: full re-initialisation, should a process parse twice */
-    while ((c = getopt_long(argc, argv, ":h", info_options, NULL)) != -1) {
-        if (c == 'h') {
-            info_usage(stdout);
-            return 0;
-        }
-        if (c == 'j') {
-            json = 1;
-            continue;
-        }
-        if (optopt && c == '?')
-            fprintf(stderr, "gmsim info: unknown option '-%c'\n", optopt);
-        else
-            fprintf(stderr, "gmsim info: unknown option '%s'\n", argv[optind - 1]);
-        fprintf(stderr, "(run 'gmsim info --help' for the options)\n");
-        return 2;
-    }
-    if (optind >= argc) {
-        fprintf(stderr, "gmsim info: missing TRACE; usage: gmsim info TRACE [--json]\n");
-        return 2;
-    }
-    if (optind + 1 < argc) {
-        fprintf(stderr, "gmsim info: one trace at a time; '%s' is extra\n", argv[optind + 1]);
-        return 2;
-    }
+    info_args a = {0};
     gm_err err;
+    int rc = gm_cli_parse(argc, argv, "h", info_options, info_opt, &a, &err);
+    if (rc != GM_OK) return rc == GM_CLI_DONE ? 0 : gm_cmd_fail("info", GM_EUSAGE, err.msg);
+    if (!a.path) return gm_cmd_usage("info", "missing TRACE; usage: gmsim info TRACE [--json]");
     gm_trace_reader *r = NULL;
     gm_trace_scan s = {0};
-    int rc = gm_trace_open(argv[optind], &r, &err);
+    rc = gm_trace_open(a.path, &r, &err);
     if (rc == GM_OK) rc = gm_trace_scan_run(r, &s, &err);
     if (rc == GM_OK) {
-        warn_anomalies(&s, argv[optind]);
-        if (json) {
+        warn_anomalies(&s, a.path);
+        if (a.json) {
             if (print_json(&s, r) != 0)
                 rc = gm_errf(&err, GM_EIO, "cannot write the JSON summary to stdout");
         } else {
@@ -312,8 +314,7 @@ int cmd_info(int argc, char **argv)
         }
     }
     if (rc == GM_OK && fflush(stdout) != 0) rc = gm_errf(&err, GM_EIO, "cannot write to stdout");
-    if (rc != GM_OK) fprintf(stderr, "gmsim info: %s\n", err.msg);
     if (r) gm_trace_close(r);
     gm_trace_scan_free(&s);
-    return rc == GM_OK ? 0 : 1;
+    return rc == GM_OK ? 0 : gm_cmd_fail("info", rc, err.msg);
 }

@@ -10,8 +10,10 @@
  */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "reports/html.h"
 #include "reports/results.h"
@@ -45,7 +47,7 @@ static json_t *load(const char *path, gm_err *err)
 }
 
 /* Several run results -> one gmsim-compare/1 document. */
-static json_t *combine(char **paths, int n, gm_err *err)
+static json_t *combine(const char **paths, int n, gm_err *err)
 {
     json_t *list = json_array();
     for (int i = 0; i < n; i++) {
@@ -70,6 +72,34 @@ static json_t *combine(char **paths, int n, gm_err *err)
                      list);
 }
 
+typedef struct report_args {
+    const char *out;
+    int stats;
+    const char **files; /* the operands, in order (argc entries at most) */
+    int n;
+} report_args;
+
+static int report_opt(void *ctx, int c, const char *arg, gm_err *err)
+{
+    report_args *a = ctx;
+    switch (c) {
+    case 1:
+        a->files[a->n++] = arg;
+        return GM_OK;
+    case 'o':
+        a->out = arg;
+        return GM_OK;
+    case 1000:
+        a->stats = 1;
+        return GM_OK;
+    case 'h':
+        usage(stdout);
+        return GM_CLI_DONE;
+    default:
+        return gm_errf(err, GM_EUSAGE, "unexpected option");
+    }
+}
+
 int cmd_report(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -78,38 +108,25 @@ int cmd_report(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *out = NULL;
-    int stats = 0, c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
-        if (c == 'h') {
-            usage(stdout);
-            return 0;
-        } else if (c == 'o') {
-            out = optarg;
-        } else if (c == 1000) {
-            stats = 1;
-        } else {
-            fprintf(stderr,
-                    "gmsim report: unknown option or missing value near '%s'; see "
-                    "'gmsim report --help'\n",
-                    argv[optind - 1]);
-            return 2;
-        }
-    }
-    int n = argc - optind;
-    if (n < 1 || !out) {
-        fprintf(stderr, "gmsim report: %s; e.g. gmsim report r.json -o r.html (see --help)\n",
-                n < 1 ? "no results file given" : "no output file given (-o FILE)");
-        return 2;
-    }
+    report_args a = {.files = calloc((size_t)argc, sizeof(const char *))};
+    if (!a.files) return gm_cmd_fail("report", GM_ENOMEM, "out of host memory");
     gm_err err = {0};
-    json_t *j = n == 1 ? load(argv[optind], &err) : combine(argv + optind, n, &err);
+    int rc = gm_cli_parse(argc, argv, "o:h", longopts, report_opt, &a, &err);
+    if (rc == GM_OK && (a.n < 1 || !a.out))
+        rc = gm_errf(&err, GM_EUSAGE, "%s; e.g. gmsim report r.json -o r.html",
+                     a.n < 1 ? "no results file given" : "no output file given (-o FILE)");
+    if (rc != GM_OK) {
+        free(a.files);
+        return rc == GM_CLI_DONE ? 0 : gm_cmd_fail("report", GM_EUSAGE, err.msg);
+    }
+    int n = a.n, stats = a.stats;
+    const char *out = a.out;
+    json_t *j = n == 1 ? load(a.files[0], &err) : combine(a.files, n, &err);
+    free(a.files);
     if (!j) return gm_cmd_fail("report", err.code, err.msg);
     if (stats && gm_trace_stats_attach(j, &err) != GM_OK)
         fprintf(stderr, "gmsim report: warning: no trace statistics: %s\n", err.msg);
-    int rc = gm_html_write_file(j, out, &err);
+    rc = gm_html_write_file(j, out, &err);
     json_decref(j);
     if (rc != GM_OK) return gm_cmd_fail("report", rc, err.msg);
     return 0;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "sim/engine.h"
 #include "reports/html.h"
@@ -38,12 +39,6 @@ static void usage(FILE *f)
                "  -h, --help             this text\n"
                "\n"
                "example: gmsim run --policy pytorch --capacity 24GiB traces/bert.h5\n");
-}
-
-int gm_cmd_fail(const char *cmd, int code, const char *msg)
-{
-    fprintf(stderr, "gmsim %s: %s\n", cmd, msg);
-    return code == GM_EUSAGE ? 2 : 1;
 }
 
 static void pct(char *buf, size_t n, double v)
@@ -186,7 +181,7 @@ static int run_opt(void *ctx, int c, const char *arg, gm_err *err)
     switch (c) {
     case 'h':
         usage(stdout);
-        return GM_OPTS_DONE;
+        return GM_CLI_DONE;
     case 'q':
         a->quiet = 1;
         return GM_OK;
@@ -214,17 +209,16 @@ int cmd_run(int argc, char **argv)
     };
     run_args args = {0};
     gm_err err = {0};
-    int rc = gm_run_opts_getopt(&o, "run", argc, argv, extra, run_opt, &args, &err);
+    int rc = gm_cli_parse_sim(&o, argc, argv, extra, run_opt, &args, &err);
     if (rc != GM_OK) {
         gm_run_opts_free(&o); /* --help, or a usage error (bad option or value): exit 2 */
-        return rc == GM_OPTS_DONE ? 0 : gm_cmd_fail("run", GM_EUSAGE, err.msg);
+        return rc == GM_CLI_DONE ? 0 : gm_cmd_fail("run", GM_EUSAGE, err.msg);
     }
     const char *json_path = args.json_path, *html_path = args.html_path;
     int quiet = args.quiet;
     if (o.n_tenants == 0) {
         gm_run_opts_free(&o);
-        fprintf(stderr, "gmsim run: no trace given; e.g. gmsim run traces/bert.h5 (see --help)\n");
-        return 2;
+        return gm_cmd_usage("run", "no trace given; e.g. gmsim run traces/bert.h5");
     }
     gm_sim_config cfg;
     gm_run_opts_config(&o, &cfg);

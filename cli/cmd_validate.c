@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "reports/results.h"
 #include "reports/validate.h"
@@ -156,11 +157,42 @@ static int write_html(const char *path, const char *pp, const char *mp, const gm
     return GM_OK;
 }
 
+enum { OPT_HTML = 1000, OPT_JSON };
+
+typedef struct validate_args {
+    const char *html, *json, *files[2];
+    int quiet, nfiles;
+} validate_args;
+
+static int validate_opt(void *ctx, int c, const char *arg, gm_err *err)
+{
+    validate_args *a = ctx;
+    switch (c) {
+    case 1:
+        if (a->nfiles == 2)
+            return gm_errf(err, GM_EUSAGE,
+                           "too many files ('%s'); give PREDICTED.json and MEASURED.json", arg);
+        a->files[a->nfiles++] = arg;
+        return GM_OK;
+    case 'q':
+        a->quiet = 1;
+        return GM_OK;
+    case OPT_HTML:
+        a->html = arg;
+        return GM_OK;
+    case OPT_JSON:
+        a->json = arg;
+        return GM_OK;
+    case 'h':
+        usage(stdout);
+        return GM_CLI_DONE;
+    default:
+        return gm_errf(err, GM_EUSAGE, "unexpected option");
+    }
+}
+
 int cmd_validate(int argc, char **argv)
 {
-    const char *html = NULL, *json = NULL, *files[2] = {NULL, NULL};
-    int quiet = 0, nfiles = 0, c;
-    enum { OPT_HTML = 1000, OPT_JSON };
     static const struct option longopts[] = {
         {"html", required_argument, NULL, OPT_HTML},
         {"json", required_argument, NULL, OPT_JSON},
@@ -168,42 +200,18 @@ int cmd_validate(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "-qh", longopts, NULL)) != -1) {
-        if (c == 'h') {
-            usage(stdout);
-            return 0;
-        } else if (c == 'q') {
-            quiet = 1;
-        } else if (c == OPT_HTML) {
-            html = optarg;
-        } else if (c == OPT_JSON) {
-            json = optarg;
-        } else if (c == 1 && nfiles < 2) {
-            files[nfiles++] = optarg;
-        } else if (c == 1) {
-            fprintf(stderr,
-                    "gmsim validate: too many files ('%s'); give PREDICTED.json and "
-                    "MEASURED.json\n",
-                    optarg);
-            return 2;
-        } else {
-            fprintf(stderr,
-                    "gmsim validate: unknown option or missing value near '%s'; see "
-                    "'gmsim validate --help'\n",
-                    argv[optind - 1]);
-            return 2;
-        }
-    }
-    if (nfiles != 2) {
-        fprintf(stderr, "gmsim validate: give PREDICTED.json and MEASURED.json, e.g. gmsim "
-                        "validate predicted.json measured.json\n");
-        return 2;
-    }
-    gm_validation v;
+    validate_args a = {0};
     gm_err err = {0};
-    int rc = gm_validate_files(files[0], files[1], &v, &err);
+    int rc = gm_cli_parse(argc, argv, "qh", longopts, validate_opt, &a, &err);
+    if (rc == GM_OK && a.nfiles != 2)
+        rc = gm_errf(&err, GM_EUSAGE,
+                     "give PREDICTED.json and MEASURED.json, e.g. gmsim validate "
+                     "predicted.json measured.json");
+    if (rc != GM_OK) return rc == GM_CLI_DONE ? 0 : gm_cmd_fail("validate", GM_EUSAGE, err.msg);
+    const char *html = a.html, *json = a.json, *const *files = a.files;
+    int quiet = a.quiet;
+    gm_validation v;
+    rc = gm_validate_files(files[0], files[1], &v, &err);
     if (rc) return gm_cmd_fail("validate", rc, err.msg);
     if (!quiet) print_table(files[0], files[1], &v);
     if (json) {

@@ -17,7 +17,4 @@ int cmd_fidelity(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 
-/* Print "gmsim: <msg>" to stderr and return exit code 1 (or 2 for usage). */
-int gm_cmd_fail(const char *cmd, int code, const char *msg);
-
 #endif

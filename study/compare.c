@@ -93,13 +93,3 @@ void gm_compare_free(gm_compare *c)
     free(c->rank);
     free(c);
 }
-
-int gm_parse_threads(const char *arg, int *out, gm_err *err)
-{
-    double v;
-    if (gm_parse_double(arg, "--threads", 1, 4096, &v, err)) return GM_EUSAGE;
-    if (v != (double)(int)v)
-        return gm_errf(err, GM_EUSAGE, "--threads takes a whole number, not '%s'", arg);
-    *out = (int)v;
-    return GM_OK;
-}

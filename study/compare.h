@@ -39,7 +39,4 @@ int gm_compare_run(const gm_sim_config *base, char *const *specs, size_t n, int 
                    gm_compare **out, gm_err *err);
 void gm_compare_free(gm_compare *c);
 
-/* Parse --threads (1..4096). GM_EUSAGE on error. */
-int gm_parse_threads(const char *arg, int *out, gm_err *err);
-
 #endif

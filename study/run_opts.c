@@ -186,29 +186,9 @@ void gm_run_opts_help(FILE *f, int one_policy)
                "  --quota SIZE           cap on the tenant's reserved memory\n");
 }
 
-int gm_run_opts_getopt(gm_run_opts *o, const char *cmd, int argc, char **argv,
-                       const struct option *extra,
-                       int (*on_opt)(void *ctx, int c, const char *arg, gm_err *err), void *ctx,
-                       gm_err *err)
+int gm_run_opts_owns(int c)
 {
-    struct option longopts[64];
-    gm_run_opts_longopts(longopts, 64, extra);
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "-qh", longopts, NULL)) != -1) {
-        int rc;
-        if (c == '?' || c == ':')
-            return gm_errf(err, GM_EUSAGE,
-                           "unknown option or missing value near '%s'; see 'gmsim %s --help'",
-                           argv[optind - 1], cmd);
-        if (c == 1 || c >= O_POLICY)
-            rc = gm_run_opts_parse(o, c, optarg, err);
-        else
-            rc = on_opt(ctx, c, optarg, err);
-        if (rc != GM_OK) return rc;
-    }
-    return GM_OK;
+    return c == 1 || (c >= O_POLICY && c <= O_SCOPE);
 }
 
 void gm_run_opts_config(const gm_run_opts *o, gm_sim_config *cfg)

@@ -1,6 +1,7 @@
 /*
- * run_opts.h - the simulation options every simulating command shares
- * (run, compare, fit; gmreplay too), parsed one way, described one way.
+ * run_opts.h - the simulation options every simulating program shares
+ * (gmsim run, compare and fit; gmreplay too), parsed one way, described one
+ * way. The option loop is each program's (gmsim's: cli/cli.h).
  */
 #ifndef GM_RUN_OPTS_H
 #define GM_RUN_OPTS_H
@@ -36,17 +37,9 @@ int gm_run_opts_parse(gm_run_opts *o, int c, const char *arg, gm_err *err);
  * commands that take --policies instead). */
 void gm_run_opts_help(FILE *f, int one_policy);
 
-/* The option loop every simulating gmsim command shares: getopt_long over
- * argv with the shared options plus `extra` ("-qh" short options, traces
- * kept in order). Shared options and trace paths fill `o`; every other
- * option goes to on_opt(ctx, c, optarg, err), which returns GM_OK, an error
- * with err set, or GM_OPTS_DONE (e.g. --help printed: stop, exit 0).
- * Unknown options are GM_EUSAGE with a message naming them and `cmd`. */
-#define GM_OPTS_DONE 1
-int gm_run_opts_getopt(gm_run_opts *o, const char *cmd, int argc, char **argv,
-                       const struct option *extra,
-                       int (*on_opt)(void *ctx, int c, const char *arg, gm_err *err), void *ctx,
-                       gm_err *err);
+/* 1 when option c (from gm_run_opts_longopts's table; 1 = a trace path)
+ * is one gm_run_opts_parse takes. */
+int gm_run_opts_owns(int c);
 void gm_run_opts_config(const gm_run_opts *o, gm_sim_config *cfg);
 
 #endif
