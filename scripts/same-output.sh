@@ -58,6 +58,9 @@ cases() {
     }
     c --help
     c --version
+    for cmd in run compare fit info import fidelity gen report validate; do
+        c "$cmd" --help
+    done
     c info "$bert"
     c info --json "$bert"
     c run "$bert"

@@ -829,6 +829,7 @@ static uint64_t pt_block_addr(gm_alloc *a, uint64_t handle)
 }
 
 const gm_alloc_ops gm_alloc_pytorch = {
+    .version = GM_ALLOC_VERSION,
     .name = "pytorch",
     .summary = "PyTorch's CUDA caching allocator (native backend)",
     .create = pt_create,

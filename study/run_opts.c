@@ -164,7 +164,10 @@ void gm_run_opts_help(FILE *f, int one_policy)
                 "  --policy NAME[:k=v,..] release policy (default pytorch); policies:\n"
                 "                         %s (policies/README.md)\n",
                 gm_policy_names());
-    fprintf(f, "  --allocator NAME       allocator model: pytorch (default), direct\n"
+    fprintf(f, "  --allocator NAME       allocator model:");
+    for (size_t i = 0; gm_alloc_at(i); i++)
+        fprintf(f, "%s %s%s", i ? "," : "", gm_alloc_at(i)->name, i ? "" : " (default)");
+    fprintf(f, "\n"
                "  --alloc-conf STRING    PYTORCH_CUDA_ALLOC_CONF, verbatim, e.g.\n"
                "                         'max_split_size_mb:128,garbage_collection_threshold:0.8'\n"
                "                         (default: the settings recorded in the trace, if any)\n"
