@@ -1,21 +1,24 @@
 /* registry.c - release policies by name, and "NAME:k=v,..." parsing. */
 #include "registry.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-extern const gm_policy_ops gm_policy_pytorch;
-extern const gm_policy_ops gm_policy_lru;
-extern const gm_policy_ops gm_policy_priority;
-extern const gm_policy_ops gm_policy_predictive;
-extern const gm_policy_ops gm_policy_oracle;
+/* One line per policy: policies/<name>.c defines gm_policy_<name>, whose
+ * .name is "<name>". The first is the default. */
+#define GM_POLICIES(X)                                                                             \
+    X(pytorch)                                                                                     \
+    X(lru)                                                                                         \
+    X(priority)                                                                                    \
+    X(predictive)                                                                                  \
+    X(oracle)
 
-/* One line per policy. */
-static const gm_policy_ops *const policies[] = {
-    &gm_policy_pytorch,    &gm_policy_lru,    &gm_policy_priority,
-    &gm_policy_predictive, &gm_policy_oracle,
-};
+#define DECLARE(n) extern const gm_policy_ops gm_policy_##n;
+GM_POLICIES(DECLARE)
+#define ENTRY(n) &gm_policy_##n,
+static const gm_policy_ops *const policies[] = {GM_POLICIES(ENTRY)};
+#define NAME(n) ", " #n
+static const char names[] = GM_POLICIES(NAME); /* ", pytorch, lru, ..." */
 #define NPOLICIES (sizeof policies / sizeof policies[0])
 
 const gm_policy_ops *gm_policy_find(const char *name)
@@ -25,23 +28,9 @@ const gm_policy_ops *gm_policy_find(const char *name)
     return NULL;
 }
 
-/* The list is built once; pthread_once makes that safe when simulations run
- * in parallel threads (gmsim compare), and it never changes afterwards. */
-static pthread_once_t names_once = PTHREAD_ONCE_INIT;
-static char names_buf[256];
-
-static void build_names(void)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < NPOLICIES && n < sizeof names_buf; i++)
-        n +=
-            snprintf(names_buf + n, sizeof names_buf - n, "%s%s", i ? ", " : "", policies[i]->name);
-}
-
 const char *gm_policy_names(void)
 {
-    pthread_once(&names_once, build_names);
-    return names_buf;
+    return names + 2;
 }
 
 const gm_policy_ops *gm_policy_at(size_t i)

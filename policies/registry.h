@@ -11,7 +11,7 @@
 #include "sim/policy.h"
 
 const gm_policy_ops *gm_policy_find(const char *name);
-const char *gm_policy_names(void);           /* "pytorch, lru, ..." (thread-safe) */
+const char *gm_policy_names(void);           /* "pytorch, lru, ..." */
 const gm_policy_ops *gm_policy_at(size_t i); /* i-th registered policy, NULL past the end */
 
 /* Split "NAME[:k=v,...]" into the policy's ops and its parameters (*params

@@ -205,6 +205,23 @@ static void test_priority_category(void)
     rig_close(&r);
 }
 
+/* The registries' name lists are spelled from their one-line lists: each
+ * name listed is the name of the plug-in at that place. */
+static void test_registry_names(void)
+{
+    char want[256] = "";
+    for (size_t i = 0; gm_policy_at(i); i++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", i ? ", " : "",
+                 gm_policy_at(i)->name);
+    CU_ASSERT_STRING_EQUAL(gm_policy_names(), want);
+    want[0] = '\0';
+    for (size_t i = 0; gm_alloc_at(i); i++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", i ? ", " : "",
+                 gm_alloc_at(i)->name);
+    CU_ASSERT_STRING_EQUAL(gm_alloc_names(), want);
+    CU_ASSERT_PTR_EQUAL(gm_alloc_find("direct"), gm_alloc_at(1));
+}
+
 static void test_bad_params(void)
 {
     static const char *const bad[] = {
@@ -649,6 +666,7 @@ int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("policies", NULL, NULL);
     if (!s) return CU_get_error();
+    GM_ADD_TEST(s, test_registry_names);
     GM_ADD_TEST(s, test_lru_releases_older);
     GM_ADD_TEST(s, test_lru_only_as_needed);
     GM_ADD_TEST(s, test_lru_threshold);
