@@ -49,12 +49,13 @@
 #include "traces/alloc_conf.h"
 #include "policy.h"
 
-#define kMinBlockSize 512ull
-#define kSmallSize (1ull * GM_MiB)
-#define kSmallBuffer (2ull * GM_MiB)
-#define kLargeBuffer (20ull * GM_MiB)
-#define kMinLargeAlloc (10ull * GM_MiB)
-#define kRoundLarge (2ull * GM_MiB)
+/* PyTorch's names for its constants (traces/alloc_conf.h). */
+#define kMinBlockSize GM_PT_MIN_BLOCK_SIZE
+#define kSmallSize GM_PT_SMALL_SIZE
+#define kSmallBuffer GM_PT_SMALL_BUFFER
+#define kLargeBuffer GM_PT_LARGE_BUFFER
+#define kMinLargeAlloc GM_PT_MIN_LARGE_ALLOC
+#define kRoundLarge GM_PT_ROUND_LARGE
 
 typedef struct pt_block pt_block;
 typedef struct pt_segment pt_segment;

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define LARGE_BUFFER_MB 20 /* kLargeBuffer = 20 MiB */
+#define LARGE_BUFFER_MB (GM_PT_LARGE_BUFFER / GM_MiB) /* kLargeBuffer in MiB */
 /* enough for a full 16-interval roundup_power2_divisions list (4 tokens each) */
 #define GM_CONF_MAX_TOKENS 256
 
@@ -186,9 +186,9 @@ int gm_pt_conf_parse(const char *s, gm_pt_conf *c, gm_err *err)
             if (parse_u64(val, s, key, &v, err)) return err->code;
             if (v <= LARGE_BUFFER_MB)
                 return gm_errf(err, GM_EINVAL,
-                               "alloc conf '%s': max_split_size_mb too small, must be > %d "
+                               "alloc conf '%s': max_split_size_mb too small, must be > %llu "
                                "(PyTorch rejects it too)",
-                               s, LARGE_BUFFER_MB);
+                               s, (unsigned long long)LARGE_BUFFER_MB);
             c->max_split_size = v > UINT64_MAX / GM_MiB ? UINT64_MAX : v * GM_MiB;
         } else if (!strcmp(key, "max_non_split_rounding_mb")) {
             if (parse_u64(val, s, key, &v, err)) return err->code;

@@ -14,6 +14,19 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "base/units.h"
+
+/* PyTorch's allocator constants (c10/cuda/CUDACachingAllocator.cpp), in one
+ * place for the model (sim/alloc_pytorch.c), the snapshot importer
+ * (import_torch.c) and this parser. */
+#define GM_PT_MIN_BLOCK_SIZE 512ull        /* kMinBlockSize: the rounding unit         */
+#define GM_PT_SMALL_SIZE (1ull * GM_MiB)   /* kSmallSize: largest small-pool request   */
+#define GM_PT_SMALL_BUFFER (2ull * GM_MiB) /* kSmallBuffer: a small-pool segment       */
+#define GM_PT_LARGE_BUFFER                                                                         \
+    (20ull * GM_MiB)                           /* kLargeBuffer: a large-pool segment; the          \
+                                                  default max_non_split_rounding_size     */
+#define GM_PT_MIN_LARGE_ALLOC (10ull * GM_MiB) /* kMinLargeAlloc: below it, a kLargeBuffer */
+#define GM_PT_ROUND_LARGE (2ull * GM_MiB)      /* kRoundLarge: larger segments round to it */
 
 /* PyTorch splits rounding divisions into 16 power-of-two intervals from 1 MiB
  * to 64 GiB (kRoundUpPowerOfTwoIntervals, kRoundUpPowerOfTwoStart). */

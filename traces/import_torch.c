@@ -30,9 +30,6 @@
 #include "base/clock.h"
 
 #define NONE UINT32_MAX
-#define MIN_BLOCK 512ull             /* kMinBlockSize */
-#define SMALL_SIZE (1ull * GM_MiB)   /* kSmallSize: largest small-pool request */
-#define SMALL_BUFFER (2ull * GM_MiB) /* kSmallBuffer: a small-pool segment */
 #define MAX_ENTRIES 0xfffffff0u
 #define MAX_ADDR (UINT64_MAX - 1) /* gm_addrmap_key(UINT64_MAX) is not a valid key */
 
@@ -111,7 +108,9 @@ static int oom_err(gm_err *err)
 
 static uint64_t round512(uint64_t n)
 {
-    return n < MIN_BLOCK ? MIN_BLOCK : (n + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
+    return n < GM_PT_MIN_BLOCK_SIZE
+               ? GM_PT_MIN_BLOCK_SIZE
+               : (n + GM_PT_MIN_BLOCK_SIZE - 1) / GM_PT_MIN_BLOCK_SIZE * GM_PT_MIN_BLOCK_SIZE;
 }
 
 static void dev_free(dev *d)
@@ -216,7 +215,7 @@ static int read_segment(dev *d, const pkl_value *sv, size_t si, gm_err *err)
                        d->name, si, addr, total);
     pkl_dict_u64(sv, "stream", &stream);
     const char *type = pkl_dict_str(sv, "segment_type");
-    int small = type ? !strcmp(type, "small") : total <= SMALL_BUFFER;
+    int small = type ? !strcmp(type, "small") : total <= GM_PT_SMALL_BUFFER;
     bool expandable = false;
     pkl_as_bool(pkl_dict_get(sv, "is_expandable"), &expandable);
     uint64_t pos = addr;
@@ -372,7 +371,7 @@ static int undo_segment(dev *d, size_t k, gm_err *err)
     }
     if (p) return undo_err(d, k, "a segment at that address still exists after it", err);
     uint32_t idx;
-    if (new_seg(d, e->addr, e->size, e->stream, e->size <= SMALL_BUFFER,
+    if (new_seg(d, e->addr, e->size, e->stream, e->size <= GM_PT_SMALL_BUFFER,
                 e->action == GM_TA_SEGMENT_UNMAP, &idx, err))
         return err->code;
     return gm_addrmap_put(&d->segmap, key, idx) ? oom_err(err) : GM_OK;
@@ -454,7 +453,7 @@ static int size_blocks(dev *d, const keyed *sg, size_t ns, const keyed *bk, size
             return place_err(d, b, "overlaps the next block or the segment end", err);
         if (!b->block_size) {
             uint64_t gap = next - (b->addr + size);
-            if (!s->small && !s->expandable && gap <= SMALL_SIZE) size += gap;
+            if (!s->small && !s->expandable && gap <= GM_PT_SMALL_SIZE) size += gap;
             b->block_size = size;
             t->init_guessed_sizes++;
         }
@@ -942,7 +941,7 @@ int gm_torch_settings_conf(const pkl_value *settings, char *conf, size_t conf_le
     if (c.max_split_size != UINT64_MAX)
         append(conf, conf_len, ",", "max_split_size_mb:%" PRIu64,
                (uint64_t)(c.max_split_size / GM_MiB));
-    if (c.max_non_split_rounding_size != 20 * GM_MiB)
+    if (c.max_non_split_rounding_size != GM_PT_LARGE_BUFFER)
         append(conf, conf_len, ",", "max_non_split_rounding_mb:%" PRIu64,
                (uint64_t)(c.max_non_split_rounding_size / GM_MiB));
     if (c.gc_threshold > 0)
