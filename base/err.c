@@ -4,7 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-int gm_errf(gm_err *err, int code, const char *fmt, ...)
+void gm_err_set(gm_err *err, int code, const char *fmt, ...)
 {
     if (err) {
         va_list ap;
@@ -13,5 +13,4 @@ int gm_errf(gm_err *err, int code, const char *fmt, ...)
         va_end(ap);
         err->code = code;
     }
-    return code;
 }

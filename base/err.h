@@ -21,7 +21,19 @@ typedef struct gm_err {
     char msg[1024];
 } gm_err;
 
-/* Format msg into err (printf-style) and return code. */
-int gm_errf(gm_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Format msg into err (printf-style) and set its code; err may be NULL. */
+void gm_err_set(gm_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* gm_err_set, then the value code: `return gm_errf(err, GM_EINVAL, ...)`.
+ * A macro, so that the compiler sees that the result is code: callers test
+ * it (`if (parse(..., &v, err)) return err->code;` and then use v), and an
+ * opaque return value would leave v "maybe uninitialized" on a path that
+ * cannot happen. code is evaluated once. */
+#define gm_errf(err, code, ...)                                                                    \
+    __extension__({                                                                                \
+        int gm_errf_code_ = (code);                                                                \
+        gm_err_set((err), gm_errf_code_, __VA_ARGS__);                                             \
+        gm_errf_code_;                                                                             \
+    })
 
 #endif
