@@ -92,18 +92,25 @@ static void add_json(gm_report *r, const char *key, const char *name, json_t *v)
     }
 }
 
+/* Every member of obj, nested objects as "prefix.name" (keys of any length). */
 static void flatten(gm_report *r, json_t *obj, const char *prefix, int depth)
 {
     const char *name;
     json_t *v;
     json_object_foreach(obj, name, v)
     {
-        char key[256];
-        snprintf(key, sizeof key, "%s%s%s", prefix, *prefix ? "." : "", name);
+        size_t len = strlen(prefix) + 1 + strlen(name) + 1;
+        char *key = malloc(len);
+        if (!key) {
+            r->failed = 1;
+            return;
+        }
+        snprintf(key, len, "%s%s%s", prefix, *prefix ? "." : "", name);
         if (json_is_object(v) && depth < 4)
             flatten(r, v, key, depth + 1);
         else
             add_json(r, key, name, v);
+        free(key);
     }
 }
 
