@@ -16,6 +16,7 @@
 #include "reports/results.h"
 #include "cli.h"
 #include "commands.h"
+#include "reports/table.h"
 #include "study/fidelity.h"
 #include "traces/import_torch.h"
 #include "base/version.h"
@@ -61,78 +62,6 @@ static int is_hdf5(const char *path)
     return n == 8 && !memcmp(sig, "\x89HDF\r\n\x1a\n", 8);
 }
 
-static void call_text(const gm_fidelity *f, const gm_fid_call *c, size_t n, char *buf, size_t len)
-{
-    size_t k = 0;
-    buf[0] = 0;
-    for (size_t i = 0; i < n && k < len; i++) {
-        if (c[i].event_index != f->div_event) continue;
-        char b[32];
-        k += (size_t)snprintf(buf + k, len - k, "%s%s %s", k ? ", " : "",
-                              c[i].op == GM_OP_SEGMENT_ALLOC ? "cudaMalloc" : "cudaFree",
-                              gm_fmt_bytes(c[i].size, b, sizeof b));
-    }
-    if (!k) snprintf(buf, len, "nothing");
-}
-
-/* "0x7f.. (segment 0x7f.. + 4096)", or the bare address outside every segment. */
-static void where_text(const gm_fid_where *w, char *buf, size_t len)
-{
-    if (w->seg_addr)
-        snprintf(buf, len, "0x%llx (segment 0x%llx + %llu)", (unsigned long long)w->addr,
-                 (unsigned long long)w->seg_addr, (unsigned long long)(w->addr - w->seg_addr));
-    else
-        snprintf(buf, len, "0x%llx (in no segment)", (unsigned long long)w->addr);
-}
-
-static void print_result(const char *name, int device, const gm_fidelity *f)
-{
-    char b1[32], b2[32], ours[256], theirs[256];
-    printf("%s, device %d: %llu events replayed, alloc conf '%s', capacity %s%s\n", name, device,
-           (unsigned long long)f->n_events, f->alloc_conf,
-           gm_fmt_bytes(f->capacity_bytes, b1, sizeof b1),
-           f->fresh_addresses ? ", fresh addresses" : "");
-    printf("  initial state:   %llu segments (%s) rebuilt\n", (unsigned long long)f->init_segments,
-           gm_fmt_bytes(f->init_reserved, b2, sizeof b2));
-    if (!f->n_events) {
-        printf("  no trace to replay (initial state only): nothing to compare\n");
-        return;
-    }
-    printf("  segment calls:   PyTorch %zu, model %zu: %llu matched, %llu missing, %llu extra\n",
-           f->n_rec, f->n_ours, (unsigned long long)f->matched, (unsigned long long)f->missing,
-           (unsigned long long)f->extra);
-    printf("  reserved bytes:  max abs error %s", gm_fmt_bytes(f->max_reserved_err, b1, sizeof b1));
-    if (f->max_reserved_err) printf(" (at event %llu)", (unsigned long long)f->max_err_event);
-    printf("\n");
-    if (f->model_ooms)
-        printf("  model OOMs:      %llu (skipped; give a larger --capacity)\n",
-               (unsigned long long)f->model_ooms);
-    if (f->diverged) {
-        call_text(f, f->ours, f->n_ours, ours, sizeof ours);
-        call_text(f, f->rec, f->n_rec, theirs, sizeof theirs);
-        if (f->div_event < f->n_events)
-            printf("  first divergence at event %llu (%s of %s): model did %s; PyTorch did %s\n",
-                   (unsigned long long)f->div_event, gm_op_name(f->div_op),
-                   gm_fmt_bytes(f->div_size, b1, sizeof b1), ours, theirs);
-        else
-            printf("  first divergence after the last event: model did %s; PyTorch did %s\n", ours,
-                   theirs);
-    }
-    if (f->placement_checked) {
-        printf("  block placement: %llu of %llu allocations at PyTorch's address\n",
-               (unsigned long long)f->placed_same, (unsigned long long)f->placed);
-        if (f->place_diverged) {
-            char w1[96], w2[96];
-            where_text(&f->place_ours, w1, sizeof w1);
-            where_text(&f->place_theirs, w2, sizeof w2);
-            printf("  first misplaced at event %llu (alloc of %s): model at %s; PyTorch at %s\n",
-                   (unsigned long long)f->place_event, gm_fmt_bytes(f->place_size, b1, sizeof b1),
-                   w1, w2);
-        }
-    }
-    printf("  result:          %s\n", gm_fidelity_exact(f) ? "EXACT MATCH" : "MISMATCH");
-}
-
 typedef struct run {
     const char *input;
     gm_fidelity_opts o;
@@ -145,7 +74,7 @@ static int check_trace(run *r, const char *path, int device, gm_err *err)
 {
     gm_fidelity f;
     if (gm_fidelity_check(path, &r->o, &f, err)) return err->code;
-    if (!r->quiet) print_result(r->input, device, &f);
+    if (!r->quiet) gm_table_fidelity(stdout, r->input, device, &f);
     r->all_exact &= gm_fidelity_exact(&f);
     json_t *j = gm_fidelity_json(&f);
     if (j) {

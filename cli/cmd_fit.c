@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "reports/table.h"
 #include "study/compare.h"
 #include "study/fit.h"
 #include "study/policy_list.h"
@@ -50,83 +51,6 @@ static void usage(FILE *f)
                "examples:\n"
                "  gmsim fit traces/bert.h5\n"
                "  gmsim fit --tenants 8 --capacity 24GiB --stagger 20ms traces/bert.h5\n");
-}
-
-static void print_capacity(const gm_sim_config *cfg, const gm_fit *f)
-{
-    char b1[32], b2[32], b3[32], b4[32];
-    uint64_t live = 0;
-    for (size_t i = 0; i < f->n; i++)
-        if (f->e[i].found && f->e[i].peak_live > live) live = f->e[i].peak_live;
-    uint64_t ctx = cfg->overhead_bytes * cfg->n_tenants;
-    printf("gmsim fit: smallest device without OOM, per policy (binary search, 2 MiB steps)\n");
-    for (size_t i = 0; i < cfg->n_tenants; i++)
-        printf("  [%zu] %s\n", i, cfg->tenants[i].path);
-    printf("peak live bytes (no allocator reserves less): %s; with %s of context overhead the "
-           "floor is %s\n\n",
-           gm_fmt_bytes(live, b1, sizeof b1), gm_fmt_bytes(ctx, b2, sizeof b2),
-           gm_fmt_bytes(live + ctx, b3, sizeof b3));
-    int w = 8;
-    for (size_t i = 0; i < f->n; i++)
-        w = (int)strlen(f->e[i].spec) + 15 > w ? (int)strlen(f->e[i].spec) + 15 : w;
-    printf("  %-*s %14s %12s %14s %6s\n", w, "policy", "fits at", "over floor", "peak reserved",
-           "runs");
-    long best = -1, base = -1;
-    for (size_t i = 0; i < f->n; i++) {
-        const gm_fit_entry *e = &f->e[i];
-        char name[400];
-        snprintf(name, sizeof name, "%s%s", e->spec, e->realizable ? "" : " (UNREALIZABLE)");
-        if (!e->found) {
-            printf("  %-*s %14s %12s %14s %6u\n", w, name, "no fit", "", "", e->runs);
-            printf("    (an OOM at every capacity up to %s)\n",
-                   gm_fmt_bytes(e->max_capacity, b1, sizeof b1));
-            continue;
-        }
-        uint64_t floor = live + ctx;
-        snprintf(b4, sizeof b4, "+%s",
-                 gm_fmt_bytes(e->capacity > floor ? e->capacity - floor : 0, b2, sizeof b2));
-        printf("  %-*s %14s %12s %14s %6u\n", w, name, gm_fmt_bytes(e->capacity, b1, sizeof b1), b4,
-               gm_fmt_bytes(e->peak_reserved, b3, sizeof b3), e->runs);
-        if (e->realizable && (best < 0 || e->capacity < f->e[best].capacity)) best = (long)i;
-        if (!strcmp(e->spec, "pytorch")) base = (long)i;
-    }
-    printf("  (each fits at C with no OOM and has one at C - 2 MiB; capacities include the "
-           "context overhead)\n");
-    if (best >= 0) {
-        printf("\nsmallest device: %s at %s", f->e[best].spec,
-               gm_fmt_bytes(f->e[best].capacity, b1, sizeof b1));
-        if (base >= 0 && base != best && f->e[base].found &&
-            f->e[base].capacity > f->e[best].capacity)
-            printf(", %s less than pytorch",
-                   gm_fmt_bytes(f->e[base].capacity - f->e[best].capacity, b2, sizeof b2));
-        printf("\n");
-    }
-}
-
-static void print_tenants(const gm_sim_config *cfg, const gm_fit *f, uint64_t cap)
-{
-    char b1[32], b2[32], b3[32];
-    printf("gmsim fit --tenants %u: copies of", f->max_copies);
-    for (size_t i = 0; i < cfg->n_tenants; i++)
-        printf(" %s", cfg->tenants[i].path);
-    printf(" on a %s device (%s context overhead each), staggered by %s, scope %s\n\n",
-           gm_fmt_bytes(cap, b1, sizeof b1), gm_fmt_bytes(cfg->overhead_bytes, b2, sizeof b2),
-           gm_fmt_ns(f->stagger_ns, b3, sizeof b3), cfg->scope_device ? "device" : "self");
-    int w = 8;
-    for (size_t i = 0; i < f->n; i++)
-        w = (int)strlen(f->e[i].spec) + 15 > w ? (int)strlen(f->e[i].spec) + 15 : w;
-    printf("  %-*s %12s  %s\n", w, "policy", "copies fit", "at one more copy");
-    for (size_t i = 0; i < f->n; i++) {
-        const gm_fit_entry *e = &f->e[i];
-        char name[400], more[96];
-        snprintf(name, sizeof name, "%s%s", e->spec, e->realizable ? "" : " (UNREALIZABLE)");
-        if (e->copies_fit == e->copies_tried)
-            snprintf(more, sizeof more, "(not tried: --tenants %u reached)", f->max_copies);
-        else
-            snprintf(more, sizeof more, "%u of %zu tenants completed", e->first_fail_completed,
-                     (size_t)e->copies_tried * cfg->n_tenants);
-        printf("  %-*s %12u  %s\n", w, name, e->copies_fit, more);
-    }
 }
 
 enum { OPT_JSON = 1000, OPT_POLICIES, OPT_THREADS, OPT_MAXCAP, OPT_TENANTS, OPT_STAGGER };
@@ -224,13 +148,7 @@ int cmd_fit(int argc, char **argv)
         rc = gm_fit_tenants(&cfg, specs, n, threads, tenants, stagger, &f, &err);
     else
         rc = gm_fit_capacity(&cfg, specs, n, threads, max_cap, &f, &err);
-    if (rc == GM_OK && !quiet) {
-        if (tenants) {
-            print_tenants(&cfg, f, f->capacity_bytes);
-        } else {
-            print_capacity(&cfg, f);
-        }
-    }
+    if (rc == GM_OK && !quiet) gm_table_fit(stdout, &cfg, f);
     if (rc == GM_OK && json_path) {
         json_t *j = gm_fit_json(&cfg, f);
         rc = j ? gm_json_write(j, json_path, &err) : gm_errf(&err, GM_ENOMEM, "out of memory");

@@ -22,6 +22,7 @@
 #include "study/compare.h"
 #include "study/fit.h"
 #include "study/fidelity.h"
+#include "traces/trace_scan.h"
 
 #define GM_RESULT_SCHEMA "gmsim-result/1"
 #define GM_COMPARE_SCHEMA "gmsim-compare/1"
@@ -47,6 +48,9 @@ json_t *gm_compare_inputs_json(const gm_sim_config *base, char *const *specs, si
 /* fidelity_json.c: everything gm_fidelity holds (counts, first divergence,
  * reserved error, block placement, every call). */
 json_t *gm_fidelity_json(const gm_fidelity *f);
+
+/* trace_info.c: `gmsim info --json`, the summary of one trace scan. */
+json_t *gm_trace_info_json(const gm_trace_scan *s, const gm_trace_reader *r);
 
 /* measured_json.c: gmreplay's "measured" object (sim/measured.h has the
  * schema) and its whole result: gm_result_json(cfg, r, "replay") with

@@ -399,3 +399,16 @@ const gm_vrow *gm_validation_row(const gm_validation *v, const char *metric)
         if (!strcmp(v->rows[i].metric, metric)) return &v->rows[i];
     return NULL;
 }
+
+void gm_vrow_rel_text(char *buf, size_t n, const gm_vrow *r)
+{
+    if (isnan(r->rel_err))
+        snprintf(buf, n, "%s", isnan(r->pred) ? "" : "n/a");
+    else
+        snprintf(buf, n, "%+.2f %%", r->rel_err * 100.0);
+}
+
+const char *gm_vrow_verdict(const gm_vrow *r)
+{
+    return !r->check ? "" : r->pass ? "pass" : "FAIL";
+}

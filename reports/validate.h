@@ -57,6 +57,10 @@ int gm_validate_files(const char *predicted, const char *measured, gm_validation
 void gm_validation_free(gm_validation *v);
 /* {"schema", "pass", "checks", "failed", "backend", "rows": [...]} */
 json_t *gm_validation_json(const gm_validation *v);
+/* A row's relative error as the table shows it ("+1.23 %", "n/a", "") and
+ * its verdict ("pass", "FAIL", "" for a reported-only row). */
+void gm_vrow_rel_text(char *buf, size_t n, const gm_vrow *r);
+const char *gm_vrow_verdict(const gm_vrow *r);
 /* A row by metric name, or NULL. */
 const gm_vrow *gm_validation_row(const gm_validation *v, const char *metric);
 
