@@ -3,7 +3,7 @@
  * snapshot (to a temporary trace), replay its tensor events through the
  * pytorch allocator model from the rebuilt initial state with the recorded
  * allocator settings, and compare the model's driver calls with PyTorch's
- * recorded segment_alloc / segment_free (sim/fidelity.h); with the recorded
+ * recorded segment_alloc / segment_free (study/fidelity.h); with the recorded
  * addresses, also check that every tensor lands at PyTorch's address. Exit 0
  * when both agree on every device, 1 when not, so it can gate tests.
  */

@@ -2,7 +2,7 @@
  * cmd_validate.c - `gmsim validate PREDICTED MEASURED`: the simulator's
  * prediction (`gmsim run --json`) beside what `gmreplay -o` measured on a
  * GPU, per metric, with the relative error and a verdict on the checks that
- * have a tolerance (sim/validate.h). Exit 0 when every check passes, 1 when
+ * have a tolerance (reports/validate.h). Exit 0 when every check passes, 1 when
  * one fails or the files cannot be compared, 2 on misuse.
  */
 #include <getopt.h>

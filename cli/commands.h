@@ -1,6 +1,6 @@
 /*
  * commands.h - every `gmsim <name>` subcommand is cmd_<name>(argc, argv) in
- * its own file sim/cmd_<name>.c (git's builtin/ pattern). argv[0] is the
+ * its own file cli/cmd_<name>.c (git's builtin/ pattern). argv[0] is the
  * subcommand name. Return value is the process exit code: 0 success,
  * 1 error (message already on stderr), 2 usage error.
  */

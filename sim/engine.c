@@ -699,6 +699,13 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
     gm_metrics_init(&s.res->device);
     s.next_progress = 1u << 20;
     int rc = setup(&s, err);
+    /* The hot loop, once per trace event of every tenant: take the tenant
+     * whose next event is earliest (ties to the lower index; with one tenant
+     * there is nothing to search) and step it: its due timers, the event
+     * through its allocator, the metrics. What is rare stays off this path,
+     * in the functions step() reaches only now and then: tenant_start() at
+     * the first event (the initial state), refill() at the end of a chunk
+     * or a pass, on_oom() and retire(). */
     while (rc == GM_OK) {
         tenant *t = s.n == 1 ? (s.t[0].done ? NULL : &s.t[0]) : next_tenant(&s);
         if (!t) break;

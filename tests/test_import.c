@@ -1,6 +1,6 @@
 /*
  * test_import.c - `gmsim import` (traces/import_torch.c, traces/import_rmm.c)
- * and `gmsim fidelity` (sim/fidelity.c).
+ * and `gmsim fidelity` (study/fidelity.c).
  *
  * Real snapshots: the seven files in tests/data (provenance in SOURCES.md).
  * Their expected numbers were derived independently of this code, in Python

@@ -1,7 +1,7 @@
 /*
  * test_policies.c - the release policies (policies/) on hand-built cases
  * whose right answer is known, --scope device, and the compare / fit
- * machinery (sim/compare.c): determinism across thread counts, and fit's
+ * machinery (study/compare.c, study/fit.c): determinism across thread counts, and fit's
  * capacity C running without OOM while C - 2 MiB does not.
  */
 #include <pthread.h>
