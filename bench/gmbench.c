@@ -17,8 +17,8 @@
 #include <sys/resource.h>
 
 #include "sim/engine.h"
-#include "traces/gen_bert.h"
 #include "study/simulate.h"
+#include "traces/gen_bert.h"
 
 typedef struct vec {
     gm_event *v;

@@ -12,13 +12,13 @@
 
 #include "cli.h"
 #include "commands.h"
-#include "reports/table.h"
-#include "study/compare.h"
-#include "study/policy_list.h"
 #include "policies/registry.h"
 #include "reports/html.h"
 #include "reports/results.h"
+#include "reports/table.h"
 #include "reports/trace_stats.h"
+#include "study/compare.h"
+#include "study/policy_list.h"
 #include "study/run_opts.h"
 
 static void usage(FILE *f)

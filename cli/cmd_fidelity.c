@@ -13,13 +13,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "reports/results.h"
 #include "cli.h"
 #include "commands.h"
+#include "base/version.h"
+#include "reports/results.h"
 #include "reports/table.h"
 #include "study/fidelity.h"
 #include "traces/import_torch.h"
-#include "base/version.h"
 
 static void usage(FILE *f)
 {

@@ -12,12 +12,12 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "policies/registry.h"
+#include "reports/results.h"
 #include "reports/table.h"
 #include "study/compare.h"
 #include "study/fit.h"
 #include "study/policy_list.h"
-#include "policies/registry.h"
-#include "reports/results.h"
 #include "study/run_opts.h"
 
 static void usage(FILE *f)

@@ -9,9 +9,9 @@
  */
 #include "cli.h"
 #include "commands.h"
+#include "base/units.h"
 #include "reports/results.h"
 #include "reports/table.h"
-#include "base/units.h"
 #include "traces/trace.h"
 #include "traces/trace_scan.h"
 

@@ -14,12 +14,11 @@
 
 #include "cli.h"
 #include "commands.h"
-#include "reports/table.h"
-#include "sim/engine.h"
 #include "reports/html.h"
-#include "reports/kv.h"
 #include "reports/results.h"
+#include "reports/table.h"
 #include "reports/trace_stats.h"
+#include "sim/engine.h"
 #include "study/run_opts.h"
 #include "study/simulate.h"
 

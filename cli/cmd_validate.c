@@ -12,8 +12,8 @@
 
 #include "cli.h"
 #include "commands.h"
-#include "reports/table.h"
 #include "reports/results.h"
+#include "reports/table.h"
 #include "reports/validate.h"
 
 static void usage(FILE *f)

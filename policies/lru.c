@@ -21,8 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "sim/policy.h"
 #include "pressure.h"
+#include "sim/policy.h"
 
 typedef struct lru_policy {
     double threshold;

@@ -36,8 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/policy.h"
 #include "pressure.h"
+#include "sim/policy.h"
 #include "traces/trace.h"
 
 /* a large segment serves requests up to this much smaller than itself

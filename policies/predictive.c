@@ -63,8 +63,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/policy.h"
 #include "pressure.h"
+#include "sim/policy.h"
 
 #define NB 64            /* phase bins per period                    */
 #define WIN 1024         /* samples kept for period detection        */

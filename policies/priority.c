@@ -26,8 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/policy.h"
 #include "pressure.h"
+#include "sim/policy.h"
 
 static const int default_order[GM_CAT_COUNT] = {
     GM_CAT_ACTIVATION, GM_CAT_TEMPORARY,       GM_CAT_AUTOGRAD_DETAIL, GM_CAT_INPUT,

@@ -27,10 +27,10 @@
 #include "ballast.h"
 #include "calibrate.h"
 #include "device_cuda.h"
+#include "base/version.h"
 #include "reports/results.h"
 #include "sim/measured.h"
 #include "study/run_opts.h"
-#include "base/version.h"
 #include "study/simulate.h"
 
 static volatile sig_atomic_t g_stop; /* the signal that asked us to stop */

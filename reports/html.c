@@ -21,8 +21,8 @@
 
 #include "html_int.h"
 #include "kv.h"
-#include "base/units.h"
 #include "base/hash.h"
+#include "base/units.h"
 #include "base/version.h"
 
 #define MAX_TRACES 64

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/units.h"
 #include "svg.h"
+#include "base/units.h"
 
 /* ------------------------------------------------------------------ JSON */
 

@@ -20,8 +20,8 @@
 #include "sim/engine.h"
 #include "sim/measured.h"
 #include "study/compare.h"
-#include "study/fit.h"
 #include "study/fidelity.h"
+#include "study/fit.h"
 #include "traces/trace_scan.h"
 
 #define GM_RESULT_SCHEMA "gmsim-result/1"

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "traces/trace.h"
 #include "base/clock.h"
 #include "base/version.h"
+#include "traces/trace.h"
 
 static json_t *ju(uint64_t v)
 {

@@ -10,13 +10,13 @@
 
 #include <stdio.h>
 
+#include "validate.h"
 #include "base/err.h"
 #include "sim/engine.h"
 #include "study/compare.h"
 #include "study/fidelity.h"
 #include "study/fit.h"
 #include "traces/trace_scan.h"
-#include "validate.h"
 
 /* table_sim.c: `gmsim run` (with the policy reports, kv.h), `gmsim
  * compare` (ranked, the winner and why, the bound, each policy's summary

@@ -4,8 +4,8 @@
 
 #include <string.h>
 
-#include "base/units.h"
 #include "kv.h"
+#include "base/units.h"
 
 /* A ratio as the tables print it: "12.3 %". */
 static void pct(char *buf, size_t n, double v)

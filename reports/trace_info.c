@@ -4,9 +4,9 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "base/units.h"
 #include "results.h"
 #include "table.h"
+#include "base/units.h"
 
 #define INFO_BAR_WIDTH 40
 

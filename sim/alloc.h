@@ -16,8 +16,8 @@
 #include <stdint.h>
 
 #include "device.h"
-#include "traces/trace.h"
 #include "base/err.h"
+#include "traces/trace.h"
 
 struct gm_policy;
 

@@ -46,8 +46,8 @@
 #include <bsd/sys/tree.h>
 
 #include "alloc.h"
-#include "traces/alloc_conf.h"
 #include "policy.h"
+#include "traces/alloc_conf.h"
 
 /* PyTorch's names for its constants (traces/alloc_conf.h). */
 #define kMinBlockSize GM_PT_MIN_BLOCK_SIZE

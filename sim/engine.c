@@ -7,10 +7,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/addrmap.h"
 #include "policy.h"
-#include "traces/trace.h"
+#include "base/addrmap.h"
 #include "base/hash.h"
+#include "traces/trace.h"
 
 #define CHUNK_EVENTS GM_TRACE_CHUNK_EVENTS
 #define PASS_GAP_NS 1000ull /* idle time between --repeat passes */

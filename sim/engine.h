@@ -19,8 +19,8 @@
 #include "device.h"
 #include "metrics.h"
 #include "report.h"
-#include "traces/trace.h"
 #include "base/err.h"
+#include "traces/trace.h"
 
 typedef struct gm_tenant_spec {
     const char *path; /* trace file; with `events`, only a name       */

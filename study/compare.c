@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "base/clock.h"
 #include "policy_list.h"
 #include "pool.h"
 #include "simulate.h"
+#include "base/clock.h"
 
 typedef struct compare_ctx {
     const gm_sim_config *base;

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "simulate.h"
 #include "sim/device.h"
 #include "sim/engine.h"
 #include "traces/trace.h"
-#include "simulate.h"
 
 /* ---------------- a simulated GPU that hands out the recorded addresses ---------------- */
 

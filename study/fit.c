@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "base/clock.h"
 #include "policy_list.h"
 #include "pool.h"
 #include "simulate.h"
+#include "base/clock.h"
 #include "traces/trace.h"
 
 /* Outcome of one simulation for fit: 1 fits (no OOM, every tenant done),

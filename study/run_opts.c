@@ -1,8 +1,8 @@
 /* run_opts.c - see run_opts.h. */
 #include "run_opts.h"
 
-#include "sim/device_profile.h"
 #include "policies/registry.h"
+#include "sim/device_profile.h"
 
 #include <stdlib.h>
 #include <string.h>

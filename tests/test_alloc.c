@@ -10,8 +10,8 @@
 #include "cu.h"
 #include "policies/registry.h"
 #include "sim/alloc.h"
-#include "traces/alloc_conf.h"
 #include "sim/device.h"
+#include "traces/alloc_conf.h"
 
 #define MiB GM_MiB
 #define GiB GM_GiB

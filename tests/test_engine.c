@@ -10,8 +10,8 @@
 
 #include "cu.h"
 #include "sim/engine.h"
-#include "traces/trace.h"
 #include "study/simulate.h"
+#include "traces/trace.h"
 
 #define MiB GM_MiB
 #define GiB GM_GiB

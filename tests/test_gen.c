@@ -7,9 +7,9 @@
 #include "cu.h"
 
 #include "base/addrmap.h"
-#include "traces/gen_bert.h"
-#include "base/units.h"
 #include "base/hash.h"
+#include "base/units.h"
+#include "traces/gen_bert.h"
 
 #include <stdio.h>
 #include <stdlib.h>

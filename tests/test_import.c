@@ -19,12 +19,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "reports/results.h"
 #include "study/fidelity.h"
 #include "traces/import_rmm.h"
 #include "traces/import_torch.h"
 #include "traces/trace.h"
 #include "traces/unpickle.h"
-#include "reports/results.h"
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -12,13 +12,13 @@
 #include "cu.h"
 #include "policies/registry.h"
 #include "reports/kv.h"
+#include "reports/results.h"
+#include "sim/engine.h"
 #include "study/compare.h"
 #include "study/fit.h"
 #include "study/policy_list.h"
-#include "sim/engine.h"
-#include "traces/trace.h"
 #include "study/simulate.h"
-#include "reports/results.h"
+#include "traces/trace.h"
 
 #define MiB GM_MiB
 #define GiB GM_GiB

@@ -15,11 +15,11 @@
 #include "cu.h"
 #include "replay/ballast.h"
 #include "reports/results.h"
+#include "reports/validate.h"
 #include "sim/device_profile.h"
 #include "sim/engine.h"
 #include "sim/measured.h"
 #include "study/run_opts.h"
-#include "reports/validate.h"
 #include "study/simulate.h"
 
 #define MiB GM_MiB

@@ -4,8 +4,8 @@
  * the file (and the event, where there is one).
  */
 #include "cu.h"
-#include "traces/trace.h"
 #include "base/units.h"
+#include "traces/trace.h"
 
 #include <hdf5.h>
 

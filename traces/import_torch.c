@@ -24,10 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/addrmap.h"
 #include "alloc_conf.h"
-#include "base/units.h"
+#include "base/addrmap.h"
 #include "base/clock.h"
+#include "base/units.h"
 
 #define NONE UINT32_MAX
 #define MAX_ENTRIES 0xfffffff0u
