@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 
 #include "sim/engine.h"
+#include "study/simulate.h"
 #include "traces/gen_bert.h"
 
 typedef struct vec {

@@ -27,7 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "capture/records.h"
+#include "records.h"
+#include "base/version.h"
 
 #define DEFAULT_OUTPUT "gmcapture-%p.h5"
 

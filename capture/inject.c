@@ -54,7 +54,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "capture/session.h"
+#include "session.h"
+#include "base/clock.h"
+#include "base/version.h"
 
 #define GMC_EXPORT __attribute__((visibility("default")))
 #define BUFFER_BYTES (4u << 20) /* per CUPTI buffer; ~30k memory records  */

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "sim/addrmap.h"
+#include "base/addrmap.h"
 
 enum { MK_START = 0, MK_INSTANT = 1, MK_END = 2 }; /* sort order at equal times */
 #define NO_DEVICE UINT32_MAX

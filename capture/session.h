@@ -11,7 +11,7 @@
 #ifndef GM_CAPTURE_SESSION_H
 #define GM_CAPTURE_SESSION_H
 
-#include "capture/records.h"
+#include "records.h"
 
 /* Open the trace for `device` (-1 if no record named one). GM_OK or an error in err. */
 typedef int (*gmc_open_fn)(void *ctx, int device, gm_trace_writer **w, gm_err *err);

@@ -21,25 +21,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "policy.h"
 #include "pressure.h"
+#include "sim/policy.h"
 
 typedef struct lru_policy {
     double threshold;
     gm_seglist segs;
     gm_addr_list order;
-    uint64_t fail_releases, fail_bytes;   /* attempt-0 releases */
+    uint64_t fail_releases, fail_bytes; /* attempt-0 releases */
     uint64_t proactive_bytes, foreign_bytes, flushes;
 } lru_policy;
 
 static int create(const char *params, void **state, gm_err *err)
 {
     static const char *const known[] = {"threshold", NULL};
-    if (gm_policy_check_params("lru", params, known, err))
-        return err->code;
+    if (gm_policy_check_params("lru", params, known, err)) return err->code;
     lru_policy *p = calloc(1, sizeof *p);
-    if (!p)
-        return gm_errf(err, GM_ENOMEM, "out of memory");
+    if (!p) return gm_errf(err, GM_ENOMEM, "out of memory");
     char v[64];
     if (gm_policy_param(params, "threshold", v, sizeof v) &&
         gm_parse_double(v, "--policy lru:threshold", 0.0, 1.0, &p->threshold, err)) {
@@ -60,12 +58,10 @@ static void destroy(void *state)
 
 static uint64_t release_lru(lru_policy *p, gm_alloc *a, uint64_t need, uint64_t now)
 {
-    if (gm_seglist_fetch(&p->segs, a) != GM_OK)
-        return 0;
+    if (gm_seglist_fetch(&p->segs, a) != GM_OK) return 0;
     gm_seglist_keep_releasable(&p->segs);
     gm_seg_sort(p->segs.v, p->segs.n, gm_seg_cmp_lru);
-    if (gm_addr_list_from(&p->order, &p->segs) != GM_OK)
-        return 0;
+    if (gm_addr_list_from(&p->order, &p->segs) != GM_OK) return 0;
     return gm_release_in_order(a, &p->segs, p->order.v, p->order.n, need, now, NULL);
 }
 
@@ -73,8 +69,7 @@ static void before_grow(void *state, gm_alloc *a, const gm_pressure *pr)
 {
     lru_policy *p = state;
     uint64_t over = gm_pressure_over(a, p->threshold, gm_device_round(pr->alloc_size));
-    if (over)
-        p->proactive_bytes += release_lru(p, a, over, pr->now_ns);
+    if (over) p->proactive_bytes += release_lru(p, a, over, pr->now_ns);
 }
 
 static int on_alloc_fail(void *state, gm_alloc *a, const gm_pressure *pr)
@@ -103,16 +98,15 @@ static uint64_t on_foreign_pressure(void *state, gm_alloc *a, uint64_t need, uin
     return got;
 }
 
-static void report(void *state, json_t *o)
+static void report(void *state, gm_report *o)
 {
     lru_policy *p = state;
-    json_object_set_new(o, "threshold", json_real(p->threshold));
-    json_object_set_new(o, "failure_releases", json_integer((json_int_t)p->fail_releases));
-    json_object_set_new(o, "failure_released_bytes", json_integer((json_int_t)p->fail_bytes));
-    json_object_set_new(o, "cache_flushes", json_integer((json_int_t)p->flushes));
-    json_object_set_new(o, "proactive_released_bytes",
-                        json_integer((json_int_t)p->proactive_bytes));
-    json_object_set_new(o, "foreign_released_bytes", json_integer((json_int_t)p->foreign_bytes));
+    gm_report_real(o, "threshold", GM_KV_PLAIN, p->threshold);
+    gm_report_int(o, "failure_releases", GM_KV_PLAIN, (int64_t)p->fail_releases);
+    gm_report_int(o, "failure_released_bytes", GM_KV_BYTES, (int64_t)p->fail_bytes);
+    gm_report_int(o, "cache_flushes", GM_KV_PLAIN, (int64_t)p->flushes);
+    gm_report_int(o, "proactive_released_bytes", GM_KV_BYTES, (int64_t)p->proactive_bytes);
+    gm_report_int(o, "foreign_released_bytes", GM_KV_BYTES, (int64_t)p->foreign_bytes);
 }
 
 const gm_policy_ops gm_policy_lru = {

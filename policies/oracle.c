@@ -36,8 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy.h"
 #include "pressure.h"
+#include "sim/policy.h"
 #include "traces/trace.h"
 
 /* a large segment serves requests up to this much smaller than itself
@@ -387,19 +387,19 @@ static uint64_t on_foreign_pressure(void *state, gm_alloc *a, uint64_t need, uin
     return got;
 }
 
-static void report(void *state, json_t *o)
+static void report(void *state, gm_report *o)
 {
     or_policy *p = state;
-    json_object_set_new(o, "realizable", json_false());
-    json_object_set_new(o, "note",
-                        json_string("UNREALIZABLE: reads the trace's future; a bound, "
-                                    "not a policy a program can run"));
-    json_object_set_new(o, "proactive", json_boolean(p->proactive));
-    json_object_set_new(o, "segment_classes", json_integer((json_int_t)p->nkeys));
-    json_object_set_new(o, "failure_released_bytes", json_integer((json_int_t)p->fail_bytes));
-    json_object_set_new(o, "proactive_released_bytes", json_integer((json_int_t)p->idle_bytes));
-    json_object_set_new(o, "foreign_released_bytes", json_integer((json_int_t)p->foreign_bytes));
-    json_object_set_new(o, "cache_flushes", json_integer((json_int_t)p->flushes));
+    gm_report_bool(o, "realizable", 0);
+    gm_report_str(
+        o, "note",
+        "UNREALIZABLE: reads the trace's future; a bound, not a policy a program can run");
+    gm_report_bool(o, "proactive", p->proactive);
+    gm_report_int(o, "segment_classes", GM_KV_PLAIN, (int64_t)p->nkeys);
+    gm_report_int(o, "failure_released_bytes", GM_KV_BYTES, (int64_t)p->fail_bytes);
+    gm_report_int(o, "proactive_released_bytes", GM_KV_BYTES, (int64_t)p->idle_bytes);
+    gm_report_int(o, "foreign_released_bytes", GM_KV_BYTES, (int64_t)p->foreign_bytes);
+    gm_report_int(o, "cache_flushes", GM_KV_PLAIN, (int64_t)p->flushes);
 }
 
 const gm_policy_ops gm_policy_oracle = {

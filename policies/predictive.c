@@ -63,14 +63,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy.h"
 #include "pressure.h"
+#include "sim/policy.h"
 
-#define NB 64              /* phase bins per period                    */
-#define WIN 1024           /* samples kept for period detection        */
-#define FFT_N (2 * WIN)    /* zero-padded FFT length (a power of two)  */
-#define MAX_DECIM 65536    /* most ticks averaged into one sample      */
-#define MAX_CLASSES 4096   /* tracked segment classes                  */
+#define NB 64            /* phase bins per period                    */
+#define WIN 1024         /* samples kept for period detection        */
+#define FFT_N (2 * WIN)  /* zero-padded FFT length (a power of two)  */
+#define MAX_DECIM 65536  /* most ticks averaged into one sample      */
+#define MAX_CLASSES 4096 /* tracked segment classes                  */
 #define LARGE_BUFFER (20ull * GM_MiB)
 #define NEVER UINT64_MAX
 
@@ -134,11 +134,9 @@ typedef struct pd_policy {
 static int create(const char *params, void **state, gm_err *err)
 {
     static const char *const known[] = {"horizon", "sample", "threshold", "proactive", NULL};
-    if (gm_policy_check_params("predictive", params, known, err))
-        return err->code;
+    if (gm_policy_check_params("predictive", params, known, err)) return err->code;
     pd_policy *p = calloc(1, sizeof *p);
-    if (!p)
-        return gm_errf(err, GM_ENOMEM, "out of memory");
+    if (!p) return gm_errf(err, GM_ENOMEM, "out of memory");
     p->sample_ns = 1000000;
     p->proactive = 1;
     p->decim = 1;
@@ -232,7 +230,7 @@ static void lag_correlations(pd_policy *p, size_t n)
     }
     for (size_t L = 1; L <= n / 2; L++) {
         double k = (double)(n - L);
-        double a1 = s1[n - L], a2 = s2[n - L];        /* v[0..n-L) */
+        double a1 = s1[n - L], a2 = s2[n - L];         /* v[0..n-L) */
         double b1 = s1[n] - s1[L], b2 = s2[n] - s2[L]; /* v[L..n)   */
         double cov = p->fft[L] - a1 * b1 / k;
         double va = a2 - a1 * a1 / k, vb = b2 - b1 * b1 / k;
@@ -245,29 +243,22 @@ static double find_period_lag(pd_policy *p, double *conf)
 {
     size_t n = p->nx, maxlag = n / 2;
     *conf = 0;
-    if (n < 16 || gsl_stats_variance(p->x, 1, n) <= 0)
-        return 0;
+    if (n < 16 || gsl_stats_variance(p->x, 1, n) <= 0) return 0;
     lag_correlations(p, n);
     size_t l0 = 0;
     for (size_t L = 1; L <= maxlag && !l0; L++)
-        if (p->r[L] < 0.2)
-            l0 = L;
-    if (!l0 || l0 >= maxlag)
-        return 0;
+        if (p->r[L] < 0.2) l0 = L;
+    if (!l0 || l0 >= maxlag) return 0;
     double best = -1;
     for (size_t L = l0; L <= maxlag; L++)
         best = p->r[L] > best ? p->r[L] : best;
-    if (best < 0.5)
-        return 0;
+    if (best < 0.5) return 0;
     for (size_t L = l0 + 1; L < maxlag; L++) {
         double r = p->r[L];
-        if (r < 0.7 * best || r < p->r[L - 1] || r < p->r[L + 1])
-            continue;
+        if (r < 0.7 * best || r < p->r[L - 1] || r < p->r[L + 1]) continue;
         double den = p->r[L - 1] - 2 * r + p->r[L + 1], delta = 0;
-        if (den < 0)
-            delta = 0.5 * (p->r[L - 1] - p->r[L + 1]) / den;
-        if (delta > 0.5 || delta < -0.5)
-            delta = 0;
+        if (den < 0) delta = 0.5 * (p->r[L - 1] - p->r[L + 1]) / den;
+        if (delta > 0.5 || delta < -0.5) delta = 0;
         *conf = r;
         return (double)L + delta;
     }
@@ -279,11 +270,9 @@ static void estimate(pd_policy *p, uint64_t now)
     double conf, lag = find_period_lag(p, &conf);
     p->since_est = 0;
     p->n_estimates++;
-    if (lag <= 0)
-        return;
+    if (lag <= 0) return;
     uint64_t P = (uint64_t)(lag * (double)p->decim * (double)p->sample_ns + 0.5);
-    if (P == 0)
-        return;
+    if (P == 0) return;
     double rel = p->period_ns ? fabs((double)P - (double)p->period_ns) / (double)p->period_ns : 1;
     p->period_r = conf;
     if (rel <= 0.05) {
@@ -301,8 +290,7 @@ static void estimate(pd_policy *p, uint64_t now)
 static void add_sample(pd_policy *p, double v, uint64_t now)
 {
     p->acc += v;
-    if (++p->acc_n < p->decim)
-        return;
+    if (++p->acc_n < p->decim) return;
     if (p->nx == WIN) {
         if (!p->period_ns && p->decim < MAX_DECIM) { /* halve: pairs averaged */
             for (size_t i = 0; i < WIN / 2; i++)
@@ -319,8 +307,7 @@ static void add_sample(pd_policy *p, double v, uint64_t now)
     p->acc_n = 0;
     p->since_est++;
     /* often until a period is found and confirmed 4 times, then rarely */
-    if (p->since_est >= (p->period_ns && p->confirmed >= 4 ? 256u : 16u))
-        estimate(p, now);
+    if (p->since_est >= (p->period_ns && p->confirmed >= 4 ? 256u : 16u)) estimate(p, now);
 }
 
 static uint64_t horizon(const pd_policy *p)
@@ -343,8 +330,7 @@ static unsigned bin_of(const pd_policy *p, uint64_t t)
 
 static int cls_cmp(const pd_class *c, int small, uint64_t size)
 {
-    if (c->small != small)
-        return c->small < small ? -1 : 1;
+    if (c->small != small) return c->small < small ? -1 : 1;
     return c->size < size ? -1 : c->size > size;
 }
 
@@ -365,22 +351,17 @@ static size_t cls_lower(const pd_policy *p, int small, uint64_t size)
 static long cls_find(pd_policy *p, int small, uint64_t size, int add)
 {
     size_t i = cls_lower(p, small, size);
-    if (i < p->ncls && cls_cmp(&p->cls[i], small, size) == 0)
-        return (long)i;
-    if (!add || p->ncls == MAX_CLASSES)
-        return -1;
+    if (i < p->ncls && cls_cmp(&p->cls[i], small, size) == 0) return (long)i;
+    if (!add || p->ncls == MAX_CLASSES) return -1;
     if (p->ncls == p->capcls) {
         size_t cap = p->capcls ? p->capcls * 2 : 32;
         pd_class *c = realloc(p->cls, cap * sizeof *c);
-        if (!c)
-            return -1;
+        if (!c) return -1;
         p->cls = c;
         uint32_t *b1 = realloc(p->busy_now, cap * sizeof *b1);
-        if (b1)
-            p->busy_now = b1;
+        if (b1) p->busy_now = b1;
         uint32_t *b2 = b1 ? realloc(p->busy_tick, cap * sizeof *b2) : NULL;
-        if (!b2)
-            return -1;
+        if (!b2) return -1;
         p->busy_tick = b2;
         p->capcls = cap;
     }
@@ -405,8 +386,7 @@ static int cmp_addr(const void *x, const void *y)
 
 static int view_fetch(pd_policy *p, gm_alloc *a)
 {
-    if (gm_seglist_fetch(&p->view, a) != GM_OK)
-        return GM_ENOMEM;
+    if (gm_seglist_fetch(&p->view, a) != GM_OK) return GM_ENOMEM;
     gm_seg_sort(p->view.v, p->view.n, cmp_addr);
     return GM_OK;
 }
@@ -431,14 +411,11 @@ static void count_busy(pd_policy *p)
         p->busy_now[i] = p->busy_tick[i] = 0;
     for (size_t i = 0; i < p->view.n; i++) {
         const gm_seg_info *s = &p->view.v[i];
-        if (s->expandable)
-            continue;
+        if (s->expandable) continue;
         int now = s->n_allocated > 0, since = now || s->last_use_ns > p->last_tick_ns;
-        if (!since)
-            continue;
+        if (!since) continue;
         long c = cls_find(p, s->small_pool, s->size, 1);
-        if (c < 0)
-            continue;
+        if (c < 0) continue;
         p->busy_now[c] += (uint32_t)now;
         p->busy_tick[c] += (uint32_t)since;
     }
@@ -452,15 +429,13 @@ static void outcome(pd_policy *p, const pd_pending *q, int reused)
         reused ? p->tp++ : p->fp++;
     else
         reused ? p->fn++ : p->tn++;
-    if (q->released && reused)
-        p->released_needed_bytes += q->size;
+    if (q->released && reused) p->released_needed_bytes += q->size;
 }
 
 static pd_pending *pending_of(pd_policy *p, uint64_t addr)
 {
     for (size_t i = 0; i < p->npend; i++)
-        if (!p->pend[i].released && p->pend[i].addr == addr)
-            return &p->pend[i];
+        if (!p->pend[i].released && p->pend[i].addr == addr) return &p->pend[i];
     return NULL;
 }
 
@@ -474,8 +449,7 @@ static void pending_add(pd_policy *p, const gm_seg_info *s, int predicted, uint6
     if (p->npend == p->cappend) {
         size_t cap = p->cappend ? p->cappend * 2 : 64;
         pd_pending *v = realloc(p->pend, cap * sizeof *v);
-        if (!v)
-            return;
+        if (!v) return;
         p->pend = v;
         p->cappend = cap;
     }
@@ -508,8 +482,7 @@ static void resolve(pd_policy *p, uint64_t now, int view_fresh)
                 reused = s->last_use_ns <= q->deadline || p->last_tick_ns < q->deadline;
             }
         }
-        if (!done && now > q->deadline)
-            done = 1; /* reused = 0 */
+        if (!done && now > q->deadline) done = 1; /* reused = 0 */
         if (done) {
             outcome(p, q, reused);
             pending_drop(p, i);
@@ -536,16 +509,14 @@ static void note_released(pd_policy *p)
  * is the j-th most recent free one of it; NEVER if none within a period. */
 static uint64_t predict_next(const pd_policy *p, long c, uint32_t j, uint64_t now)
 {
-    if (c < 0)
-        return 0; /* unknown class: assume it is needed (keep) */
+    if (c < 0) return 0; /* unknown class: assume it is needed (keep) */
     const pd_class *k = &p->cls[c];
     uint32_t need = p->busy_now[c] + j;
     unsigned b0 = bin_of(p, now);
     for (unsigned d = 1; d <= NB; d++) {
         unsigned b = (b0 + d) % NB;
         uint32_t demand = k->prev[b] > k->cur[b] ? k->prev[b] : k->cur[b];
-        if (demand > need)
-            return (uint64_t)((double)d * (double)p->period_ns / NB);
+        if (demand > need) return (uint64_t)((double)d * (double)p->period_ns / NB);
     }
     return NEVER;
 }
@@ -554,12 +525,9 @@ static uint64_t predict_next(const pd_policy *p, long c, uint32_t j, uint64_t no
 static int cmp_class_recent(const void *x, const void *y)
 {
     const gm_seg_info *a = x, *b = y;
-    if (a->small_pool != b->small_pool)
-        return a->small_pool < b->small_pool ? -1 : 1;
-    if (a->size != b->size)
-        return a->size < b->size ? -1 : 1;
-    if (a->last_use_ns != b->last_use_ns)
-        return a->last_use_ns > b->last_use_ns ? -1 : 1;
+    if (a->small_pool != b->small_pool) return a->small_pool < b->small_pool ? -1 : 1;
+    if (a->size != b->size) return a->size < b->size ? -1 : 1;
+    if (a->last_use_ns != b->last_use_ns) return a->last_use_ns > b->last_use_ns ? -1 : 1;
     return a->addr < b->addr ? -1 : a->addr > b->addr;
 }
 
@@ -568,8 +536,7 @@ static int cmp_class_recent(const void *x, const void *y)
 static int cmp_furthest(const void *x, const void *y)
 {
     const gm_seg_info *a = x, *b = y;
-    if (a->gc_age != b->gc_age)
-        return a->gc_age > b->gc_age ? -1 : 1;
+    if (a->gc_age != b->gc_age) return a->gc_age > b->gc_age ? -1 : 1;
     return gm_seg_cmp_lru(x, y);
 }
 
@@ -586,14 +553,12 @@ static size_t rank_segments(pd_policy *p, uint64_t now)
     r->n = 0;
     if (r->cap < p->view.n) {
         gm_seg_info *v = realloc(r->v, p->view.n * sizeof *v);
-        if (!v)
-            return 0;
+        if (!v) return 0;
         r->v = v;
         r->cap = p->view.n;
     }
     for (size_t i = 0; i < p->view.n; i++)
-        if (p->view.v[i].releasable)
-            r->v[r->n++] = p->view.v[i];
+        if (p->view.v[i].releasable) r->v[r->n++] = p->view.v[i];
     size_t not_reused = 0;
     if (!predicting(p)) {
         gm_seg_sort(r->v, r->n, gm_seg_cmp_lru);
@@ -603,15 +568,13 @@ static size_t rank_segments(pd_policy *p, uint64_t now)
         uint32_t j = 0;
         for (size_t i = 0; i < r->n; i++) {
             gm_seg_info *s = &r->v[i];
-            if (i && (s->small_pool != s[-1].small_pool || s->size != s[-1].size))
-                j = 0;
+            if (i && (s->small_pool != s[-1].small_pool || s->size != s[-1].size)) j = 0;
             long c = s->expandable ? -1 : cls_find(p, s->small_pool, s->size, 0);
             uint64_t d = s->expandable ? 0 : predict_next(p, c, j++, now);
             s->gc_age = d;
             int reused = d <= h;
             not_reused += !reused;
-            if (!s->expandable && !pending_of(p, s->addr))
-                pending_add(p, s, reused, now);
+            if (!s->expandable && !pending_of(p, s->addr)) pending_add(p, s, reused, now);
         }
         gm_seg_sort(r->v, r->n, cmp_furthest);
     }
@@ -623,8 +586,7 @@ static size_t rank_segments(pd_policy *p, uint64_t now)
 static uint64_t release_ranked(pd_policy *p, gm_alloc *a, size_t n, uint64_t need, uint64_t now)
 {
     uint64_t got = gm_release_in_order(a, &p->rank, p->order.v, n, need, now, NULL);
-    if (got && view_fetch(p, a) == GM_OK)
-        note_released(p);
+    if (got && view_fetch(p, a) == GM_OK) note_released(p);
     return got;
 }
 
@@ -650,8 +612,7 @@ static void on_timer(void *state, gm_alloc *a, uint64_t now)
         p->last_tick_ns = now;
         return;
     }
-    if (view_fetch(p, a) != GM_OK)
-        return;
+    if (view_fetch(p, a) != GM_OK) return;
     count_busy(p);
     if (p->period_ns) {
         uint64_t cyc = (now - p->anchor_ns) / p->period_ns;
@@ -673,8 +634,7 @@ static void on_timer(void *state, gm_alloc *a, uint64_t now)
         uint64_t over = p->threshold > 0 ? gm_pressure_over(a, p->threshold, 0) : NEVER;
         if (over) {
             size_t n = rank_segments(p, now);
-            if (n)
-                p->proactive_bytes += release_ranked(p, a, n, over, now);
+            if (n) p->proactive_bytes += release_ranked(p, a, n, over, now);
         }
     }
     p->last_tick_ns = now;
@@ -689,12 +649,10 @@ static void before_grow(void *state, gm_alloc *a, const gm_pressure *pr)
     pd_pending *best = NULL;
     for (size_t i = 0; i < p->npend; i++) {
         pd_pending *q = &p->pend[i];
-        if (!q->released || q->small != pr->small_pool || pr->now_ns > q->deadline)
-            continue;
+        if (!q->released || q->small != pr->small_pool || pr->now_ns > q->deadline) continue;
         if (!q->small && (pr->alloc_size > q->size || pr->alloc_size + LARGE_BUFFER <= q->size))
             continue;
-        if (!best || q->t_dec < best->t_dec)
-            best = q;
+        if (!best || q->t_dec < best->t_dec) best = q;
     }
     if (best) {
         outcome(p, best, 1);
@@ -707,8 +665,7 @@ static int on_alloc_fail(void *state, gm_alloc *a, const gm_pressure *pr)
     pd_policy *p = state;
     if (pr->attempt == 0) {
         uint64_t need = gm_pressure_need(a, pr);
-        if (view_fetch(p, a) != GM_OK)
-            return GM_POLICY_NEXT;
+        if (view_fetch(p, a) != GM_OK) return GM_POLICY_NEXT;
         rank_segments(p, pr->now_ns);
         uint64_t got = release_ranked(p, a, p->order.n, need, pr->now_ns);
         p->fail_bytes += got;
@@ -716,8 +673,7 @@ static int on_alloc_fail(void *state, gm_alloc *a, const gm_pressure *pr)
     }
     if (pr->attempt == 1) {
         p->flushes++;
-        if (gm_release_all(a, pr->now_ns) && view_fetch(p, a) == GM_OK)
-            note_released(p);
+        if (gm_release_all(a, pr->now_ns) && view_fetch(p, a) == GM_OK) note_released(p);
         return GM_POLICY_RETRY;
     }
     return GM_POLICY_GIVE_UP;
@@ -726,47 +682,69 @@ static int on_alloc_fail(void *state, gm_alloc *a, const gm_pressure *pr)
 static uint64_t on_foreign_pressure(void *state, gm_alloc *a, uint64_t need, uint64_t now)
 {
     pd_policy *p = state;
-    if (view_fetch(p, a) != GM_OK)
-        return 0;
+    if (view_fetch(p, a) != GM_OK) return 0;
     rank_segments(p, now);
     uint64_t got = release_ranked(p, a, p->order.n, need, now);
     p->foreign_bytes += got;
     return got;
 }
 
-static json_t *ratio(uint64_t num, uint64_t den)
+/* num / den as a ratio, or no value when den is 0. */
+static void ratio(gm_report *o, const char *key, uint64_t num, uint64_t den)
 {
-    return den ? json_real((double)num / (double)den) : json_null();
+    if (den)
+        gm_report_real(o, key, GM_KV_RATIO, (double)num / (double)den);
+    else
+        gm_report_null(o, key, GM_KV_RATIO);
 }
 
-static void report(void *state, json_t *o)
+/* The line `gmsim compare` prints under its table: what was learned and how
+ * well the "reused within the horizon" predictions did. */
+static void summary(const pd_policy *p, gm_report *o)
+{
+    char per[32], hor[32], prec[32] = "n/a", rec[32] = "n/a";
+    if (!p->period_ns) {
+        gm_report_summary(o, "no period found (predictions need one; it ran as LRU)");
+        return;
+    }
+    if (p->tp + p->fp) snprintf(prec, sizeof prec, "%.2f", (double)p->tp / (double)(p->tp + p->fp));
+    if (p->tp + p->fn) snprintf(rec, sizeof rec, "%.2f", (double)p->tp / (double)(p->tp + p->fn));
+    gm_report_summary(
+        o,
+        "learned period %s (autocorrelation %.2f); \"reused within %s\": precision %s, "
+        "recall %s over %lld resolved predictions",
+        gm_fmt_ns(p->period_ns, per, sizeof per), p->period_r,
+        gm_fmt_ns(horizon(p), hor, sizeof hor), prec, rec,
+        (long long)(p->tp + p->fp + p->fn + p->tn));
+}
+
+static void report(void *state, gm_report *o)
 {
     pd_policy *p = state;
-    json_object_set_new(o, "period_ns", json_integer((json_int_t)p->period_ns));
-    json_object_set_new(o, "period_confidence", json_real(p->period_r));
-    json_object_set_new(o, "period_estimates", json_integer((json_int_t)p->n_estimates));
-    json_object_set_new(o, "period_changes", json_integer((json_int_t)p->n_period_changes));
-    json_object_set_new(o, "sample_ns", json_integer((json_int_t)(p->sample_ns * p->decim)));
-    json_object_set_new(o, "horizon_ns", json_integer((json_int_t)horizon(p)));
-    json_object_set_new(o, "horizon_auto", json_boolean(!p->horizon_param_ns));
-    json_object_set_new(o, "proactive", json_boolean(p->proactive));
-    json_object_set_new(o, "threshold", json_real(p->threshold));
-    json_object_set_new(o, "predictions", json_integer((json_int_t)p->predictions));
-    json_object_set_new(o, "true_positives", json_integer((json_int_t)p->tp));
-    json_object_set_new(o, "false_positives", json_integer((json_int_t)p->fp));
-    json_object_set_new(o, "false_negatives", json_integer((json_int_t)p->fn));
-    json_object_set_new(o, "true_negatives", json_integer((json_int_t)p->tn));
-    json_object_set_new(o, "precision", ratio(p->tp, p->tp + p->fp));
-    json_object_set_new(o, "recall", ratio(p->tp, p->tp + p->fn));
-    json_object_set_new(o, "accuracy", ratio(p->tp + p->tn, p->tp + p->fp + p->fn + p->tn));
-    json_object_set_new(o, "predicted_released_bytes", json_integer((json_int_t)p->released_bytes));
-    json_object_set_new(o, "released_needed_again_bytes",
-                        json_integer((json_int_t)p->released_needed_bytes));
-    json_object_set_new(o, "proactive_released_bytes",
-                        json_integer((json_int_t)p->proactive_bytes));
-    json_object_set_new(o, "failure_released_bytes", json_integer((json_int_t)p->fail_bytes));
-    json_object_set_new(o, "foreign_released_bytes", json_integer((json_int_t)p->foreign_bytes));
-    json_object_set_new(o, "cache_flushes", json_integer((json_int_t)p->flushes));
+    gm_report_int(o, "period_ns", GM_KV_NS, (int64_t)p->period_ns);
+    gm_report_real(o, "period_confidence", GM_KV_RATIO, p->period_r);
+    gm_report_int(o, "period_estimates", GM_KV_PLAIN, (int64_t)p->n_estimates);
+    gm_report_int(o, "period_changes", GM_KV_PLAIN, (int64_t)p->n_period_changes);
+    gm_report_int(o, "sample_ns", GM_KV_NS, (int64_t)(p->sample_ns * p->decim));
+    gm_report_int(o, "horizon_ns", GM_KV_NS, (int64_t)horizon(p));
+    gm_report_bool(o, "horizon_auto", !p->horizon_param_ns);
+    gm_report_bool(o, "proactive", p->proactive);
+    gm_report_real(o, "threshold", GM_KV_PLAIN, p->threshold);
+    gm_report_int(o, "predictions", GM_KV_PLAIN, (int64_t)p->predictions);
+    gm_report_int(o, "true_positives", GM_KV_PLAIN, (int64_t)p->tp);
+    gm_report_int(o, "false_positives", GM_KV_PLAIN, (int64_t)p->fp);
+    gm_report_int(o, "false_negatives", GM_KV_PLAIN, (int64_t)p->fn);
+    gm_report_int(o, "true_negatives", GM_KV_PLAIN, (int64_t)p->tn);
+    ratio(o, "precision", p->tp, p->tp + p->fp);
+    ratio(o, "recall", p->tp, p->tp + p->fn);
+    ratio(o, "accuracy", p->tp + p->tn, p->tp + p->fp + p->fn + p->tn);
+    gm_report_int(o, "predicted_released_bytes", GM_KV_BYTES, (int64_t)p->released_bytes);
+    gm_report_int(o, "released_needed_again_bytes", GM_KV_BYTES, (int64_t)p->released_needed_bytes);
+    gm_report_int(o, "proactive_released_bytes", GM_KV_BYTES, (int64_t)p->proactive_bytes);
+    gm_report_int(o, "failure_released_bytes", GM_KV_BYTES, (int64_t)p->fail_bytes);
+    gm_report_int(o, "foreign_released_bytes", GM_KV_BYTES, (int64_t)p->foreign_bytes);
+    gm_report_int(o, "cache_flushes", GM_KV_PLAIN, (int64_t)p->flushes);
+    summary(p, o);
 }
 
 const gm_policy_ops gm_policy_predictive = {

@@ -9,8 +9,7 @@ uint64_t gm_pressure_need(const gm_alloc *a, const gm_pressure *p)
     uint64_t want = gm_device_round(p->alloc_size), need = 0;
     uint64_t used = d->used_bytes + d->overhead_bytes;
     uint64_t avail = d->capacity_bytes > used ? d->capacity_bytes - used : 0;
-    if (want > avail)
-        need = want - avail;
+    if (want > avail) need = want - avail;
     uint64_t lim = a->limits.memory_limit;
     if (lim && a->c.reserved_bytes + p->alloc_size > lim) {
         uint64_t over = a->c.reserved_bytes + p->alloc_size - lim;
@@ -21,35 +20,30 @@ uint64_t gm_pressure_need(const gm_alloc *a, const gm_pressure *p)
 
 uint64_t gm_pressure_over(const gm_alloc *a, double frac, uint64_t incoming)
 {
-    if (frac <= 0)
-        return 0;
+    if (frac <= 0) return 0;
     uint64_t over = 0;
     uint64_t lim = a->limits.memory_limit;
     if (lim) {
         uint64_t thr = (uint64_t)(frac * (double)lim);
-        if (a->c.reserved_bytes + incoming > thr)
-            over = a->c.reserved_bytes + incoming - thr;
+        if (a->c.reserved_bytes + incoming > thr) over = a->c.reserved_bytes + incoming - thr;
     }
     const gm_device *d = a->dev;
     uint64_t thr = (uint64_t)(frac * (double)d->capacity_bytes);
     uint64_t used = d->used_bytes + d->overhead_bytes + incoming;
-    if (used > thr && used - thr > over)
-        over = used - thr;
+    if (used > thr && used - thr > over) over = used - thr;
     return over;
 }
 
 void gm_seg_sort(gm_seg_info *v, size_t n, int (*cmp)(const void *, const void *))
 {
-    if (n > 1)
-        qsort(v, n, sizeof *v, cmp);
+    if (n > 1) qsort(v, n, sizeof *v, cmp);
 }
 
 /* Oldest last use first; ties by address, so runs are deterministic. */
 int gm_seg_cmp_lru(const void *x, const void *y)
 {
     const gm_seg_info *a = x, *b = y;
-    if (a->last_use_ns != b->last_use_ns)
-        return a->last_use_ns < b->last_use_ns ? -1 : 1;
+    if (a->last_use_ns != b->last_use_ns) return a->last_use_ns < b->last_use_ns ? -1 : 1;
     return a->addr < b->addr ? -1 : a->addr > b->addr;
 }
 
@@ -83,17 +77,14 @@ uint64_t gm_release_in_order(gm_alloc *a, gm_seglist *l, const uint64_t *addrs, 
     int fresh = 0; /* l holds the current view, sorted by address */
     for (size_t i = 0; i < n && released < need; i++) {
         if (!fresh) {
-            if (gm_seglist_fetch(l, a) != GM_OK)
-                break;
+            if (gm_seglist_fetch(l, a) != GM_OK) break;
             gm_seg_sort(l->v, l->n, cmp_addr);
             fresh = 1;
         }
         const gm_seg_info *s = find_addr(l, addrs[i]);
-        if (!s || !s->releasable)
-            continue;
+        if (!s || !s->releasable) continue;
         uint64_t got = gm_alloc_release(a, s->id, now_ns);
-        if (got_each)
-            got_each[i] = got;
+        if (got_each) got_each[i] = got;
         if (got) {
             released += got;
             fresh = 0; /* every id in l is stale now */
@@ -123,8 +114,7 @@ int gm_addr_list_from(gm_addr_list *o, const gm_seglist *l)
 {
     if (l->n > o->cap) {
         uint64_t *v = realloc(o->v, l->n * sizeof *v);
-        if (!v)
-            return GM_ENOMEM;
+        if (!v) return GM_ENOMEM;
         o->v = v;
         o->cap = l->n;
     }

@@ -10,8 +10,8 @@
 #ifndef GM_POLICIES_PRESSURE_H
 #define GM_POLICIES_PRESSURE_H
 
-#include "policy.h"
 #include "seglist.h"
+#include "sim/policy.h"
 
 /* Bytes to give back so that the driver allocation of p->alloc_size fits:
  * the larger of the device's shortfall (capacity - overhead - used) and the

@@ -26,8 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy.h"
 #include "pressure.h"
+#include "sim/policy.h"
 
 static const int default_order[GM_CAT_COUNT] = {
     GM_CAT_ACTIVATION, GM_CAT_TEMPORARY,       GM_CAT_AUTOGRAD_DETAIL, GM_CAT_INPUT,
@@ -58,8 +58,9 @@ static int parse_order(prio_policy *p, const char *s, gm_err *err)
         size_t n = end ? (size_t)(end - q) : strlen(q);
         char name[32];
         if (n == 0 || n >= sizeof name)
-            return gm_errf(err, GM_EINVAL, "--policy priority:order='%s': expected categories "
-                                           "separated by '>', e.g. order=activation>temporary",
+            return gm_errf(err, GM_EINVAL,
+                           "--policy priority:order='%s': expected categories "
+                           "separated by '>', e.g. order=activation>temporary",
                            s);
         memcpy(name, q, n);
         name[n] = 0;
@@ -71,25 +72,21 @@ static int parse_order(prio_policy *p, const char *s, gm_err *err)
                            "autograd_detail",
                            name);
         if (p->rank[c] >= 0)
-            return gm_errf(err, GM_EINVAL, "--policy priority:order: '%s' is listed twice",
-                           name);
+            return gm_errf(err, GM_EINVAL, "--policy priority:order: '%s' is listed twice", name);
         p->rank[c] = next++;
         q = end ? end + 1 : q + n;
     }
     for (int i = 0; i < GM_CAT_COUNT; i++)
-        if (p->rank[default_order[i]] < 0)
-            p->rank[default_order[i]] = next++;
+        if (p->rank[default_order[i]] < 0) p->rank[default_order[i]] = next++;
     return GM_OK;
 }
 
 static int create(const char *params, void **state, gm_err *err)
 {
     static const char *const known[] = {"order", "threshold", NULL};
-    if (gm_policy_check_params("priority", params, known, err))
-        return err->code;
+    if (gm_policy_check_params("priority", params, known, err)) return err->code;
     prio_policy *p = calloc(1, sizeof *p);
-    if (!p)
-        return gm_errf(err, GM_ENOMEM, "out of memory");
+    if (!p) return gm_errf(err, GM_ENOMEM, "out of memory");
     char v[256] = "";
     gm_policy_param(params, "order", v, sizeof v);
     int rc = parse_order(p, v, err);
@@ -117,8 +114,7 @@ static void destroy(void *state)
 static int seg_category(const prio_policy *p, const gm_seg_info *s)
 {
     int best = GM_CAT_UNKNOWN;
-    if (!s->category_mask)
-        return best;
+    if (!s->category_mask) return best;
     int best_rank = -1;
     for (int c = 0; c < GM_CAT_COUNT; c++)
         if ((s->category_mask >> c & 1u) && p->rank[c] > best_rank) {
@@ -133,15 +129,13 @@ static int seg_category(const prio_policy *p, const gm_seg_info *s)
 static int cmp_rank(const void *x, const void *y)
 {
     const gm_seg_info *a = x, *b = y;
-    if (a->gc_age != b->gc_age)
-        return a->gc_age < b->gc_age ? -1 : 1;
+    if (a->gc_age != b->gc_age) return a->gc_age < b->gc_age ? -1 : 1;
     return gm_seg_cmp_lru(x, y);
 }
 
 static uint64_t release_ranked(prio_policy *p, gm_alloc *a, uint64_t need, uint64_t now)
 {
-    if (gm_seglist_fetch(&p->segs, a) != GM_OK)
-        return 0;
+    if (gm_seglist_fetch(&p->segs, a) != GM_OK) return 0;
     gm_seglist_keep_releasable(&p->segs);
     for (size_t i = 0; i < p->segs.n; i++)
         p->segs.v[i].gc_age = (uint64_t)p->rank[seg_category(p, &p->segs.v[i])];
@@ -150,17 +144,14 @@ static uint64_t release_ranked(prio_policy *p, gm_alloc *a, uint64_t need, uint6
     if (n > p->cap) { /* per-address category and bytes released */
         int *c = realloc(p->cats, n * sizeof *c);
         uint64_t *g = c ? realloc(p->got, n * sizeof *g) : NULL;
-        if (c)
-            p->cats = c;
-        if (!g)
-            return 0;
+        if (c) p->cats = c;
+        if (!g) return 0;
         p->got = g;
         p->cap = n;
     }
     for (size_t i = 0; i < n; i++)
         p->cats[i] = seg_category(p, &p->segs.v[i]);
-    if (gm_addr_list_from(&p->order, &p->segs) != GM_OK)
-        return 0;
+    if (gm_addr_list_from(&p->order, &p->segs) != GM_OK) return 0;
     uint64_t total = gm_release_in_order(a, &p->segs, p->order.v, n, need, now, p->got);
     for (size_t i = 0; i < n; i++)
         p->released_by_cat[p->cats[i]] += p->got[i];
@@ -171,8 +162,7 @@ static void before_grow(void *state, gm_alloc *a, const gm_pressure *pr)
 {
     prio_policy *p = state;
     uint64_t over = gm_pressure_over(a, p->threshold, gm_device_round(pr->alloc_size));
-    if (over)
-        release_ranked(p, a, over, pr->now_ns);
+    if (over) release_ranked(p, a, over, pr->now_ns);
 }
 
 static int on_alloc_fail(void *state, gm_alloc *a, const gm_pressure *pr)
@@ -180,8 +170,7 @@ static int on_alloc_fail(void *state, gm_alloc *a, const gm_pressure *pr)
     prio_policy *p = state;
     if (pr->attempt == 0) {
         uint64_t need = gm_pressure_need(a, pr);
-        return release_ranked(p, a, need, pr->now_ns) >= need ? GM_POLICY_RETRY
-                                                              : GM_POLICY_NEXT;
+        return release_ranked(p, a, need, pr->now_ns) >= need ? GM_POLICY_RETRY : GM_POLICY_NEXT;
     }
     if (pr->attempt == 1) {
         p->flushes++;
@@ -196,7 +185,7 @@ static uint64_t on_foreign_pressure(void *state, gm_alloc *a, uint64_t need, uin
     return release_ranked(state, a, need, now);
 }
 
-static void report(void *state, json_t *o)
+static void report(void *state, gm_report *o)
 {
     prio_policy *p = state;
     char order[256];
@@ -206,14 +195,14 @@ static void report(void *state, json_t *o)
             if (p->rank[c] == r)
                 n += (size_t)snprintf(order + n, sizeof order - n, "%s%s", r ? ">" : "",
                                       gm_category_name(c));
-    json_object_set_new(o, "order", json_string(order));
-    json_object_set_new(o, "threshold", json_real(p->threshold));
-    json_object_set_new(o, "cache_flushes", json_integer((json_int_t)p->flushes));
-    json_t *by = json_object();
-    for (int c = 0; c < GM_CAT_COUNT; c++)
-        json_object_set_new(by, gm_category_name(c),
-                            json_integer((json_int_t)p->released_by_cat[c]));
-    json_object_set_new(o, "selective_released_bytes_by_category", by);
+    gm_report_str(o, "order", order);
+    gm_report_real(o, "threshold", GM_KV_PLAIN, p->threshold);
+    gm_report_int(o, "cache_flushes", GM_KV_PLAIN, (int64_t)p->flushes);
+    for (int c = 0; c < GM_CAT_COUNT; c++) {
+        char key[96];
+        snprintf(key, sizeof key, "selective_released_bytes_by_category.%s", gm_category_name(c));
+        gm_report_int(o, key, GM_KV_BYTES, (int64_t)p->released_by_cat[c]);
+    }
 }
 
 const gm_policy_ops gm_policy_priority = {

@@ -24,8 +24,8 @@
  */
 #include <stdlib.h>
 
-#include "policy.h"
 #include "seglist.h"
+#include "sim/policy.h"
 
 typedef struct pt_policy {
     gm_seglist segs;

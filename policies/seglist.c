@@ -7,8 +7,7 @@ int gm_seglist_fetch(gm_seglist *l, gm_alloc *a)
 {
     if (!l->v) { /* never NULL after a fetch: qsort(NULL, 0) is undefined */
         l->v = malloc(16 * sizeof *l->v);
-        if (!l->v)
-            return GM_ENOMEM;
+        if (!l->v) return GM_ENOMEM;
         l->cap = 16;
     }
     for (;;) {

@@ -33,7 +33,7 @@
 #include <inttypes.h>
 #include <stdint.h>
 
-#include "sim/util.h"
+#include "base/units.h"
 
 #define GM_BALLAST_MAX_CHUNK (4ull * GM_GiB)
 

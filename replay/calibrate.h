@@ -17,7 +17,7 @@
 #include <jansson.h>
 #include <stdio.h>
 
-#include "replay/device_cuda.h"
+#include "device_cuda.h"
 
 #define GM_CALIBRATE_REPS 15
 #define GM_CALIBRATE_MAX_SIZE (4ull * GM_GiB)

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "replay/ballast.h"
-#include "sim/addrmap.h"
+#include "ballast.h"
+#include "base/addrmap.h"
 
 /* ---------------- the driver, loaded at run time ---------------- */
 

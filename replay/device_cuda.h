@@ -36,9 +36,9 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "base/err.h"
 #include "sim/device.h"
 #include "sim/measured.h"
-#include "sim/util.h"
 
 typedef struct gm_cuda gm_cuda;
 

@@ -24,12 +24,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "replay/ballast.h"
-#include "replay/calibrate.h"
-#include "replay/device_cuda.h"
+#include "ballast.h"
+#include "calibrate.h"
+#include "device_cuda.h"
+#include "base/version.h"
 #include "reports/results.h"
 #include "sim/measured.h"
-#include "sim/run_opts.h"
+#include "study/run_opts.h"
+#include "study/simulate.h"
 
 static volatile sig_atomic_t g_stop; /* the signal that asked us to stop */
 
@@ -419,14 +421,10 @@ static void print_summary(const gm_sim_result *r, const gm_measured *m)
            gm_fmt_bytes(d->peak_a, b2, sizeof b2), gm_fmt_bytes(d->peak_r, b3, sizeof b3));
     printf("  peak device used (cuMemGetInfo) %s\n",
            gm_fmt_bytes(m->used.peak.used_bytes, b1, sizeof b1));
-    uint64_t nm = 0, nf = 0, ns = 0;
-    for (size_t i = 0; i < r->n_tenants; i++) {
-        nm += r->t[i].c.n_driver_alloc;
-        nf += r->t[i].c.n_driver_free;
-        ns += r->t[i].c.driver_alloc_ns + r->t[i].c.driver_free_ns;
-    }
-    printf("  driver calls: %" PRIu64 " malloc, %" PRIu64 " free, %s measured\n", nm, nf,
-           gm_fmt_ns(ns, b1, sizeof b1));
+    gm_alloc_counters tot = gm_sim_totals(r);
+    printf("  driver calls: %" PRIu64 " malloc, %" PRIu64 " free, %s measured\n",
+           tot.n_driver_alloc, tot.n_driver_free,
+           gm_fmt_ns(gm_counters_driver_ns(&tot), b1, sizeof b1));
     printf("  OOMs %" PRIu64 " (driver refused %" PRIu64 " call(s); capacity guard %" PRIu64
            ", of which the driver had room for %" PRIu64 ")\n",
            d->n_oom, m->driver_oom_returns, m->cap_refusals, m->cap_refusals_driver_had_room);

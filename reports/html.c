@@ -20,6 +20,10 @@
 #include <unistd.h>
 
 #include "html_int.h"
+#include "kv.h"
+#include "base/hash.h"
+#include "base/units.h"
+#include "base/version.h"
 
 #define MAX_TRACES 64
 #define MAX_OOM_ROWS 10
@@ -159,26 +163,9 @@ static const char *bytes_s(double v, gm_unit u, char *buf, size_t len)
     return gm_fmt_unit(v, u, 2, buf, len);
 }
 
-/* Bytes in their own unit ("512.00 MiB"), for one-off figures. */
-static const char *bytes_a(double v, char *buf, size_t len)
-{
-    gm_unit u = gm_unit_bytes(v);
-    return gm_fmt_unit(v, u, u.div == 1 ? 0 : 2, buf, len); /* "0 B", "1.50 GiB" */
-}
-
 static const char *ms_s(double ns, char *buf, size_t len)
 {
     return gm_fmt_unit(ns, (gm_unit){"ms", 1e6}, 2, buf, len);
-}
-
-/* A time in the unit that suits it, 3 significant decimals at most: "150 ms". */
-static const char *time_s(double ns, char *buf, size_t len)
-{
-    gm_unit u = gm_unit_time(ns);
-    char num[48];
-    if (isnan(ns)) return gm_fmt_num(ns, 0, buf, len);
-    snprintf(buf, len, "%s %s", gm_fmt_num(ns / u.div, 3, num, sizeof num), u.name);
-    return buf;
 }
 
 static const char *base_name(const char *path)
@@ -259,7 +246,7 @@ static void title_block(gm_strbuf *b, const rep *p)
     if (isnan(p->capacity))
         gm_sb_puts(b, "device capacity varies by run \xc2\xb7 ");
     else
-        gm_sb_printf(b, "%s device \xc2\xb7 ", bytes_a(p->capacity, cap, sizeof cap));
+        gm_sb_printf(b, "%s device \xc2\xb7 ", gm_fmt_bytes_auto(p->capacity, cap, sizeof cap));
     esc(b, rep_str(first, "inputs.allocator"));
     gm_sb_puts(b, " allocator \xc2\xb7 gmsim ");
     esc(b, ver ? ver : rep_str(first, "gmsim_version"));
@@ -449,7 +436,7 @@ static void legend_memory(gm_strbuf *b, const rep *p, const rep_run *r)
                       "capacity (capacity \xe2\x88\x92 context)</span>");
     else if (r->capacity > 0)
         gm_sb_printf(b, "<span>capacity %s (above the axis)</span>",
-                     bytes_a(r->capacity, v, sizeof v));
+                     gm_fmt_bytes_auto(r->capacity, v, sizeof v));
     gm_sb_puts(b, "<span><b style=\"color:#c53030\">\xe2\x96\xbc</b> OOM</span></div>");
 }
 
@@ -487,9 +474,9 @@ static void oom_table(gm_strbuf *b, const rep *p, const rep_run *r)
                  "with %s reserved, largest free block %s</summary>",
                  gm_fmt_count(total, v[0], sizeof v[0]), total == 1 ? "" : "s",
                  gm_fmt_unit(rep_num(o0, "t_ns") - p->t0, p->tu, 3, v[1], sizeof v[1]),
-                 bytes_a(rep_num(o0, "size_bytes"), v[2], sizeof v[2]),
-                 bytes_a(rep_num(o0, "reserved_bytes"), v[3], sizeof v[3]),
-                 bytes_a(rep_num(o0, "largest_free_bytes"), v[4], sizeof v[4]));
+                 gm_fmt_bytes_auto(rep_num(o0, "size_bytes"), v[2], sizeof v[2]),
+                 gm_fmt_bytes_auto(rep_num(o0, "reserved_bytes"), v[3], sizeof v[3]),
+                 gm_fmt_bytes_auto(rep_num(o0, "largest_free_bytes"), v[4], sizeof v[4]));
     gm_sb_puts(b, "<table class=\"ooms\"><thead><tr><th class=\"l\">OOM at</th><th>tenant</th>"
                   "<th>event</th><th>requested</th><th>reserved</th><th>allocated</th>"
                   "<th>largest free block</th><th>device used</th></tr></thead><tbody>");
@@ -499,12 +486,12 @@ static void oom_table(gm_strbuf *b, const rep *p, const rep_run *r)
                      gm_fmt_unit(rep_num(o, "t_ns") - p->t0, p->tu, 3, v[0], sizeof v[0]),
                      gm_fmt_num(rep_num(o, "tenant"), 0, v[1], sizeof v[1]),
                      gm_fmt_count(rep_num(o, "event_index"), v[2], sizeof v[2]),
-                     bytes_a(rep_num(o, "size_bytes"), v[3], sizeof v[3]),
-                     bytes_a(rep_num(o, "reserved_bytes"), v[4], sizeof v[4]));
+                     gm_fmt_bytes_auto(rep_num(o, "size_bytes"), v[3], sizeof v[3]),
+                     gm_fmt_bytes_auto(rep_num(o, "reserved_bytes"), v[4], sizeof v[4]));
         gm_sb_printf(b, "<td>%s</td><td>%s</td><td>%s</td></tr>",
-                     bytes_a(rep_num(o, "allocated_bytes"), v[0], sizeof v[0]),
-                     bytes_a(rep_num(o, "largest_free_bytes"), v[1], sizeof v[1]),
-                     bytes_a(rep_num(o, "device_used_bytes"), v[2], sizeof v[2]));
+                     gm_fmt_bytes_auto(rep_num(o, "allocated_bytes"), v[0], sizeof v[0]),
+                     gm_fmt_bytes_auto(rep_num(o, "largest_free_bytes"), v[1], sizeof v[1]),
+                     gm_fmt_bytes_auto(rep_num(o, "device_used_bytes"), v[2], sizeof v[2]));
     }
     gm_sb_puts(b, "</tbody></table>");
     if (total > (double)(n < MAX_OOM_ROWS ? n : MAX_OOM_ROWS))
@@ -539,59 +526,13 @@ static void tenant_table(gm_strbuf *b, const rep *p, const rep_run *r)
     gm_sb_puts(b, "</tbody></table>");
 }
 
-/* A value of a policy report: units from the key's suffix, ratios as %. */
-static void kv_value(gm_strbuf *b, const char *key, json_t *v)
+/* A saved key/value object (a policy report, a run's inputs) as <dl> rows;
+ * kv.h renders every such list. */
+static void kv_rows(gm_strbuf *b, json_t *obj)
 {
-    char num[64], pct[32];
-    size_t kl = strlen(key);
-#define ENDS(s) (kl >= sizeof(s) - 1 && !strcmp(key + kl - (sizeof(s) - 1), s))
-    if (json_is_integer(v) && ENDS("_bytes")) {
-        gm_sb_puts(b, bytes_a(json_number_value(v), num, sizeof num));
-    } else if (json_is_number(v) && ENDS("_ns")) {
-        gm_sb_puts(b, time_s(json_number_value(v), num, sizeof num));
-    } else if (json_is_number(v)) {
-        double d = json_number_value(v);
-        gm_sb_puts(b, json_is_integer(v) ? gm_fmt_count(d, num, sizeof num)
-                                         : gm_fmt_num(d, 4, num, sizeof num));
-        if (json_is_real(v) && d >= 0 && d <= 1 &&
-            (strstr(key, "precision") || strstr(key, "recall") || strstr(key, "accuracy") ||
-             strstr(key, "rate") || strstr(key, "ratio") || strstr(key, "fraction") ||
-             strstr(key, "share")))
-            gm_sb_printf(b, " (%s)", gm_fmt_pct(d, pct, sizeof pct));
-    } else if (json_is_boolean(v)) {
-        gm_sb_puts(b, json_is_true(v) ? "yes" : "no");
-    } else if (json_is_string(v)) {
-        esc(b, json_string_value(v));
-    } else if (!v || json_is_null(v)) {
-        gm_sb_puts(b, "\xe2\x80\x94");
-    } else {
-        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-        gm_sb_esc_max(b, s, 300);
-        free(s);
-    }
-#undef ENDS
-}
-
-static void kv_rows(gm_strbuf *b, json_t *obj, const char *prefix, int depth)
-{
-    const char *key;
-    json_t *v;
-    json_object_foreach(obj, key, v)
-    {
-        char full[256];
-        snprintf(full, sizeof full, "%s%s", prefix, key);
-        if (json_is_object(v) && depth < 4) {
-            char pre[260];
-            snprintf(pre, sizeof pre, "%s.", full);
-            kv_rows(b, v, pre, depth + 1);
-            continue;
-        }
-        gm_sb_puts(b, "<dt>");
-        esc(b, full);
-        gm_sb_puts(b, "</dt><dd>");
-        kv_value(b, key, v);
-        gm_sb_puts(b, "</dd>");
-    }
+    gm_report *r = gm_report_from_json(obj);
+    gm_report_html(b, r);
+    gm_report_free(r);
 }
 
 static void policy_reports(gm_strbuf *b, const rep_run *r)
@@ -599,7 +540,7 @@ static void policy_reports(gm_strbuf *b, const rep_run *r)
     json_t *top = json_object_get(r->j, "policy_report");
     if (json_is_object(top)) {
         gm_sb_puts(b, "<h4>Policy report</h4><dl class=\"kv pr\">");
-        kv_rows(b, top, "", 0);
+        kv_rows(b, top);
         gm_sb_puts(b, "</dl>");
     }
     for (size_t k = 0; k < r->nt; k++) {
@@ -608,7 +549,7 @@ static void policy_reports(gm_strbuf *b, const rep_run *r)
         gm_sb_puts(b, "<h4>Policy report");
         if (r->nt > 1) gm_sb_printf(b, ", tenant %zu", k);
         gm_sb_puts(b, "</h4><dl class=\"kv pr\">");
-        kv_rows(b, pr, "", 0);
+        kv_rows(b, pr);
         gm_sb_puts(b, "</dl>");
     }
 }
@@ -702,7 +643,7 @@ static void run_inputs(gm_strbuf *b, const rep_run *r)
                   "it</summary>");
     reproduce(b, r);
     gm_sb_puts(b, "<dl class=\"kv\">");
-    kv_rows(b, json_object_get(r->j, "inputs"), "", 0);
+    kv_rows(b, json_object_get(r->j, "inputs"));
     gm_sb_puts(b, "</dl></details>");
 }
 
@@ -771,16 +712,16 @@ static void input_row(gm_strbuf *b, const rep *p, const char *label, const char 
     else if (!strcmp(key, "latency") && json_is_object(v)) {
         char a[4][48];
         gm_sb_printf(b, "driver malloc %s + %s per GiB, free %s + %s per GiB",
-                     time_s(rep_num(v, "malloc_base_ns"), a[0], sizeof a[0]),
-                     time_s(rep_num(v, "malloc_ns_per_gib"), a[1], sizeof a[1]),
-                     time_s(rep_num(v, "free_base_ns"), a[2], sizeof a[2]),
-                     time_s(rep_num(v, "free_ns_per_gib"), a[3], sizeof a[3]));
+                     gm_fmt_time_auto(rep_num(v, "malloc_base_ns"), a[0], sizeof a[0]),
+                     gm_fmt_time_auto(rep_num(v, "malloc_ns_per_gib"), a[1], sizeof a[1]),
+                     gm_fmt_time_auto(rep_num(v, "free_base_ns"), a[2], sizeof a[2]),
+                     gm_fmt_time_auto(rep_num(v, "free_ns_per_gib"), a[3], sizeof a[3]));
     } else if (json_is_integer(v) && strstr(key, "_bytes")) {
         char s[48];
-        gm_sb_printf(b, "%s (%.0f bytes)", bytes_a(json_number_value(v), s, sizeof s),
+        gm_sb_printf(b, "%s (%.0f bytes)", gm_fmt_bytes_auto(json_number_value(v), s, sizeof s),
                      json_number_value(v));
     } else
-        kv_value(b, key, v);
+        gm_report_html_value(b, key, v);
     gm_sb_puts(b, "</dd>");
 }
 
@@ -805,9 +746,9 @@ static void traces_table(gm_strbuf *b, const rep *p)
                      "</code></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
                      "<td class=\"l wrap\"><code>",
                      gm_fmt_count(rep_num(t, "trace_events"), v[0], sizeof v[0]),
-                     time_s(rep_num(t, "offset_ns"), v[1], sizeof v[1]),
+                     gm_fmt_time_auto(rep_num(t, "offset_ns"), v[1], sizeof v[1]),
                      gm_fmt_num(rep_num(t, "repeat"), 0, v[2], sizeof v[2]),
-                     q > 0 ? bytes_a(q, v[0], sizeof v[0]) : "none");
+                     q > 0 ? gm_fmt_bytes_auto(q, v[0], sizeof v[0]) : "none");
         const char *ac = rep_str(t, "alloc_conf");
         esc(b, ac && *ac ? ac : "(defaults)");
         gm_sb_puts(b, "</code></td></tr>");
@@ -902,7 +843,8 @@ static void trace_section(gm_strbuf *b, json_t *st)
     gm_sb_puts(b, "</dd><dt>recorded on</dt><dd>");
     const char *dev = rep_str(st, "meta.device_name");
     esc(b, dev && *dev ? dev : "(unknown device)");
-    gm_sb_printf(b, ", %s, ", bytes_a(rep_num(st, "meta.device_total_bytes"), v[0], sizeof v[0]));
+    gm_sb_printf(b, ", %s, ",
+                 gm_fmt_bytes_auto(rep_num(st, "meta.device_total_bytes"), v[0], sizeof v[0]));
     esc(b, rep_str(st, "meta.created_utc"));
     gm_sb_puts(b, "</dd><dt>command</dt><dd><code>");
     esc(b, rep_str(st, "meta.command"));
@@ -913,8 +855,8 @@ static void trace_section(gm_strbuf *b, json_t *st)
                  "%s</dd></dl>",
                  gm_fmt_count(rep_num(st, "events"), v[0], sizeof v[0]),
                  gm_fmt_count(rep_num(st, "allocations"), v[1], sizeof v[1]),
-                 bytes_a(rep_num(st, "alloc_bytes"), v[2], sizeof v[2]),
-                 bytes_a(rep_num(st, "peak_live_bytes"), v[3], sizeof v[3]));
+                 gm_fmt_bytes_auto(rep_num(st, "alloc_bytes"), v[2], sizeof v[2]),
+                 gm_fmt_bytes_auto(rep_num(st, "peak_live_bytes"), v[3], sizeof v[3]));
     gm_sb_puts(b, "<div class=\"legend\"><span><i class=\"key fill\" style=\"background:#2b6cb0\">"
                   "</i>share of allocations</span><span><i class=\"key fill\" "
                   "style=\"background:#dd6b20\"></i>share of bytes requested</span></div>");

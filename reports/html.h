@@ -26,8 +26,8 @@
 
 #include <jansson.h>
 
-#include "sim/util.h"
-#include "strbuf.h"
+#include "base/err.h"
+#include "base/strbuf.h"
 
 /* Append the page for result to out. GM_EINVAL when result is not gmsim
  * results; GM_ENOMEM when out failed to grow. */

@@ -15,8 +15,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "strbuf.h"
 #include "svg.h"
+#include "base/strbuf.h"
 
 /* Chart geometry (SVG user units; charts scale to the page width). */
 #define REP_W 960.0

@@ -11,8 +11,7 @@
 
 #include "html_int.h"
 #include "results.h"
-
-#define COMPARE_SCHEMA "gmsim-compare/1"
+#include "sim/metrics.h"
 
 static json_t *jget(json_t *obj, const char *path)
 {
@@ -174,25 +173,24 @@ static void make_labels(rep *p)
 
 /* -------------------------------------------------------------- ranking */
 
-static int worse(double a, double b, int lower_is_better)
+/* A saved run's place in the ranking (sim/metrics.h); NaN where the
+ * result lacks a figure. */
+static gm_rank_key rank_key(const rep_run *r)
 {
-    if (isnan(a) || isnan(b)) return isnan(a) - isnan(b);
-    if (a == b) return 0;
-    return lower_is_better ? (a > b ? 1 : -1) : (a < b ? 1 : -1);
+    gm_rank_key k = {rep_num(r->m, "oom_count"), rep_num(r->m, "fragmentation"),
+                     rep_num(r->m, "utilization"), rep_num(r->m, "driver.total_ns")};
+    return k;
 }
 
-/* compare's documented order (issue 4): OOMs, fragmentation, utilization,
- * driver time; bounds (the oracle) after every realizable run. */
+/* compare's order (gm_rank_cmp); bounds (the oracle) after every realizable
+ * run; the given order breaks ties. */
 static int by_merit(const rep *p, size_t x, size_t y)
 {
     const rep_run *a = &p->run[x], *b = &p->run[y];
-    int c;
     if (a->realizable != b->realizable) return a->realizable ? -1 : 1;
-    if ((c = worse(rep_num(a->m, "oom_count"), rep_num(b->m, "oom_count"), 1)) ||
-        (c = worse(rep_num(a->m, "fragmentation"), rep_num(b->m, "fragmentation"), 1)) ||
-        (c = worse(rep_num(a->m, "utilization"), rep_num(b->m, "utilization"), 0)) ||
-        (c = worse(rep_num(a->m, "driver.total_ns"), rep_num(b->m, "driver.total_ns"), 1)))
-        return c;
+    gm_rank_key ka = rank_key(a), kb = rank_key(b);
+    int c = gm_rank_cmp(&ka, &kb, NULL);
+    if (c) return c;
     return x < y ? -1 : 1;
 }
 
@@ -338,17 +336,17 @@ static int add_runs(rep *p, json_t *root, char *err, size_t errlen)
     json_t *list = NULL;
     if (schema && !strcmp(schema, GM_RESULT_SCHEMA)) {
         p->n = 1;
-    } else if (schema && !strcmp(schema, COMPARE_SCHEMA)) {
+    } else if (schema && !strcmp(schema, GM_COMPARE_SCHEMA)) {
         p->compare = 1;
         list = json_object_get(root, "results");
         p->n = json_array_size(list);
         if (p->n == 0) {
-            snprintf(err, errlen, "a %s document without results", COMPARE_SCHEMA);
+            snprintf(err, errlen, "a %s document without results", GM_COMPARE_SCHEMA);
             return -1;
         }
     } else {
         snprintf(err, errlen, "not gmsim results (schema '%s'; expected %s or %s)",
-                 schema ? schema : "missing", GM_RESULT_SCHEMA, COMPARE_SCHEMA);
+                 schema ? schema : "missing", GM_RESULT_SCHEMA, GM_COMPARE_SCHEMA);
         return -1;
     }
     p->run = calloc(p->n, sizeof *p->run);

@@ -1,7 +1,10 @@
 /*
- * results.h - simulation results as JSON (schema "gmsim-result/1"), the one
- * format that `gmsim run --json`, `gmsim compare --json`, `gmreplay -o`,
- * `gmsim validate` and `gmsim report` write and read. Written with jansson.
+ * results.h - every result gmsim writes as JSON, from the typed results of
+ * sim/ and study/. Above all "gmsim-result/1", the one format that
+ * `gmsim run --json`, `gmsim compare --json`, `gmreplay -o`,
+ * `gmsim validate` and `gmsim report` write and read; and the documents
+ * built around it (compare, fit, fidelity, gmreplay's measurement).
+ * Written with jansson.
  *
  * Every result carries the inputs that made it (traces with hashes,
  * capacity, overhead, allocator and its configuration, policy and its
@@ -15,8 +18,15 @@
 #include <jansson.h>
 
 #include "sim/engine.h"
+#include "sim/measured.h"
+#include "study/compare.h"
+#include "study/fidelity.h"
+#include "study/fit.h"
+#include "traces/trace_scan.h"
 
 #define GM_RESULT_SCHEMA "gmsim-result/1"
+#define GM_COMPARE_SCHEMA "gmsim-compare/1"
+#define GM_FIT_SCHEMA "gmsim-fit/1"
 
 /* The whole result of one run; cfg gives the inputs (tenant specs, latency). */
 json_t *gm_result_json(const gm_sim_config *cfg, const gm_sim_result *r, const char *command);
@@ -24,5 +34,31 @@ json_t *gm_result_json(const gm_sim_config *cfg, const gm_sim_result *r, const c
 json_t *gm_metrics_json(const gm_metrics *m, uint64_t capacity_bytes);
 /* Write to path atomically (temp file + rename). */
 int gm_json_write(json_t *root, const char *path, gm_err *err);
+
+/* compare_json.c: {"schema":"gmsim-compare/1","inputs":..,"ranking":[..],
+ * "winner":..,"bound":..,"timing":{..},"results":[gm_result_json per policy]} */
+json_t *gm_compare_json(const gm_sim_config *base, const gm_compare *c);
+/* {"schema":"gmsim-fit/1","mode","inputs","results":[per policy],"timing"} */
+json_t *gm_fit_json(const gm_sim_config *base, const gm_fit *f);
+/* Common "inputs" object of compare and fit: traces, device, allocator,
+ * scope, policies. */
+json_t *gm_compare_inputs_json(const gm_sim_config *base, char *const *specs, size_t n,
+                               const gm_sim_result *any);
+
+/* fidelity_json.c: everything gm_fidelity holds (counts, first divergence,
+ * reserved error, block placement, every call). */
+json_t *gm_fidelity_json(const gm_fidelity *f);
+
+/* trace_info.c: `gmsim info --json`, the summary of one trace scan. */
+json_t *gm_trace_info_json(const gm_trace_scan *s, const gm_trace_reader *r);
+
+/* measured_json.c: gmreplay's "measured" object (sim/measured.h has the
+ * schema) and its whole result: gm_result_json(cfg, r, "replay") with
+ * "backend": "cuda" and "measured". gm_lat_json is one latency kind:
+ * {"calls", "total_ns", "mean_ns", "min_ns", "p50_ns", "p90_ns", "p99_ns",
+ * "max_ns"}, quantiles by GSL over the sorted samples (it sorts them). */
+json_t *gm_lat_json(gm_lat_samples *s);
+json_t *gm_measured_json(gm_measured *m);
+json_t *gm_replay_result_json(const gm_sim_config *cfg, const gm_sim_result *r, gm_measured *m);
 
 #endif

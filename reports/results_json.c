@@ -1,10 +1,14 @@
 /* results_json.c - see results.h. */
 #include "results.h"
 
+#include "kv.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+#include "base/version.h"
 #include "traces/trace.h"
 
 static json_t *ju(uint64_t v)
@@ -76,10 +80,9 @@ static json_t *driver_json(const gm_alloc_counters *c)
     return json_pack(
         "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "malloc_calls", (json_int_t)c->n_driver_alloc,
         "free_calls", (json_int_t)c->n_driver_free, "malloc_ns", (json_int_t)c->driver_alloc_ns,
-        "free_ns", (json_int_t)c->driver_free_ns, "total_ns",
-        (json_int_t)(c->driver_alloc_ns + c->driver_free_ns), "alloc_retries",
-        (json_int_t)c->n_alloc_retries, "cache_flushes", (json_int_t)c->n_cache_flushes,
-        "released_bytes", (json_int_t)c->released_bytes);
+        "free_ns", (json_int_t)c->driver_free_ns, "total_ns", (json_int_t)gm_counters_driver_ns(c),
+        "alloc_retries", (json_int_t)c->n_alloc_retries, "cache_flushes",
+        (json_int_t)c->n_cache_flushes, "released_bytes", (json_int_t)c->released_bytes);
 }
 
 static json_t *tenant_json(const gm_sim_config *cfg, const gm_sim_result *r, size_t i)
@@ -107,7 +110,7 @@ static json_t *tenant_json(const gm_sim_config *cfg, const gm_sim_result *r, siz
     json_object_set_new(o, "repeat_leftover_bytes", ju(t->repeat_leftover_bytes));
     json_object_set_new(o, "scope_released_bytes", ju(t->scope_released_bytes));
     json_object_set_new(o, "scope_rescues", ju(t->scope_rescues));
-    if (t->policy_report) json_object_set(o, "policy_report", t->policy_report);
+    if (t->policy_report) json_object_set_new(o, "policy_report", gm_report_json(t->policy_report));
     json_object_set_new(o, "metrics", gm_metrics_json(&t->m, r->capacity_bytes));
     json_object_set_new(o, "driver", driver_json(&t->c));
     return o;
@@ -148,17 +151,7 @@ json_t *gm_result_json(const gm_sim_config *cfg, const gm_sim_result *r, const c
     json_object_set_new(dev, "peak_device_used_bytes", ju(r->peak_device_used));
     json_object_set_new(dev, "tenants", ju(r->n_tenants));
     json_object_set_new(dev, "tenants_completed", ju(gm_sim_completed(r)));
-    gm_alloc_counters sum = {0};
-    for (size_t i = 0; i < r->n_tenants; i++) {
-        const gm_alloc_counters *c = &r->t[i].c;
-        sum.n_driver_alloc += c->n_driver_alloc;
-        sum.n_driver_free += c->n_driver_free;
-        sum.driver_alloc_ns += c->driver_alloc_ns;
-        sum.driver_free_ns += c->driver_free_ns;
-        sum.n_alloc_retries += c->n_alloc_retries;
-        sum.n_cache_flushes += c->n_cache_flushes;
-        sum.released_bytes += c->released_bytes;
-    }
+    gm_alloc_counters sum = gm_sim_totals(r);
     json_object_set_new(dev, "driver", driver_json(&sum));
     json_object_set_new(root, "device", dev);
 

@@ -82,6 +82,21 @@ char *gm_fmt_pct(double ratio, char *buf, size_t len)
     return buf;
 }
 
+char *gm_fmt_bytes_auto(double bytes, char *buf, size_t len)
+{
+    gm_unit u = gm_unit_bytes(bytes);
+    return gm_fmt_unit(bytes, u, u.div == 1 ? 0 : 2, buf, len);
+}
+
+char *gm_fmt_time_auto(double ns, char *buf, size_t len)
+{
+    gm_unit u = gm_unit_time(ns);
+    char num[48];
+    if (isnan(ns)) return gm_fmt_num(ns, 0, buf, len);
+    snprintf(buf, len, "%s %s", gm_fmt_num(ns / u.div, 3, num, sizeof num), u.name);
+    return buf;
+}
+
 double gm_nice_step(double span, int n)
 {
     if (!(span > 0) || n < 1) return 1;

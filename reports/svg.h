@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "strbuf.h"
+#include "base/strbuf.h"
 
 /* Linear map from data [d0, d1] to pixels [p0, p1] (p1 < p0 for a y axis). */
 typedef struct gm_scale {
@@ -42,6 +42,10 @@ char *gm_fmt_count(double v, char *buf, size_t len);
 char *gm_fmt_unit(double v, gm_unit u, int dec, char *buf, size_t len);
 /* A ratio as a percentage with one decimal: 0.1108 -> "11.1 %". */
 char *gm_fmt_pct(double ratio, char *buf, size_t len);
+/* Bytes in their own unit, for one-off figures: "0 B", "512.00 MiB". */
+char *gm_fmt_bytes_auto(double bytes, char *buf, size_t len);
+/* A time in the unit that suits it, 3 decimals at most: "150 ms", "1.5 s". */
+char *gm_fmt_time_auto(double ns, char *buf, size_t len);
 
 /* A step of 1, 2 or 5 x 10^k such that about n steps cover span (> 0). */
 double gm_nice_step(double span, int n);

@@ -21,7 +21,7 @@
 
 #include <jansson.h>
 
-#include "sim/util.h"
+#include "base/err.h"
 
 /* Read the trace at path once; *out is a new JSON object (see above). */
 int gm_trace_stats_json(const char *path, json_t **out, gm_err *err);

@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# Install dependencies, build, and run the whole test suite twice: a normal
-# build, then one under AddressSanitizer + UBSan.
+# Install dependencies, check the layering (scripts/check-layers.sh), then
+# build with gcc and run the whole test suite three times: a Release build
+# (-O3), a RelWithDebInfo build (-O2 -g), and RelWithDebInfo under
+# AddressSanitizer + UBSan. Every build treats warnings as errors
+# (CMakeLists.txt: -Wall -Wextra -Werror).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh --test
+bash scripts/check-layers.sh
 jobs="$(nproc)"
-for kind in plain asan; do
-    dir=build
-    flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
-    if [ "$kind" = asan ]; then
-        dir=build-asan
-        flags+=(-DGM_SANITIZE=ON)
-    fi
+for kind in release plain asan; do
+    case "$kind" in
+    release) dir=build-release flags=(-DCMAKE_BUILD_TYPE=Release) ;;
+    plain) dir=build flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
+    asan) dir=build-asan flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DGM_SANITIZE=ON) ;;
+    esac
     echo "== $kind build ($dir)"
-    cmake -S . -B "$dir" "${flags[@]}" >/dev/null
+    cmake -S . -B "$dir" -DCMAKE_C_COMPILER=gcc "${flags[@]}" >/dev/null
     cmake --build "$dir" -j"$jobs" >/dev/null
     (cd "$dir" && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs")
 done

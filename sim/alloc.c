@@ -1,33 +1,19 @@
-/* alloc.c - allocator registry, instance lifecycle and accounted driver calls. */
+/* alloc.c - allocator instances and their accounted driver calls. */
 #include "alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "policies/policy.h"
-
-extern const gm_alloc_ops gm_alloc_pytorch;
-extern const gm_alloc_ops gm_alloc_direct;
-
-static const gm_alloc_ops *const allocators[] = {&gm_alloc_pytorch, &gm_alloc_direct};
-#define NALLOC (sizeof allocators / sizeof allocators[0])
-
-const gm_alloc_ops *gm_alloc_find(const char *name)
-{
-    for (size_t i = 0; i < NALLOC; i++)
-        if (!strcmp(allocators[i]->name, name)) return allocators[i];
-    return NULL;
-}
-
-const char *gm_alloc_names(void)
-{
-    return "pytorch, direct";
-}
-
 int gm_alloc_create(const gm_alloc_ops *ops, gm_device *dev, const char *conf,
-                    double memory_fraction, gm_policy *policy, gm_alloc **out, gm_err *err)
+                    double memory_fraction, struct gm_policy *policy, gm_alloc **out, gm_err *err)
 {
     *out = NULL;
+    if (ops->version != GM_ALLOC_VERSION)
+        return gm_errf(err, GM_EINVAL,
+                       "allocator %s implements version %d of the allocator interface, this "
+                       "gmsim version %d; rebuild it against sim/alloc.h",
+                       ops->name, ops->version, GM_ALLOC_VERSION);
+    if (!policy) return gm_errf(err, GM_EINVAL, "allocator %s: no release policy given", ops->name);
     if (memory_fraction < 0 || memory_fraction > 1)
         return gm_errf(err, GM_EINVAL, "memory fraction %g is out of range; give a value in (0, 1]",
                        memory_fraction);
@@ -41,17 +27,8 @@ int gm_alloc_create(const gm_alloc_ops *ops, gm_device *dev, const char *conf,
     if (memory_fraction > 0)
         a->limits.memory_limit = (uint64_t)(memory_fraction * (double)dev->capacity_bytes);
     a->policy = policy;
-    if (!a->policy) {
-        int rc = gm_policy_create("pytorch", &a->policy, err);
-        if (rc) {
-            free(a);
-            return rc;
-        }
-        a->owns_policy = 1;
-    }
     int rc = ops->create(a, conf ? conf : "", err);
     if (rc != GM_OK) {
-        if (a->owns_policy) gm_policy_destroy(a->policy);
         free(a);
         return rc;
     }
@@ -63,7 +40,6 @@ void gm_alloc_destroy(gm_alloc *a)
 {
     if (!a) return;
     a->ops->destroy(a);
-    if (a->owns_policy) gm_policy_destroy(a->policy);
     free(a);
 }
 

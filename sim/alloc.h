@@ -4,7 +4,7 @@
  * An allocator model (pytorch, direct, ...) is a const gm_alloc_ops found by
  * name; an instance is a gm_alloc that belongs to one tenant. It gets driver
  * memory only through the gm_device backend, and asks its release policy
- * (policies/policy.h) what cached memory to give back and when.
+ * (policy.h) what cached memory to give back and when.
  *
  * Counters (Q, A, R, driver calls) are kept up to date by the model on every
  * call, so metrics.c can read them after each event without asking.
@@ -16,8 +16,8 @@
 #include <stdint.h>
 
 #include "device.h"
+#include "base/err.h"
 #include "traces/trace.h"
-#include "util.h"
 
 struct gm_policy;
 
@@ -34,6 +34,12 @@ typedef struct gm_alloc_counters {
     uint64_t n_cache_flushes; /* "release all cached" steps (PyTorch's release_cached_blocks) */
     uint64_t released_bytes;  /* bytes given back by policy decisions     */
 } gm_alloc_counters;
+
+/* Time spent in driver calls, allocations and frees. */
+static inline uint64_t gm_counters_driver_ns(const gm_alloc_counters *c)
+{
+    return c->driver_alloc_ns + c->driver_free_ns;
+}
 
 /* A driver-level event, reported to an optional hook (fidelity checks,
  * gmreplay's logs). op is GM_OP_SEGMENT_ALLOC or GM_OP_SEGMENT_FREE. */
@@ -71,16 +77,37 @@ typedef struct gm_alloc_limits {
 
 typedef struct gm_alloc gm_alloc;
 
+/*
+ * An allocator model: a const gm_alloc_ops in its own file sim/alloc_<name>.c,
+ * listed by one line in sim/alloc_registry.c and found by name (--allocator).
+ * The model keeps its state in a->impl and gets driver memory only through
+ * gm_alloc_driver_*() below, which keep a->c up to date; every member is
+ * required. The version field comes first, so that a model built against
+ * another layout of this struct is refused (gm_alloc_create) instead of
+ * being called through the wrong pointers.
+ */
+#define GM_ALLOC_VERSION 1
+
 typedef struct gm_alloc_ops {
+    /* GM_ALLOC_VERSION: the interface this model implements. */
+    int version;
+    /* Its --allocator name, and one line for --help and reports. */
     const char *name;
     const char *summary;
-    int (*create)(gm_alloc *a, const char *conf, gm_err *err); /* fill a->impl */
-    void (*destroy)(gm_alloc *a); /* returns all memory to the device */
-    /* Allocate `size` requested bytes. GM_OK with *handle set, or GM_EOOM. */
+    /* Set up a->impl for the settings conf (PYTORCH_CUDA_ALLOC_CONF syntax,
+     * "" = defaults). GM_EINVAL naming the setting it cannot model. */
+    int (*create)(gm_alloc *a, const char *conf, gm_err *err);
+    /* Give every segment back to the device and free a->impl. */
+    void (*destroy)(gm_alloc *a);
+    /* Allocate `size` requested bytes on `stream` for a tensor of `category`
+     * (traces/trace.h). GM_OK with *handle set, or GM_EOOM once the release
+     * policy (a->policy) has done all it can. */
     int (*malloc)(gm_alloc *a, uint64_t size, uint64_t stream, uint8_t category, uint64_t now_ns,
                   uint64_t *handle);
+    /* Free the block of a handle from malloc or restore. */
     void (*free)(gm_alloc *a, uint64_t handle, uint64_t now_ns);
-    uint64_t (*largest_free)(gm_alloc *a); /* largest free cached block */
+    /* The largest free cached block, in bytes (external fragmentation). */
+    uint64_t (*largest_free)(gm_alloc *a);
     /* Rebuild memory alive before the first event: segments, then live blocks.
      * For each live block, *handles[i] receives its handle (0 if rows[i] is a segment). */
     int (*restore)(gm_alloc *a, const gm_init_row *rows, size_t n, uint64_t *handles, gm_err *err);
@@ -103,8 +130,7 @@ struct gm_alloc {
     const gm_alloc_ops *ops;
     void *impl;
     gm_device *dev;
-    struct gm_policy *policy; /* release policy; never NULL once created */
-    int owns_policy;          /* created by gm_alloc_create (none was given) */
+    struct gm_policy *policy; /* release policy (not owned); never NULL */
     gm_alloc_counters c;
     gm_alloc_limits limits;
     void (*seg_hook)(void *ctx, const gm_seg_event *ev); /* optional */
@@ -112,11 +138,14 @@ struct gm_alloc {
     int tenant; /* index within the run, for multi-tenant scope */
 };
 
+/* The registry (alloc_registry.c). */
 const gm_alloc_ops *gm_alloc_find(const char *name); /* NULL if unknown */
 const char *gm_alloc_names(void);                    /* "pytorch, direct" */
+const gm_alloc_ops *gm_alloc_at(size_t i);           /* i-th model, NULL past the end */
 
-/* Create an allocator instance. memory_fraction 0 = unset (PyTorch's
- * torch.cuda.set_per_process_memory_fraction). policy may be NULL (=pytorch). */
+/* Create an allocator instance asking `policy` (required; it must outlive
+ * the instance) what to release. memory_fraction 0 = unset (PyTorch's
+ * torch.cuda.set_per_process_memory_fraction). */
 int gm_alloc_create(const gm_alloc_ops *ops, gm_device *dev, const char *conf,
                     double memory_fraction, struct gm_policy *policy, gm_alloc **out, gm_err *err);
 void gm_alloc_destroy(gm_alloc *a);

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "alloc.h"
-#include "policies/policy.h"
+#include "policy.h"
 
 typedef struct direct_block {
     uint64_t ptr, size, requested, stream;
@@ -127,6 +127,7 @@ static uint64_t d_block_addr(gm_alloc *a, uint64_t handle)
 }
 
 const gm_alloc_ops gm_alloc_direct = {
+    .version = GM_ALLOC_VERSION,
     .name = "direct",
     .summary = "one driver allocation per tensor (PYTORCH_NO_CUDA_MEMORY_CACHING=1)",
     .create = d_create,

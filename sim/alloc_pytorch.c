@@ -61,15 +61,14 @@
 #include <bsd/sys/tree.h>
 
 #include "alloc.h"
-#include "alloc_conf.h"
-#include "policies/policy.h"
+#include "policy.h"
+#include "traces/alloc_conf.h"
 
-#define kMinBlockSize 512ull
-#define kSmallSize (1ull * GM_MiB)
-#define kSmallBuffer (2ull * GM_MiB)
-#define kLargeBuffer (20ull * GM_MiB)
-#define kMinLargeAlloc (10ull * GM_MiB)
-#define kRoundLarge (2ull * GM_MiB)
+/* PyTorch's names for its constants (traces/alloc_conf.h). */
+#define kMinBlockSize GM_PT_MIN_BLOCK_SIZE
+#define kSmallSize GM_PT_SMALL_SIZE
+#define kSmallBuffer GM_PT_SMALL_BUFFER
+#define kLargeBuffer GM_PT_LARGE_BUFFER
 
 typedef struct pt_block pt_block;
 typedef struct pt_segment pt_segment;
@@ -167,9 +166,7 @@ static uint64_t round_size(const gm_pt_conf *c, uint64_t size)
 
 static uint64_t allocation_size(uint64_t size)
 {
-    if (size <= kSmallSize) return kSmallBuffer;
-    if (size < kMinLargeAlloc) return kLargeBuffer;
-    return kRoundLarge * ((size + kRoundLarge - 1) / kRoundLarge);
+    return gm_pt_allocation_size(size);
 }
 
 /* ---------------- blocks and segments ---------------- */
@@ -967,6 +964,7 @@ static uint64_t pt_block_addr(gm_alloc *a, uint64_t handle)
 }
 
 const gm_alloc_ops gm_alloc_pytorch = {
+    .version = GM_ALLOC_VERSION,
     .name = "pytorch",
     .summary = "PyTorch's CUDA caching allocator (native backend)",
     .create = pt_create,

@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#include "util.h"
+#include "base/units.h"
 
 /* CUDA's allocation granularity for cudaMalloc and cuMemCreate on current
  * GPUs: 2 MiB (cuMemGetAllocationGranularity reports 2 MiB on A100/H100). */

@@ -1,5 +1,7 @@
 /* device_profile.c - see device_profile.h. */
 #include "device_profile.h"
+#include "base/clock.h"
+#include "base/version.h"
 
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_fit.h>

@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #include "device.h"
-#include "util.h"
+#include "base/err.h"
 
 #define GM_DEVICE_PROFILE_SCHEMA "gmsim-device-profile/1"
 

@@ -7,8 +7,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "addrmap.h"
-#include "policies/policy.h"
+#include "policy.h"
+#include "base/addrmap.h"
+#include "base/hash.h"
 #include "traces/trace.h"
 
 #define CHUNK_EVENTS GM_TRACE_CHUNK_EVENTS
@@ -44,6 +45,8 @@ typedef struct tenant {
 
 typedef struct sim {
     const gm_sim_config *cfg;
+    const gm_policy_ops *pol_ops; /* each tenant's release policy, with ... */
+    const char *pol_params;       /* ... its parameters                     */
     gm_device *dev;
     tenant *t;
     size_t n;
@@ -120,7 +123,7 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
     const char *conf = conf_for(cfg, meta);
     snprintf(res->alloc_conf, sizeof res->alloc_conf, "%s", conf);
 
-    rc = gm_policy_create(cfg->policy ? cfg->policy : "pytorch", &t->pol, err);
+    rc = gm_policy_new(s->pol_ops, s->pol_params, &t->pol, err);
     if (rc) return rc;
     const gm_alloc_ops *ops = gm_alloc_find(cfg->allocator ? cfg->allocator : "pytorch");
     if (!ops)
@@ -321,7 +324,7 @@ static void tenant_close(tenant *t)
         t->a = NULL;
     }
     if (t->pol && t->pol->ops->report && t->res && !t->res->policy_report) {
-        t->res->policy_report = json_object();
+        t->res->policy_report = gm_report_new();
         if (t->res->policy_report) t->pol->ops->report(t->pol->state, t->res->policy_report);
     }
     gm_policy_destroy(t->pol);
@@ -777,13 +780,14 @@ static int setup(sim *s, gm_err *err)
     return GM_OK;
 }
 
-int gm_simulate(const gm_sim_config *cfg, gm_sim_result **out, gm_err *err)
+int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const char *params,
+                  gm_sim_result **out, gm_err *err)
 {
     *out = NULL;
     if (cfg->n_tenants == 0) return gm_errf(err, GM_EUSAGE, "no trace given");
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    sim s = {.cfg = cfg, .n = cfg->n_tenants};
+    sim s = {.cfg = cfg, .n = cfg->n_tenants, .pol_ops = policy, .pol_params = params};
     s.res = calloc(1, sizeof *s.res);
     s.t = calloc(s.n, sizeof *s.t);
     if (s.res) s.res->t = calloc(s.n, sizeof *s.res->t);
@@ -798,6 +802,13 @@ int gm_simulate(const gm_sim_config *cfg, gm_sim_result **out, gm_err *err)
     gm_metrics_init(&s.res->device);
     s.next_progress = 1u << 20;
     int rc = setup(&s, err);
+    /* The hot loop, once per trace event of every tenant: take the tenant
+     * whose next event is earliest (ties to the lower index; with one tenant
+     * there is nothing to search) and step it: its due timers, the event
+     * through its allocator, the metrics. What is rare stays off this path,
+     * in the functions step() reaches only now and then: tenant_start() at
+     * the first event (the initial state), refill() at the end of a chunk
+     * or a pass, on_oom() and retire(). */
     while (rc == GM_OK) {
         tenant *t = s.n == 1 ? (s.t[0].done ? NULL : &s.t[0]) : next_tenant(&s);
         if (!t) break;
@@ -823,21 +834,4 @@ int gm_simulate(const gm_sim_config *cfg, gm_sim_result **out, gm_err *err)
     }
     *out = s.res;
     return GM_OK;
-}
-
-void gm_sim_result_free(gm_sim_result *r)
-{
-    if (!r) return;
-    for (size_t i = 0; r->t && i < r->n_tenants; i++)
-        json_decref(r->t[i].policy_report);
-    free(r->t);
-    free(r);
-}
-
-size_t gm_sim_completed(const gm_sim_result *r)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < r->n_tenants; i++)
-        n += r->t[i].status == GM_TENANT_COMPLETED;
-    return n;
 }

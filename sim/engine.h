@@ -18,8 +18,9 @@
 #include "alloc.h"
 #include "device.h"
 #include "metrics.h"
+#include "report.h"
+#include "base/err.h"
 #include "traces/trace.h"
-#include "util.h"
 
 typedef struct gm_tenant_spec {
     const char *path; /* trace file; with `events`, only a name       */
@@ -49,7 +50,9 @@ typedef struct gm_sim_config {
     size_t n_tenants;
     const char *allocator;   /* "pytorch" (default) or "direct"                 */
     const char *alloc_conf;  /* PYTORCH_CUDA_ALLOC_CONF; NULL = the trace's own */
-    const char *policy;      /* "NAME[:k=v,...]", NULL = "pytorch"               */
+    const char *policy;      /* "NAME[:k=v,...]", NULL = "pytorch": for gm_simulate
+                                (study/simulate.h), which resolves it; the engine
+                                takes the resolved ops                          */
     double memory_fraction;  /* 0 = unset                                        */
     uint64_t capacity_bytes; /* 0 = the first trace's device_total_bytes, else its
                                 device_avail_bytes (then with no context overhead
@@ -111,7 +114,7 @@ typedef struct gm_tenant_result {
     uint64_t recorded_oom_fits;       /* ... of which the model could satisfy      */
     uint64_t init_skipped_blocks;     /* --initial-state none: pre-existing blocks left out */
     int init_live_oom;                /* 1: the live set at the start did not fit at all */
-    struct json_t *policy_report;     /* the policy's report hook output, or NULL */
+    gm_report *policy_report;         /* the policy's own figures (report.h), or NULL */
     gm_metrics m;
     gm_alloc_counters c;
 } gm_tenant_result;
@@ -132,10 +135,23 @@ typedef struct gm_sim_result {
     double wall_s;
 } gm_sim_result;
 
-int gm_simulate(const gm_sim_config *cfg, gm_sim_result **out, gm_err *err);
+struct gm_policy_ops;
+
+/* Run cfg with the release policy `policy` and its parameters (params:
+ * "k=v,...", "" for none): one instance per tenant. cfg->policy is not read
+ * here; gm_simulate (study/simulate.h) resolves it by name and calls this. */
+int gm_engine_run(const gm_sim_config *cfg, const struct gm_policy_ops *policy, const char *params,
+                  gm_sim_result **out, gm_err *err);
 void gm_sim_result_free(gm_sim_result *r);
 
+/* What a finished run adds up to (result.c). */
 /* Completed tenants. */
 size_t gm_sim_completed(const gm_sim_result *r);
+/* The tenants' allocator counters summed: the device's driver calls, their
+ * time, retries, flushes and released bytes. */
+gm_alloc_counters gm_sim_totals(const gm_sim_result *r);
+/* The run's place in the ranking (metrics.h) and the order of two runs. */
+gm_rank_key gm_sim_rank_key(const gm_sim_result *r);
+int gm_result_rank_cmp(const gm_sim_result *a, const gm_sim_result *b);
 
 #endif

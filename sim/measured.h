@@ -1,6 +1,6 @@
 /*
  * measured.h - what only a real GPU can tell: the measured-only part of a
- * `gmreplay` result, and the result as a whole.
+ * `gmreplay` result. Its JSON (below) is written by reports/measured_json.c.
  *
  * gmreplay runs the very engine, allocator and policy code of `gmsim run`,
  * over the CUDA backend (replay/device_cuda.c) instead of the simulated GPU,
@@ -30,7 +30,6 @@
 #ifndef GM_MEASURED_H
 #define GM_MEASURED_H
 
-#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,9 +51,6 @@ typedef struct gm_lat_samples {
 void gm_lat_init(gm_lat_samples *s);
 void gm_lat_free(gm_lat_samples *s);
 void gm_lat_add(gm_lat_samples *s, uint64_t ns);
-/* {"calls", "total_ns", "mean_ns", "min_ns", "p50_ns", "p90_ns", "p99_ns",
- * "max_ns"}: quantiles by GSL over the sorted samples (sorts them). */
-json_t *gm_lat_json(gm_lat_samples *s);
 
 /* Device used over time, bounded: when full, neighbours merge (keeping the
  * larger use) and later points each stand for twice as many samples. */
@@ -115,10 +111,5 @@ typedef struct gm_measured {
 void gm_measured_init(gm_measured *m);
 void gm_measured_free(gm_measured *m);
 void gm_measured_oom(gm_measured *m, const gm_backend_oom *o);
-json_t *gm_measured_json(gm_measured *m);
-
-/* gmreplay's whole result: gm_result_json(cfg, r, "replay") with "backend":
- * "cuda" and the "measured" object. */
-json_t *gm_replay_result_json(const gm_sim_config *cfg, const gm_sim_result *r, gm_measured *m);
 
 #endif

@@ -1,6 +1,7 @@
 /* metrics.c - see metrics.h for what each number means. */
 #include "metrics.h"
 
+#include <math.h>
 #include <string.h>
 
 #define INITIAL_WIDTH_NS 1000ull
@@ -161,4 +162,43 @@ double gm_metrics_frag_time_weighted(const gm_metrics *m)
 double gm_metrics_ext_frag_mean(const gm_metrics *m)
 {
     return m->ext_frag_n ? m->ext_frag_sum / (double)m->ext_frag_n : 0.0;
+}
+
+/* ---------------- the ranking ---------------- */
+
+/* -1 when a is better, 1 when b is, 0 when equal; NaN (unknown) is worse
+ * than any number, two NaNs are equal. */
+static int better(double a, double b, int lower_is_better)
+{
+    if (isnan(a) || isnan(b)) return isnan(a) - isnan(b);
+    if (a == b) return 0;
+    return (a < b) == lower_is_better ? -1 : 1;
+}
+
+/* A ratio to 0.01 %, as the tables print it. */
+static double pct_key(double v)
+{
+    return isnan(v) ? v : (double)lround(v * 1e4);
+}
+
+int gm_rank_cmp(const gm_rank_key *a, const gm_rank_key *b, int *by)
+{
+    int c, k = GM_RANK_TIE;
+    if ((c = better(a->oom_count, b->oom_count, 1)))
+        k = GM_RANK_OOMS;
+    else if ((c = better(pct_key(a->fragmentation), pct_key(b->fragmentation), 1)))
+        k = GM_RANK_FRAGMENTATION;
+    else if ((c = better(pct_key(a->utilization), pct_key(b->utilization), 0)))
+        k = GM_RANK_UTILIZATION;
+    else if ((c = better(a->driver_ns, b->driver_ns, 1)))
+        k = GM_RANK_DRIVER_TIME;
+    if (by) *by = k;
+    return c;
+}
+
+const char *gm_rank_by_name(int by)
+{
+    static const char *const names[] = {NULL, "OOMs", "fragmentation", "utilization",
+                                        "driver time"};
+    return by > 0 && by <= GM_RANK_DRIVER_TIME ? names[by] : NULL;
 }

@@ -87,4 +87,34 @@ double gm_metrics_utilization(const gm_metrics *m);        /* integral A / integ
 double gm_metrics_frag_time_weighted(const gm_metrics *m); /* 1 - utilization */
 double gm_metrics_ext_frag_mean(const gm_metrics *m);
 
+/*
+ * The ranking: the one order in which gmsim compares runs (`gmsim compare`,
+ * its winner, and the HTML report of several results): fewer OOMs, then
+ * lower fragmentation, then higher utilization, both rounded to 0.01 % (the
+ * precision the tables print, so a difference nobody can see decides
+ * nothing), then less driver time. A figure a saved result lacks is NaN and
+ * ranks after every known one. Counts and times are exact below 2^53.
+ */
+typedef struct gm_rank_key {
+    double oom_count;     /* device OOMs                           */
+    double fragmentation; /* 1 - peak A / peak R                   */
+    double utilization;   /* time-weighted A / R                   */
+    double driver_ns;     /* driver call time, all tenants         */
+} gm_rank_key;
+
+/* What decided an order (gm_rank_cmp's *by). */
+enum gm_rank_by {
+    GM_RANK_TIE = 0, /* equal on every criterion */
+    GM_RANK_OOMS,
+    GM_RANK_FRAGMENTATION,
+    GM_RANK_UTILIZATION,
+    GM_RANK_DRIVER_TIME,
+};
+
+/* qsort-style: < 0 when a ranks before b, 0 on a tie. by (may be NULL)
+ * receives the criterion that decided. */
+int gm_rank_cmp(const gm_rank_key *a, const gm_rank_key *b, int *by);
+/* "OOMs", "fragmentation", "utilization", "driver time"; NULL for a tie. */
+const char *gm_rank_by_name(int by);
+
 #endif

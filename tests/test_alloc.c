@@ -8,10 +8,10 @@
 #include <string.h>
 
 #include "cu.h"
-#include "policies/policy.h"
+#include "policies/registry.h"
 #include "sim/alloc.h"
-#include "sim/alloc_conf.h"
 #include "sim/device.h"
+#include "traces/alloc_conf.h"
 
 #define MiB GM_MiB
 #define GiB GM_GiB
@@ -30,6 +30,7 @@ static void hook(void *ctx, const gm_seg_event *ev)
 
 typedef struct fixture {
     gm_device *dev;
+    gm_policy *pol;
     gm_alloc *a;
     seglog log;
 } fixture;
@@ -40,7 +41,10 @@ static int fx_open(fixture *f, uint64_t capacity, const char *alloc, const char 
     gm_err err = {0};
     memset(f, 0, sizeof *f);
     if (gm_device_model_create(capacity, NULL, &f->dev, &err) != GM_OK) return -1;
-    if (gm_alloc_create(gm_alloc_find(alloc), f->dev, conf, fraction, NULL, &f->a, &err) != GM_OK) {
+    if (gm_policy_create("pytorch", &f->pol, &err) != GM_OK ||
+        gm_alloc_create(gm_alloc_find(alloc), f->dev, conf, fraction, f->pol, &f->a, &err) !=
+            GM_OK) {
+        gm_policy_destroy(f->pol);
         gm_device_destroy(f->dev);
         return -1;
     }
@@ -52,6 +56,7 @@ static int fx_open(fixture *f, uint64_t capacity, const char *alloc, const char 
 static void fx_close(fixture *f)
 {
     gm_alloc_destroy(f->a);
+    gm_policy_destroy(f->pol);
     gm_device_destroy(f->dev);
 }
 
@@ -551,12 +556,15 @@ static void test_direct(void)
     CU_ASSERT_EQUAL(f.a->c.reserved_bytes, 0);
     fx_close(&f);
     gm_device *d;
+    gm_policy *pol;
     gm_alloc *a;
     gm_err err = {0};
     CU_ASSERT_EQUAL_FATAL(gm_device_model_create(GiB, NULL, &d, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(gm_policy_create("pytorch", &pol, &err), GM_OK);
     CU_ASSERT_EQUAL(
-        gm_alloc_create(gm_alloc_find("direct"), d, "max_split_size_mb:64", 0, NULL, &a, &err),
+        gm_alloc_create(gm_alloc_find("direct"), d, "max_split_size_mb:64", 0, pol, &a, &err),
         GM_EINVAL);
+    gm_policy_destroy(pol);
     gm_device_destroy(d);
 }
 

@@ -10,6 +10,7 @@
 
 #include "cu.h"
 #include "sim/engine.h"
+#include "study/simulate.h"
 #include "traces/trace.h"
 
 #define MiB GM_MiB
@@ -99,8 +100,11 @@ static void test_interleaving(void)
 static void test_oom_abort_and_skip(void)
 {
     /* tenant 0 wants 3 x 400 MiB on a 1 GiB device: the third fails */
-    gm_event a[] = {ev_alloc(0, 1, 400 * MiB), ev_alloc(1, 2, 400 * MiB),
-                    ev_alloc(2, 3, 400 * MiB), ev_alloc(3, 4, 400 * MiB), ev_free(4, 1),
+    gm_event a[] = {ev_alloc(0, 1, 400 * MiB),
+                    ev_alloc(1, 2, 400 * MiB),
+                    ev_alloc(2, 3, 400 * MiB),
+                    ev_alloc(3, 4, 400 * MiB),
+                    ev_free(4, 1),
                     ev_free(20, 2)};
     /* tenant 1 needs 900 MiB at t=10: fits only if tenant 0 gave everything back */
     gm_event b[] = {ev_alloc(10, 1, 900 * MiB), ev_free(11, 1)};
@@ -189,8 +193,8 @@ static void test_late_start_and_repeat_totals(void)
 static void test_quota(void)
 {
     gm_event a[] = {ev_alloc(0, 1, 100 * MiB), ev_alloc(1, 2, 100 * MiB)};
-    gm_tenant_spec t = {.path = "a", .events = a, .n_events = 2, .repeat = 1,
-                        .quota_bytes = 150 * MiB};
+    gm_tenant_spec t = {
+        .path = "a", .events = a, .n_events = 2, .repeat = 1, .quota_bytes = 150 * MiB};
     gm_sim_config c;
     config(&c, &t, 1, 80 * GiB);
     gm_sim_result *r;
@@ -249,8 +253,7 @@ static const char *write_trace(const char *name, const gm_event *ev, size_t n,
     gm_err err = {0};
     CU_ASSERT_EQUAL_FATAL(gm_trace_create(path, &m, NULL, &w, &err), GM_OK);
     CU_ASSERT_EQUAL_FATAL(gm_trace_append(w, ev, n, &err), GM_OK);
-    if (ninit)
-        CU_ASSERT_EQUAL_FATAL(gm_trace_write_initial(w, init, ninit, &err), GM_OK);
+    if (ninit) CU_ASSERT_EQUAL_FATAL(gm_trace_write_initial(w, init, ninit, &err), GM_OK);
     CU_ASSERT_EQUAL_FATAL(gm_trace_finish(w, &err), GM_OK);
     gm_trace_meta_free(&m);
     return path;
@@ -364,8 +367,7 @@ static void test_bad_settings(void)
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("engine", NULL, NULL);
-    if (!s)
-        return CU_get_error();
+    if (!s) return CU_get_error();
     GM_ADD_TEST(s, test_interleaving);
     GM_ADD_TEST(s, test_oom_abort_and_skip);
     GM_ADD_TEST(s, test_repeat);

@@ -6,7 +6,9 @@
  */
 #include "cu.h"
 
-#include "sim/addrmap.h"
+#include "base/addrmap.h"
+#include "base/hash.h"
+#include "base/units.h"
 #include "traces/gen_bert.h"
 
 #include <stdio.h>

@@ -10,12 +10,14 @@
 #include <unistd.h>
 
 #include "cu.h"
+#include "base/strbuf.h"
+#include "base/version.h"
 #include "reports/html.h"
 #include "reports/results.h"
-#include "reports/strbuf.h"
 #include "reports/svg.h"
 #include "reports/trace_stats.h"
 #include "sim/engine.h"
+#include "study/simulate.h"
 #include "traces/trace.h"
 
 /* Occurrences of needle in hay. */

@@ -1,6 +1,6 @@
 /*
  * test_import.c - `gmsim import` (traces/import_torch.c, traces/import_rmm.c)
- * and `gmsim fidelity` (sim/fidelity.c).
+ * and `gmsim fidelity` (study/fidelity.c).
  *
  * Real snapshots: the seven files in tests/data (provenance in SOURCES.md).
  * Their expected numbers were derived independently of this code, in Python
@@ -19,7 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sim/fidelity.h"
+#include "reports/results.h"
+#include "study/fidelity.h"
 #include "traces/import_rmm.h"
 #include "traces/import_torch.h"
 #include "traces/trace.h"

@@ -1,7 +1,7 @@
 /*
  * test_policies.c - the release policies (policies/) on hand-built cases
  * whose right answer is known, --scope device, and the compare / fit
- * machinery (sim/compare.c): determinism across thread counts, and fit's
+ * machinery (study/compare.c, study/fit.c): determinism across thread counts, and fit's
  * capacity C running without OOM while C - 2 MiB does not.
  */
 #include <pthread.h>
@@ -10,9 +10,14 @@
 #include <string.h>
 
 #include "cu.h"
-#include "policies/policy.h"
-#include "sim/compare.h"
+#include "policies/registry.h"
+#include "reports/kv.h"
+#include "reports/results.h"
 #include "sim/engine.h"
+#include "study/compare.h"
+#include "study/fit.h"
+#include "study/policy_list.h"
+#include "study/simulate.h"
 #include "traces/trace.h"
 
 #define MiB GM_MiB
@@ -22,8 +27,8 @@
 
 static gm_event ev_alloc(uint64_t t, uint64_t addr, uint64_t size, int cat)
 {
-    gm_event e = {.t_ns = t, .addr = addr, .size = size, .op = GM_OP_ALLOC,
-                  .category = (uint8_t)cat};
+    gm_event e = {
+        .t_ns = t, .addr = addr, .size = size, .op = GM_OP_ALLOC, .category = (uint8_t)cat};
     return e;
 }
 
@@ -85,8 +90,7 @@ static int has_seg(rig *r, uint64_t addr)
     gm_seg_info v[64];
     size_t n = gm_alloc_segments(r->a, v, 64);
     for (size_t i = 0; i < n && i < 64; i++)
-        if (v[i].addr == addr)
-            return 1;
+        if (v[i].addr == addr) return 1;
     return 0;
 }
 
@@ -99,8 +103,7 @@ static uint64_t new_seg(rig *r, const uint64_t *known, size_t nk)
         int old = 0;
         for (size_t j = 0; j < nk; j++)
             old |= v[i].addr == known[j];
-        if (!old)
-            return v[i].addr;
+        if (!old) return v[i].addr;
     }
     return 0;
 }
@@ -202,12 +205,35 @@ static void test_priority_category(void)
     rig_close(&r);
 }
 
+/* The registries' name lists are spelled from their one-line lists: each
+ * name listed is the name of the plug-in at that place. */
+static void test_registry_names(void)
+{
+    char want[256] = "";
+    for (size_t i = 0; gm_policy_at(i); i++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", i ? ", " : "",
+                 gm_policy_at(i)->name);
+    CU_ASSERT_STRING_EQUAL(gm_policy_names(), want);
+    want[0] = '\0';
+    for (size_t i = 0; gm_alloc_at(i); i++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", i ? ", " : "",
+                 gm_alloc_at(i)->name);
+    CU_ASSERT_STRING_EQUAL(gm_alloc_names(), want);
+    CU_ASSERT_PTR_EQUAL(gm_alloc_find("direct"), gm_alloc_at(1));
+}
+
 static void test_bad_params(void)
 {
     static const char *const bad[] = {
-        "lru:threshold=2",       "lru:bogus=1",          "priority:order=activation>foo",
-        "priority:order=activation>activation", "predictive:horizon=x", "predictive:sample=0",
-        "oracle:horizon=soon",   "oracle:what=1",        "nosuch",
+        "lru:threshold=2",
+        "lru:bogus=1",
+        "priority:order=activation>foo",
+        "priority:order=activation>activation",
+        "predictive:horizon=x",
+        "predictive:sample=0",
+        "oracle:horizon=soon",
+        "oracle:what=1",
+        "nosuch",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         gm_policy *p = NULL;
@@ -216,10 +242,13 @@ static void test_bad_params(void)
         CU_ASSERT(p == NULL);
         CU_ASSERT(err.msg[0] != 0);
     }
-    static const char *const good[] = {"lru", "lru:threshold=0.8", "priority",
+    static const char *const good[] = {"lru",
+                                       "lru:threshold=0.8",
+                                       "priority",
                                        "priority:order=temporary>activation,threshold=0.9",
                                        "predictive:horizon=20ms,sample=500us,proactive=0",
-                                       "oracle:horizon=never", "pytorch"};
+                                       "oracle:horizon=never",
+                                       "pytorch"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         gm_policy *p = NULL;
         gm_err err = {0};
@@ -242,8 +271,7 @@ static void log_seg(void *ctx, int tenant, uint64_t index, const gm_seg_event *e
     if (ev->op == GM_OP_SEGMENT_ALLOC) {
         l->n_alloc++;
     } else {
-        if (!l->n_free)
-            l->first_free_size = ev->size;
+        if (!l->n_free) l->first_free_size = ev->size;
         l->n_free++;
     }
 }
@@ -272,8 +300,7 @@ static gm_sim_result *run_case(gm_tenant_spec *t, const char *policy, seglog *l)
     gm_sim_result *r = NULL;
     gm_err err = {0};
     int rc = gm_simulate(&c, &r, &err);
-    if (rc)
-        fprintf(stderr, "%s\n", err.msg);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
     CU_ASSERT_EQUAL(rc, GM_OK);
     return r;
 }
@@ -288,21 +315,22 @@ static void check_oracle(gm_tenant_spec *t)
     CU_ASSERT_EQUAL(rl->device.n_oom, 0);
     CU_ASSERT_EQUAL(lo.first_free_size, 30 * MiB); /* released A, kept B */
     CU_ASSERT_EQUAL(ll.first_free_size, 50 * MiB); /* LRU released B */
-    CU_ASSERT_EQUAL(lo.n_alloc, 3);                 /* A, B, the 70 MiB one */
-    CU_ASSERT_EQUAL(ll.n_alloc, 4);                 /* and B again */
+    CU_ASSERT_EQUAL(lo.n_alloc, 3);                /* A, B, the 70 MiB one */
+    CU_ASSERT_EQUAL(ll.n_alloc, 4);                /* and B again */
     CU_ASSERT_EQUAL(ro->policy_realizable, 0);
     CU_ASSERT_EQUAL(rl->policy_realizable, 1);
-    json_t *rep = ro->t[0].policy_report;
+    json_t *rep = gm_report_json(ro->t[0].policy_report); /* as in the result JSON */
     CU_ASSERT_FATAL(rep != NULL);
     CU_ASSERT(json_is_false(json_object_get(rep, "realizable")));
+    json_decref(rep);
     gm_sim_result_free(ro);
     gm_sim_result_free(rl);
 }
 
 static void test_oracle_keeps_next(void)
 {
-    gm_tenant_spec t = {.path = "oracle-case", .events = oracle_case,
-                        .n_events = N_ORACLE_CASE, .repeat = 1};
+    gm_tenant_spec t = {
+        .path = "oracle-case", .events = oracle_case, .n_events = N_ORACLE_CASE, .repeat = 1};
     check_oracle(&t);
 }
 
@@ -313,10 +341,8 @@ static void test_oracle_from_file(void)
     gm_err err = {0};
     gm_trace_writer *w = NULL;
     int rc = gm_trace_create(path, NULL, NULL, &w, &err);
-    if (!rc)
-        rc = gm_trace_append(w, oracle_case, N_ORACLE_CASE, &err);
-    if (!rc)
-        rc = gm_trace_finish(w, &err);
+    if (!rc) rc = gm_trace_append(w, oracle_case, N_ORACLE_CASE, &err);
+    if (!rc) rc = gm_trace_finish(w, &err);
     CU_ASSERT_EQUAL_FATAL(rc, GM_OK);
     gm_tenant_spec t = {.path = path, .repeat = 1};
     check_oracle(&t);
@@ -361,8 +387,7 @@ static gm_sim_result *run_p3(const char *policy)
     gm_sim_result *r = NULL;
     gm_err err = {0};
     int rc = gm_simulate(&c, &r, &err);
-    if (rc)
-        fprintf(stderr, "%s\n", err.msg);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
     CU_ASSERT_EQUAL_FATAL(rc, GM_OK);
     CU_ASSERT_EQUAL(r->device.n_oom, 0);
     return r;
@@ -374,7 +399,7 @@ static void test_predictive_period3(void)
     gm_sim_result *rp = run_p3("predictive:sample=100us,horizon=1500us,proactive=0");
     gm_sim_result *rl = run_p3("lru");
     gm_sim_result *ro = run_p3("oracle:proactive=0");
-    json_t *rep = rp->t[0].policy_report;
+    json_t *rep = gm_report_json(rp->t[0].policy_report); /* as in the result JSON */
     CU_ASSERT_FATAL(rep != NULL);
     if (getenv("GM_TEST_VERBOSE")) {
         char *d = json_dumps(rep, JSON_COMPACT);
@@ -396,6 +421,7 @@ static void test_predictive_period3(void)
     CU_ASSERT(ml >= P3_STEPS - 5); /* LRU misses every step */
     CU_ASSERT(mp * 10 < ml * 7);   /* predictive learned the rotation */
     CU_ASSERT(mp <= mo + mo / 10); /* and is near the oracle */
+    json_decref(rep);
     gm_sim_result_free(rp);
     gm_sim_result_free(rl);
     gm_sim_result_free(ro);
@@ -454,8 +480,7 @@ static void test_all_under_pressure(void)
             gm_sim_result *r = NULL;
             gm_err err = {0};
             int rc = gm_simulate(&c, &r, &err);
-            if (rc)
-                fprintf(stderr, "%s / %s: %s\n", gm_policy_at(i)->name, confs[k], err.msg);
+            if (rc) fprintf(stderr, "%s / %s: %s\n", gm_policy_at(i)->name, confs[k], err.msg);
             CU_ASSERT_EQUAL_FATAL(rc, GM_OK);
             CU_ASSERT(r->device.peak_r <= 4608 * MiB);
             CU_ASSERT(r->device.peak_a <= r->device.peak_r);
@@ -538,8 +563,7 @@ static json_t *compare_json(const gm_sim_config *c, int threads)
     CU_ASSERT_EQUAL_FATAL(gm_policy_list_split(NULL, &specs, &n, &err), GM_OK);
     gm_compare *cmp = NULL;
     int rc = gm_compare_run(c, specs, n, threads, &cmp, &err);
-    if (rc)
-        fprintf(stderr, "%s\n", err.msg);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
     CU_ASSERT_EQUAL_FATAL(rc, GM_OK);
     CU_ASSERT_EQUAL(cmp->threads, threads);
     CU_ASSERT(cmp->winner >= 0 && cmp->e[cmp->winner].realizable);
@@ -559,7 +583,8 @@ static void test_compare_deterministic(void)
     /* three BERT tenants, staggered, on a device too small to cache freely */
     gm_tenant_spec t[3];
     for (int i = 0; i < 3; i++)
-        t[i] = (gm_tenant_spec){.path = gm_test_path("traces/bert.h5"), .repeat = 1,
+        t[i] = (gm_tenant_spec){.path = gm_test_path("traces/bert.h5"),
+                                .repeat = 1,
                                 .offset_ns = (uint64_t)i * 20 * MS};
     gm_sim_config c;
     config(&c, t, 3, 13 * GiB, NULL);
@@ -586,8 +611,7 @@ static int oom_at(const gm_sim_config *base, const char *policy, uint64_t cap)
     gm_sim_result *r = NULL;
     gm_err err = {0};
     int rc = gm_simulate(&c, &r, &err);
-    if (rc == GM_EOOM)
-        return 1;
+    if (rc == GM_EOOM) return 1;
     CU_ASSERT_EQUAL_FATAL(rc, GM_OK);
     int oom = r->device.n_oom > 0;
     gm_sim_result_free(r);
@@ -641,8 +665,8 @@ static void test_fit_tenants(void)
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("policies", NULL, NULL);
-    if (!s)
-        return CU_get_error();
+    if (!s) return CU_get_error();
+    GM_ADD_TEST(s, test_registry_names);
     GM_ADD_TEST(s, test_lru_releases_older);
     GM_ADD_TEST(s, test_lru_only_as_needed);
     GM_ADD_TEST(s, test_lru_threshold);

@@ -15,11 +15,12 @@
 #include "cu.h"
 #include "replay/ballast.h"
 #include "reports/results.h"
+#include "reports/validate.h"
 #include "sim/device_profile.h"
 #include "sim/engine.h"
 #include "sim/measured.h"
-#include "sim/run_opts.h"
-#include "sim/validate.h"
+#include "study/run_opts.h"
+#include "study/simulate.h"
 
 #define MiB GM_MiB
 #define GiB GM_GiB

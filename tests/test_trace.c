@@ -4,6 +4,7 @@
  * the file (and the event, where there is one).
  */
 #include "cu.h"
+#include "base/units.h"
 #include "traces/trace.h"
 
 #include <hdf5.h>

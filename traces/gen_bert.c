@@ -9,6 +9,8 @@
  * imitates, without an error check per tensor.
  */
 #include "gen_bert.h"
+#include "base/clock.h"
+#include "base/units.h"
 
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>

@@ -156,11 +156,7 @@ static void scan(walk *wk, int pass)
             wk->w.n_oom++;
             if (!wk->w.est) wk->w.est = r + e->device_free;
             /* the request (rounded) needed a segment of get_allocation_size() */
-            uint64_t need = e->size <= GM_IMP_SMALL_SIZE ? GM_IMP_SMALL_BUFFER
-                            : e->size < (10ull << 20)
-                                ? GM_IMP_LARGE_PAGE
-                                : (e->size + GM_IMP_SMALL_BUFFER - 1) / GM_IMP_SMALL_BUFFER *
-                                      GM_IMP_SMALL_BUFFER;
+            uint64_t need = gm_pt_allocation_size(e->size);
             if (!d->expandable_conf && (!wk->w.hi || r + need < wk->w.hi)) wk->w.hi = r + need;
         }
         k++;

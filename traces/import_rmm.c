@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/addrmap.h"
+#include "base/addrmap.h"
+#include "base/clock.h"
 
 #define US_PER_DAY (86400ull * 1000000ull)
 

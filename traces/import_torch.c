@@ -24,13 +24,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_conf.h"
+#include "base/addrmap.h"
+#include "base/clock.h"
+#include "base/units.h"
 #include "import_torch_int.h"
-#include "sim/alloc_conf.h"
 
 #define NONE GM_IMP_NONE
-#define MIN_BLOCK GM_IMP_MIN_BLOCK
-#define SMALL_SIZE GM_IMP_SMALL_SIZE
-#define SMALL_BUFFER GM_IMP_SMALL_BUFFER
 #define MAX_ENTRIES 0xfffffff0u
 #define MAX_ADDR (UINT64_MAX - 1) /* gm_addrmap_key(UINT64_MAX) is not a valid key */
 
@@ -82,7 +82,9 @@ int gm_imp_oom(gm_err *err)
 
 static uint64_t round512(uint64_t n)
 {
-    return n < MIN_BLOCK ? MIN_BLOCK : (n + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
+    return n < GM_PT_MIN_BLOCK_SIZE
+               ? GM_PT_MIN_BLOCK_SIZE
+               : (n + GM_PT_MIN_BLOCK_SIZE - 1) / GM_PT_MIN_BLOCK_SIZE * GM_PT_MIN_BLOCK_SIZE;
 }
 
 static void dev_free(dev *d)
@@ -204,7 +206,7 @@ static int read_segment(dev *d, const pkl_value *sv, size_t si, gm_err *err)
                        d->name, si, addr, total);
     pkl_dict_u64(sv, "stream", &stream);
     const char *type = pkl_dict_str(sv, "segment_type");
-    int small = type ? !strcmp(type, "small") : total <= SMALL_BUFFER;
+    int small = type ? !strcmp(type, "small") : total <= GM_PT_SMALL_BUFFER;
     bool expandable = false;
     pkl_as_bool(pkl_dict_get(sv, "is_expandable"), &expandable);
     uint64_t pid[2] = {0, 0};
@@ -381,8 +383,8 @@ static int undo_segment(dev *d, size_t k, gm_err *err)
     uint32_t idx = 0;
     /* a segment freed in the trace: its pool from its size (kSmallBuffer);
      * its private pool, if the entry recorded one */
-    int rc = new_seg(d, e->addr, e->size, e->stream, e->size <= SMALL_BUFFER, e->pid0, e->pid1,
-                     &idx, err);
+    int rc = new_seg(d, e->addr, e->size, e->stream, e->size <= GM_PT_SMALL_BUFFER, e->pid0,
+                     e->pid1, &idx, err);
     if (rc) return rc;
     return gm_addrmap_put(&d->segmap, key, idx) ? oom_err(err) : GM_OK;
 }
@@ -495,7 +497,7 @@ static int size_blocks(dev *d, const span *sp, size_t ns, const keyed *bk, size_
             return place_err(d, b, "overlaps the next block or the segment end", err);
         if (!b->block_size) {
             uint64_t gap = next - (b->addr + size);
-            if (!s->small && !s->expandable && !d->expandable_conf && gap <= SMALL_SIZE)
+            if (!s->small && !s->expandable && !d->expandable_conf && gap <= GM_PT_SMALL_SIZE)
                 size += gap;
             b->block_size = size;
             t->init_guessed_sizes++;
@@ -1004,7 +1006,7 @@ int gm_torch_settings_conf(const pkl_value *settings, char *conf, size_t conf_le
     if (c.max_split_size != UINT64_MAX)
         append(conf, conf_len, ",", "max_split_size_mb:%" PRIu64,
                (uint64_t)(c.max_split_size / GM_MiB));
-    if (c.max_non_split_rounding_size != 20 * GM_MiB)
+    if (c.max_non_split_rounding_size != GM_PT_LARGE_BUFFER)
         append(conf, conf_len, ",", "max_non_split_rounding_mb:%" PRIu64,
                (uint64_t)(c.max_non_split_rounding_size / GM_MiB));
     if (c.gc_threshold > 0)

@@ -121,7 +121,7 @@ void gm_torch_import_free(gm_torch_import *imp);
 
 /*
  * Translate a snapshot's `allocator_settings` dict into PYTORCH_CUDA_ALLOC_CONF
- * form (what sim/alloc_conf.c parses): settings at their defaults are left
+ * form (what traces/alloc_conf.c parses): settings at their defaults are left
  * out, so PyTorch's defaults give "". Fields with no effect on the device
  * allocator, or unknown to gmsim, are listed in `dropped` (", "-separated).
  */

@@ -22,15 +22,11 @@
 #include <stdint.h>
 
 #include "import_torch.h"
-#include "sim/addrmap.h"
+#include "alloc_conf.h"
+#include "base/addrmap.h"
 
 #define GM_IMP_NONE UINT32_MAX
 
-/* Facts of PyTorch's CUDACachingAllocator.cpp the importer relies on. */
-#define GM_IMP_MIN_BLOCK 512ull          /* kMinBlockSize */
-#define GM_IMP_SMALL_SIZE (1ull << 20)   /* kSmallSize: largest small-pool request */
-#define GM_IMP_SMALL_BUFFER (2ull << 20) /* kSmallBuffer: small segment / page     */
-#define GM_IMP_LARGE_PAGE (20ull << 20)  /* kLargeBuffer: expandable large page    */
 
 /* What a release burst was (import_release.c). */
 enum gm_imp_burst {

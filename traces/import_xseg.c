@@ -131,7 +131,7 @@ static int undo_unmap(gm_imp_dev *d, size_t k, gm_err *err)
                    .pid0 = e->pid0,
                    .pid1 = e->pid1,
                    /* pool from the size: small pages are 2 MiB, large 20 MiB */
-                   .small = e->size % GM_IMP_LARGE_PAGE != 0};
+                   .small = e->size % GM_PT_LARGE_BUFFER != 0};
     for (size_t i = 0; i < d->nx; i++) { /* a touching range is the same segment */
         const gm_imp_xr *x = &d->x[i];
         if (x->stream == e->stream && (xr_end(x) == r.addr || x->addr == xr_end(&r))) {
@@ -185,7 +185,7 @@ void gm_imp_xr_rows(const gm_imp_dev *d, gm_init_row *rows, size_t *n, gm_import
                 base = e->addr < base ? e->addr : base;
                 end = e->addr + e->size > end ? e->addr + e->size : end;
             }
-        uint64_t page = key->small ? GM_IMP_SMALL_BUFFER : GM_IMP_LARGE_PAGE;
+        uint64_t page = key->small ? GM_PT_SMALL_BUFFER : GM_PT_LARGE_BUFFER;
         rows[(*n)++] = (gm_init_row){.addr = base,
                                      .size = (end - base + page - 1) / page * page,
                                      .stream = key->stream,

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../sim/util.h"
+#include "base/err.h"
 
 /* Schema version this gmsim writes, and the oldest it reads (FORMAT.md,
  * "Versions"): version 2 added the segment_map / segment_unmap / empty_cache /

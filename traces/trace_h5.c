@@ -29,6 +29,7 @@
  * thread (the stack is per thread in Debian's thread-safe HDF5).
  */
 #include "trace.h"
+#include "base/units.h"
 
 #include <hdf5.h>
 

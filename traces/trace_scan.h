@@ -18,8 +18,8 @@
 #include <gsl/gsl_histogram.h>
 #include <stdint.h>
 
-#include "sim/addrmap.h"
 #include "trace.h"
+#include "base/addrmap.h"
 
 /* Size histogram: bin 0 is [0, 512 B), bin k >= 1 is [2^(8+k), 2^(9+k)), up
  * to 2^49 so that GM_TRACE_MAX_SIZE (2^48) falls in the last bin. */

@@ -21,6 +21,7 @@
  *    of equal long keys, which has its own budget.
  */
 #include "unpickle.h"
+#include "base/units.h"
 
 #include <errno.h>
 #include <math.h>

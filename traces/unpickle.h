@@ -44,7 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../sim/util.h"
+#include "base/err.h"
 
 #define PKL_DEFAULT_MAX_DEPTH 256u /* nesting levels; snapshots use about 10 */
 #define PKL_MAX_DEPTH 4096u        /* largest max_depth accepted             */

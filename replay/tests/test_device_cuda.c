@@ -16,6 +16,7 @@
 #include "replay/device_cuda.h"
 #include "sim/engine.h"
 #include "sim/measured.h"
+#include "study/simulate.h"
 
 #define MiB GM_MiB
 #define GiB GM_GiB

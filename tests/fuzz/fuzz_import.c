@@ -11,7 +11,7 @@
  *    segment and clear of the next block; replaying the events from that
  *    state never allocates a live address nor frees a dead one; markers
  *    have a kind and a terminated name; the recorded allocator settings
- *    parse (sim/alloc_conf.c), as `gmsim run` will parse them.
+ *    parse (traces/alloc_conf.c), as `gmsim run` will parse them.
  * A broken promise aborts, so libFuzzer reports it as a crash.
  */
 #include <stdint.h>
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/alloc_conf.h"
+#include "traces/alloc_conf.h"
 #include "traces/import_torch.h"
 #include "traces/unpickle.h"
 

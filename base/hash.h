@@ -1,0 +1,26 @@
+/*
+ * hash.h - a streaming 64-bit hash (non-cryptographic, stable across
+ * platforms): trace hashes in every result.
+ */
+#ifndef GM_HASH_H
+#define GM_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct gm_hash {
+    uint64_t h;
+} gm_hash;
+void gm_hash_init(gm_hash *h);
+void gm_hash_u64(gm_hash *h, uint64_t v);
+void gm_hash_bytes(gm_hash *h, const void *p, size_t n);
+static inline uint64_t gm_hash_final(const gm_hash *h)
+{
+    uint64_t x = h->h;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+}
+
+#endif

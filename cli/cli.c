@@ -1,0 +1,108 @@
+/* cli.c - see cli.h. */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/units.h"
+
+/* getopt_long's complaint in gmsim's words (opterr is off). */
+static int bad_option(int c, char **argv, gm_err *err)
+{
+    const char *arg = argv[optind - 1];
+    if (c == ':') return gm_errf(err, GM_EUSAGE, "option '%s' needs a value", arg);
+    if (!strncmp(arg, "--", 2) || !optopt)
+        return gm_errf(err, GM_EUSAGE, "unknown option '%s'", arg);
+    return gm_errf(err, GM_EUSAGE, "unknown option '-%c'", optopt);
+}
+
+int gm_cli_parse(int argc, char **argv, const char *shortopts, const struct option *longopts,
+                 gm_cli_fn fn, void *ctx, gm_err *err)
+{
+    char opts[64];
+    /* '-': operands in order (c == 1); ':': a missing value is ':' */
+    snprintf(opts, sizeof opts, "-:%s", shortopts);
+    optind = 0; /* glibc: full re-initialisation, should a process parse twice */
+    opterr = 0;
+    int c, rc;
+    while ((c = getopt_long(argc, argv, opts, longopts, NULL)) != -1) {
+        if (c == '?' || c == ':') return bad_option(c, argv, err);
+        if ((rc = fn(ctx, c, optarg, err)) != GM_OK) return rc;
+    }
+    for (; optind < argc; optind++) /* after "--" */
+        if ((rc = fn(ctx, 1, argv[optind], err)) != GM_OK) return rc;
+    return GM_OK;
+}
+
+typedef struct sim_ctx {
+    gm_run_opts *o;
+    gm_cli_fn fn;
+    void *ctx;
+} sim_ctx;
+
+static int sim_opt(void *arg, int c, const char *value, gm_err *err)
+{
+    sim_ctx *s = arg;
+    if (gm_run_opts_owns(c)) return gm_run_opts_parse(s->o, c, value, err);
+    return s->fn(s->ctx, c, value, err);
+}
+
+int gm_cli_parse_sim(gm_run_opts *o, int argc, char **argv, const struct option *extra,
+                     gm_cli_fn fn, void *ctx, gm_err *err)
+{
+    struct option longopts[64];
+    gm_run_opts_longopts(longopts, 64, extra);
+    sim_ctx s = {o, fn, ctx};
+    return gm_cli_parse(argc, argv, "qh", longopts, sim_opt, &s, err);
+}
+
+int gm_cmd_fail(const char *cmd, int code, const char *msg)
+{
+    fprintf(stderr, "gmsim %s: %s\n", cmd, msg);
+    if (code != GM_EUSAGE) return 1;
+    fprintf(stderr, "(run 'gmsim %s --help' for the options)\n", cmd);
+    return 2;
+}
+
+int gm_cmd_usage(const char *cmd, const char *fmt, ...)
+{
+    gm_err err;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err.msg, sizeof err.msg, fmt, ap);
+    va_end(ap);
+    return gm_cmd_fail(cmd, GM_EUSAGE, err.msg);
+}
+
+int gm_cli_threads(const char *arg, int *out, gm_err *err)
+{
+    double v;
+    if (gm_parse_double(arg, "--threads", 1, 4096, &v, err)) return GM_EUSAGE;
+    if (v != (double)(int)v)
+        return gm_errf(err, GM_EUSAGE, "--threads takes a whole number, not '%s'", arg);
+    *out = (int)v;
+    return GM_OK;
+}
+
+int gm_cli_device(const char *arg, int *out, gm_err *err)
+{
+    char *end;
+    long v = strtol(arg, &end, 10);
+    if (!*arg || *end || v < 0 || v > 63)
+        return gm_errf(err, GM_EUSAGE, "--device takes a CUDA device index 0..63, not '%s'", arg);
+    *out = (int)v;
+    return GM_OK;
+}
+
+int gm_cli_compress(const char *arg, gm_trace_write_opts *wo, gm_err *err)
+{
+    if (!strcmp(arg, "none"))
+        wo->compress = GM_COMPRESS_NONE;
+    else if (!strcmp(arg, "deflate"))
+        wo->compress = GM_COMPRESS_DEFLATE;
+    else
+        return gm_errf(err, GM_EUSAGE, "--compress takes none or deflate, not '%s'", arg);
+    return GM_OK;
+}

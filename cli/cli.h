@@ -1,0 +1,56 @@
+/*
+ * cli.h - what every `gmsim` command shares (git's parse-options habit):
+ * one option loop, option values parsed one way, and one way to report a
+ * failure. A command is cmd_<name>.c: its usage text, an option handler, and
+ * the few calls that do the work.
+ *
+ * Errors look the same in every command:
+ *   gmsim CMD: MESSAGE                                (exit 1: bad input)
+ *   gmsim CMD: MESSAGE                                (exit 2: misuse)
+ *   (run 'gmsim CMD --help' for the options)
+ */
+#ifndef GM_CLI_H
+#define GM_CLI_H
+
+#include <getopt.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "study/run_opts.h"
+#include "traces/trace.h"
+
+/* An option handler's "stop here, exit 0" (it printed --help). */
+#define GM_CLI_DONE 1
+
+/* Called for every option (c: its short letter or its value in longopts)
+ * and every operand (c == 1, arg the operand), in command-line order.
+ * Returns GM_OK, GM_CLI_DONE, or an error with err set (a usage error
+ * unless it says otherwise). */
+typedef int (*gm_cli_fn)(void *ctx, int c, const char *arg, gm_err *err);
+
+/* The option loop: getopt_long over argv (argv[0] is the command's name)
+ * with shortopts ("qh", "o:qh", ...) and longopts. Operands, and whatever
+ * follows "--", go to fn as c == 1. An unknown option or a missing value is
+ * GM_EUSAGE naming it. */
+int gm_cli_parse(int argc, char **argv, const char *shortopts, const struct option *longopts,
+                 gm_cli_fn fn, void *ctx, gm_err *err);
+
+/* The loop of the simulating commands (run, compare, fit): the shared
+ * simulation options (study/run_opts.h) and the traces fill o; the
+ * command's own options (extra, NULL-terminated, short letters "qh") go
+ * to fn. */
+int gm_cli_parse_sim(gm_run_opts *o, int argc, char **argv, const struct option *extra,
+                     gm_cli_fn fn, void *ctx, gm_err *err);
+
+/* Print the failure as above; returns the exit code (2 for GM_EUSAGE, else 1). */
+int gm_cmd_fail(const char *cmd, int code, const char *msg);
+/* A usage error in the command's words (printf-style); returns 2. */
+int gm_cmd_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Option values more than one command takes. GM_EUSAGE with a message
+ * naming the option on a bad value. */
+int gm_cli_threads(const char *arg, int *out, gm_err *err);                 /* --threads 1..4096 */
+int gm_cli_device(const char *arg, int *out, gm_err *err);                  /* --device 0..63 */
+int gm_cli_compress(const char *arg, gm_trace_write_opts *wo, gm_err *err); /* none|deflate */
+
+#endif

@@ -1,0 +1,164 @@
+/*
+ * cmd_fit.c - `gmsim fit`: for each release policy, the smallest device
+ * capacity at which the trace(s) run without OOM (binary search, 2 MiB
+ * steps), beside the trace's peak live bytes; or, with --tenants N, how
+ * many copies of the trace(s) fit on the given capacity (task density).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "policies/registry.h"
+#include "reports/results.h"
+#include "reports/table.h"
+#include "study/compare.h"
+#include "study/fit.h"
+#include "study/policy_list.h"
+#include "study/run_opts.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: gmsim fit [options] TRACE [[per-trace options] TRACE...]\n"
+            "\n"
+            "Capacity mode (default): for each policy, the smallest device capacity (2 MiB\n"
+            "steps, context overhead included) at which the trace(s) run without OOM, found\n"
+            "by binary search, beside the peak live bytes no allocator can go below.\n"
+            "Tenants mode (--tenants N): for each policy, how many copies of the trace(s)\n"
+            "run together without OOM on the device (--capacity, or the trace's).\n"
+            "\n"
+            "fit:\n"
+            "  --policies LIST        policies, comma-separated NAME[:k=v,...] (default: all\n"
+            "                         of %s)\n"
+            "  --threads N            policies searched at a time (default: one per core)\n"
+            "  --max-capacity SIZE    search no higher (default: 16 x the start capacity:\n"
+            "                         --capacity or the trace's device)\n"
+            "  --tenants N            tenants mode: try 1, 2, ... N copies\n"
+            "  --stagger TIME         tenants mode: copy i starts i * TIME later (default 0)\n"
+            "\n",
+            gm_policy_names());
+    gm_run_opts_help(f, 0);
+    fprintf(f, "\n"
+               "output:\n"
+               "  --json FILE            results (schema gmsim-fit/1)\n"
+               "  -q, --quiet            no table on stdout\n"
+               "  -h, --help             this text\n"
+               "\n"
+               "examples:\n"
+               "  gmsim fit traces/bert.h5\n"
+               "  gmsim fit --tenants 8 --capacity 24GiB --stagger 20ms traces/bert.h5\n");
+}
+
+enum { OPT_JSON = 1000, OPT_POLICIES, OPT_THREADS, OPT_MAXCAP, OPT_TENANTS, OPT_STAGGER };
+
+typedef struct fit_args {
+    const char *json_path;
+    char list[4096];
+    int quiet, threads;
+    uint64_t max_cap, stagger;
+    uint32_t tenants;
+} fit_args;
+
+static int fit_opt(void *ctx, int c, const char *arg, gm_err *err)
+{
+    fit_args *a = ctx;
+    double v;
+    switch (c) {
+    case 'h':
+        usage(stdout);
+        return GM_CLI_DONE;
+    case 'q':
+        a->quiet = 1;
+        return GM_OK;
+    case OPT_JSON:
+        a->json_path = arg;
+        return GM_OK;
+    case OPT_POLICIES:
+        return gm_policies_append(a->list, sizeof a->list, arg, err);
+    case OPT_THREADS:
+        return gm_cli_threads(arg, &a->threads, err);
+    case OPT_MAXCAP:
+        return gm_parse_size(arg, "--max-capacity", &a->max_cap, err);
+    case OPT_TENANTS:
+        if (gm_parse_double(arg, "--tenants", 1, 1024, &v, err)) return err->code;
+        if (v != (double)(uint32_t)v)
+            return gm_errf(err, GM_EUSAGE, "--tenants takes a whole number, not '%s'", arg);
+        a->tenants = (uint32_t)v;
+        return GM_OK;
+    case OPT_STAGGER:
+        return gm_parse_time(arg, "--stagger", &a->stagger, err);
+    default:
+        return gm_errf(err, GM_EUSAGE, "unexpected option");
+    }
+}
+
+int cmd_fit(int argc, char **argv)
+{
+    gm_run_opts o;
+    gm_run_opts_init(&o);
+    static const struct option extra[] = {
+        {"json", required_argument, NULL, OPT_JSON},
+        {"policies", required_argument, NULL, OPT_POLICIES},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"max-capacity", required_argument, NULL, OPT_MAXCAP},
+        {"tenants", required_argument, NULL, OPT_TENANTS},
+        {"stagger", required_argument, NULL, OPT_STAGGER},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    fit_args args = {0};
+    gm_err err = {0};
+    int rc = gm_cli_parse_sim(&o, argc, argv, extra, fit_opt, &args, &err);
+    if (rc != GM_OK) {
+        gm_run_opts_free(&o); /* --help, or a usage error: exit 2 */
+        return rc == GM_CLI_DONE ? 0 : gm_cmd_fail("fit", GM_EUSAGE, err.msg);
+    }
+    const char *json_path = args.json_path, *list = args.list;
+    int quiet = args.quiet, threads = args.threads;
+    uint64_t max_cap = args.max_cap, stagger = args.stagger;
+    uint32_t tenants = args.tenants;
+    if (o.policy) {
+        gm_run_opts_free(&o);
+        return gm_cmd_usage("fit",
+                            "--policy picks one policy (gmsim run); use --policies LIST here");
+    }
+    if (o.n_tenants == 0) {
+        gm_run_opts_free(&o);
+        return gm_cmd_usage("fit", "no trace given; e.g. gmsim fit traces/bert.h5");
+    }
+    if (stagger && !tenants) {
+        gm_run_opts_free(&o);
+        return gm_cmd_usage("fit", "--stagger only applies with --tenants N");
+    }
+    char **specs = NULL;
+    size_t n = 0;
+    if ((rc = gm_policy_list_split(list, &specs, &n, &err)) != GM_OK) {
+        gm_run_opts_free(&o);
+        return gm_cmd_fail("fit", rc, err.msg);
+    }
+    gm_sim_config cfg;
+    gm_run_opts_config(&o, &cfg);
+    gm_fit *f = NULL;
+    if (tenants)
+        rc = gm_fit_tenants(&cfg, specs, n, threads, tenants, stagger, &f, &err);
+    else
+        rc = gm_fit_capacity(&cfg, specs, n, threads, max_cap, &f, &err);
+    if (rc == GM_OK && !quiet) gm_table_fit(stdout, &cfg, f);
+    if (rc == GM_OK && json_path) {
+        json_t *j = gm_fit_json(&cfg, f);
+        rc = j ? gm_json_write(j, json_path, &err) : gm_errf(&err, GM_ENOMEM, "out of memory");
+        json_decref(j);
+    }
+    if (rc == GM_OK && isatty(2))
+        fprintf(stderr, "gmsim fit: %d thread%s, %.2f s\n", f->threads, f->threads == 1 ? "" : "s",
+                f->wall_s);
+    gm_fit_free(f);
+    free(specs);
+    gm_run_opts_free(&o);
+    return rc == GM_OK ? 0 : gm_cmd_fail("fit", rc, err.msg);
+}

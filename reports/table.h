@@ -1,0 +1,44 @@
+/*
+ * table.h - the text tables gmsim prints on stdout, one per command, from
+ * the typed results (the JSON writers are results.h; the HTML report is
+ * html.h). What a table shows is the command's documented output: the run
+ * summary, the compare ranking, the fit search, the fidelity check and the
+ * validation.
+ */
+#ifndef GM_TABLE_H
+#define GM_TABLE_H
+
+#include <stdio.h>
+
+#include "validate.h"
+#include "base/err.h"
+#include "sim/engine.h"
+#include "study/compare.h"
+#include "study/fidelity.h"
+#include "study/fit.h"
+#include "traces/trace_scan.h"
+
+/* table_sim.c: `gmsim run` (with the policy reports, kv.h), `gmsim
+ * compare` (ranked, the winner and why, the bound, each policy's summary
+ * line) and `gmsim fit` (capacity or tenants mode). */
+void gm_table_run(FILE *f, const gm_sim_config *cfg, const gm_sim_result *r);
+void gm_table_compare(FILE *f, const gm_sim_config *cfg, const gm_compare *c);
+void gm_table_fit(FILE *f, const gm_sim_config *cfg, const gm_fit *fit);
+
+/* trace_info.c: `gmsim info`, a trace summary (with the metadata, the
+ * size histogram as bars, bytes by category and phase). */
+void gm_table_info(FILE *f, const gm_trace_scan *s, const gm_trace_reader *r);
+
+/* table_checks.c: one device of `gmsim fidelity` (input name, CUDA device);
+ * `gmsim validate`'s table, and its one-line verdict. */
+void gm_table_fidelity(FILE *f, const char *name, int device, const gm_fidelity *fid);
+void gm_table_validate(FILE *f, const char *predicted, const char *measured,
+                       const gm_validation *v);
+void gm_table_validate_summary(FILE *f, const gm_validation *v);
+
+/* validate_html.c: `gmsim validate --html`, a self-contained page with the
+ * same table, written atomically (GM_EIO naming path). */
+int gm_validate_html_write(const char *path, const char *predicted, const char *measured,
+                           const gm_validation *v, gm_err *err);
+
+#endif

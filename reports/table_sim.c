@@ -1,0 +1,338 @@
+/* table_sim.c - the tables of the simulating commands: run, compare, fit
+ * (table.h). */
+#include "table.h"
+
+#include <string.h>
+
+#include "kv.h"
+#include "base/units.h"
+
+/* A ratio as the tables print it: "12.3 %". */
+static void pct(char *buf, size_t n, double v)
+{
+    snprintf(buf, n, "%.1f %%", v * 100.0);
+}
+
+/* ---------------------------------------------------------------- run */
+
+static void print_series(FILE *f, const char *title, const gm_metrics *m)
+{
+    char q[32], a[32], r[32];
+    fprintf(f, "  %-28s %12s %12s %12s\n", title, gm_fmt_bytes(m->peak_q, q, sizeof q),
+            gm_fmt_bytes(m->peak_a, a, sizeof a), gm_fmt_bytes(m->peak_r, r, sizeof r));
+}
+
+static void print_ooms(FILE *f, const gm_metrics *m)
+{
+    char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
+    size_t show = m->n_oom_kept < 5 ? m->n_oom_kept : 5;
+    for (size_t i = 0; i < show; i++) {
+        const gm_oom *o = &m->ooms[i];
+        fprintf(f,
+                "    OOM tenant %d event %llu%s at %s: %s requested; reserved %s, allocated %s, "
+                "largest free block %s, device used %s\n",
+                o->tenant, (unsigned long long)o->event_index, o->pass ? " (repeat pass)" : "",
+                gm_fmt_ns(o->t_ns, b5, sizeof b5), gm_fmt_bytes(o->size, b1, sizeof b1),
+                gm_fmt_bytes(o->reserved, b2, sizeof b2), gm_fmt_bytes(o->allocated, b3, sizeof b3),
+                gm_fmt_bytes(o->largest_free, b4, sizeof b4),
+                gm_fmt_bytes(o->device_used, b6, sizeof b6));
+    }
+    if (m->n_oom > show)
+        fprintf(f, "    ... %llu more (all in --json)\n", (unsigned long long)(m->n_oom - show));
+}
+
+/* Each policy report, short (reports/kv.h); everything is in --json. */
+static void print_policy_reports(FILE *f, const gm_sim_result *r)
+{
+    for (size_t i = 0; i < r->n_tenants; i++) {
+        const gm_report *rep = r->t[i].policy_report;
+        if (!rep || rep->n == 0) continue;
+        if (r->n_tenants > 1)
+            fprintf(f, "\n  policy report (%s), tenant %zu\n", r->policy, i);
+        else
+            fprintf(f, "\n  policy report (%s)\n", r->policy);
+        gm_report_print(f, rep);
+    }
+}
+
+void gm_table_run(FILE *f, const gm_sim_config *cfg, const gm_sim_result *r)
+{
+    char b1[32], b2[32], p[32];
+    fprintf(f, "gmsim run: %zu trace%s on a %s device (%s context overhead per tenant)\n",
+            r->n_tenants, r->n_tenants == 1 ? "" : "s",
+            gm_fmt_bytes(r->capacity_bytes, b1, sizeof b1),
+            gm_fmt_bytes(r->overhead_bytes, b2, sizeof b2));
+    fprintf(f, "allocator %s, policy %s%s%s%s\n", r->allocator, r->policy,
+            r->policy_realizable ? "" : " (UNREALIZABLE: uses the future; a bound)",
+            r->on_oom_skip ? ", OOMs skipped" : "", cfg->scope_device ? ", scope device" : "");
+    for (size_t i = 0; i < r->n_tenants; i++) {
+        const gm_tenant_result *t = &r->t[i];
+        fprintf(f, "  [%zu] %s  (%s, %llu events, hash %s, alloc conf '%s'%s)\n", i, t->path,
+                t->source, (unsigned long long)t->trace_events, t->trace_hash, t->alloc_conf,
+                cfg->tenants[i].repeat > 1 ? ", repeated" : "");
+    }
+    fprintf(f, "\n  %-28s %12s %12s %12s\n", "peak", "live (Q)", "allocated", "reserved");
+    if (r->n_tenants > 1)
+        for (size_t i = 0; i < r->n_tenants; i++) {
+            char name[48];
+            snprintf(name, sizeof name, "tenant %zu%s", i,
+                     r->t[i].status == GM_TENANT_ABORTED ? " (aborted)" : "");
+            print_series(f, name, &r->t[i].m);
+        }
+    print_series(f, r->n_tenants > 1 ? "device (all tenants)" : "", &r->device);
+    const gm_metrics *d = &r->device;
+    fprintf(f, "\n");
+    pct(p, sizeof p, gm_metrics_fragmentation(d));
+    fprintf(f, "  %-44s %s\n", "fragmentation (1 - peak A / peak R)", p);
+    pct(p, sizeof p, gm_metrics_frag_time_weighted(d));
+    fprintf(f, "  %-44s %s\n", "fragmentation, time-weighted", p);
+    pct(p, sizeof p, gm_metrics_utilization(d));
+    fprintf(f, "  %-44s %s\n", "utilization (time-weighted A / R)", p);
+    char p2[32];
+    pct(p, sizeof p, gm_metrics_ext_frag_mean(d));
+    pct(p2, sizeof p2, d->ext_frag_max);
+    fprintf(f, "  %-44s %s mean, %s max\n", "external fragmentation (1 - largest free/(R-A))", p,
+            p2);
+    pct(p, sizeof p, (double)r->peak_device_used / (double)r->capacity_bytes);
+    fprintf(f, "  %-44s %s (%s)\n", "peak device used (R + overhead) / capacity", p,
+            gm_fmt_bytes(r->peak_device_used, b1, sizeof b1));
+    gm_alloc_counters tot = gm_sim_totals(r);
+    fprintf(f, "  %-44s %llu malloc, %llu free, %s modelled\n", "driver calls",
+            (unsigned long long)tot.n_driver_alloc, (unsigned long long)tot.n_driver_free,
+            gm_fmt_ns(gm_counters_driver_ns(&tot), b1, sizeof b1));
+    fprintf(f, "  %-44s %llu\n", "OOMs", (unsigned long long)d->n_oom);
+    print_ooms(f, d);
+    if (r->n_tenants > 1)
+        fprintf(f, "  %-44s %zu of %zu\n", "tenants that ran to completion", gm_sim_completed(r),
+                r->n_tenants);
+    if (cfg->scope_device) {
+        uint64_t rel = 0, resc = 0;
+        for (size_t i = 0; i < r->n_tenants; i++) {
+            rel += r->t[i].scope_released_bytes;
+            resc += r->t[i].scope_rescues;
+        }
+        fprintf(f, "  %-44s %s released for others, %llu allocation(s) rescued\n",
+                "scope device (tenants release for others)", gm_fmt_bytes(rel, b1, sizeof b1),
+                (unsigned long long)resc);
+    }
+    for (size_t i = 0; i < r->n_tenants; i++) {
+        const gm_tenant_result *t = &r->t[i];
+        if (t->init_live_bytes)
+            fprintf(f, "  tenant %zu: %s alive before the first event (from /initial_state)\n", i,
+                    gm_fmt_bytes(t->init_live_bytes, b1, sizeof b1));
+        if (t->unknown_frees || t->live_reallocs)
+            fprintf(f,
+                    "  tenant %zu: repaired %llu free(s) of unknown addresses, %llu "
+                    "re-allocation(s) of live addresses\n",
+                    i, (unsigned long long)t->unknown_frees, (unsigned long long)t->live_reallocs);
+        if (t->repeat_leftover_bytes)
+            fprintf(f, "  tenant %zu: %s left allocated at pass ends were freed (--repeat)\n", i,
+                    gm_fmt_bytes(t->repeat_leftover_bytes, b1, sizeof b1));
+    }
+    print_policy_reports(f, r);
+    double rate = r->wall_s > 0 ? (double)r->events / r->wall_s : 0;
+    fprintf(f, "\n  simulated %llu events in %.3f s (%.1f M events/s)\n",
+            (unsigned long long)r->events, r->wall_s, rate / 1e6);
+}
+
+/* ------------------------------------------------------------ compare */
+
+/* The first ranking criterion on which a beats b (NULL: a tie). */
+static const char *criterion(const gm_sim_result *a, const gm_sim_result *b)
+{
+    gm_rank_key ka = gm_sim_rank_key(a), kb = gm_sim_rank_key(b);
+    int by;
+    gm_rank_cmp(&ka, &kb, &by);
+    return gm_rank_by_name(by);
+}
+
+static void print_row(FILE *f, const char *label, int w, const gm_compare_entry *e)
+{
+    const gm_sim_result *r = e->r;
+    char pr[32], fr[32], ut[32], ex[32], dt[32], calls[48];
+    gm_alloc_counters tot = gm_sim_totals(r);
+    snprintf(calls, sizeof calls, "%llu/%llu", (unsigned long long)tot.n_driver_alloc,
+             (unsigned long long)tot.n_driver_free);
+    gm_fmt_bytes(r->device.peak_r, pr, sizeof pr);
+    pct(fr, sizeof fr, gm_metrics_fragmentation(&r->device));
+    pct(ut, sizeof ut, gm_metrics_utilization(&r->device));
+    pct(ex, sizeof ex, gm_metrics_ext_frag_mean(&r->device));
+    gm_fmt_ns(gm_counters_driver_ns(&tot), dt, sizeof dt);
+    fprintf(f, "  %5s  %-*s %5llu  %2zu/%-2zu %13s %7s %7s %8s %13s %10s\n", label, w, e->spec,
+            (unsigned long long)r->device.n_oom, gm_sim_completed(r), r->n_tenants, pr, fr, ut, ex,
+            calls, dt);
+}
+
+/* Each policy's one-line summary of its own report (sim/report.h), e.g. what
+ * the predictive policy learned and how well it predicted. */
+static void print_notes(FILE *f, const gm_compare *c)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        const gm_sim_result *r = c->e[i].r;
+        for (size_t t = 0; t < r->n_tenants; t++) {
+            const gm_report *rep = r->t[t].policy_report;
+            if (!rep || !rep->summary[0]) continue;
+            char who[32] = "";
+            if (r->n_tenants > 1) snprintf(who, sizeof who, " tenant %zu", t);
+            fprintf(f, "  %s%s: %s\n", c->e[i].spec, who, rep->summary);
+        }
+    }
+}
+
+void gm_table_compare(FILE *f, const gm_sim_config *cfg, const gm_compare *c)
+{
+    const gm_sim_result *r0 = c->e[0].r;
+    char b1[32], b2[32];
+    fprintf(f,
+            "gmsim compare: %zu trace%s on a %s device (%s context overhead per tenant), "
+            "scope %s\n",
+            r0->n_tenants, r0->n_tenants == 1 ? "" : "s",
+            gm_fmt_bytes(r0->capacity_bytes, b1, sizeof b1),
+            gm_fmt_bytes(r0->overhead_bytes, b2, sizeof b2), cfg->scope_device ? "device" : "self");
+    for (size_t i = 0; i < r0->n_tenants; i++) {
+        const gm_tenant_result *t = &r0->t[i];
+        fprintf(f, "  [%zu] %s  (%s, %llu events, hash %s", i, t->path, t->source,
+                (unsigned long long)t->trace_events, t->trace_hash);
+        if (cfg->tenants[i].offset_ns)
+            fprintf(f, ", offset %s", gm_fmt_ns(cfg->tenants[i].offset_ns, b1, sizeof b1));
+        if (cfg->tenants[i].repeat > 1) fprintf(f, ", repeat %u", cfg->tenants[i].repeat);
+        if (cfg->tenants[i].quota_bytes)
+            fprintf(f, ", quota %s", gm_fmt_bytes(cfg->tenants[i].quota_bytes, b1, sizeof b1));
+        fprintf(f, ")\n");
+    }
+    fprintf(f,
+            "allocator %s; %zu policies ranked by OOMs, then fragmentation, then utilization "
+            "(higher is better), then driver time\n\n",
+            r0->allocator, c->n);
+    int w = 8;
+    for (size_t i = 0; i < c->n; i++)
+        w = (int)strlen(c->e[i].spec) > w ? (int)strlen(c->e[i].spec) : w;
+    fprintf(f, "  %5s  %-*s %5s  %5s %13s %7s %7s %8s %13s %10s\n", "rank", w, "policy", "OOMs",
+            "done", "peak reserved", "frag", "util", "ext.frag", "malloc/free", "driver");
+    for (size_t k = 0; k < c->n_ranked; k++) {
+        char lab[24];
+        snprintf(lab, sizeof lab, "%zu", k + 1);
+        print_row(f, lab, w, &c->e[c->rank[k]]);
+    }
+    for (size_t i = 0; i < c->n; i++)
+        if (!c->e[i].realizable) print_row(f, "bound", w, &c->e[i]);
+    fprintf(f,
+            "  (peak live bytes, the floor no policy beats: %s; frag = 1 - peak A / peak R; "
+            "util = time-weighted A / R)\n\n",
+            gm_fmt_bytes(r0->device.peak_q, b1, sizeof b1));
+    if (c->winner >= 0) {
+        const gm_compare_entry *w0 = &c->e[c->winner];
+        fprintf(f, "winner: %s", w0->spec);
+        if (c->n_ranked > 1) {
+            const gm_compare_entry *w1 = &c->e[c->rank[1]];
+            const char *why = criterion(w0->r, w1->r);
+            if (why)
+                fprintf(f, " (ahead of %s on %s)", w1->spec, why);
+            else
+                fprintf(f, " (tied with %s on every criterion; the order given breaks ties)",
+                        w1->spec);
+        }
+        fprintf(f, "\n");
+    } else {
+        fprintf(f, "winner: none (no realizable policy was run)\n");
+    }
+    if (c->bound >= 0) {
+        const gm_sim_result *b = c->e[c->bound].r;
+        char f1[32], u1[32];
+        pct(f1, sizeof f1, gm_metrics_fragmentation(&b->device));
+        pct(u1, sizeof u1, gm_metrics_utilization(&b->device));
+        fprintf(f,
+                "bound:  %s is UNREALIZABLE (it reads the trace's future): %llu OOMs, "
+                "fragmentation %s, utilization %s\n",
+                c->e[c->bound].spec, (unsigned long long)b->device.n_oom, f1, u1);
+    }
+    print_notes(f, c);
+}
+
+/* ---------------------------------------------------------------- fit */
+
+static void print_capacity(FILE *f, const gm_sim_config *cfg, const gm_fit *fit)
+{
+    char b1[32], b2[32], b3[32], b4[32];
+    uint64_t live = 0;
+    for (size_t i = 0; i < fit->n; i++)
+        if (fit->e[i].found && fit->e[i].peak_live > live) live = fit->e[i].peak_live;
+    uint64_t ctx = cfg->overhead_bytes * cfg->n_tenants;
+    fprintf(f, "gmsim fit: smallest device without OOM, per policy (binary search, 2 MiB steps)\n");
+    for (size_t i = 0; i < cfg->n_tenants; i++)
+        fprintf(f, "  [%zu] %s\n", i, cfg->tenants[i].path);
+    fprintf(f,
+            "peak live bytes (no allocator reserves less): %s; with %s of context overhead the "
+            "floor is %s\n\n",
+            gm_fmt_bytes(live, b1, sizeof b1), gm_fmt_bytes(ctx, b2, sizeof b2),
+            gm_fmt_bytes(live + ctx, b3, sizeof b3));
+    int w = 8;
+    for (size_t i = 0; i < fit->n; i++)
+        w = (int)strlen(fit->e[i].spec) + 15 > w ? (int)strlen(fit->e[i].spec) + 15 : w;
+    fprintf(f, "  %-*s %14s %12s %14s %6s\n", w, "policy", "fits at", "over floor", "peak reserved",
+            "runs");
+    long best = -1, base = -1;
+    for (size_t i = 0; i < fit->n; i++) {
+        const gm_fit_entry *e = &fit->e[i];
+        char name[400];
+        snprintf(name, sizeof name, "%s%s", e->spec, e->realizable ? "" : " (UNREALIZABLE)");
+        if (!e->found) {
+            fprintf(f, "  %-*s %14s %12s %14s %6u\n", w, name, "no fit", "", "", e->runs);
+            fprintf(f, "    (an OOM at every capacity up to %s)\n",
+                    gm_fmt_bytes(e->max_capacity, b1, sizeof b1));
+            continue;
+        }
+        uint64_t floor = live + ctx;
+        snprintf(b4, sizeof b4, "+%s",
+                 gm_fmt_bytes(e->capacity > floor ? e->capacity - floor : 0, b2, sizeof b2));
+        fprintf(f, "  %-*s %14s %12s %14s %6u\n", w, name, gm_fmt_bytes(e->capacity, b1, sizeof b1),
+                b4, gm_fmt_bytes(e->peak_reserved, b3, sizeof b3), e->runs);
+        if (e->realizable && (best < 0 || e->capacity < fit->e[best].capacity)) best = (long)i;
+        if (!strcmp(e->spec, "pytorch")) base = (long)i;
+    }
+    fprintf(f, "  (each fits at C with no OOM and has one at C - 2 MiB; capacities include the "
+               "context overhead)\n");
+    if (best >= 0) {
+        fprintf(f, "\nsmallest device: %s at %s", fit->e[best].spec,
+                gm_fmt_bytes(fit->e[best].capacity, b1, sizeof b1));
+        if (base >= 0 && base != best && fit->e[base].found &&
+            fit->e[base].capacity > fit->e[best].capacity)
+            fprintf(f, ", %s less than pytorch",
+                    gm_fmt_bytes(fit->e[base].capacity - fit->e[best].capacity, b2, sizeof b2));
+        fprintf(f, "\n");
+    }
+}
+
+static void print_tenants(FILE *f, const gm_sim_config *cfg, const gm_fit *fit, uint64_t cap)
+{
+    char b1[32], b2[32], b3[32];
+    fprintf(f, "gmsim fit --tenants %u: copies of", fit->max_copies);
+    for (size_t i = 0; i < cfg->n_tenants; i++)
+        fprintf(f, " %s", cfg->tenants[i].path);
+    fprintf(f, " on a %s device (%s context overhead each), staggered by %s, scope %s\n\n",
+            gm_fmt_bytes(cap, b1, sizeof b1), gm_fmt_bytes(cfg->overhead_bytes, b2, sizeof b2),
+            gm_fmt_ns(fit->stagger_ns, b3, sizeof b3), cfg->scope_device ? "device" : "self");
+    int w = 8;
+    for (size_t i = 0; i < fit->n; i++)
+        w = (int)strlen(fit->e[i].spec) + 15 > w ? (int)strlen(fit->e[i].spec) + 15 : w;
+    fprintf(f, "  %-*s %12s  %s\n", w, "policy", "copies fit", "at one more copy");
+    for (size_t i = 0; i < fit->n; i++) {
+        const gm_fit_entry *e = &fit->e[i];
+        char name[400], more[96];
+        snprintf(name, sizeof name, "%s%s", e->spec, e->realizable ? "" : " (UNREALIZABLE)");
+        if (e->copies_fit == e->copies_tried)
+            snprintf(more, sizeof more, "(not tried: --tenants %u reached)", fit->max_copies);
+        else
+            snprintf(more, sizeof more, "%u of %zu tenants completed", e->first_fail_completed,
+                     (size_t)e->copies_tried * cfg->n_tenants);
+        fprintf(f, "  %-*s %12u  %s\n", w, name, e->copies_fit, more);
+    }
+}
+
+void gm_table_fit(FILE *f, const gm_sim_config *cfg, const gm_fit *fit)
+{
+    if (fit->tenants_mode)
+        print_tenants(f, cfg, fit, fit->capacity_bytes);
+    else
+        print_capacity(f, cfg, fit);
+}

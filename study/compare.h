@@ -1,0 +1,42 @@
+/*
+ * compare.h - `gmsim compare`: the same input simulated once per release
+ * policy, in parallel threads (pool.h), and the policies ranked
+ * (sim/metrics.h: gm_rank_cmp). fit.h is its sibling for `gmsim fit`.
+ *
+ * Threads share nothing but the read-only configuration: every simulation
+ * owns its device, allocators, policies and trace readers (the library has
+ * no global mutable state; HDF5 is used in its thread-safe build). Results
+ * land in slots indexed by policy, and the ranking depends only on them, so
+ * the output is the same whatever the thread count.
+ */
+#ifndef GM_COMPARE_H
+#define GM_COMPARE_H
+
+#include "sim/engine.h"
+
+typedef struct gm_compare_entry {
+    char spec[320];
+    int realizable;
+    gm_sim_result *r; /* NULL if the run failed (rc, err) */
+    int rc;
+    gm_err err;
+} gm_compare_entry;
+
+typedef struct gm_compare {
+    size_t n;
+    gm_compare_entry *e; /* in the order the policies were given */
+    size_t *rank;        /* indices of realizable entries, best first */
+    size_t n_ranked;
+    long winner; /* index of the best realizable policy, -1 if none */
+    long bound;  /* index of the first unrealizable one (oracle), -1 if none */
+    int threads;
+    double wall_s;
+} gm_compare;
+
+/* Simulate base once per spec (base->policy is ignored). Fails only if a
+ * simulation fails (the first failure's message, naming the policy). */
+int gm_compare_run(const gm_sim_config *base, char *const *specs, size_t n, int threads,
+                   gm_compare **out, gm_err *err);
+void gm_compare_free(gm_compare *c);
+
+#endif

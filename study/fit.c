@@ -1,0 +1,238 @@
+/* fit.c - see fit.h. */
+#include "fit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "policy_list.h"
+#include "pool.h"
+#include "simulate.h"
+#include "base/clock.h"
+#include "traces/trace.h"
+
+/* Outcome of one simulation for fit: 1 fits (no OOM, every tenant done),
+ * 0 does not (an OOM, or the contexts alone do not fit), <0 an error. */
+static int try_run(const gm_sim_config *cfg, gm_fit_entry *e, gm_sim_result **keep)
+{
+    gm_sim_result *r = NULL;
+    gm_err err = {0};
+    e->runs++;
+    int rc = gm_simulate(cfg, &r, &err);
+    if (rc == GM_EOOM) return 0; /* the CUDA contexts do not fit: the device is too small */
+    if (rc != GM_OK) {
+        e->rc = rc;
+        e->err = err;
+        return rc;
+    }
+    int ok = r->device.n_oom == 0 && gm_sim_completed(r) == r->n_tenants;
+    if (keep) {
+        gm_sim_result_free(*keep);
+        *keep = r;
+    } else {
+        gm_sim_result_free(r);
+    }
+    return ok;
+}
+
+typedef struct fit_ctx {
+    const gm_sim_config *base;
+    gm_fit *f;
+    uint64_t base_capacity, max_capacity;
+} fit_ctx;
+
+static uint64_t step_down(uint64_t v)
+{
+    return v / GM_FIT_STEP * GM_FIT_STEP;
+}
+
+static void fit_capacity_one(void *arg, size_t i)
+{
+    fit_ctx *x = arg;
+    gm_fit_entry *e = &x->f->e[i];
+    gm_sim_config cfg = *x->base;
+    cfg.policy = e->spec;
+    cfg.progress = NULL;
+    cfg.device = NULL;
+    gm_sim_result *best = NULL;
+    /* an upper end that fits */
+    uint64_t hi = (x->base_capacity + GM_FIT_STEP - 1) / GM_FIT_STEP * GM_FIT_STEP, lo = 0;
+    int ok;
+    for (;;) {
+        cfg.capacity_bytes = hi;
+        e->max_capacity = hi;
+        if ((ok = try_run(&cfg, e, &best)) < 0) goto out;
+        if (ok) break;
+        lo = hi;
+        if (hi >= x->max_capacity) goto out; /* not found */
+        hi = hi * 2 > x->max_capacity ? step_down(x->max_capacity) : hi * 2;
+        if (hi <= lo) goto out;
+    }
+    /* a lower end that does not: below peak live + contexts nothing fits */
+    if (lo == 0) {
+        uint64_t floor =
+            step_down(best->device.peak_q + x->base->overhead_bytes * x->base->n_tenants);
+        lo = floor >= hi ? hi - GM_FIT_STEP : floor;
+        for (;;) {
+            if (lo == 0) break; /* 0 bytes never fit */
+            cfg.capacity_bytes = lo;
+            if ((ok = try_run(&cfg, e, NULL)) < 0) goto out;
+            if (!ok) break;
+            hi = lo; /* fits lower than expected: keep going down */
+            lo = step_down(lo / 2);
+        }
+    }
+    while (hi - lo > GM_FIT_STEP) {
+        uint64_t mid = lo + step_down((hi - lo) / 2);
+        cfg.capacity_bytes = mid;
+        if ((ok = try_run(&cfg, e, NULL)) < 0) goto out;
+        if (ok)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    cfg.capacity_bytes = hi; /* the result's own figures */
+    if ((ok = try_run(&cfg, e, &best)) < 0) goto out;
+    e->found = ok == 1;
+    e->capacity = hi;
+    e->oom_capacity = lo;
+    e->peak_live = best->device.peak_q;
+    e->peak_reserved = best->device.peak_r;
+out:
+    gm_sim_result_free(best);
+}
+
+static gm_fit *fit_new(char *const *specs, size_t n)
+{
+    gm_fit *f = calloc(1, sizeof *f);
+    if (f) f->e = calloc(n ? n : 1, sizeof *f->e);
+    if (!f || !f->e) {
+        free(f);
+        return NULL;
+    }
+    f->n = n;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(f->e[i].spec, sizeof f->e[i].spec, "%s", specs[i]);
+        f->e[i].realizable = gm_policy_spec_realizable(specs[i]);
+    }
+    return f;
+}
+
+static int fit_finish(gm_fit *f, gm_fit **out, gm_err *err)
+{
+    for (size_t i = 0; i < f->n; i++)
+        if (f->e[i].rc != GM_OK) {
+            int rc = gm_errf(err, f->e[i].rc, "policy %s: %s", f->e[i].spec, f->e[i].err.msg);
+            gm_fit_free(f);
+            return rc;
+        }
+    *out = f;
+    return GM_OK;
+}
+
+/* The capacity the base configuration runs on (what the engine would pick). */
+static int base_capacity(const gm_sim_config *base, uint64_t *cap, gm_err *err)
+{
+    *cap = base->capacity_bytes;
+    if (*cap || base->n_tenants == 0) return GM_OK;
+    const gm_tenant_spec *t = &base->tenants[0];
+    if (t->events) {
+        *cap = t->meta ? t->meta->device_total_bytes : 0;
+    } else {
+        gm_trace_reader *r;
+        int rc = gm_trace_open(t->path, &r, err);
+        if (rc) return rc;
+        *cap = gm_trace_meta_get(r)->device_total_bytes;
+        gm_trace_close(r);
+    }
+    if (!*cap)
+        return gm_errf(err, GM_EINVAL,
+                       "%s does not record the device's memory size; give a starting point "
+                       "with --capacity",
+                       t->path);
+    return GM_OK;
+}
+
+int gm_fit_capacity(const gm_sim_config *base, char *const *specs, size_t n, int threads,
+                    uint64_t max_capacity, gm_fit **out, gm_err *err)
+{
+    *out = NULL;
+    uint64_t cap;
+    int rc = base_capacity(base, &cap, err);
+    if (rc) return rc;
+    gm_fit *f = fit_new(specs, n);
+    if (!f) return gm_errf(err, GM_ENOMEM, "out of memory");
+    f->threads = threads > 0 ? threads : gm_default_threads();
+    f->capacity_bytes = cap;
+    fit_ctx x = {base, f, cap, max_capacity ? max_capacity : cap * 16};
+    double t0 = gm_monotonic_s();
+    gm_parallel_for(n, f->threads, fit_capacity_one, &x);
+    f->wall_s = gm_monotonic_s() - t0;
+    return fit_finish(f, out, err);
+}
+
+static void fit_tenants_one(void *arg, size_t i)
+{
+    fit_ctx *x = arg;
+    gm_fit *f = x->f;
+    gm_fit_entry *e = &f->e[i];
+    size_t group = x->base->n_tenants;
+    gm_tenant_spec *ts = calloc(group * f->max_copies, sizeof *ts);
+    if (!ts) {
+        e->rc = gm_errf(&e->err, GM_ENOMEM, "out of memory");
+        return;
+    }
+    for (uint32_t k = 0; k < f->max_copies; k++)
+        for (size_t j = 0; j < group; j++) {
+            ts[k * group + j] = x->base->tenants[j];
+            ts[k * group + j].offset_ns += (uint64_t)k * f->stagger_ns;
+        }
+    gm_sim_config cfg = *x->base;
+    cfg.policy = e->spec;
+    cfg.progress = NULL;
+    cfg.tenants = ts;
+    cfg.capacity_bytes = x->base_capacity;
+    for (uint32_t k = 1; k <= f->max_copies; k++) {
+        cfg.n_tenants = group * k;
+        gm_sim_result *r = NULL;
+        int ok = try_run(&cfg, e, &r);
+        e->copies_tried = k;
+        if (ok < 0) break;
+        if (!ok) {
+            e->first_fail_completed = r ? (uint32_t)gm_sim_completed(r) : 0;
+            gm_sim_result_free(r);
+            break;
+        }
+        e->copies_fit = k;
+        gm_sim_result_free(r);
+    }
+    free(ts);
+}
+
+int gm_fit_tenants(const gm_sim_config *base, char *const *specs, size_t n, int threads,
+                   uint32_t max_copies, uint64_t stagger_ns, gm_fit **out, gm_err *err)
+{
+    *out = NULL;
+    uint64_t cap;
+    int rc = base_capacity(base, &cap, err);
+    if (rc) return rc;
+    if (max_copies == 0) return gm_errf(err, GM_EUSAGE, "--tenants must be at least 1");
+    gm_fit *f = fit_new(specs, n);
+    if (!f) return gm_errf(err, GM_ENOMEM, "out of memory");
+    f->tenants_mode = 1;
+    f->max_copies = max_copies;
+    f->stagger_ns = stagger_ns;
+    f->capacity_bytes = cap;
+    f->threads = threads > 0 ? threads : gm_default_threads();
+    fit_ctx x = {base, f, cap, 0};
+    double t0 = gm_monotonic_s();
+    gm_parallel_for(n, f->threads, fit_tenants_one, &x);
+    f->wall_s = gm_monotonic_s() - t0;
+    return fit_finish(f, out, err);
+}
+
+void gm_fit_free(gm_fit *f)
+{
+    if (!f) return;
+    free(f->e);
+    free(f);
+}

@@ -1,0 +1,57 @@
+/*
+ * fit.h - `gmsim fit`: per release policy, the smallest capacity at which
+ * the input runs without OOM, or the most copies of it that fit on one
+ * device; the searches of the policies run in parallel threads (pool.h).
+ */
+#ifndef GM_FIT_H
+#define GM_FIT_H
+
+#include "base/units.h"
+#include "sim/engine.h"
+
+#define GM_FIT_STEP (2ull * GM_MiB) /* capacity resolution of fit */
+
+typedef struct gm_fit_entry {
+    char spec[320];
+    int realizable;
+    int rc; /* GM_OK or the error of a failed simulation (err) */
+    gm_err err;
+    /* capacity mode */
+    int found;              /* a capacity without OOM exists up to max_capacity */
+    uint64_t capacity;      /* smallest capacity without OOM (multiple of 2 MiB) */
+    uint64_t oom_capacity;  /* capacity - 2 MiB: simulated, has an OOM */
+    uint64_t max_capacity;  /* the largest capacity tried                  */
+    uint64_t peak_live;     /* device peak live bytes (run at `capacity`)   */
+    uint64_t peak_reserved; /* device peak reserved at `capacity`           */
+    /* tenants mode */
+    uint32_t copies_fit; /* most copies that all ran without OOM         */
+    uint32_t copies_tried;
+    uint32_t first_fail_completed; /* tenants that completed at copies_fit + 1 */
+    uint32_t runs;                 /* simulations this entry needed                */
+} gm_fit_entry;
+
+typedef struct gm_fit {
+    size_t n;
+    gm_fit_entry *e;
+    int tenants_mode;
+    uint32_t max_copies;
+    uint64_t stagger_ns;
+    uint64_t capacity_bytes; /* tenants mode: the device; capacity mode: where the search began */
+    int threads;
+    double wall_s;
+} gm_fit;
+
+/* Capacity mode: for each spec, binary search (2 MiB steps) for the
+ * smallest capacity at which base runs without OOM, searching up to
+ * max_capacity (0: 16 x base's capacity). */
+int gm_fit_capacity(const gm_sim_config *base, char *const *specs, size_t n, int threads,
+                    uint64_t max_capacity, gm_fit **out, gm_err *err);
+/* Tenants mode: for each spec, k = 1..max_copies copies of base's tenants
+ * (copy i starts i * stagger_ns later) on base's capacity; the largest k
+ * at which every tenant completes without OOM (stops at the first k that
+ * fails). */
+int gm_fit_tenants(const gm_sim_config *base, char *const *specs, size_t n, int threads,
+                   uint32_t max_copies, uint64_t stagger_ns, gm_fit **out, gm_err *err);
+void gm_fit_free(gm_fit *f);
+
+#endif

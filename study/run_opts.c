@@ -1,0 +1,212 @@
+/* run_opts.c - see run_opts.h. */
+#include "run_opts.h"
+
+#include "policies/registry.h"
+#include "sim/device_profile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    O_POLICY = 2000,
+    O_ALLOCATOR,
+    O_ALLOC_CONF,
+    O_CAPACITY,
+    O_OVERHEAD,
+    O_FRACTION,
+    O_ON_OOM,
+    O_LENIENT,
+    O_OFFSET,
+    O_REPEAT,
+    O_QUOTA,
+    O_DEVICE_PROFILE,
+    O_SCOPE,
+};
+
+static const struct option shared[] = {
+    {"policy", required_argument, NULL, O_POLICY},
+    {"allocator", required_argument, NULL, O_ALLOCATOR},
+    {"alloc-conf", required_argument, NULL, O_ALLOC_CONF},
+    {"capacity", required_argument, NULL, O_CAPACITY},
+    {"overhead", required_argument, NULL, O_OVERHEAD},
+    {"memory-fraction", required_argument, NULL, O_FRACTION},
+    {"on-oom", required_argument, NULL, O_ON_OOM},
+    {"lenient", no_argument, NULL, O_LENIENT},
+    {"offset", required_argument, NULL, O_OFFSET},
+    {"repeat", required_argument, NULL, O_REPEAT},
+    {"quota", required_argument, NULL, O_QUOTA},
+    {"device-profile", required_argument, NULL, O_DEVICE_PROFILE},
+    {"scope", required_argument, NULL, O_SCOPE},
+};
+#define NSHARED (sizeof shared / sizeof shared[0])
+
+void gm_run_opts_init(gm_run_opts *o)
+{
+    static const gm_latency lat = GM_LATENCY_DEFAULT;
+    memset(o, 0, sizeof *o);
+    o->next.repeat = 1;
+    o->overhead = GM_DEFAULT_OVERHEAD;
+    o->latency = lat;
+}
+
+void gm_run_opts_free(gm_run_opts *o)
+{
+    free(o->tenants);
+    o->tenants = NULL;
+    o->n_tenants = o->cap_tenants = 0;
+}
+
+void gm_run_opts_longopts(struct option *out, size_t cap, const struct option *extra)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < NSHARED && n + 1 < cap; i++)
+        out[n++] = shared[i];
+    for (size_t i = 0; extra && extra[i].name && n + 1 < cap; i++)
+        out[n++] = extra[i];
+    memset(&out[n], 0, sizeof out[n]);
+}
+
+static int add_trace(gm_run_opts *o, const char *path, gm_err *err)
+{
+    if (o->n_tenants == o->cap_tenants) {
+        size_t cap = o->cap_tenants ? o->cap_tenants * 2 : 4;
+        gm_tenant_spec *t = realloc(o->tenants, cap * sizeof *t);
+        if (!t) return gm_errf(err, GM_ENOMEM, "out of memory");
+        o->tenants = t;
+        o->cap_tenants = cap;
+    }
+    o->tenants[o->n_tenants] = o->next;
+    o->tenants[o->n_tenants].path = path;
+    o->n_tenants++;
+    return GM_OK;
+}
+
+/* A profile from `gmreplay --calibrate`: its latency model always; its
+ * context overhead and capacity unless --overhead / --capacity say otherwise
+ * (before or after it on the command line). */
+static int apply_profile(gm_run_opts *o, const char *path, gm_err *err)
+{
+    gm_device_profile p;
+    int rc = gm_device_profile_load(path, &p, err);
+    if (rc) return rc;
+    o->device_profile = path;
+    o->latency = p.latency;
+    if (!o->overhead_given) o->overhead = p.context_overhead_bytes;
+    if (!o->capacity) o->capacity = p.total_bytes;
+    return GM_OK;
+}
+
+int gm_run_opts_parse(gm_run_opts *o, int c, const char *arg, gm_err *err)
+{
+    switch (c) {
+    case 1:
+        return add_trace(o, arg, err);
+    case O_POLICY:
+        o->policy = arg;
+        return GM_OK;
+    case O_ALLOCATOR:
+        o->allocator = arg;
+        return GM_OK;
+    case O_ALLOC_CONF:
+        o->alloc_conf = arg;
+        return GM_OK;
+    case O_CAPACITY:
+        if (gm_parse_size(arg, "--capacity", &o->capacity, err)) return err->code;
+        if (o->capacity == 0)
+            return gm_errf(err, GM_EINVAL, "--capacity must be more than 0 bytes");
+        return GM_OK;
+    case O_OVERHEAD:
+        o->overhead_given = 1;
+        return gm_parse_size(arg, "--overhead", &o->overhead, err);
+    case O_DEVICE_PROFILE:
+        return apply_profile(o, arg, err);
+    case O_FRACTION:
+        return gm_parse_double(arg, "--memory-fraction", 0.0, 1.0, &o->memory_fraction, err);
+    case O_ON_OOM:
+        if (!strcmp(arg, "abort"))
+            o->on_oom_skip = 0;
+        else if (!strcmp(arg, "skip"))
+            o->on_oom_skip = 1;
+        else
+            return gm_errf(err, GM_EUSAGE, "--on-oom takes 'abort' or 'skip', not '%s'", arg);
+        return GM_OK;
+    case O_LENIENT:
+        o->lenient = 1;
+        return GM_OK;
+    case O_OFFSET:
+        return gm_parse_time(arg, "--offset", &o->next.offset_ns, err);
+    case O_REPEAT: {
+        double v;
+        if (gm_parse_double(arg, "--repeat", 1, 1e6, &v, err)) return err->code;
+        if (v != (double)(uint32_t)v)
+            return gm_errf(err, GM_EINVAL, "--repeat takes a whole number, not '%s'", arg);
+        o->next.repeat = (uint32_t)v;
+        return GM_OK;
+    }
+    case O_QUOTA:
+        return gm_parse_size(arg, "--quota", &o->next.quota_bytes, err);
+    case O_SCOPE:
+        if (!strcmp(arg, "self") || !strcmp(arg, "device")) {
+            o->scope_device = arg[0] == 'd';
+            return GM_OK;
+        }
+        return gm_errf(err, GM_EUSAGE, "--scope takes 'self' or 'device', not '%s'", arg);
+    default:
+        return gm_errf(err, GM_EUSAGE, "unexpected option");
+    }
+}
+
+void gm_run_opts_help(FILE *f, int one_policy)
+{
+    fprintf(f, "simulation:\n");
+    if (one_policy)
+        fprintf(f,
+                "  --policy NAME[:k=v,..] release policy (default pytorch); policies:\n"
+                "                         %s (policies/README.md)\n",
+                gm_policy_names());
+    fprintf(f, "  --allocator NAME       allocator model:");
+    for (size_t i = 0; gm_alloc_at(i); i++)
+        fprintf(f, "%s %s%s", i ? "," : "", gm_alloc_at(i)->name, i ? "" : " (default)");
+    fprintf(f, "\n"
+               "  --alloc-conf STRING    PYTORCH_CUDA_ALLOC_CONF, verbatim, e.g.\n"
+               "                         'max_split_size_mb:128,garbage_collection_threshold:0.8'\n"
+               "                         (default: the settings recorded in the trace, if any)\n"
+               "  --capacity SIZE        device memory, e.g. 24GiB, 40GB (default: the trace's)\n"
+               "  --overhead SIZE        CUDA context memory per tenant (default 512MiB)\n"
+               "  --device-profile FILE  a GPU measured by 'gmreplay --calibrate': its driver\n"
+               "                         latency, context overhead and (unless --capacity/\n"
+               "                         --overhead are given) capacity\n"
+               "  --memory-fraction F    torch.cuda.set_per_process_memory_fraction(F)\n"
+               "  --on-oom abort|skip    abort the tenant like a real job (default), or skip\n"
+               "                         the failing allocation and go on counting OOMs\n"
+               "  --lenient              skip and count frees of unknown addresses instead of\n"
+               "                         stopping with an error\n"
+               "  --scope self|device    may a tenant whose allocation fails make the other\n"
+               "                         tenants release cached memory? (default self)\n"
+               "per trace (applies to the traces after it):\n"
+               "  --offset TIME          start time on the device, e.g. 2s, 150ms\n"
+               "  --repeat N             replay the trace N times back to back (steady state)\n"
+               "  --quota SIZE           cap on the tenant's reserved memory\n");
+}
+
+int gm_run_opts_owns(int c)
+{
+    return c == 1 || (c >= O_POLICY && c <= O_SCOPE);
+}
+
+void gm_run_opts_config(const gm_run_opts *o, gm_sim_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->tenants = o->tenants;
+    cfg->n_tenants = o->n_tenants;
+    cfg->allocator = o->allocator;
+    cfg->alloc_conf = o->alloc_conf;
+    cfg->policy = o->policy;
+    cfg->memory_fraction = o->memory_fraction;
+    cfg->capacity_bytes = o->capacity;
+    cfg->overhead_bytes = o->overhead;
+    cfg->latency = o->latency;
+    cfg->on_oom_skip = o->on_oom_skip;
+    cfg->lenient = o->lenient;
+    cfg->scope_device = o->scope_device;
+}

@@ -1,0 +1,45 @@
+/*
+ * run_opts.h - the simulation options every simulating program shares
+ * (gmsim run, compare and fit; gmreplay too), parsed one way, described one
+ * way. The option loop is each program's (gmsim's: cli/cli.h).
+ */
+#ifndef GM_RUN_OPTS_H
+#define GM_RUN_OPTS_H
+
+#include <getopt.h>
+#include <stdio.h>
+
+#include "sim/engine.h"
+
+typedef struct gm_run_opts {
+    gm_tenant_spec *tenants;
+    size_t n_tenants, cap_tenants;
+    gm_tenant_spec next; /* per-trace settings for the traces that follow */
+    const char *allocator, *alloc_conf, *policy;
+    double memory_fraction;
+    uint64_t capacity, overhead;
+    gm_latency latency;
+    int on_oom_skip, lenient;
+    int scope_device;           /* --scope device */
+    int overhead_given;         /* --overhead was given (a profile does not override it) */
+    const char *device_profile; /* --device-profile FILE, already applied */
+} gm_run_opts;
+
+void gm_run_opts_init(gm_run_opts *o);
+void gm_run_opts_free(gm_run_opts *o);
+/* Fill `out` (cap entries) with the shared long options followed by `extra`
+ * (NULL-terminated). Shared options return values >= 2000. */
+void gm_run_opts_longopts(struct option *out, size_t cap, const struct option *extra);
+/* Handle option c (from getopt_long with a leading '-' optstring: c == 1 is
+ * a trace path). Returns GM_OK, or GM_EINVAL/GM_EUSAGE with err set. */
+int gm_run_opts_parse(gm_run_opts *o, int c, const char *arg, gm_err *err);
+/* Help text of the shared options; one_policy = 0 leaves out --policy (for
+ * commands that take --policies instead). */
+void gm_run_opts_help(FILE *f, int one_policy);
+
+/* 1 when option c (from gm_run_opts_longopts's table; 1 = a trace path)
+ * is one gm_run_opts_parse takes. */
+int gm_run_opts_owns(int c);
+void gm_run_opts_config(const gm_run_opts *o, gm_sim_config *cfg);
+
+#endif
