@@ -74,10 +74,6 @@ int gm_imp_grow(void *pp, size_t *cap, size_t need, size_t elem)
 
 #define grow gm_imp_grow
 
-int gm_imp_oom(gm_err *err)
-{
-    return gm_errf(err, GM_ENOMEM, "out of host memory importing the snapshot");
-}
 #define oom_err gm_imp_oom
 
 static uint64_t round512(uint64_t n)

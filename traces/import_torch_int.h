@@ -94,7 +94,9 @@ typedef struct gm_imp_dev {
 
 /* Shared helpers (import_torch.c). */
 int gm_imp_grow(void *pp, size_t *cap, size_t need, size_t elem);
-int gm_imp_oom(gm_err *err);
+/* The importer's out-of-memory error; a macro around gm_errf, so the
+ * compiler sees that it returns non-zero (base/err.h). */
+#define gm_imp_oom(err) gm_errf((err), GM_ENOMEM, "out of host memory importing the snapshot")
 int gm_imp_undo_err(const gm_imp_dev *d, size_t k, const char *what, gm_err *err);
 const char *gm_imp_action_name(int action);
 
