@@ -160,5 +160,44 @@ expect_line "MISMATCH" "$tmp/out"
 expect_line '"exact": false' "$tmp/bad.json"
 expect_line "^  first misplaced at event [0-9]+ \(alloc of .*\): model at 0x[0-9a-f]+ \(segment 0x[0-9a-f]+ \+ [0-9]+\); PyTorch at 0x" "$tmp/out"
 
+# --- every shared snapshot with something to replay, and every hand-made case
+# (tests/data/gen_snapshot_cases.py), is EXACT: segment calls, OOMs, addresses ---
+for f in "$data"/*.pickle "$data"/*.pkl "$data"/cases/*.pickle; do
+    name=$(basename "$f")
+    want=0
+    [ "$name" = two-devices-one-bad.pickle ] && want=1
+    run "$want" "fidelity $name" -- "$gmsim" fidelity "$f"
+    grep -q "MISMATCH" "$tmp/out" && fail "fidelity $name: $(grep -A3 'first divergence' "$tmp/out")"
+done
+# what each release burst was, and the device window it implies
+run 0 "empty_cache bursts" -- "$gmsim" fidelity "$data/empty-cache-bursts.pickle"
+expect_line "^  empty_cache: +28 calls replayed$" "$tmp/out"
+expect_line "PyTorch 840, model 840: 840 matched, 0 missing, 0 extra" "$tmp/out"
+run 0 "device full, retried" -- "$gmsim" fidelity "$data/device-full-retry-10-streams.pickle"
+expect_line "^  device window: +the process had at least 20.97 GiB and less than 21.01 GiB$" \
+    "$tmp/out"
+expect_line "PyTorch 1163, model 1163: 1163 matched" "$tmp/out"
+run 1 "device full, on a device without limit" -- "$gmsim" fidelity --capacity 1TiB \
+    "$data/device-full-retry-10-streams.pickle"
+expect_line "^  likely cause: +device full: PyTorch released its cache and retried" "$tmp/out"
+expect_line ", and [0-9]+ more$" "$tmp/out" # a long list of calls ends cleanly
+run 0 "expandable, 3 devices" -- "$gmsim" fidelity "$data/expandable-mapped-3gpu-oom.pickle"
+[ "$(grep -c 'EXACT MATCH' "$tmp/out")" -eq 3 ] || fail "3gpu: not 3 devices EXACT"
+expect_line "^  OOMs: +PyTorch 1, model 1 " "$tmp/out"
+run 0 "expandable, pre-mapped" -- "$gmsim" fidelity "$data/expandable-segments-fwd.pickle"
+expect_line "2 segments \(12.81 GiB\) rebuilt, 2 of them expandable" "$tmp/out"
+expect_line "^  block placement: 1704 of 1704 " "$tmp/out"
+run 1 "one bad device" -- "$gmsim" fidelity "$data/cases/two-devices-one-bad.pickle"
+expect_line "device 0: .*events replayed" "$tmp/out"
+expect_line "device 1: not checked" "$tmp/out"
+expect_line "device 1: the block at 0x7f6000000000" "$tmp/err"
+run 1 "import, one bad device" -- "$gmsim" import "$data/cases/two-devices-one-bad.pickle" \
+    -o "$tmp/bad.h5"
+[ -s "$tmp/bad-dev0.h5" ] || fail "one bad device: device 0 not written"
+[ -e "$tmp/bad-dev1.h5" ] && fail "one bad device: device 1 written"
+run 0 "info shows the window" -- "$gmsim" import "$data/cases/device-full.pickle" -o "$tmp/df.h5"
+run 0 "info df" -- "$gmsim" info "$tmp/df.h5"
+expect_line "empty_cache|segment_free 1" "$tmp/out"
+
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)" >&2; exit 1; }
 echo "import_fidelity: all checks passed"
