@@ -55,7 +55,10 @@ int gm_cli_parse_sim(gm_run_opts *o, int argc, char **argv, const struct option 
     struct option longopts[64];
     gm_run_opts_longopts(longopts, 64, extra);
     sim_ctx s = {o, fn, ctx};
-    return gm_cli_parse(argc, argv, "qh", longopts, sim_opt, &s, err);
+    int rc = gm_cli_parse(argc, argv, "qh", longopts, sim_opt, &s, err);
+    if (rc != GM_OK) return rc;
+    rc = gm_cli_resolve_tenants(o, err); /* snapshots where traces are expected */
+    return rc == GM_OK ? GM_OK : GM_CLI_INPUT;
 }
 
 int gm_cmd_fail(const char *cmd, int code, const char *msg)

@@ -21,6 +21,9 @@
 
 /* An option handler's "stop here, exit 0" (it printed --help). */
 #define GM_CLI_DONE 1
+/* gm_cli_parse_sim: the options were fine, an input was not (err says why;
+ * exit 1, not a usage error). */
+#define GM_CLI_INPUT 3
 
 /* Called for every option (c: its short letter or its value in longopts)
  * and every operand (c == 1, arg the operand), in command-line order.
@@ -41,6 +44,18 @@ int gm_cli_parse(int argc, char **argv, const char *shortopts, const struct opti
  * to fn. */
 int gm_cli_parse_sim(gm_run_opts *o, int argc, char **argv, const struct option *extra,
                      gm_cli_fn fn, void *ctx, gm_err *err);
+
+/* Inputs (inputs.c). What a file is from its first bytes: "hdf5" (a trace),
+ * "rmm" (an RMM log), "torch" (a pickle: protocol 2+, or named .pickle /
+ * .pkl), "other", "missing". */
+const char *gm_cli_sniff(const char *path);
+/* A trace for path: path itself when it is a trace (or cannot be opened:
+ * the reader then says why); a snapshot or an RMM log is imported into a
+ * temporary trace, removed at exit (also on SIGINT/SIGTERM/SIGHUP). */
+int gm_cli_input_trace(const char *path, const char **trace, gm_err *err);
+/* The same for every tenant of o (gm_cli_parse_sim does it): the tenant's
+ * name stays the snapshot's, its path becomes the temporary trace. */
+int gm_cli_resolve_tenants(gm_run_opts *o, gm_err *err);
 
 /* Print the failure as above; returns the exit code (2 for GM_EUSAGE, else 1). */
 int gm_cmd_fail(const char *cmd, int code, const char *msg);

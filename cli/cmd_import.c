@@ -11,6 +11,8 @@
 #include "cli.h"
 #include "commands.h"
 #include "base/err.h"
+#include "base/units.h"
+#include "traces/gpus.h"
 #include "traces/import_rmm.h"
 #include "traces/import_torch.h"
 
@@ -32,6 +34,10 @@ static void usage(FILE *f)
             "                         writes FILE-dev<N>.h5 per device unless --device is given\n"
             "      --device N         import only CUDA device N of a snapshot\n"
             "      --format F         torch or rmm (default: from the file's first bytes)\n"
+            "      --device-total SIZE  the device's memory, recorded as device_total_bytes\n"
+            "                         (snapshots do not record it)\n"
+            "      --gpu NAME         the same from a known GPU (traces/GPUS.md): h100-80gb,\n"
+            "                         a100-40gb, a100-80gb, h200, l4, rtx4090, ...\n"
             "      --compress C       none (default) or deflate\n"
             "  -q, --quiet            print nothing on success\n"
             "  -h, --help             this text\n"
@@ -39,15 +45,12 @@ static void usage(FILE *f)
             "example: gmsim import snapshot.pickle -o run.h5 && gmsim fidelity snapshot.pickle\n");
 }
 
-/* "torch" or "rmm" from the first bytes: a CSV log starts with its header. */
+/* "torch" or "rmm" from the first bytes (inputs.c): a CSV log starts with
+ * its header; anything else is read as a pickle, whose reader says what is
+ * wrong with it. */
 static const char *sniff(const char *path)
 {
-    char buf[8] = {0};
-    FILE *f = fopen(path, "rb");
-    if (!f) return "torch"; /* the importer reports the open error */
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    return n >= 6 && !strncmp(buf, "Thread", 6) ? "rmm" : "torch";
+    return strcmp(gm_cli_sniff(path), "rmm") ? "torch" : "rmm";
 }
 
 /* OUT.h5 -> OUT-dev3.h5 (or OUT-dev3 when OUT has no extension). */
@@ -74,12 +77,25 @@ static int write_one(const gm_import_trace *t, const char *path, const gm_trace_
     return 0;
 }
 
-static int import_torch(const char *in, const char *out, int device, const char *cmd,
-                        const gm_trace_write_opts *wo, int quiet)
+typedef struct import_args {
+    const char *in, *out, *format, *gpu;
+    int device, quiet;
+    uint64_t device_total;
+    gm_trace_write_opts wo;
+} import_args;
+
+static int import_torch(const import_args *a, const char *cmd)
 {
     gm_err err;
     gm_torch_import *imp;
-    gm_torch_opts o = {.name = in, .command = cmd, .device = device};
+    const char *in = a->in, *out = a->out;
+    const gm_trace_write_opts *wo = &a->wo;
+    int quiet = a->quiet;
+    gm_torch_opts o = {.name = in,
+                       .command = cmd,
+                       .device = a->device,
+                       .device_total_bytes = a->device_total,
+                       .device_name = a->gpu};
     if (gm_torch_import_file(in, &o, &imp, &err)) return gm_cmd_fail("import", err.code, err.msg);
     int rc = 0;
     for (size_t i = 0; i < imp->n && !rc; i++) {
@@ -101,23 +117,19 @@ static int import_torch(const char *in, const char *out, int device, const char 
     return rc;
 }
 
-static int import_rmm(const char *in, const char *out, const char *cmd,
-                      const gm_trace_write_opts *wo, int quiet)
+static int import_rmm(const import_args *a, const char *cmd)
 {
     gm_err err;
     gm_import_trace t;
-    gm_rmm_opts o = {.name = in, .command = cmd};
-    if (gm_rmm_import_file(in, &o, &t, &err)) return gm_cmd_fail("import", err.code, err.msg);
-    int rc = write_one(&t, out, wo, quiet);
+    gm_rmm_opts o = {.name = a->in, .command = cmd};
+    if (gm_rmm_import_file(a->in, &o, &t, &err)) return gm_cmd_fail("import", err.code, err.msg);
+    t.meta.device_total_bytes = a->device_total;
+    if (a->gpu && gm_trace_meta_set(&t.meta.device_name, a->gpu))
+        return gm_cmd_fail("import", GM_ENOMEM, "out of memory");
+    int rc = write_one(&t, a->out, &a->wo, a->quiet);
     gm_import_trace_free(&t);
     return rc;
 }
-
-typedef struct import_args {
-    const char *in, *out, *format;
-    int device, quiet;
-    gm_trace_write_opts wo;
-} import_args;
 
 static int import_opt(void *ctx, int c, const char *arg, gm_err *err)
 {
@@ -140,6 +152,18 @@ static int import_opt(void *ctx, int c, const char *arg, gm_err *err)
         return GM_OK;
     case 'c':
         return gm_cli_compress(arg, &a->wo, err);
+    case 't':
+        if (gm_parse_size(arg, "--device-total", &a->device_total, err)) return GM_EUSAGE;
+        if (!a->device_total) return gm_errf(err, GM_EUSAGE, "--device-total must be above 0");
+        return GM_OK;
+    case 'g': {
+        uint64_t bytes;
+        const char *key;
+        if (gm_run_opts_gpu(arg, &key, &bytes, err)) return GM_EUSAGE;
+        a->device_total = bytes;
+        a->gpu = gm_gpu_find(key)->name;
+        return GM_OK;
+    }
     case 'q':
         a->quiet = 1;
         return GM_OK;
@@ -157,6 +181,8 @@ int cmd_import(int argc, char **argv)
                                              {"device", required_argument, NULL, 'd'},
                                              {"format", required_argument, NULL, 'f'},
                                              {"compress", required_argument, NULL, 'c'},
+                                             {"device-total", required_argument, NULL, 't'},
+                                             {"gpu", required_argument, NULL, 'g'},
                                              {"quiet", no_argument, NULL, 'q'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
@@ -173,7 +199,7 @@ int cmd_import(int argc, char **argv)
         if (a.device >= 0)
             return gm_cmd_usage("import",
                                 "--device applies to PyTorch snapshots; an RMM log is one device");
-        return import_rmm(a.in, a.out, cmd, &a.wo, a.quiet);
+        return import_rmm(&a, cmd);
     }
-    return import_torch(a.in, a.out, a.device, cmd, &a.wo, a.quiet);
+    return import_torch(&a, cmd);
 }

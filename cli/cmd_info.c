@@ -88,19 +88,21 @@ int cmd_info(int argc, char **argv)
     if (!a.path) return gm_cmd_usage("info", "missing TRACE; usage: gmsim info TRACE [--json]");
     gm_trace_reader *r = NULL;
     gm_trace_scan s = {0};
-    rc = gm_trace_open(a.path, &r, &err);
+    const char *trace; /* a snapshot is imported for this */
+    rc = gm_cli_input_trace(a.path, &trace, &err);
+    if (rc == GM_OK) rc = gm_trace_open(trace, &r, &err);
     if (rc == GM_OK) rc = gm_trace_scan_run(r, &s, &err);
     if (rc == GM_OK) {
         warn_anomalies(&s, a.path);
         if (a.json) {
-            json_t *j = gm_trace_info_json(&s, r);
+            json_t *j = gm_trace_info_json(&s, r, trace != a.path ? a.path : NULL);
             if (!j || json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0)
                 rc = gm_errf(&err, GM_EIO, "cannot write the JSON summary to stdout");
             else
                 printf("\n");
             json_decref(j);
         } else {
-            gm_table_info(stdout, &s, r);
+            gm_table_info(stdout, &s, r, trace != a.path ? a.path : NULL);
         }
     }
     if (rc == GM_OK && fflush(stdout) != 0) rc = gm_errf(&err, GM_EIO, "cannot write to stdout");

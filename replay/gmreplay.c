@@ -445,7 +445,7 @@ static int setup_device(args *a, gm_cuda *cuda, uint64_t win_cap, uint64_t win_o
     uint64_t ctx = in->total_bytes - in->free_at_open;
     uint64_t cap = a->g.capacity         ? a->o.capacity
                    : win_cap             ? win_cap
-                   : a->o.device_profile ? a->o.capacity
+                   : a->o.device_profile ? a->o.profile_capacity
                                          : in->total_bytes;
     uint64_t ovh = a->o.overhead_given   ? a->o.overhead
                    : win_ovh             ? win_ovh

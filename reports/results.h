@@ -50,7 +50,7 @@ json_t *gm_compare_inputs_json(const gm_sim_config *base, char *const *specs, si
 json_t *gm_fidelity_json(const gm_fidelity *f);
 
 /* trace_info.c: `gmsim info --json`, the summary of one trace scan. */
-json_t *gm_trace_info_json(const gm_trace_scan *s, const gm_trace_reader *r);
+json_t *gm_trace_info_json(const gm_trace_scan *s, const gm_trace_reader *r, const char *name);
 
 /* measured_json.c: gmreplay's "measured" object (sim/measured.h has the
  * schema) and its whole result: gm_result_json(cfg, r, "replay") with

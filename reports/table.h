@@ -27,7 +27,8 @@ void gm_table_fit(FILE *f, const gm_sim_config *cfg, const gm_fit *fit);
 
 /* trace_info.c: `gmsim info`, a trace summary (with the metadata, the
  * size histogram as bars, bytes by category and phase). */
-void gm_table_info(FILE *f, const gm_trace_scan *s, const gm_trace_reader *r);
+/* name: what to call the trace (NULL: its path), e.g. the snapshot it was imported from. */
+void gm_table_info(FILE *f, const gm_trace_scan *s, const gm_trace_reader *r, const char *name);
 
 /* table_checks.c: one device of `gmsim fidelity` (input name, CUDA device);
  * `gmsim validate`'s table, and its one-line verdict. */

@@ -28,6 +28,18 @@ static void print_ooms(FILE *f, const gm_metrics *m)
     size_t show = m->n_oom_kept < 5 ? m->n_oom_kept : 5;
     for (size_t i = 0; i < show; i++) {
         const gm_oom *o = &m->ooms[i];
+        if (o->initial) {
+            uint64_t usable = o->device_capacity > o->device_used - o->reserved
+                                  ? o->device_capacity - (o->device_used - o->reserved)
+                                  : 0;
+            fprintf(f,
+                    "    tenant %d: the %s alive at the start of the trace do not fit in %s "
+                    "usable (device %s minus context and other tenants); nothing was replayed\n",
+                    o->tenant, gm_fmt_bytes(o->size, b1, sizeof b1),
+                    gm_fmt_bytes(usable, b2, sizeof b2),
+                    gm_fmt_bytes(o->device_capacity, b3, sizeof b3));
+            continue;
+        }
         fprintf(f,
                 "    OOM tenant %d event %llu%s at %s: %s requested; reserved %s, allocated %s, "
                 "largest free block %s, device used %s\n",
@@ -62,6 +74,8 @@ void gm_table_run(FILE *f, const gm_sim_config *cfg, const gm_sim_result *r)
             r->n_tenants, r->n_tenants == 1 ? "" : "s",
             gm_fmt_bytes(r->capacity_bytes, b1, sizeof b1),
             gm_fmt_bytes(r->overhead_bytes, b2, sizeof b2));
+    if (strcmp(r->capacity_source, "--capacity"))
+        fprintf(f, "device size: %s\n", r->capacity_source);
     fprintf(f, "allocator %s, policy %s%s%s%s\n", r->allocator, r->policy,
             r->policy_realizable ? "" : " (UNREALIZABLE: uses the future; a bound)",
             r->on_oom_skip ? ", OOMs skipped" : "", cfg->scope_device ? ", scope device" : "");
@@ -117,9 +131,34 @@ void gm_table_run(FILE *f, const gm_sim_config *cfg, const gm_sim_result *r)
     }
     for (size_t i = 0; i < r->n_tenants; i++) {
         const gm_tenant_result *t = &r->t[i];
-        if (t->init_live_bytes)
-            fprintf(f, "  tenant %zu: %s alive before the first event (from /initial_state)\n", i,
-                    gm_fmt_bytes(t->init_live_bytes, b1, sizeof b1));
+        if (t->init_live_bytes && r->initial_state == GM_INITIAL_LIVE)
+            fprintf(f,
+                    "  tenant %zu: %s alive before the first event, allocated through the model "
+                    "(--initial-state live; the recorded cache, %s, is not used)\n",
+                    i, gm_fmt_bytes(t->init_live_bytes, b1, sizeof b1),
+                    gm_fmt_bytes(t->init_reserved_bytes, b2, sizeof b2));
+        else if (t->init_live_bytes && r->initial_state == GM_INITIAL_RECORDED)
+            fprintf(f,
+                    "  tenant %zu: %s alive before the first event in the recorded allocator's "
+                    "%s of segments (--initial-state recorded)\n",
+                    i, gm_fmt_bytes(t->init_live_bytes, b1, sizeof b1),
+                    gm_fmt_bytes(t->init_reserved_bytes, b2, sizeof b2));
+        else if (t->init_skipped_blocks)
+            fprintf(f,
+                    "  tenant %zu: %s in %llu blocks alive before the first event left out "
+                    "(--initial-state none); their frees are skipped\n",
+                    i, gm_fmt_bytes(t->init_live_bytes, b1, sizeof b1),
+                    (unsigned long long)t->init_skipped_blocks);
+        if (t->empty_cache_events)
+            fprintf(f, "  tenant %zu: %llu torch.cuda.empty_cache() calls replayed, %s released\n",
+                    i, (unsigned long long)t->empty_cache_events,
+                    gm_fmt_bytes(t->empty_cache_bytes, b1, sizeof b1));
+        if (t->recorded_ooms)
+            fprintf(f,
+                    "  tenant %zu: %llu allocation%s that failed in the recording (oom events): "
+                    "%llu fit here\n",
+                    i, (unsigned long long)t->recorded_ooms, t->recorded_ooms == 1 ? "" : "s",
+                    (unsigned long long)t->recorded_oom_fits);
         if (t->unknown_frees || t->live_reallocs)
             fprintf(f,
                     "  tenant %zu: repaired %llu free(s) of unknown addresses, %llu "

@@ -67,11 +67,11 @@ static const char *or_none(const char *s)
     return s && *s ? s : "(none)";
 }
 
-void gm_table_info(FILE *f, const gm_trace_scan *s, const gm_trace_reader *r)
+void gm_table_info(FILE *f, const gm_trace_scan *s, const gm_trace_reader *r, const char *name)
 {
     const gm_trace_meta *m = gm_trace_meta_get(r);
     char b1[32], b2[32], b3[32];
-    fprintf(f, "trace:               %s\n", gm_trace_path(r));
+    fprintf(f, "trace:               %s\n", name ? name : gm_trace_path(r));
     fprintf(f, "source:              %s\n", or_none(m->source));
     fprintf(f, "device:              %s, %s total\n",
             m->device_name && *m->device_name ? m->device_name : "(unknown)",
@@ -81,6 +81,14 @@ void gm_table_info(FILE *f, const gm_trace_scan *s, const gm_trace_reader *r)
     fprintf(f, "workload:            %s\n", or_none(m->workload));
     fprintf(f, "alloc_conf:          %s\n", or_none(m->alloc_conf));
     fprintf(f, "dropped records:     %" PRIu64 "\n", m->dropped_records);
+    if (m->device_avail_bytes) {
+        fprintf(f, "memory the process had: %s (at least %s",
+                gm_fmt_bytes(m->device_avail_bytes, b1, sizeof b1),
+                gm_fmt_bytes(m->device_avail_min_bytes, b2, sizeof b2));
+        if (m->device_avail_max_bytes)
+            fprintf(f, ", less than %s", gm_fmt_bytes(m->device_avail_max_bytes, b3, sizeof b3));
+        fprintf(f, "): %s\n", or_none(m->device_avail_source));
+    }
     fprintf(f, "events:              %" PRIu64, s->nevents);
     for (int op = 0; op < GM_OP_COUNT; op++) /* version 2 ops only when present */
         if (op < GM_OP_COUNT_V1 || s->by_op[op])
@@ -103,6 +111,23 @@ void gm_table_info(FILE *f, const gm_trace_scan *s, const gm_trace_reader *r)
             " segments, %s)\n",
             gm_fmt_bytes(s->pre_bytes, b1, sizeof b1), s->pre_bytes, s->pre_blocks,
             s->init_segments, gm_fmt_bytes(s->init_segment_bytes, b3, sizeof b3));
+    if (s->init_expandable || s->init_private)
+        fprintf(f,
+                "  of those segments: %" PRIu64 " expandable, %" PRIu64
+                " in CUDA-graph private pools (%s, kept apart from the default pools)\n",
+                s->init_expandable, s->init_private,
+                gm_fmt_bytes(s->init_private_bytes, b1, sizeof b1));
+    if (s->init_segments)
+        fprintf(f, "  largest free block in them: %s\n",
+                gm_fmt_bytes(s->init_largest_free, b1, sizeof b1));
+    if (s->by_op[GM_OP_EMPTY_CACHE])
+        fprintf(f, "empty_cache calls:   %" PRIu64 " (torch.cuda.empty_cache(), replayed)\n",
+                s->by_op[GM_OP_EMPTY_CACHE]);
+    if (s->by_op[GM_OP_OOM])
+        fprintf(f,
+                "recorded OOMs:       %" PRIu64 " allocation(s) failed in the recording and were "
+                "survived (replayed as attempts)\n",
+                s->by_op[GM_OP_OOM]);
     fprintf(f, "live at end:         %s in %zu allocations\n",
             gm_fmt_bytes(s->live_bytes, b1, sizeof b1), s->live.count);
     if (s->peak_reserved)
@@ -153,6 +178,10 @@ static json_t *meta_json(const gm_trace_meta *m)
     json_object_set_new(o, "workload", json_str(m->workload));
     json_object_set_new(o, "alloc_conf", json_str(m->alloc_conf));
     json_object_set_new(o, "dropped_records", json_u64(m->dropped_records));
+    json_object_set_new(o, "device_avail_bytes", json_u64(m->device_avail_bytes));
+    json_object_set_new(o, "device_avail_min_bytes", json_u64(m->device_avail_min_bytes));
+    json_object_set_new(o, "device_avail_max_bytes", json_u64(m->device_avail_max_bytes));
+    json_object_set_new(o, "device_avail_source", json_str(m->device_avail_source));
     return o;
 }
 
@@ -186,10 +215,10 @@ static json_t *histogram_json(const gm_trace_scan *s)
     return a;
 }
 
-json_t *gm_trace_info_json(const gm_trace_scan *s, const gm_trace_reader *r)
+json_t *gm_trace_info_json(const gm_trace_scan *s, const gm_trace_reader *r, const char *name)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "trace", json_str(gm_trace_path(r)));
+    json_object_set_new(o, "trace", json_str(name ? name : gm_trace_path(r)));
     json_object_set_new(o, "meta", meta_json(gm_trace_meta_get(r)));
     json_object_set_new(o, "events", json_u64(s->nevents));
     json_t *ops = json_object();
@@ -209,6 +238,10 @@ json_t *gm_trace_info_json(const gm_trace_scan *s, const gm_trace_reader *r)
     json_object_set_new(o, "pre_existing_blocks", json_u64(s->pre_blocks));
     json_object_set_new(o, "initial_segments", json_u64(s->init_segments));
     json_object_set_new(o, "initial_segment_bytes", json_u64(s->init_segment_bytes));
+    json_object_set_new(o, "initial_expandable_segments", json_u64(s->init_expandable));
+    json_object_set_new(o, "initial_private_pool_segments", json_u64(s->init_private));
+    json_object_set_new(o, "initial_private_pool_bytes", json_u64(s->init_private_bytes));
+    json_object_set_new(o, "initial_largest_free_bytes", json_u64(s->init_largest_free));
     json_object_set_new(o, "live_at_end_bytes", json_u64(s->live_bytes));
     json_object_set_new(o, "live_at_end_allocations", json_u64(s->live.count));
     json_object_set_new(o, "recorded_peak_reserved_bytes", json_u64(s->peak_reserved));

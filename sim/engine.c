@@ -72,6 +72,13 @@ static void update_device(sim *s, uint64_t t_ns, const gm_alloc_counters *before
                           const gm_alloc_counters *after);
 static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort, gm_err *err);
 
+/* The tenant's trace as people know it (spec->name, else its path): every
+ * message and result names it so. */
+static const char *tname(const tenant *t)
+{
+    return t->spec->name ? t->spec->name : t->spec->path;
+}
+
 /* ---------------- event source: a trace file or memory ---------------- */
 
 static const gm_trace_meta *src_meta(const tenant *t)
@@ -114,7 +121,7 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
     if (rc) return rc;
     const gm_trace_meta *meta = src_meta(t);
     gm_tenant_result *res = t->res;
-    snprintf(res->path, sizeof res->path, "%s", t->spec->path);
+    snprintf(res->path, sizeof res->path, "%s", tname(t));
     snprintf(res->source, sizeof res->source, "%s", meta->source ? meta->source : "");
     res->trace_events = t->r ? gm_trace_nevents(t->r) : t->spec->n_events;
     gm_hash_init(&t->hash);
@@ -137,7 +144,7 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
             return gm_errf(err, rc,
                            "%s: its recorded allocator settings do not parse (%s); override "
                            "them with --alloc-conf ''",
-                           t->spec->path, msg);
+                           tname(t), msg);
         }
         return rc;
     }
@@ -169,7 +176,7 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
         return gm_errf(err, GM_EOOM,
                        "%s: the CUDA context overhead (%" PRIu64 " bytes per tenant) does not "
                        "fit on the device; give a larger --capacity or a smaller --overhead",
-                       t->spec->path, s->overhead);
+                       tname(t), s->overhead);
     if (gm_addrmap_init(&t->live, 1024) || gm_addrmap_init(&t->pass_new, 16))
         return gm_errf(err, GM_ENOMEM, "out of memory");
     t->own = t->r ? malloc(CHUNK_EVENTS * sizeof *t->own) : NULL;
@@ -259,14 +266,14 @@ static int tenant_restore(sim *s, tenant *t, gm_err *err)
             rc = gm_errf(err, GM_EINVAL,
                          "%s: /initial_state lists address 0x%" PRIx64 " twice; re-import the "
                          "trace",
-                         t->spec->path, rows[i].addr);
+                         tname(t), rows[i].addr);
         else if (gm_addrmap_put(&t->live, key, handles[i]))
             rc = gm_errf(err, GM_ENOMEM, "out of memory");
     }
-    if (rc && rc != GM_ENOMEM && !strstr(err->msg, t->spec->path)) {
+    if (rc && rc != GM_ENOMEM && !strstr(err->msg, tname(t))) {
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err->msg);
-        gm_errf(err, rc, "%s: %s", t->spec->path, msg);
+        gm_errf(err, rc, "%s: %s", tname(t), msg);
     }
     free(handles);
     free(rows);
@@ -280,7 +287,7 @@ static int tenant_start(sim *s, tenant *t, gm_err *err)
 {
     t->started = 1;
     gm_alloc_counters before = t->a->c;
-    uint64_t t0 = t->next_t;
+    uint64_t t0 = t->next_t == UINT64_MAX ? t->shift : t->next_t; /* no events: at its offset */
     int rc = tenant_restore(s, t, err);
     if (rc != GM_OK && rc != GM_EOOM) return rc;
     tenant_step_metrics(t, t0);
@@ -392,6 +399,10 @@ static void set_next(tenant *t)
 static int end_pass(sim *s, tenant *t, gm_err *err)
 {
     finish_hash(t);
+    if (!t->started) { /* a trace with no events: its initial state is all there is */
+        int rc = tenant_start(s, t, err);
+        if (rc || t->done) return rc;
+    }
     if (t->pass + 1 >= t->spec->repeat) return retire(s, t, t->t_last, GM_TENANT_COMPLETED, err);
     /* memory this pass allocated and never freed is given back, so each pass
      * starts from the same state (see docs: --repeat) */
@@ -402,7 +413,7 @@ static int end_pass(sim *s, tenant *t, gm_err *err)
     update_device(s, t->t_last, &before, &t->a->c);
     gm_addrmap_clear(&t->pass_new);
     int rc = src_rewind(t);
-    if (rc) return gm_errf(err, rc, "%s: cannot rewind for --repeat", t->spec->path);
+    if (rc) return gm_errf(err, rc, "%s: cannot rewind for --repeat", tname(t));
     t->pass++;
     t->index = 0;
     t->shift = t->t_last + PASS_GAP_NS - t->t_first;
@@ -474,7 +485,8 @@ static int retire(sim *s, tenant *t, uint64_t now, int status, gm_err *err)
     return drain_hash(t, err);
 }
 
-/* Count the OOM of event e with the state it happened in. */
+/* Count the OOM of event e with the state it happened in (e NULL: the
+ * initial state, of `size` bytes, did not fit). */
 static void record_oom(sim *s, tenant *t, const gm_event *e, uint64_t now)
 {
     gm_alloc *a = t->a;
@@ -489,6 +501,7 @@ static void record_oom(sim *s, tenant *t, const gm_event *e, uint64_t now)
         .largest_free = a->ops->largest_free(a),
         .device_used = s->dev->used_bytes + s->dev->overhead_bytes,
         .device_capacity = s->dev->capacity_bytes,
+        .initial = t->started && !t->res->events_done && t->res->init_live_oom,
     };
     gm_metrics_oom(&t->res->m, &o);
     if (s->n > 1) gm_metrics_oom(&s->res->device, &o);
@@ -560,7 +573,7 @@ static int do_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abo
                            "%s: event %" PRIu64 ": allocation at address 0x%" PRIx64
                            " which is still live (its free is missing); fix the trace or pass "
                            "--lenient to free the old allocation first and count it",
-                           t->spec->path, t->index, e->addr);
+                           tname(t), t->index, e->addr);
         t->res->live_reallocs++;
         uint64_t h;
         gm_addrmap_del(&t->live, key, &h);
@@ -608,7 +621,7 @@ static int do_free(sim *s, tenant *t, const gm_event *e, uint64_t now, gm_err *e
                            "%s: event %" PRIu64 ": free of address 0x%" PRIx64
                            " which is not live (never allocated, or already freed: a double "
                            "free); fix the trace, or pass --lenient to skip and count such frees",
-                           t->spec->path, t->index, e->addr);
+                           tname(t), t->index, e->addr);
         t->res->unknown_frees++;
         return GM_OK;
     }
@@ -698,23 +711,19 @@ static tenant *next_tenant(sim *s)
 
 /* ---------------- run ---------------- */
 
-/* Capacity from the first trace: the card it records (device_total_bytes),
- * else the memory its process was seen to have (device_avail_bytes; that
- * already excludes the context and other processes, so the context
- * overhead is 0 unless the user gave one). 0 if neither is known. */
-static uint64_t capacity_from(sim *s, const gm_trace_meta *m)
+uint64_t gm_engine_default_capacity(const gm_sim_config *cfg, const gm_trace_meta *m,
+                                    uint64_t *overhead, char *why, size_t len)
 {
+    *overhead = cfg->overhead_bytes;
     if (!m) return 0;
     if (m->device_total_bytes) {
-        snprintf(s->res->capacity_source, sizeof s->res->capacity_source,
-                 "the trace's device (device_total_bytes)");
+        snprintf(why, len, "the trace's device (device_total_bytes)");
         return m->device_total_bytes;
     }
     if (!m->device_avail_bytes) return 0;
-    if (!s->cfg->overhead_given) s->overhead = 0;
-    snprintf(s->res->capacity_source, sizeof s->res->capacity_source,
-             "the memory the recorded process had (device_avail_bytes)%s",
-             s->cfg->overhead_given ? "" : ", no context overhead");
+    if (!cfg->overhead_given) *overhead = 0;
+    snprintf(why, len, "the memory the recorded process had (device_avail_bytes)%s",
+             cfg->overhead_given ? "" : ", no context overhead");
     return m->device_avail_bytes;
 }
 
@@ -728,7 +737,7 @@ static int setup(sim *s, gm_err *err)
         t->spec = &cfg->tenants[i];
         t->res = &s->res->t[i];
         if (t->spec->repeat == 0)
-            return gm_errf(err, GM_EINVAL, "%s: --repeat must be at least 1", t->spec->path);
+            return gm_errf(err, GM_EINVAL, "%s: --repeat must be at least 1", tname(t));
     }
     /* the device comes first: capacity defaults to the first trace's card */
     int rc = GM_OK;
@@ -741,14 +750,15 @@ static int setup(sim *s, gm_err *err)
         gm_trace_reader *r0 = NULL;
         if (!t0->events && (rc = gm_trace_open(t0->path, &r0, err))) return rc;
         const gm_trace_meta *m0 = r0 ? gm_trace_meta_get(r0) : t0->meta;
-        cap = capacity_from(s, m0);
+        cap = gm_engine_default_capacity(cfg, m0, &s->overhead, s->res->capacity_source,
+                                         sizeof s->res->capacity_source);
         gm_trace_close(r0);
     }
     if (!cap)
         return gm_errf(err, GM_EINVAL,
                        "%s does not record the device's memory size; give one with "
                        "--capacity (e.g. --capacity 80GiB) or --gpu NAME",
-                       cfg->tenants[0].path);
+                       cfg->tenants[0].name ? cfg->tenants[0].name : cfg->tenants[0].path);
     if (cfg->device)
         s->dev = cfg->device;
     else if ((rc = gm_device_model_create(cap, &cfg->latency, &s->dev, err)))

@@ -24,6 +24,8 @@
 
 typedef struct gm_tenant_spec {
     const char *path; /* trace file; with `events`, only a name       */
+    const char *name; /* what messages and results call it (NULL: path), e.g. the
+                         snapshot a temporary trace was imported from */
     /* optional in-memory trace instead of a file (benchmarks, tests): the
      * events must already be valid (the file reader's checks are skipped) */
     const gm_event *events;
@@ -143,6 +145,14 @@ struct gm_policy_ops;
 int gm_engine_run(const gm_sim_config *cfg, const struct gm_policy_ops *policy, const char *params,
                   gm_sim_result **out, gm_err *err);
 void gm_sim_result_free(gm_sim_result *r);
+
+/* The capacity a run gets from its first trace's metadata m when cfg gives
+ * none: the card the trace records (device_total_bytes), else the memory its
+ * process was seen to have (device_avail_bytes: that already excludes the
+ * CUDA context and other processes, so *overhead becomes 0 unless
+ * cfg->overhead_given). 0 if neither is known. why (len bytes) says which. */
+uint64_t gm_engine_default_capacity(const gm_sim_config *cfg, const gm_trace_meta *m,
+                                    uint64_t *overhead, char *why, size_t len);
 
 /* What a finished run adds up to (result.c). */
 /* Completed tenants. */

@@ -53,6 +53,8 @@ typedef struct gm_oom {
     int tenant;
     uint64_t size; /* requested bytes                              */
     uint64_t reserved, allocated, largest_free, device_used, device_capacity;
+    int initial; /* 1: not an event's: what existed before the first event
+                    (size: its bytes) did not fit at all                 */
 } gm_oom;
 
 typedef struct gm_metrics {

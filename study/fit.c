@@ -54,17 +54,30 @@ static void fit_capacity_one(void *arg, size_t i)
     cfg.progress = NULL;
     cfg.device = NULL;
     gm_sim_result *best = NULL;
-    /* an upper end that fits */
-    uint64_t hi = (x->base_capacity + GM_FIT_STEP - 1) / GM_FIT_STEP * GM_FIT_STEP, lo = 0;
     int ok;
+    uint64_t start = x->base_capacity, max_capacity = x->max_capacity;
+    if (!start) { /* no device known: start from what the run uses on one that never runs out */
+        cfg.capacity_bytes = GM_FIT_PROBE_BYTES;
+        if ((ok = try_run(&cfg, e, &best)) < 0) goto out;
+        if (!ok) {
+            e->max_capacity = GM_FIT_PROBE_BYTES;
+            goto out; /* not even the probe fits */
+        }
+        start = best->peak_device_used + GM_FIT_STEP;
+        gm_sim_result_free(best);
+        best = NULL;
+        if (!max_capacity) max_capacity = start * 16;
+    }
+    /* an upper end that fits */
+    uint64_t hi = (start + GM_FIT_STEP - 1) / GM_FIT_STEP * GM_FIT_STEP, lo = 0;
     for (;;) {
         cfg.capacity_bytes = hi;
         e->max_capacity = hi;
         if ((ok = try_run(&cfg, e, &best)) < 0) goto out;
         if (ok) break;
         lo = hi;
-        if (hi >= x->max_capacity) goto out; /* not found */
-        hi = hi * 2 > x->max_capacity ? step_down(x->max_capacity) : hi * 2;
+        if (hi >= max_capacity) goto out; /* not found */
+        hi = hi * 2 > max_capacity ? step_down(max_capacity) : hi * 2;
         if (hi <= lo) goto out;
     }
     /* a lower end that does not: below peak live + contexts nothing fits */
@@ -129,7 +142,8 @@ static int fit_finish(gm_fit *f, gm_fit **out, gm_err *err)
     return GM_OK;
 }
 
-/* The capacity the base configuration runs on (what the engine would pick). */
+/* Where the search begins: --capacity, else the card the trace records;
+ * 0 = neither: each search then starts from its own probe run. */
 static int base_capacity(const gm_sim_config *base, uint64_t *cap, gm_err *err)
 {
     *cap = base->capacity_bytes;
@@ -144,11 +158,6 @@ static int base_capacity(const gm_sim_config *base, uint64_t *cap, gm_err *err)
         *cap = gm_trace_meta_get(r)->device_total_bytes;
         gm_trace_close(r);
     }
-    if (!*cap)
-        return gm_errf(err, GM_EINVAL,
-                       "%s does not record the device's memory size; give a starting point "
-                       "with --capacity",
-                       t->path);
     return GM_OK;
 }
 
@@ -164,6 +173,7 @@ int gm_fit_capacity(const gm_sim_config *base, char *const *specs, size_t n, int
     f->threads = threads > 0 ? threads : gm_default_threads();
     f->capacity_bytes = cap;
     fit_ctx x = {base, f, cap, max_capacity ? max_capacity : cap * 16};
+    f->probed = cap == 0;
     double t0 = gm_monotonic_s();
     gm_parallel_for(n, f->threads, fit_capacity_one, &x);
     f->wall_s = gm_monotonic_s() - t0;

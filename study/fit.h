@@ -10,6 +10,9 @@
 #include "sim/engine.h"
 
 #define GM_FIT_STEP (2ull * GM_MiB) /* capacity resolution of fit */
+/* A device no run fills (1 PiB): with no capacity given and none recorded,
+ * a search starts from what the run reaches on it (peak live and cache). */
+#define GM_FIT_PROBE_BYTES (1ull << 50)
 
 typedef struct gm_fit_entry {
     char spec[320];
@@ -37,13 +40,17 @@ typedef struct gm_fit {
     uint32_t max_copies;
     uint64_t stagger_ns;
     uint64_t capacity_bytes; /* tenants mode: the device; capacity mode: where the search began */
+    int probed;              /* capacity mode: no start was given: probed per policy */
     int threads;
     double wall_s;
 } gm_fit;
 
 /* Capacity mode: for each spec, binary search (2 MiB steps) for the
  * smallest capacity at which base runs without OOM, searching up to
- * max_capacity (0: 16 x base's capacity). */
+ * max_capacity (0: 16 x the start). The start is base's capacity, else the
+ * trace's device, else the device a probe run on GM_FIT_PROBE_BYTES used
+ * (peak reserved + context): no starting point is ever asked for. Below
+ * peak live + context nothing fits, so that is the search's floor. */
 int gm_fit_capacity(const gm_sim_config *base, char *const *specs, size_t n, int threads,
                     uint64_t max_capacity, gm_fit **out, gm_err *err);
 /* Tenants mode: for each spec, k = 1..max_copies copies of base's tenants

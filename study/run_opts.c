@@ -3,6 +3,7 @@
 
 #include "policies/registry.h"
 #include "sim/device_profile.h"
+#include "traces/gpus.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,8 @@ enum {
     O_QUOTA,
     O_DEVICE_PROFILE,
     O_SCOPE,
+    O_GPU,
+    O_INITIAL,
 };
 
 static const struct option shared[] = {
@@ -37,6 +40,8 @@ static const struct option shared[] = {
     {"quota", required_argument, NULL, O_QUOTA},
     {"device-profile", required_argument, NULL, O_DEVICE_PROFILE},
     {"scope", required_argument, NULL, O_SCOPE},
+    {"gpu", required_argument, NULL, O_GPU},
+    {"initial-state", required_argument, NULL, O_INITIAL},
 };
 #define NSHARED (sizeof shared / sizeof shared[0])
 
@@ -92,8 +97,39 @@ static int apply_profile(gm_run_opts *o, const char *path, gm_err *err)
     o->device_profile = path;
     o->latency = p.latency;
     if (!o->overhead_given) o->overhead = p.context_overhead_bytes;
-    if (!o->capacity) o->capacity = p.total_bytes;
+    o->profile_capacity = p.total_bytes; /* --capacity and --gpu come first */
     return GM_OK;
+}
+
+int gm_run_opts_gpu(const char *arg, const char **name, uint64_t *bytes, gm_err *err)
+{
+    const gm_gpu *g = gm_gpu_find(arg);
+    if (!g) {
+        char keys[512];
+        gm_gpu_keys(keys, sizeof keys);
+        return gm_errf(err, GM_EUSAGE, "--gpu '%s': not a GPU gmsim knows; choose one of: %s (or "
+                                       "give --capacity SIZE)",
+                       arg, keys);
+    }
+    *name = g->key;
+    *bytes = g->cuda_bytes;
+    return GM_OK;
+}
+
+int gm_initial_state_parse(const char *arg, int *mode, gm_err *err)
+{
+    static const char *const names[] = {"live", "recorded", "none"};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(arg, names[i])) {
+            *mode = i == 0 ? GM_INITIAL_LIVE : i == 1 ? GM_INITIAL_RECORDED : GM_INITIAL_NONE;
+            return GM_OK;
+        }
+    return gm_errf(err, GM_EUSAGE, "--initial-state takes live, recorded or none, not '%s'", arg);
+}
+
+const char *gm_initial_state_name(int mode)
+{
+    return mode == GM_INITIAL_RECORDED ? "recorded" : mode == GM_INITIAL_NONE ? "none" : "live";
 }
 
 int gm_run_opts_parse(gm_run_opts *o, int c, const char *arg, gm_err *err)
@@ -151,6 +187,10 @@ int gm_run_opts_parse(gm_run_opts *o, int c, const char *arg, gm_err *err)
             return GM_OK;
         }
         return gm_errf(err, GM_EUSAGE, "--scope takes 'self' or 'device', not '%s'", arg);
+    case O_GPU:
+        return gm_run_opts_gpu(arg, &o->gpu, &o->gpu_bytes, err);
+    case O_INITIAL:
+        return gm_initial_state_parse(arg, &o->initial_state, err);
     default:
         return gm_errf(err, GM_EUSAGE, "unexpected option");
     }
@@ -172,6 +212,13 @@ void gm_run_opts_help(FILE *f, int one_policy)
                "                         'max_split_size_mb:128,garbage_collection_threshold:0.8'\n"
                "                         (default: the settings recorded in the trace, if any)\n"
                "  --capacity SIZE        device memory, e.g. 24GiB, 40GB (default: the trace's)\n"
+               "  --gpu NAME             a known GPU's memory instead (traces/GPUS.md), e.g.\n"
+               "                         h100-80gb, a100-40gb, l4, rtx4090\n"
+               "  --initial-state MODE   what existed before the trace's first event: live (the\n"
+               "                         live tensors, allocated through the model under test,\n"
+               "                         which builds its own cache; default), recorded (also\n"
+               "                         the recorded allocator's cache, as gmsim fidelity\n"
+               "                         does) or none\n"
                "  --overhead SIZE        CUDA context memory per tenant (default 512MiB)\n"
                "  --device-profile FILE  a GPU measured by 'gmreplay --calibrate': its driver\n"
                "                         latency, context overhead and (unless --capacity/\n"
@@ -191,7 +238,7 @@ void gm_run_opts_help(FILE *f, int one_policy)
 
 int gm_run_opts_owns(int c)
 {
-    return c == 1 || (c >= O_POLICY && c <= O_SCOPE);
+    return c == 1 || (c >= O_POLICY && c <= O_INITIAL);
 }
 
 void gm_run_opts_config(const gm_run_opts *o, gm_sim_config *cfg)
@@ -203,8 +250,12 @@ void gm_run_opts_config(const gm_run_opts *o, gm_sim_config *cfg)
     cfg->alloc_conf = o->alloc_conf;
     cfg->policy = o->policy;
     cfg->memory_fraction = o->memory_fraction;
-    cfg->capacity_bytes = o->capacity;
+    cfg->capacity_bytes = o->capacity     ? o->capacity
+                          : o->gpu_bytes ? o->gpu_bytes
+                                         : o->profile_capacity;
     cfg->overhead_bytes = o->overhead;
+    cfg->overhead_given = o->overhead_given;
+    cfg->initial_state = o->initial_state;
     cfg->latency = o->latency;
     cfg->on_oom_skip = o->on_oom_skip;
     cfg->lenient = o->lenient;

@@ -17,12 +17,16 @@ typedef struct gm_run_opts {
     gm_tenant_spec next; /* per-trace settings for the traces that follow */
     const char *allocator, *alloc_conf, *policy;
     double memory_fraction;
-    uint64_t capacity, overhead;
+    uint64_t capacity, overhead; /* --capacity (0: not given), --overhead */
+    uint64_t profile_capacity;   /* --device-profile's device, below --capacity and --gpu */
     gm_latency latency;
     int on_oom_skip, lenient;
     int scope_device;           /* --scope device */
     int overhead_given;         /* --overhead was given (a profile does not override it) */
     const char *device_profile; /* --device-profile FILE, already applied */
+    const char *gpu;            /* --gpu NAME (traces/gpus.h): the capacity, unless --capacity */
+    uint64_t gpu_bytes;
+    int initial_state;          /* --initial-state: enum gm_initial_mode (default live) */
 } gm_run_opts;
 
 void gm_run_opts_init(gm_run_opts *o);
@@ -40,6 +44,11 @@ void gm_run_opts_help(FILE *f, int one_policy);
 /* 1 when option c (from gm_run_opts_longopts's table; 1 = a trace path)
  * is one gm_run_opts_parse takes. */
 int gm_run_opts_owns(int c);
+/* --gpu NAME: the GPU's key and memory (traces/gpus.h), or GM_EUSAGE naming the known ones. */
+int gm_run_opts_gpu(const char *arg, const char **name, uint64_t *bytes, gm_err *err);
+/* --initial-state live|recorded|none <-> enum gm_initial_mode. */
+int gm_initial_state_parse(const char *arg, int *mode, gm_err *err);
+const char *gm_initial_state_name(int mode);
 void gm_run_opts_config(const gm_run_opts *o, gm_sim_config *cfg);
 
 #endif

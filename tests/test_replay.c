@@ -407,7 +407,16 @@ static void test_run_opts_profile(void)
         CU_ASSERT_EQUAL(o.latency.malloc_base_ns, 11);
         CU_ASSERT_EQUAL(o.latency.free_ns_per_gib, 44);
         CU_ASSERT_EQUAL(o.overhead, order ? 1 * GiB : 600 * MiB);
-        CU_ASSERT_EQUAL(o.capacity, order ? 24 * GiB : 141 * GiB);
+        gm_sim_config cfg;
+        gm_run_opts_config(&o, &cfg); /* the capacity the run gets */
+        CU_ASSERT_EQUAL(cfg.capacity_bytes, order ? 24 * GiB : 141 * GiB);
+        /* --gpu comes before the profile's device too, and --capacity before both */
+        int c_gpu = 0;
+        for (int i = 0; lo[i].name; i++)
+            c_gpu = !strcmp(lo[i].name, "gpu") ? lo[i].val : c_gpu;
+        CU_ASSERT_EQUAL(gm_run_opts_parse(&o, c_gpu, "l4", &err), GM_OK);
+        gm_run_opts_config(&o, &cfg);
+        CU_ASSERT_EQUAL(cfg.capacity_bytes, order ? 24 * GiB : 23570219008ull);
         gm_run_opts_free(&o);
     }
     gm_run_opts o;

@@ -165,13 +165,10 @@ static void scan(walk *wk, int pass)
 
 static void describe(const window *w, const char *chosen, char *buf, size_t len)
 {
-    int n = snprintf(buf, len, "%s; from %" PRIu64 " release-and-retry burst%s", chosen, w->n_retry,
-                     w->n_retry == 1 ? "" : "s");
-    if (n < 0 || (size_t)n >= len) return;
-    n += snprintf(buf + n, len - (size_t)n, ", %" PRIu64 " oom entr%s", w->n_oom,
-                  w->n_oom == 1 ? "y" : "ies");
-    if (n < 0 || (size_t)n >= len) return;
-    n += snprintf(buf + n, len - (size_t)n, " and the largest reserve held");
+    int n = snprintf(buf, len, "%s; window from %" PRIu64 " release-and-retry burst%s and %" PRIu64
+                     " oom entr%s",
+                     chosen, w->n_retry, w->n_retry == 1 ? "" : "s", w->n_oom,
+                     w->n_oom == 1 ? "y" : "ies");
     if (w->n_gc && n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n,
                       "; %" PRIu64 " bursts before a new segment not used (garbage collection "

@@ -68,6 +68,40 @@ static int drop_live(gm_trace_scan *s, uint64_t addr)
     return 1;
 }
 
+static int cmp_row_addr(const void *x, const void *y)
+{
+    const gm_init_row *a = x, *b = y;
+    if (a->addr != b->addr) return a->addr < b->addr ? -1 : 1;
+    return (a->kind == GM_INIT_BLOCK) - (b->kind == GM_INIT_BLOCK); /* memory before its block */
+}
+
+/* The largest free gap the recorded segments had: memory (classic segments,
+ * mapped ranges of expandable ones) that no live block covers. Sorts rows. */
+static uint64_t largest_free(gm_init_row *rows, size_t n)
+{
+    qsort(rows, n, sizeof *rows, cmp_row_addr);
+    uint64_t best = 0, pos = 0, end = 0; /* inside memory [.., end), free from pos */
+    for (size_t i = 0; i < n; i++) {
+        const gm_init_row *w = &rows[i];
+        int memory = w->kind == GM_INIT_MAPPED || (w->kind == GM_INIT_SEGMENT && !w->expandable);
+        if (memory) {
+            if (end > pos && end - pos > best) best = end - pos;
+            if (pos < end && w->addr == end) { /* an adjacent range: the gap goes on */
+                end = w->addr + w->size;
+                continue;
+            }
+            pos = w->addr;
+            end = w->addr + w->size;
+        } else if (w->kind == GM_INIT_BLOCK && w->addr >= pos && w->addr < end) {
+            uint64_t bs = w->block_size ? w->block_size : (w->size + 511) / 512 * 512;
+            if (w->addr - pos > best) best = w->addr - pos;
+            pos = w->addr + bs < end ? w->addr + bs : end;
+        }
+    }
+    if (end > pos && end - pos > best) best = end - pos;
+    return best;
+}
+
 static int scan_initial(gm_trace_scan *s, gm_trace_reader *r, gm_err *err)
 {
     gm_init_row *rows;
@@ -75,9 +109,18 @@ static int scan_initial(gm_trace_scan *s, gm_trace_reader *r, gm_err *err)
     int rc = gm_trace_read_initial(r, &rows, &n, err);
     if (rc != GM_OK) return rc;
     for (size_t i = 0; i < n && rc == GM_OK; i++) {
+        if (rows[i].kind == GM_INIT_MAPPED) { /* an expandable segment's memory */
+            s->init_segment_bytes += rows[i].size;
+            continue;
+        }
         if (rows[i].kind == GM_INIT_SEGMENT) {
             s->init_segments++;
-            s->init_segment_bytes += rows[i].size;
+            s->init_expandable += rows[i].expandable;
+            if (!rows[i].expandable) s->init_segment_bytes += rows[i].size;
+            if (rows[i].pool_id0 || rows[i].pool_id1) {
+                s->init_private++;
+                s->init_private_bytes += rows[i].size;
+            }
             continue;
         }
         if (gm_addrmap_get(&s->live, gm_addrmap_key(rows[i].addr)))
@@ -87,6 +130,7 @@ static int scan_initial(gm_trace_scan *s, gm_trace_reader *r, gm_err *err)
         s->pre_blocks++;
         s->pre_bytes += rows[i].size;
     }
+    s->init_largest_free = largest_free(rows, n);
     free(rows);
     s->peak_live = s->live_bytes;
     memcpy(s->peak_cat, s->live_cat, sizeof s->peak_cat);
@@ -142,10 +186,12 @@ static int scan_event(gm_trace_scan *s, const gm_event *e, uint64_t index, gm_er
         }
         return GM_OK;
     case GM_OP_SEGMENT_ALLOC:
+    case GM_OP_SEGMENT_MAP:
         s->reserved += e->size;
         if (s->reserved > s->peak_reserved) s->peak_reserved = s->reserved;
         return GM_OK;
     case GM_OP_SEGMENT_FREE:
+    case GM_OP_SEGMENT_UNMAP:
         s->reserved -= e->size < s->reserved ? e->size : s->reserved;
         return GM_OK;
     default:

@@ -34,6 +34,9 @@ typedef struct gm_trace_scan {
     uint64_t live_bytes, peak_live, peak_index, peak_t;
     uint64_t live_cat[GM_CAT_COUNT], peak_cat[GM_CAT_COUNT]; /* live bytes by category */
     uint64_t pre_bytes, pre_blocks, init_segments, init_segment_bytes;
+    uint64_t init_expandable;                   /* of the segments, expandable ones */
+    uint64_t init_private, init_private_bytes;  /* segments of CUDA-graph private pools */
+    uint64_t init_largest_free;                 /* largest free gap in the recorded segments */
     uint64_t reserved, peak_reserved; /* recorded segments, when the trace has them */
     uint64_t cat_count[GM_CAT_COUNT], cat_bytes[GM_CAT_COUNT];
     uint64_t phase_count[GM_PHASE_COUNT], phase_bytes[GM_PHASE_COUNT];
