@@ -57,6 +57,7 @@
 #include "session.h"
 #include "base/clock.h"
 #include "base/version.h"
+#include "traces/alloc_conf.h"
 
 #define GMC_EXPORT __attribute__((visibility("default")))
 #define BUFFER_BYTES (4u << 20) /* per CUPTI buffer; ~30k memory records  */
@@ -70,6 +71,12 @@ static struct {
     gmc_session *session;
     char path[PATH_MAX];
     char tmp_path[PATH_MAX + 32]; /* the writer's path.tmp.<pid> (trace.h) */
+    /* The trace file's identity once created: a forked child finds the
+     * descriptors to silence by it, even after the parent has renamed the
+     * file (a child may run its fork handler only after that). */
+    dev_t trace_dev;
+    ino_t trace_ino;
+    atomic_int trace_known;
     int device;
     uint32_t kinds;
     int quiet;
@@ -227,7 +234,17 @@ static int open_trace(void *ctx, int device, gm_trace_writer **w, gm_err *err)
              GM_VERSION, (int)getpid(), device, gmc_kinds_format(g.kinds, kinds, sizeof kinds),
              drv / 1000, (drv % 1000) / 10, cupti,
              nocache && strcmp(nocache, "0") != 0 ? ", PYTORCH_NO_CUDA_MEMORY_CACHING=1" : "");
-    const char *conf = getenv("PYTORCH_CUDA_ALLOC_CONF");
+    /* The allocator settings as the newest PyTorch reads them: the CUDA
+     * variable, else PYTORCH_ALLOC_CONF (2.10 on; 2.9's CUDA allocator
+     * ignores it). Which one it was goes into `workload`. */
+    const char *conf_var = NULL;
+    const char *conf = gm_pt_conf_env(GM_TORCH_NEWEST, getenv("PYTORCH_CUDA_ALLOC_CONF"),
+                                      getenv("PYTORCH_ALLOC_CONF"), &conf_var);
+    if (conf_var && strcmp(conf_var, "PYTORCH_CUDA_ALLOC_CONF")) {
+        size_t n = strlen(workload);
+        snprintf(workload + n, sizeof workload - n, ", settings from %s (PyTorch 2.10 on)",
+                 conf_var);
+    }
     char *cmd = read_cmdline();
 
     gm_trace_meta_init(&m);
@@ -239,6 +256,12 @@ static int open_trace(void *ctx, int device, gm_trace_writer **w, gm_err *err)
         rc = gm_errf(err, GM_ENOMEM, "out of host memory");
     m.device_total_bytes = total;
     if (rc == GM_OK) rc = gm_trace_create(g.path, &m, NULL, w, err);
+    struct stat st;
+    if (rc == GM_OK && stat(g.tmp_path, &st) == 0) {
+        g.trace_dev = st.st_dev;
+        g.trace_ino = st.st_ino;
+        atomic_store(&g.trace_known, 1);
+    }
     gm_trace_meta_free(&m);
     free(cmd);
     return rc;
@@ -395,7 +418,9 @@ static void install_handler(int sig, struct sigaction *old)
 /*
  * In a forked child, HDF5's own exit handler would flush the trace file the
  * child inherited - writing the parent's stale metadata into the parent's
- * file. The child points that descriptor at /dev/null instead. Only
+ * file. The child points that descriptor at /dev/null instead, finding it
+ * by the file's device and inode (the parent may already have renamed the
+ * file when a busy machine lets the child run this handler). Only
  * async-signal-safe calls: the parent may be multi-threaded.
  */
 static void atfork_child(void)
@@ -403,7 +428,12 @@ static void atfork_child(void)
     struct stat tmp, st;
     char buf[4096];
     ssize_t n;
-    if (stat(g.tmp_path, &tmp) != 0) return; /* not created yet */
+    if (atomic_load(&g.trace_known)) {
+        tmp.st_dev = g.trace_dev;
+        tmp.st_ino = g.trace_ino;
+    } else if (stat(g.tmp_path, &tmp) != 0) {
+        return; /* not created yet */
+    }
     int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
     int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     while (nul >= 0 && dir >= 0 && (n = getdents64(dir, buf, sizeof buf)) > 0) {

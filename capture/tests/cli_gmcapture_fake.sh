@@ -78,8 +78,15 @@ check "fork: no second file" test "$(find . -maxdepth 1 -name 'fork*' | wc -l)" 
 
 # 5b. a forked child that exits after the parent finished the trace: without
 # care, HDF5's exit handler in the child rewrites the file with stale metadata
-GMCAPTURE_REORDER_MS=0 "$gmc" -q -o late.h5 -- "$app" fork-late 2>err5b.txt
-sleep 0.8 # the child outlives the launcher
+FAKE_APP_CHILD_PID=late.pid GMCAPTURE_REORDER_MS=0 "$gmc" -q -o late.h5 -- "$app" fork-late \
+    2>err5b.txt
+# the child outlives the launcher: wait until it has exited (gone, or a zombie)
+child=$(cat late.pid 2>/dev/null)
+for _ in $(seq 200); do
+    [ -n "$child" ] && [ -e "/proc/$child" ] || break
+    [ "$(awk '{print $3}' "/proc/$child/stat" 2>/dev/null)" = Z ] && break
+    sleep 0.05
+done
 "$chk" late.h5 >sum5b.txt 2>&1
 check "fork, child exits last: trace intact" grep -q "^events=3 allocs=2 frees=1 " sum5b.txt
 

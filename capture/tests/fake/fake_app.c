@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -99,10 +100,17 @@ int main(int argc, char **argv)
         fake_cupti_emit_mem(1, 0x10000, 1 * MiB, 0);
         fake_cupti_cut();
         nap();
-        if (fork() == 0) {
+        pid_t child = fork();
+        if (child == 0) {
             struct timespec ts = {0, 300 * 1000000L};
             nanosleep(&ts, NULL);
             return 0; /* exit(): HDF5's exit handler runs in the child */
+        }
+        const char *pidfile = getenv("FAKE_APP_CHILD_PID"); /* the test waits for it */
+        FILE *pf = pidfile && child > 0 ? fopen(pidfile, "w") : NULL;
+        if (pf) {
+            fprintf(pf, "%d\n", (int)child);
+            fclose(pf);
         }
         fake_cupti_emit_mem(0, 0x10000, 1 * MiB, 0);
         fake_cupti_emit_mem(1, 0x20000, 1 * MiB, 0);
