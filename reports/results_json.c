@@ -78,11 +78,12 @@ json_t *gm_metrics_json(const gm_metrics *m, uint64_t capacity)
 static json_t *driver_json(const gm_alloc_counters *c)
 {
     return json_pack(
-        "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "malloc_calls", (json_int_t)c->n_driver_alloc,
+        "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "malloc_calls", (json_int_t)c->n_driver_alloc,
         "free_calls", (json_int_t)c->n_driver_free, "malloc_ns", (json_int_t)c->driver_alloc_ns,
         "free_ns", (json_int_t)c->driver_free_ns, "total_ns", (json_int_t)gm_counters_driver_ns(c),
-        "alloc_retries", (json_int_t)c->n_alloc_retries, "cache_flushes",
-        (json_int_t)c->n_cache_flushes, "released_bytes", (json_int_t)c->released_bytes);
+        "num_alloc_retries", (json_int_t)c->num_alloc_retries, "grow_retries",
+        (json_int_t)c->grow_retries, "cache_flushes", (json_int_t)c->n_cache_flushes,
+        "released_bytes", (json_int_t)c->released_bytes);
 }
 
 static json_t *tenant_json(const gm_sim_config *cfg, const gm_sim_result *r, size_t i)
@@ -110,6 +111,10 @@ static json_t *tenant_json(const gm_sim_config *cfg, const gm_sim_result *r, siz
     json_object_set_new(o, "repeat_leftover_bytes", ju(t->repeat_leftover_bytes));
     json_object_set_new(o, "scope_released_bytes", ju(t->scope_released_bytes));
     json_object_set_new(o, "scope_rescues", ju(t->scope_rescues));
+    /* metrics.peak_allocated_bytes is PyTorch's active_bytes peak; this is
+     * its allocated_bytes peak (frees at free_requested) */
+    json_object_set_new(o, "free_requested_events", ju(t->free_requested_events));
+    json_object_set_new(o, "peak_torch_allocated_bytes", ju(t->peak_torch_allocated_bytes));
     if (t->policy_report) json_object_set_new(o, "policy_report", gm_report_json(t->policy_report));
     json_object_set_new(o, "metrics", gm_metrics_json(&t->m, r->capacity_bytes));
     json_object_set_new(o, "driver", driver_json(&t->c));

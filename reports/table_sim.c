@@ -149,10 +149,22 @@ void gm_table_run(FILE *f, const gm_sim_config *cfg, const gm_sim_result *r)
                     "(--initial-state none); their frees are skipped\n",
                     i, gm_fmt_bytes(t->init_live_bytes, b1, sizeof b1),
                     (unsigned long long)t->init_skipped_blocks);
+        if (t->conf_no_effect[0])
+            fprintf(f, "  tenant %zu: alloc conf keys with no effect on the model: %s\n", i,
+                    t->conf_no_effect);
         if (t->empty_cache_events)
             fprintf(f, "  tenant %zu: %llu torch.cuda.empty_cache() calls replayed, %s released\n",
                     i, (unsigned long long)t->empty_cache_events,
                     gm_fmt_bytes(t->empty_cache_bytes, b1, sizeof b1));
+        if (t->free_requested_events)
+            fprintf(f,
+                    "  tenant %zu: %llu frees deferred past free_requested (record_stream): peak "
+                    "allocated %s counts their blocks until the free, as PyTorch's active_bytes "
+                    "does; PyTorch's allocated_bytes, which drops them at free_requested, peaked "
+                    "at %s\n",
+                    i, (unsigned long long)t->free_requested_events,
+                    gm_fmt_bytes(t->m.peak_a, b1, sizeof b1),
+                    gm_fmt_bytes(t->peak_torch_allocated_bytes, b2, sizeof b2));
         if (t->recorded_ooms)
             fprintf(f,
                     "  tenant %zu: %llu allocation%s that failed in the recording (oom events): "

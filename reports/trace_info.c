@@ -80,6 +80,8 @@ void gm_table_info(FILE *f, const gm_trace_scan *s, const gm_trace_reader *r, co
     fprintf(f, "command:             %s\n", or_none(m->command));
     fprintf(f, "workload:            %s\n", or_none(m->workload));
     fprintf(f, "alloc_conf:          %s\n", or_none(m->alloc_conf));
+    if (m->torch_version && *m->torch_version)
+        fprintf(f, "recorded by:         PyTorch %s\n", m->torch_version);
     fprintf(f, "dropped records:     %" PRIu64 "\n", m->dropped_records);
     if (m->device_avail_bytes) {
         fprintf(f, "memory the process had: %s (at least %s",
@@ -182,6 +184,7 @@ static json_t *meta_json(const gm_trace_meta *m)
     json_object_set_new(o, "device_avail_min_bytes", json_u64(m->device_avail_min_bytes));
     json_object_set_new(o, "device_avail_max_bytes", json_u64(m->device_avail_max_bytes));
     json_object_set_new(o, "device_avail_source", json_str(m->device_avail_source));
+    json_object_set_new(o, "torch_version", json_str(m->torch_version));
     return o;
 }
 

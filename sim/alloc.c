@@ -7,6 +7,13 @@
 int gm_alloc_create(const gm_alloc_ops *ops, gm_device *dev, const char *conf,
                     double memory_fraction, struct gm_policy *policy, gm_alloc **out, gm_err *err)
 {
+    return gm_alloc_create_for(ops, dev, conf, 0, memory_fraction, policy, out, err);
+}
+
+int gm_alloc_create_for(const gm_alloc_ops *ops, gm_device *dev, const char *conf,
+                        int torch_version, double memory_fraction, struct gm_policy *policy,
+                        gm_alloc **out, gm_err *err)
+{
     *out = NULL;
     if (ops->version != GM_ALLOC_VERSION)
         return gm_errf(err, GM_EINVAL,
@@ -27,6 +34,7 @@ int gm_alloc_create(const gm_alloc_ops *ops, gm_device *dev, const char *conf,
     if (memory_fraction > 0)
         a->limits.memory_limit = (uint64_t)(memory_fraction * (double)dev->capacity_bytes);
     a->policy = policy;
+    a->torch_version = torch_version;
     int rc = ops->create(a, conf ? conf : "", err);
     if (rc != GM_OK) {
         free(a);

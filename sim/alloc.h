@@ -30,7 +30,11 @@ typedef struct gm_alloc_counters {
     uint64_t n_driver_free;   /* cudaFree / cuMemUnmap calls              */
     uint64_t driver_alloc_ns; /* their modelled (or measured) time        */
     uint64_t driver_free_ns;
-    uint64_t n_alloc_retries; /* mallocs that needed a release + retry    */
+    /* PyTorch's num_alloc_retries (DeviceStats): driver retries made after
+     * the whole cache was flushed (release_cached_blocks), counted whether or
+     * not the retry then succeeds. */
+    uint64_t num_alloc_retries;
+    uint64_t grow_retries;    /* every driver retry, whatever was released before it */
     uint64_t n_cache_flushes; /* "release all cached" steps (PyTorch's release_cached_blocks) */
     uint64_t released_bytes;  /* bytes given back by policy decisions     */
 } gm_alloc_counters;
@@ -82,11 +86,11 @@ typedef struct gm_alloc gm_alloc;
  * listed by one line in sim/alloc_registry.c and found by name (--allocator).
  * The model keeps its state in a->impl and gets driver memory only through
  * gm_alloc_driver_*() below, which keep a->c up to date; every member is
- * required. The version field comes first, so that a model built against
- * another layout of this struct is refused (gm_alloc_create) instead of
- * being called through the wrong pointers.
+ * required unless its comment says otherwise. The version field comes first, so that a model built
+ * against another layout of this struct is refused (gm_alloc_create) instead of being called
+ * through the wrong pointers.
  */
-#define GM_ALLOC_VERSION 1
+#define GM_ALLOC_VERSION 2
 
 typedef struct gm_alloc_ops {
     /* GM_ALLOC_VERSION: the interface this model implements. */
@@ -124,6 +128,9 @@ typedef struct gm_alloc_ops {
     uint64_t (*segment_size)(gm_alloc *a, uint64_t size, int *small_pool);
     /* Device address of a live allocation's block (handle from malloc/restore). */
     uint64_t (*block_addr)(gm_alloc *a, uint64_t handle);
+    /* Bytes of a live allocation's block, as counted in allocated_bytes.
+     * Optional: NULL means block_size() of the requested size. */
+    uint64_t (*block_bytes)(gm_alloc *a, uint64_t handle);
 } gm_alloc_ops;
 
 struct gm_alloc {
@@ -135,7 +142,9 @@ struct gm_alloc {
     gm_alloc_limits limits;
     void (*seg_hook)(void *ctx, const gm_seg_event *ev); /* optional */
     void *seg_hook_ctx;
-    int tenant; /* index within the run, for multi-tenant scope */
+    int tenant;        /* index within the run, for multi-tenant scope */
+    int torch_version; /* GM_TORCH_* (traces/alloc_conf.h) whose rules parse the
+                          settings; 0 = the newest. Set before create(). */
 };
 
 /* The registry (alloc_registry.c). */
@@ -148,6 +157,11 @@ const gm_alloc_ops *gm_alloc_at(size_t i);           /* i-th model, NULL past th
  * torch.cuda.set_per_process_memory_fraction). */
 int gm_alloc_create(const gm_alloc_ops *ops, gm_device *dev, const char *conf,
                     double memory_fraction, struct gm_policy *policy, gm_alloc **out, gm_err *err);
+/* The same, with the settings parsed as PyTorch torch_version (GM_TORCH_*,
+ * 0 = the newest) parses them. */
+int gm_alloc_create_for(const gm_alloc_ops *ops, gm_device *dev, const char *conf,
+                        int torch_version, double memory_fraction, struct gm_policy *policy,
+                        gm_alloc **out, gm_err *err);
 void gm_alloc_destroy(gm_alloc *a);
 
 /* Convenience wrappers used by policies (view the instance). */

@@ -126,6 +126,12 @@ static uint64_t d_block_addr(gm_alloc *a, uint64_t handle)
     return ((const direct_block *)(uintptr_t)handle)->ptr;
 }
 
+static uint64_t d_block_bytes(gm_alloc *a, uint64_t handle)
+{
+    (void)a;
+    return ((const direct_block *)(uintptr_t)handle)->size;
+}
+
 const gm_alloc_ops gm_alloc_direct = {
     .version = GM_ALLOC_VERSION,
     .name = "direct",
@@ -142,4 +148,5 @@ const gm_alloc_ops gm_alloc_direct = {
     .block_size = d_block_size,
     .segment_size = d_segment_size,
     .block_addr = d_block_addr,
+    .block_bytes = d_block_bytes,
 };

@@ -11,7 +11,8 @@
  *  - pools: rounded size <= 1 MiB (kSmallSize) uses the small pool, else the
  *    large pool. Blocks never move between pools.
  *  - get_allocation_size: small requests get a 2 MiB segment (kSmallBuffer);
- *    large ones < 10 MiB (kMinLargeAlloc) a 20 MiB segment (kLargeBuffer);
+ *    large ones < 10 MiB (kMinLargeAlloc) a 20 MiB segment (kLargeBuffer, or
+ *    large_segment_size_mb in PyTorch 2.11);
  *    larger ones their size rounded up to 2 MiB (kRoundLarge).
  *  - get_free_block: best fit over free blocks ordered by (stream, size,
  *    address); a request < max_split_size never takes an oversize block
@@ -68,7 +69,6 @@
 #define kMinBlockSize GM_PT_MIN_BLOCK_SIZE
 #define kSmallSize GM_PT_SMALL_SIZE
 #define kSmallBuffer GM_PT_SMALL_BUFFER
-#define kLargeBuffer GM_PT_LARGE_BUFFER
 
 typedef struct pt_block pt_block;
 typedef struct pt_segment pt_segment;
@@ -164,9 +164,9 @@ static uint64_t round_size(const gm_pt_conf *c, uint64_t size)
     return kMinBlockSize * ((size + kMinBlockSize - 1) / kMinBlockSize);
 }
 
-static uint64_t allocation_size(uint64_t size)
+static uint64_t allocation_size(const pt_state *s, uint64_t size)
 {
-    return gm_pt_allocation_size(size);
+    return gm_pt_allocation_size(size, s->conf.large_segment_size);
 }
 
 /* ---------------- blocks and segments ---------------- */
@@ -394,7 +394,7 @@ static uint64_t unmap_block(gm_alloc *a, pt_state *s, pt_block *b, uint64_t now)
 static pt_segment *new_expandable(gm_alloc *a, pt_state *s, int small, uint64_t stream,
                                   uint64_t min_va)
 {
-    uint64_t page = small ? kSmallBuffer : kLargeBuffer;
+    uint64_t page = small ? kSmallBuffer : s->conf.large_segment_size;
     uint64_t cap = a->dev->capacity_bytes;
     uint64_t va_size = (cap + cap / 8 + page - 1) / page * page, va;
     if (min_va > va_size) va_size = (min_va + page - 1) / page * page;
@@ -537,7 +537,7 @@ static int pt_malloc(gm_alloc *a, uint64_t req, uint64_t stream, uint8_t cat, ui
     pt_block *b = get_free_block(a, s, p, size, stream);
     if (!b) {
         gm_pressure pr = {.size = size,
-                          .alloc_size = allocation_size(size),
+                          .alloc_size = allocation_size(s, size),
                           .stream = stream,
                           .small_pool = small,
                           .now_ns = now};
@@ -545,11 +545,13 @@ static int pt_malloc(gm_alloc *a, uint64_t req, uint64_t stream, uint8_t cat, ui
         if (po->before_grow) po->before_grow(a->policy->state, a, &pr);
         b = grow(a, s, p, size, pr.alloc_size, stream, now);
         while (!b) {
+            uint64_t flushes = a->c.n_cache_flushes;
             int r = po->on_alloc_fail(a->policy->state, a, &pr);
             if (r == GM_POLICY_GIVE_UP) return GM_EOOM;
             pr.attempt++;
             if (r == GM_POLICY_RETRY) {
-                a->c.n_alloc_retries++;
+                a->c.grow_retries++;
+                if (a->c.n_cache_flushes != flushes) a->c.num_alloc_retries++;
                 b = grow(a, s, p, size, pr.alloc_size, stream, now);
             }
         }
@@ -887,9 +889,10 @@ static int pt_create(gm_alloc *a, const char *conf, gm_err *err)
 {
     pt_state *s = calloc(1, sizeof *s);
     if (!s) return gm_errf(err, GM_ENOMEM, "out of memory");
-    if (gm_pt_conf_parse(conf, &s->conf, err) != GM_OK) {
+    int rc = gm_pt_conf_parse_for(conf, a->torch_version, &s->conf, err);
+    if (rc != GM_OK) {
         free(s);
-        return err->code;
+        return rc;
     }
     if (s->conf.backend_async) {
         free(s);
@@ -910,6 +913,12 @@ static int pt_create(gm_alloc *a, const char *conf, gm_err *err)
     s->priv_small.small = 1;
     a->limits.max_split_size = s->conf.max_split_size;
     a->limits.gc_threshold = s->conf.gc_threshold;
+    /* per_process_memory_fraction (2.10 on): the constructor's
+     * setMemoryFraction; a later set_per_process_memory_fraction (the
+     * run's --memory-fraction) wins */
+    if (s->conf.memory_fraction > 0 && !a->limits.memory_limit)
+        a->limits.memory_limit =
+            (uint64_t)(s->conf.memory_fraction * (double)a->dev->capacity_bytes);
     a->impl = s;
     return GM_OK;
 }
@@ -954,13 +963,19 @@ static uint64_t pt_segment_size(gm_alloc *a, uint64_t size, int *small_pool)
     pt_state *s = a->impl;
     uint64_t block = round_size(&s->conf, size);
     *small_pool = block <= kSmallSize;
-    return allocation_size(block);
+    return allocation_size(s, block);
 }
 
 static uint64_t pt_block_addr(gm_alloc *a, uint64_t handle)
 {
     (void)a;
     return ((const pt_block *)(uintptr_t)handle)->ptr;
+}
+
+static uint64_t pt_block_bytes(gm_alloc *a, uint64_t handle)
+{
+    (void)a;
+    return ((const pt_block *)(uintptr_t)handle)->size;
 }
 
 const gm_alloc_ops gm_alloc_pytorch = {
@@ -979,4 +994,5 @@ const gm_alloc_ops gm_alloc_pytorch = {
     .block_size = pt_block_size,
     .segment_size = pt_segment_size,
     .block_addr = pt_block_addr,
+    .block_bytes = pt_block_bytes,
 };

@@ -10,6 +10,7 @@
 #include "policy.h"
 #include "base/addrmap.h"
 #include "base/hash.h"
+#include "traces/alloc_conf.h"
 #include "traces/trace.h"
 
 #define CHUNK_EVENTS GM_TRACE_CHUNK_EVENTS
@@ -36,6 +37,8 @@ typedef struct tenant {
     uint64_t timer_period, next_timer;
     gm_addrmap live;     /* trace address key -> allocator handle       */
     gm_addrmap pass_new; /* addresses allocated in this pass (only with --repeat) */
+    gm_addrmap pending;  /* free_requested, not yet freed: key -> block bytes */
+    uint64_t pending_bytes;
     gm_hash hash;
     int hashing;   /* still hashing pass 0 */
     int restoring; /* rebuilding /initial_state */
@@ -136,7 +139,13 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
     if (!ops)
         return gm_errf(err, GM_EINVAL, "--allocator '%s': unknown allocator; choose one of: %s",
                        cfg->allocator, gm_alloc_names());
-    rc = gm_alloc_create(ops, s->dev, conf, cfg->memory_fraction, t->pol, &t->a, err);
+    int tv = cfg->torch_version ? cfg->torch_version : gm_torch_version_parse(meta->torch_version);
+    res->torch_version = tv ? tv : GM_TORCH_NEWEST;
+    rc = gm_alloc_create_for(ops, s->dev, conf, tv, cfg->memory_fraction, t->pol, &t->a, err);
+    gm_pt_conf pc; /* what of the settings the model does nothing with, for the results */
+    gm_err ignore;
+    if (rc == GM_OK && gm_pt_conf_parse_for(conf, tv, &pc, &ignore) == GM_OK)
+        snprintf(res->conf_no_effect, sizeof res->conf_no_effect, "%s", pc.no_effect);
     if (rc) {
         if (!cfg->alloc_conf && conf[0]) { /* the trace's own settings failed */
             char msg[sizeof err->msg];
@@ -177,7 +186,8 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
                        "%s: the CUDA context overhead (%" PRIu64 " bytes per tenant) does not "
                        "fit on the device; give a larger --capacity or a smaller --overhead",
                        tname(t), s->overhead);
-    if (gm_addrmap_init(&t->live, 1024) || gm_addrmap_init(&t->pass_new, 16))
+    if (gm_addrmap_init(&t->live, 1024) || gm_addrmap_init(&t->pass_new, 16) ||
+        gm_addrmap_init(&t->pending, 16))
         return gm_errf(err, GM_ENOMEM, "out of memory");
     t->own = t->r ? malloc(CHUNK_EVENTS * sizeof *t->own) : NULL;
     if (t->r && !t->own) return gm_errf(err, GM_ENOMEM, "out of memory");
@@ -306,6 +316,13 @@ static int tenant_start(sim *s, tenant *t, gm_err *err)
     return GM_OK;
 }
 
+/* The block at key is freed: it is no longer waiting for its free. */
+static void settle(tenant *t, uint64_t key)
+{
+    uint64_t bytes;
+    if (t->pending_bytes && gm_addrmap_del(&t->pending, key, &bytes)) t->pending_bytes -= bytes;
+}
+
 /* Free the allocations listed in `which` (the live map itself, or the
  * addresses allocated in this pass) that are still live. */
 static void free_live(tenant *t, gm_addrmap *which, uint64_t now)
@@ -317,6 +334,7 @@ static void free_live(tenant *t, gm_addrmap *which, uint64_t now)
             h = which->slots[i].val;
         else if (!gm_addrmap_del(&t->live, key, &h))
             continue; /* freed during the pass */
+        settle(t, key);
         if (h != SKIPPED) t->a->ops->free(t->a, h, now);
     }
 }
@@ -340,6 +358,7 @@ static void tenant_close(tenant *t)
     t->r = NULL;
     gm_addrmap_free(&t->live);
     gm_addrmap_free(&t->pass_new);
+    gm_addrmap_free(&t->pending);
     free(t->own);
     t->own = NULL;
     t->buf = NULL;
@@ -457,6 +476,9 @@ static void update_device(sim *s, uint64_t t_ns, const gm_alloc_counters *before
 static void tenant_step_metrics(tenant *t, uint64_t now)
 {
     gm_alloc *a = t->a;
+    uint64_t torch_allocated = a->c.allocated_bytes - t->pending_bytes;
+    if (torch_allocated > t->res->peak_torch_allocated_bytes)
+        t->res->peak_torch_allocated_bytes = torch_allocated;
     if (gm_metrics_step(&t->res->m, now, a->c.requested_bytes, a->c.allocated_bytes,
                         a->c.reserved_bytes))
         gm_metrics_ext_sample(&t->res->m, a->ops->largest_free(a));
@@ -577,6 +599,7 @@ static int do_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abo
         t->res->live_reallocs++;
         uint64_t h;
         gm_addrmap_del(&t->live, key, &h);
+        settle(t, key);
         if (h != SKIPPED) t->a->ops->free(t->a, h, now);
     }
     uint64_t h;
@@ -626,7 +649,25 @@ static int do_free(sim *s, tenant *t, const gm_event *e, uint64_t now, gm_err *e
         return GM_OK;
     }
     if (t->spec->repeat > 1) gm_addrmap_del(&t->pass_new, key, NULL);
+    settle(t, key);
     if (h != SKIPPED) t->a->ops->free(t->a, h, now);
+    return GM_OK;
+}
+
+/* The program let go of a block whose free comes later (FORMAT.md, op
+ * free_requested): it stays allocated in the model until then, and is
+ * counted as pending, so PyTorch's allocated_bytes (A less pending) can be
+ * reported next to its active_bytes (A). */
+static int do_free_requested(tenant *t, const gm_event *e, gm_err *err)
+{
+    uint64_t key = gm_addrmap_key(e->addr);
+    const uint64_t *h = gm_addrmap_get(&t->live, key);
+    t->res->free_requested_events++;
+    if (!h || *h == SKIPPED || gm_addrmap_get(&t->pending, key)) return GM_OK;
+    const gm_alloc_ops *o = t->a->ops;
+    uint64_t bytes = o->block_bytes ? o->block_bytes(t->a, *h) : o->block_size(t->a, e->size);
+    if (gm_addrmap_put(&t->pending, key, bytes)) return gm_errf(err, GM_ENOMEM, "out of memory");
+    t->pending_bytes += bytes;
     return GM_OK;
 }
 
@@ -680,6 +721,9 @@ static int step(sim *s, tenant *t, gm_err *err)
         break;
     case GM_OP_OOM:
         rc = do_failed_alloc(s, t, e, now, err);
+        break;
+    case GM_OP_FREE_REQUESTED:
+        rc = do_free_requested(t, e, err);
         break;
     default: /* the recorded allocator's own decisions: the model makes its own */
         t->res->recorded_segment_events++;

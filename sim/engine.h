@@ -62,6 +62,8 @@ typedef struct gm_sim_config {
     uint64_t overhead_bytes; /* context overhead per tenant                      */
     int overhead_given;      /* overhead_bytes is the user's, not a default      */
     int initial_state;       /* enum gm_initial_mode                             */
+    int torch_version;       /* GM_TORCH_* whose PYTORCH_CUDA_ALLOC_CONF rules apply;
+                                0 = the trace's torch_version, else the newest   */
     gm_latency latency;
     /* optional: run on this backend instead of the simulated GPU (gmreplay's
      * CUDA device); capacity_bytes is then the device's. Not destroyed. */
@@ -96,8 +98,10 @@ enum gm_tenant_status { GM_TENANT_COMPLETED = 0, GM_TENANT_ABORTED = 1 };
 typedef struct gm_tenant_result {
     char path[512];
     char source[64];
-    char trace_hash[17];  /* 16 hex digits over metadata + events */
-    char alloc_conf[256]; /* the configuration this tenant ran with */
+    char trace_hash[17];      /* 16 hex digits over metadata + events */
+    char alloc_conf[256];     /* the configuration this tenant ran with */
+    int torch_version;        /* the GM_TORCH_* rules it was parsed with */
+    char conf_no_effect[256]; /* keys of it accepted with no effect on the model */
     uint64_t trace_events;
     uint64_t events_done;
     int status;               /* enum gm_tenant_status                   */
@@ -116,7 +120,12 @@ typedef struct gm_tenant_result {
     uint64_t recorded_oom_fits;       /* ... of which the model could satisfy      */
     uint64_t init_skipped_blocks;     /* --initial-state none: pre-existing blocks left out */
     int init_live_oom;                /* 1: the live set at the start did not fit at all */
-    gm_report *policy_report;         /* the policy's own figures (report.h), or NULL */
+    /* The trace's free_requested events (record_stream'd blocks whose free
+     * is deferred), and the peak of PyTorch's allocated_bytes: A less the
+     * blocks waiting for their free. A itself is PyTorch's active_bytes. */
+    uint64_t free_requested_events;
+    uint64_t peak_torch_allocated_bytes;
+    gm_report *policy_report; /* the policy's own figures (report.h), or NULL */
     gm_metrics m;
     gm_alloc_counters c;
 } gm_tenant_result;

@@ -34,7 +34,8 @@ gm_alloc_counters gm_sim_totals(const gm_sim_result *r)
         sum.n_driver_free += c->n_driver_free;
         sum.driver_alloc_ns += c->driver_alloc_ns;
         sum.driver_free_ns += c->driver_free_ns;
-        sum.n_alloc_retries += c->n_alloc_retries;
+        sum.num_alloc_retries += c->num_alloc_retries;
+        sum.grow_retries += c->grow_retries;
         sum.n_cache_flushes += c->n_cache_flushes;
         sum.released_bytes += c->released_bytes;
     }

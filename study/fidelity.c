@@ -97,6 +97,7 @@ static int is_event(int op)
 static int record_row(recorded *rc, gm_fidelity *f, const gm_event *e, uint64_t idx,
                       size_t *pending)
 {
+    if (e->op == GM_OP_FREE_REQUESTED) return GM_OK; /* no driver call, nothing placed */
     if (is_event(e->op)) {
         for (; *pending; (*pending)--)
             rc->rec[rc->n - *pending].event_index = idx;

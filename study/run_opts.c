@@ -3,6 +3,7 @@
 
 #include "policies/registry.h"
 #include "sim/device_profile.h"
+#include "traces/alloc_conf.h"
 #include "traces/gpus.h"
 
 #include <stdlib.h>
@@ -24,6 +25,7 @@ enum {
     O_SCOPE,
     O_GPU,
     O_INITIAL,
+    O_TORCH,
 };
 
 static const struct option shared[] = {
@@ -42,6 +44,7 @@ static const struct option shared[] = {
     {"scope", required_argument, NULL, O_SCOPE},
     {"gpu", required_argument, NULL, O_GPU},
     {"initial-state", required_argument, NULL, O_INITIAL},
+    {"torch-version", required_argument, NULL, O_TORCH},
 };
 #define NSHARED (sizeof shared / sizeof shared[0])
 
@@ -107,8 +110,9 @@ int gm_run_opts_gpu(const char *arg, const char **name, uint64_t *bytes, gm_err 
     if (!g) {
         char keys[512];
         gm_gpu_keys(keys, sizeof keys);
-        return gm_errf(err, GM_EUSAGE, "--gpu '%s': not a GPU gmsim knows; choose one of: %s (or "
-                                       "give --capacity SIZE)",
+        return gm_errf(err, GM_EUSAGE,
+                       "--gpu '%s': not a GPU gmsim knows; choose one of: %s (or "
+                       "give --capacity SIZE)",
                        arg, keys);
     }
     *name = g->key;
@@ -191,6 +195,12 @@ int gm_run_opts_parse(gm_run_opts *o, int c, const char *arg, gm_err *err)
         return gm_run_opts_gpu(arg, &o->gpu, &o->gpu_bytes, err);
     case O_INITIAL:
         return gm_initial_state_parse(arg, &o->initial_state, err);
+    case O_TORCH:
+        if (!(o->torch_version = gm_torch_version_parse(arg)))
+            return gm_errf(err, GM_EUSAGE,
+                           "--torch-version takes a PyTorch version such as 2.5 or 2.10, not '%s'",
+                           arg);
+        return GM_OK;
     default:
         return gm_errf(err, GM_EUSAGE, "unexpected option");
     }
@@ -211,6 +221,8 @@ void gm_run_opts_help(FILE *f, int one_policy)
                "  --alloc-conf STRING    PYTORCH_CUDA_ALLOC_CONF, verbatim, e.g.\n"
                "                         'max_split_size_mb:128,garbage_collection_threshold:0.8'\n"
                "                         (default: the settings recorded in the trace, if any)\n"
+               "  --torch-version X.Y    parse it as that PyTorch does (default: the version the\n"
+               "                         trace records, else the newest; traces/ALLOC_CONF.md)\n"
                "  --capacity SIZE        device memory, e.g. 24GiB, 40GB (default: the trace's)\n"
                "  --gpu NAME             a known GPU's memory instead (traces/GPUS.md), e.g.\n"
                "                         h100-80gb, a100-40gb, l4, rtx4090\n"
@@ -238,7 +250,7 @@ void gm_run_opts_help(FILE *f, int one_policy)
 
 int gm_run_opts_owns(int c)
 {
-    return c == 1 || (c >= O_POLICY && c <= O_INITIAL);
+    return c == 1 || (c >= O_POLICY && c <= O_TORCH);
 }
 
 void gm_run_opts_config(const gm_run_opts *o, gm_sim_config *cfg)
@@ -250,12 +262,13 @@ void gm_run_opts_config(const gm_run_opts *o, gm_sim_config *cfg)
     cfg->alloc_conf = o->alloc_conf;
     cfg->policy = o->policy;
     cfg->memory_fraction = o->memory_fraction;
-    cfg->capacity_bytes = o->capacity     ? o->capacity
+    cfg->capacity_bytes = o->capacity    ? o->capacity
                           : o->gpu_bytes ? o->gpu_bytes
                                          : o->profile_capacity;
     cfg->overhead_bytes = o->overhead;
     cfg->overhead_given = o->overhead_given;
     cfg->initial_state = o->initial_state;
+    cfg->torch_version = o->torch_version;
     cfg->latency = o->latency;
     cfg->on_oom_skip = o->on_oom_skip;
     cfg->lenient = o->lenient;

@@ -35,15 +35,17 @@ typedef struct fixture {
     seglog log;
 } fixture;
 
-static int fx_open(fixture *f, uint64_t capacity, const char *alloc, const char *conf,
-                   double fraction)
+/* Open an allocator with settings conf, parsed as PyTorch `version`
+ * (GM_TORCH_*, 0 = the newest) parses them. */
+static int fx_open_v(fixture *f, uint64_t capacity, const char *alloc, const char *conf,
+                     double fraction, int version)
 {
     gm_err err = {0};
     memset(f, 0, sizeof *f);
     if (gm_device_model_create(capacity, NULL, &f->dev, &err) != GM_OK) return -1;
     if (gm_policy_create("pytorch", &f->pol, &err) != GM_OK ||
-        gm_alloc_create(gm_alloc_find(alloc), f->dev, conf, fraction, f->pol, &f->a, &err) !=
-            GM_OK) {
+        gm_alloc_create_for(gm_alloc_find(alloc), f->dev, conf, version, fraction, f->pol, &f->a,
+                            &err) != GM_OK) {
         gm_policy_destroy(f->pol);
         gm_device_destroy(f->dev);
         return -1;
@@ -51,6 +53,18 @@ static int fx_open(fixture *f, uint64_t capacity, const char *alloc, const char 
     f->a->seg_hook = hook;
     f->a->seg_hook_ctx = &f->log;
     return 0;
+}
+
+static int fx_open(fixture *f, uint64_t capacity, const char *alloc, const char *conf,
+                   double fraction)
+{
+    return fx_open_v(f, capacity, alloc, conf, fraction, 0);
+}
+
+static int fx_open_for(fixture *f, uint64_t capacity, const char *alloc, const char *conf,
+                       int version)
+{
+    return fx_open_v(f, capacity, alloc, conf, 0, version);
 }
 
 static void fx_close(fixture *f)
@@ -92,15 +106,24 @@ static void test_round_size(void)
     fx_close(&f);
 
     /* list form "[2:4,>:8]" (keys in MiB): the first entry (2 MiB interval,
-     * index 1) also fills every smaller interval; '>' fills from the last
-     * index given, inclusive (PyTorch's parser does the same), so the 1 MiB
-     * interval has 4 divisions and the 2 MiB one 8. */
-    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 80 * GiB, "pytorch", "roundup_power2_divisions:[2:4,>:8]", 0),
-                          0);
+     * index 1) also fills every smaller interval; in PyTorch 2.0-2.9 (lexArgs)
+     * '>' fills from the last index given, inclusive, so the 1 MiB interval
+     * has 4 divisions and the 2 MiB one 8 ... */
+    CU_ASSERT_EQUAL_FATAL(
+        fx_open_for(&f, 80 * GiB, "pytorch", "roundup_power2_divisions:[2:4,>:8]", GM_TORCH_2_9),
+        0);
     /* 1.5 MiB + 1: 4 divisions of 256 KiB -> 1.75 MiB */
     CU_ASSERT_EQUAL(f.a->ops->block_size(f.a, 3 * MiB / 2 + 1), 7 * MiB / 4);
     /* 3 MiB + 1: 8 divisions of 256 KiB -> 3.25 MiB */
     CU_ASSERT_EQUAL(f.a->ops->block_size(f.a, 3 * MiB + 1), 3 * MiB + 256 * 1024);
+    fx_close(&f);
+    /* ... from 2.10 (AcceleratorAllocatorConfig) from the one after it: the
+     * 2 MiB interval keeps its 4 (3 MiB + 1: 4 divisions of 512 KiB -> 3.5 MiB) */
+    CU_ASSERT_EQUAL_FATAL(
+        fx_open_for(&f, 80 * GiB, "pytorch", "roundup_power2_divisions:[2:4,>:8]", GM_TORCH_2_10),
+        0);
+    CU_ASSERT_EQUAL(f.a->ops->block_size(f.a, 3 * MiB + 1), 3 * MiB + 512 * 1024);
+    CU_ASSERT_EQUAL(f.a->ops->block_size(f.a, 5 * MiB + 1), 5 * MiB + 512 * 1024); /* 8 of 512K */
     fx_close(&f);
 }
 
@@ -108,7 +131,8 @@ static void test_conf_errors(void)
 {
     gm_pt_conf c;
     gm_err err = {0};
-    CU_ASSERT_EQUAL(gm_pt_conf_parse("max_split_size_mb:20", &c, &err), GM_EINVAL);
+    CU_ASSERT_EQUAL(gm_pt_conf_parse_for("max_split_size_mb:20", GM_TORCH_2_9, &c, &err),
+                    GM_EINVAL);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "must be > 20"));
     CU_ASSERT_EQUAL(gm_pt_conf_parse("garbage_collection_threshold:1.5", &c, &err), GM_EINVAL);
     CU_ASSERT_EQUAL(gm_pt_conf_parse("roundup_power2_divisions:3", &c, &err), GM_EINVAL);
@@ -137,7 +161,187 @@ static void test_conf_errors(void)
                     0);
     CU_ASSERT_EQUAL(c2.roundup_divisions[0], 2);
     CU_ASSERT_EQUAL(c2.roundup_divisions[5], 0); /* gaps between entries stay unset */
-    CU_ASSERT_EQUAL(c2.roundup_divisions[6], 8); /* '>' fills from 64 MiB inclusive */
+    CU_ASSERT_EQUAL(c2.roundup_divisions[6], 4); /* 2.10 on: '>' fills after 64 MiB */
+    CU_ASSERT_EQUAL(c2.roundup_divisions[7], 8);
+    CU_ASSERT_EQUAL_FATAL(
+        gm_pt_conf_parse_for("roundup_power2_divisions:[1:2,64:4,>:8]", GM_TORCH_2_9, &c, &err),
+        GM_OK);
+    CU_ASSERT_EQUAL(c.roundup_divisions[6], 8); /* 2.0-2.9: from 64 MiB inclusive */
+}
+
+/* Each setting as each PyTorch parses it: accepted, or refused with
+ * PyTorch's own message (the messages of c10/cuda/CUDAAllocatorConfig.cpp
+ * and c10/core/AllocatorConfig.{h,cpp}; traces/ALLOC_CONF.md). */
+typedef struct conf_case {
+    int version;
+    const char *conf;
+    const char *refusal; /* NULL: accepted */
+} conf_case;
+
+static const conf_case conf_cases[] = {
+    /* keys newer than 2.6 and the ROCm spellings, accepted where they exist */
+    {GM_TORCH_2_11, "per_process_memory_fraction:0.5", NULL},
+    {GM_TORCH_2_9, "per_process_memory_fraction:0.5",
+     "Unrecognized CachingAllocator option: per_process_memory_fraction (per_process_memory_"
+     "fraction exists from PyTorch 2.10 on"},
+    {GM_TORCH_2_11, "per_process_memory_fraction:1.5",
+     "per_process_memory_fraction is invalid, set it in [0.0, 1.0]"},
+    {GM_TORCH_2_2, "release_lock_on_hipmalloc:True,pinned_use_hip_host_register:False", NULL},
+    {GM_TORCH_2_1, "release_lock_on_cudamalloc:True",
+     "Unrecognized CachingAllocator option: release_lock_on_cudamalloc"},
+    {GM_TORCH_2_9, "graph_capture_record_stream_reuse:True", NULL},
+    {GM_TORCH_2_5, "graph_capture_record_stream_reuse:True",
+     "Unrecognized CachingAllocator option: graph_capture_record_stream_reuse"},
+    {GM_TORCH_2_10, "pinned_reserve_segment_size_mb:64", NULL},
+    {GM_TORCH_2_11, "pinned_reserve_segment_size_mb:0",
+     "Pinned reserve segment size has to be greater than 0"},
+    {GM_TORCH_2_11,
+     "throw_on_cudamalloc_oom:True,expandable_segments_reserve_by_class:[a:1,b:2],"
+     "pinned_free_catch_all:False",
+     NULL},
+    {GM_TORCH_2_0, "expandable_segments:True",
+     "Unrecognized CachingAllocator option: expandable_segments"},
+    {GM_TORCH_2_11, "large_segment_size_mb:64,max_split_size_mb:64", NULL},
+    {GM_TORCH_2_11, "max_split_size_mb:32,large_segment_size_mb:64",
+     "CachingAllocator option max_split_size_mb too small, must be >= 64"},
+    {GM_TORCH_2_11, "large_segment_size_mb:10",
+     "CachingAllocator option large_segment_size_mb must be > 10 MB"},
+    {GM_TORCH_2_10, "large_segment_size_mb:64",
+     "Unrecognized key 'large_segment_size_mb' in CUDA allocator config."},
+    /* the minimum split sizes: > 20 with the old parser, >= 20 with the new */
+    {GM_TORCH_2_10, "max_split_size_mb:20", NULL},
+    {GM_TORCH_2_9, "max_split_size_mb:20",
+     "CachingAllocator option max_split_size_mb too small, must be > 20"},
+    {GM_TORCH_2_11, "max_split_size_mb:19",
+     "CachingAllocator option max_split_size_mb too small, must be >= 20"},
+    {GM_TORCH_2_9, "max_non_split_rounding_mb:19",
+     "CachingAllocator option max_non_split_rounding_mb too small, must be > 20"},
+    {GM_TORCH_2_5, "max_non_split_rounding_mb:20",
+     "CachingAllocator option max_non_split_rounding_mb too small, must be > 20"},
+    {GM_TORCH_2_11, "max_non_split_rounding_mb:19",
+     "CachingAllocator option max_non_split_rounding_mb too small, must be >= 20"},
+    {GM_TORCH_2_3, "max_non_split_rounding_mb:64",
+     "Unrecognized CachingAllocator option: max_non_split_rounding_mb"},
+    {GM_TORCH_2_9, "max_split_size_mb:", "Error, expecting max_split_size_mb value"},
+    /* spaces do not separate options */
+    {GM_TORCH_2_9, "max_split_size_mb:128 expandable_segments:True",
+     "Error parsing CachingAllocator settings, expected ,"},
+    {GM_TORCH_2_11, "max_split_size_mb:128 expandable_segments:True",
+     "Unrecognized key 'True' in CUDA allocator config."},
+    {GM_TORCH_2_9, "expandable_segments:True max_split_size_mb:128",
+     "Expected a single True/False argument for expandable_segments"},
+    {GM_TORCH_2_11, "expandable_segments:True max_split_size_mb:128",
+     "Expected 'True' or 'False' at index 2 in ConfigTokenizer but got 'Truemax_split_size_mb'"},
+    {GM_TORCH_2_11, "max_split_size_mb : 128 , expandable_segments : True", NULL},
+    {GM_TORCH_2_11, "expandable_segments:\tTrue", NULL}, /* every space character goes */
+    {GM_TORCH_2_9, "expandable_segments:\tTrue",         /* only ' ' goes */
+     "Expected a single True/False argument for expandable_segments"},
+    /* booleans are True and False exactly */
+    {GM_TORCH_2_9, "expandable_segments:true",
+     "Expected a single True/False argument for expandable_segments"},
+    {GM_TORCH_2_11, "expandable_segments:true",
+     "Expected 'True' or 'False' at index 2 in ConfigTokenizer but got 'true'"},
+    {GM_TORCH_2_11, "expandable_segments", "Index out of bounds in ConfigTokenizer"},
+    {GM_TORCH_2_9, "expandable_segments", "Error parsing CachingAllocator settings, expected :"},
+    /* separators: checked by lexArgs, only looked at by ConfigTokenizer */
+    {GM_TORCH_2_9, "expandable_segments,True",
+     "Error parsing CachingAllocator settings, expected :"},
+    {GM_TORCH_2_11, "expandable_segments,True", NULL},
+    {GM_TORCH_2_9, ",max_split_size_mb:128", "Unrecognized CachingAllocator option: ,"},
+    {GM_TORCH_2_11, "max_split_size_mb=128",
+     "Unrecognized key 'max_split_size_mb=128' in CUDA allocator config."},
+    /* garbage_collection_threshold: the open interval (0, 1) */
+    {GM_TORCH_2_9, "garbage_collection_threshold:0",
+     "garbage_collect_threshold too small, set it 0.0~1.0"},
+    {GM_TORCH_2_9, "garbage_collection_threshold:1.0",
+     "garbage_collect_threshold too big, set it 0.0~1.0"},
+    {GM_TORCH_2_11, "garbage_collection_threshold:1.0",
+     "garbage_collect_threshold is invalid, set it in (0.0, 1.0)"},
+    /* roundup_power2_divisions, with the old spelling of the message */
+    {GM_TORCH_2_5, "roundup_power2_divisions:3", "For roundups, the divisons has to be power of 2"},
+    {GM_TORCH_2_9, "roundup_power2_divisions:3",
+     "For roundups, the divisions has to be power of 2"},
+    {GM_TORCH_2_3, "roundup_power2_divisions:[256:0,>:4]", NULL},
+    {GM_TORCH_2_2, "roundup_power2_divisions:[256:0,>:4]",
+     "For roundups, the divisons has to be power of 2"},
+    {GM_TORCH_2_11, "roundup_power2_divisions:[3:2]",
+     "For roundups, the intervals have to be power of 2"},
+    {GM_TORCH_2_11, "roundup_power2_divisions:[1:2",
+     "Expected closing bracket ']' in ConfigTokenizer but reached end of config"},
+    {GM_TORCH_2_9, "roundup_power2_divisions:[1:2", "Error parsing roundup_power2_divisions value"},
+    {GM_TORCH_2_11, "backend:foo",
+     "Unknown allocator backend, options are native and cudaMallocAsync"},
+    {GM_TORCH_2_11, "pinned_num_register_threads:3",
+     "Number of register threads has to be power of 2, got 3"},
+    {GM_TORCH_2_9, "pinned_num_register_threads:256",
+     "Number of register threads should be less than or equal to 128"},
+    {GM_TORCH_2_11, "pinned_num_register_threads:256",
+     "Number of register threads should be less than or equal to 128, got 256"},
+};
+
+static void test_conf_versions(void)
+{
+    for (size_t i = 0; i < sizeof conf_cases / sizeof *conf_cases; i++) {
+        const conf_case *k = &conf_cases[i];
+        gm_pt_conf c;
+        gm_err err = {0};
+        int rc = gm_pt_conf_parse_for(k->conf, k->version, &c, &err);
+        int ok = k->refusal ? rc == GM_EINVAL && strstr(err.msg, k->refusal) != NULL : rc == GM_OK;
+        if (!ok)
+            fprintf(stderr, "\n  case %zu: %d.%d '%s': rc %d, '%s'\n", i, k->version / 100,
+                    k->version % 100, k->conf, rc, err.msg);
+        CU_ASSERT(ok);
+    }
+}
+
+/* What the accepted settings do: applied, or listed as no effect. */
+static void test_conf_effects(void)
+{
+    gm_pt_conf c;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_pt_conf_parse_for("per_process_memory_fraction:0.5,"
+                                               "release_lock_on_hipmalloc:True",
+                                               GM_TORCH_2_11, &c, &err),
+                          GM_OK);
+    CU_ASSERT_DOUBLE_EQUAL(c.memory_fraction, 0.5, 1e-12);
+    CU_ASSERT_PTR_NOT_NULL(strstr(c.no_effect, "release_lock_on_hipmalloc"));
+    CU_ASSERT_PTR_NULL(strstr(c.no_effect, "per_process_memory_fraction"));
+    CU_ASSERT_EQUAL_FATAL(gm_pt_conf_parse_for("large_segment_size_mb:64", GM_TORCH_2_11, &c, &err),
+                          GM_OK);
+    CU_ASSERT_EQUAL(c.large_segment_size, 64 * MiB);
+    CU_ASSERT_EQUAL(c.max_non_split_rounding_size, 64 * MiB); /* its default follows */
+    CU_ASSERT_EQUAL_FATAL(gm_pt_conf_parse_for("max_split_size_mb:20", GM_TORCH_2_10, &c, &err),
+                          GM_OK);
+    CU_ASSERT_EQUAL(c.max_split_size, 20 * MiB);
+    CU_ASSERT_EQUAL_FATAL(gm_pt_conf_parse_for("expandable_segments,True", GM_TORCH_2_11, &c, &err),
+                          GM_OK);
+    CU_ASSERT_EQUAL(c.expandable_segments, 1);
+    CU_ASSERT_EQUAL_FATAL(gm_pt_conf_parse_for("", GM_TORCH_2_11, &c, &err), GM_OK);
+    CU_ASSERT_EQUAL(c.max_split_size, UINT64_MAX);
+    CU_ASSERT_STRING_EQUAL(c.no_effect, "");
+    /* the version a snapshot or --torch-version names */
+    CU_ASSERT_EQUAL(gm_torch_version_parse("2.3-2.8"), GM_TORCH_2_5);
+    CU_ASSERT_EQUAL(gm_torch_version_parse("2.9"), GM_TORCH_2_9);
+    CU_ASSERT_EQUAL(gm_torch_version_parse("2.12"), GM_TORCH_2_11);
+    CU_ASSERT_EQUAL(gm_torch_version_parse("2.0-2.2"), GM_TORCH_2_2);
+    CU_ASSERT_EQUAL(gm_torch_version_parse("1.13"), 0);
+    CU_ASSERT_EQUAL(gm_torch_version_parse("two"), 0);
+}
+
+/* Which variable a CUDA process reads: PYTORCH_CUDA_ALLOC_CONF only up to
+ * 2.9; from 2.10 the first that is set, CUDA's first. */
+static void test_conf_env(void)
+{
+    const char *which = "x";
+    CU_ASSERT_PTR_NULL(gm_pt_conf_env(GM_TORCH_2_9, NULL, "expandable_segments:True", &which));
+    CU_ASSERT_PTR_NULL(which);
+    CU_ASSERT_STRING_EQUAL(gm_pt_conf_env(GM_TORCH_2_10, NULL, "a:1", &which), "a:1");
+    CU_ASSERT_STRING_EQUAL(which, "PYTORCH_ALLOC_CONF");
+    CU_ASSERT_STRING_EQUAL(gm_pt_conf_env(GM_TORCH_2_11, "c:1", "a:1", &which), "c:1");
+    CU_ASSERT_STRING_EQUAL(which, "PYTORCH_CUDA_ALLOC_CONF");
+    CU_ASSERT_STRING_EQUAL(gm_pt_conf_env(GM_TORCH_2_11, "", "a:1", &which), ""); /* set: hides */
+    CU_ASSERT_STRING_EQUAL(gm_pt_conf_env(GM_TORCH_2_0, "c:1", NULL, &which), "c:1");
+    CU_ASSERT_PTR_NULL(gm_pt_conf_env(GM_TORCH_2_11, NULL, NULL, &which));
 }
 
 /* A 5 MiB request gets a 20 MiB segment (kLargeBuffer, as < 10 MiB) and the
@@ -303,14 +507,23 @@ static void test_retry_order(void)
     CU_ASSERT_EQUAL(f.log.ev[n0 + 2].op, GM_OP_SEGMENT_ALLOC);
     CU_ASSERT_EQUAL(f.a->c.n_cache_flushes, 0); /* the 20 MiB segment stayed */
     CU_ASSERT_EQUAL(f.a->c.reserved_bytes, 270 * MiB);
+    /* a retry, but not after a full flush: PyTorch's num_alloc_retries stays 0 */
+    CU_ASSERT_EQUAL(f.a->c.grow_retries, 1);
+    CU_ASSERT_EQUAL(f.a->c.num_alloc_retries, 0);
     /* 250 MiB more: 242 MiB free, nothing oversize cached: flush all (the
      * 20 MiB segment), then 262 MiB free: fits */
     must_malloc(&f, 250 * MiB, 0);
     CU_ASSERT_EQUAL(f.a->c.n_cache_flushes, 1);
     CU_ASSERT_EQUAL(f.a->c.reserved_bytes, 500 * MiB);
-    /* and now a real OOM */
+    CU_ASSERT_EQUAL(f.a->c.grow_retries, 2);
+    CU_ASSERT_EQUAL(f.a->c.num_alloc_retries, 1);
+    /* and now a real OOM: the retry after the flush fails and still counts,
+     * as in PyTorch's alloc_block(..., isRetry = true) */
     uint64_t h;
     CU_ASSERT_EQUAL(f.a->ops->malloc(f.a, 100 * MiB, 0, 0, 5, &h), GM_EOOM);
+    CU_ASSERT_EQUAL(f.a->c.n_cache_flushes, 2);
+    CU_ASSERT_EQUAL(f.a->c.grow_retries, 3);
+    CU_ASSERT_EQUAL(f.a->c.num_alloc_retries, 2);
     fx_close(&f);
 }
 
@@ -627,6 +840,9 @@ int gm_test_register(void)
     if (!s) return CU_get_error();
     GM_ADD_TEST(s, test_round_size);
     GM_ADD_TEST(s, test_conf_errors);
+    GM_ADD_TEST(s, test_conf_versions);
+    GM_ADD_TEST(s, test_conf_effects);
+    GM_ADD_TEST(s, test_conf_env);
     GM_ADD_TEST(s, test_large_segment_split);
     GM_ADD_TEST(s, test_pools);
     GM_ADD_TEST(s, test_streams_best_fit);

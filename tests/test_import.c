@@ -612,16 +612,22 @@ static void test_rebuild_and_categories(void)
     CU_ASSERT_EQUAL(init_at(t, 0x10000000, GM_INIT_BLOCK)->category, GM_CAT_PARAMETER);
     CU_ASSERT_EQUAL(init_at(t, 0x106e2600, GM_INIT_BLOCK)->category, GM_CAT_PARAMETER);
     CU_ASSERT_EQUAL(t->init_guessed_sizes, 1);
-    /* events: free Q, alloc W, alloc T, free T, segment_alloc C, alloc G, alloc O, segment_free D,
-     * and empty_cache: a release at the end of the trace that no allocation needed */
-    CU_ASSERT_EQUAL_FATAL(t->n_events, 9);
+    /* events: free Q, alloc W, alloc T, free T, free_requested W (its free
+     * never completes: awaiting its stream), segment_alloc C, alloc G, alloc
+     * O, segment_free D, and empty_cache: a release at the end of the trace
+     * that no allocation needed */
+    CU_ASSERT_EQUAL_FATAL(t->n_events, 10);
     CU_ASSERT_EQUAL(t->events[0].op, GM_OP_FREE);
     CU_ASSERT_EQUAL(t->events[0].phase, GM_PHASE_OPTIMIZER);
     CU_ASSERT_EQUAL(t->events[0].t_ns, 10000);
-    CU_ASSERT_EQUAL(t->events[7].op, GM_OP_SEGMENT_FREE);
-    CU_ASSERT_EQUAL(t->events[7].t_ns, 100000);
-    CU_ASSERT_EQUAL(t->events[8].op, GM_OP_EMPTY_CACHE);
-    CU_ASSERT_EQUAL(t->events[8].size, 2097152);
+    CU_ASSERT_EQUAL(t->events[4].op, GM_OP_FREE_REQUESTED);
+    CU_ASSERT_EQUAL(t->events[4].addr, 0x30000000);
+    CU_ASSERT_EQUAL(t->events[4].size, 100);
+    CU_ASSERT_EQUAL(t->deferred_frees, 1);
+    CU_ASSERT_EQUAL(t->events[8].op, GM_OP_SEGMENT_FREE);
+    CU_ASSERT_EQUAL(t->events[8].t_ns, 100000);
+    CU_ASSERT_EQUAL(t->events[9].op, GM_OP_EMPTY_CACHE);
+    CU_ASSERT_EQUAL(t->events[9].size, 2097152);
     CU_ASSERT_EQUAL(t->n_empty_cache, 1);
     CU_ASSERT_EQUAL(cat_of_alloc(t, 0x30000000, 100), GM_CAT_ACTIVATION);
     CU_ASSERT_EQUAL(cat_of_alloc(t, 0x10400000, 1500000), GM_CAT_TEMPORARY);
@@ -939,13 +945,15 @@ static void test_cases(void)
         uint64_t empty_cache, retry_bursts, avail, avail_min, avail_max;
         uint64_t init_segments, init_expandable, init_private, init_blocks;
         size_t calls;
+        uint64_t deferred;
     } cases[] = {
-        {"empty-cache", 2, 0, 0, 0, 0, 0, 0, 0, 0, 6},
-        {"empty-cache-noframes", 2, 0, 0, 0, 0, 0, 0, 0, 0, 6},
-        {"device-full", 0, 1, 90 * GM_MiB, 90 * GM_MiB, 130 * GM_MiB, 0, 0, 0, 0, 4},
-        {"expandable", 1, 0, 0, 0, 0, 0, 0, 0, 0, 5},
-        {"expandable-ranges", 1, 0, 0, 0, 0, 1, 1, 0, 3, 1},
-        {"private-pool", 1, 0, 0, 0, 0, 2, 0, 1, 2, 2},
+        {"empty-cache", 2, 0, 0, 0, 0, 0, 0, 0, 0, 6, 0},
+        {"empty-cache-noframes", 2, 0, 0, 0, 0, 0, 0, 0, 0, 6, 0},
+        {"device-full", 0, 1, 90 * GM_MiB, 90 * GM_MiB, 130 * GM_MiB, 0, 0, 0, 0, 4, 0},
+        {"expandable", 1, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0},
+        {"expandable-ranges", 1, 0, 0, 0, 0, 1, 1, 0, 3, 1, 0},
+        {"private-pool", 1, 0, 0, 0, 0, 2, 0, 1, 2, 2, 0},
+        {"record-stream", 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1},
     };
     for (size_t i = 0; i < N_OF(cases); i++) {
         char rel[256];
@@ -965,10 +973,14 @@ static void test_cases(void)
         CU_ASSERT_EQUAL(t->init_expandable, cases[i].init_expandable);
         CU_ASSERT_EQUAL(t->init_private, cases[i].init_private);
         CU_ASSERT_EQUAL(t->init_blocks, cases[i].init_blocks);
-        size_t n_ec = 0;
-        for (size_t k = 0; k < t->n_events; k++)
+        size_t n_ec = 0, n_fr = 0;
+        for (size_t k = 0; k < t->n_events; k++) {
             n_ec += t->events[k].op == GM_OP_EMPTY_CACHE;
+            n_fr += t->events[k].op == GM_OP_FREE_REQUESTED;
+        }
         CU_ASSERT_EQUAL(n_ec, cases[i].empty_cache);
+        CU_ASSERT_EQUAL(n_fr, cases[i].deferred); /* only deferred frees are written */
+        CU_ASSERT_EQUAL(t->deferred_frees, cases[i].deferred);
         const char *path = gm_test_tmp("case.h5");
         CU_ASSERT_EQUAL_FATAL(gm_import_trace_write(t, path, NULL, &err), GM_OK);
         gm_fidelity f;

@@ -175,7 +175,7 @@ static void test_lru_threshold(void)
     rig_malloc(&r, 30 * MiB, GM_CAT_TEMPORARY, 5); /* 40 + 30 > 50: 20 over */
     CU_ASSERT(!has_seg(&r, x));
     CU_ASSERT(has_seg(&r, y));
-    CU_ASSERT_EQUAL(r.a->c.n_alloc_retries, 0); /* proactive: no failure happened */
+    CU_ASSERT_EQUAL(r.a->c.num_alloc_retries, 0); /* proactive: no failure happened */
     rig_close(&r);
 }
 
@@ -351,7 +351,7 @@ static void test_oracle_from_file(void)
     seglog l = {0};
     gm_sim_result *r = run_case(&t, "oracle", &l);
     CU_ASSERT_FATAL(r != NULL);
-    CU_ASSERT_EQUAL(r->t[0].c.n_alloc_retries, 0);
+    CU_ASSERT_EQUAL(r->t[0].c.num_alloc_retries, 0);
     CU_ASSERT(r->t[0].c.released_bytes >= 80 * MiB);
     gm_sim_result_free(r);
     remove(path);

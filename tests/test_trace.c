@@ -726,7 +726,7 @@ static void test_bad_size(void)
 static void test_bad_enums(void)
 {
     gm_event e = {.t_ns = 70, .op = GM_OP_COUNT, .size = 8};
-    expect_bad_event(100, 7, &e, 0, 100, "op is 8");
+    expect_bad_event(100, 7, &e, 0, 100, "op is 9");
     e.op = 255;
     expect_bad_event(100, 7, &e, 0, 3, "not an operation");
     e.op = GM_OP_ALLOC;

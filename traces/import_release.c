@@ -156,7 +156,7 @@ static void scan(walk *wk, int pass)
             wk->w.n_oom++;
             if (!wk->w.est) wk->w.est = r + e->device_free;
             /* the request (rounded) needed a segment of get_allocation_size() */
-            uint64_t need = gm_pt_allocation_size(e->size);
+            uint64_t need = gm_pt_allocation_size(e->size, GM_PT_LARGE_BUFFER);
             if (!d->expandable_conf && (!wk->w.hi || r + need < wk->w.hi)) wk->w.hi = r + need;
         }
         k++;
@@ -165,10 +165,10 @@ static void scan(walk *wk, int pass)
 
 static void describe(const window *w, const char *chosen, char *buf, size_t len)
 {
-    int n = snprintf(buf, len, "%s; window from %" PRIu64 " release-and-retry burst%s and %" PRIu64
-                     " oom entr%s",
-                     chosen, w->n_retry, w->n_retry == 1 ? "" : "s", w->n_oom,
-                     w->n_oom == 1 ? "y" : "ies");
+    int n = snprintf(
+        buf, len,
+        "%s; window from %" PRIu64 " release-and-retry burst%s and %" PRIu64 " oom entr%s", chosen,
+        w->n_retry, w->n_retry == 1 ? "" : "s", w->n_oom, w->n_oom == 1 ? "y" : "ies");
     if (w->n_gc && n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n,
                       "; %" PRIu64 " bursts before a new segment not used (garbage collection "

@@ -804,6 +804,14 @@ static int time_ns(dev *d, size_t k, uint64_t *prev_us, gm_import_trace *t, uint
     return GM_OK;
 }
 
+/* A free_requested (entry k) whose free_completed is not the next entry:
+ * the block was used on other streams (record_stream) and is reused only
+ * when they catch up, or never within the trace. */
+static int deferred(const blk *b, size_t k)
+{
+    return b->freereq_ent == k && (b->freecomp_ent == NONE || b->freecomp_ent != k + 1);
+}
+
 /* One entry -> an event, a marker or nothing; the last entry of an
  * empty_cache burst is followed by an empty_cache event (import_release.c). */
 static int emit_entry(dev *d, size_t k, uint64_t t_ns, gm_import_trace *t, size_t *mcap,
@@ -852,8 +860,14 @@ static int emit_entry(dev *d, size_t k, uint64_t t_ns, gm_import_trace *t, size_
     case GM_TA_OTHER:
         t->skipped++;
         return GM_OK;
-    default: /* free_requested: the program let go; the block is reusable at free_completed */
-        return GM_OK;
+    default: { /* free_requested: the program let go; the block is reusable at free_completed */
+        if (!deferred(&d->b[e->blk], k)) return GM_OK;
+        ev.op = GM_OP_FREE_REQUESTED;
+        ev.size = d->b[e->blk].requested;
+        ev.category = d->b[e->blk].category;
+        t->deferred_frees++;
+        break;
+    }
     }
     t->events[t->n_events++] = ev;
     if (e->burst_end == GM_BURST_EMPTY_CACHE)
@@ -888,6 +902,8 @@ static int emit(dev *d, const pkl_value *ann, gm_import_trace *t, gm_err *err)
            mcap = 0;
     for (int a = GM_TA_SEGMENT_ALLOC; a <= GM_TA_SEGMENT_UNMAP; a++)
         nev += t->n_action[a];
+    for (size_t i = 0; i < d->nb; i++)
+        nev += d->b[i].freereq_ent != NONE && deferred(&d->b[i], d->b[i].freereq_ent);
     if (!(t->events = malloc((nev ? nev : 1) * sizeof *t->events))) return oom_err(err);
     d->t0_us = d->ne ? d->e[0].time_us : 0;
     uint64_t prev = d->t0_us, t_ns = 0;
@@ -958,10 +974,18 @@ static void format_divisions(const uint64_t *divs, char *conf, size_t len)
 static int setting(const char *key, const pkl_value *v, gm_pt_conf *c, uint64_t *divs,
                    char *dropped, size_t dlen, gm_err *err)
 {
-    static const char *const host_only[] = {
-        "pinned_num_register_threads", "pinned_use_cuda_host_register",
-        "pinned_use_background_threads", "release_lock_on_cudamalloc",
-        "graph_capture_record_stream_reuse"};
+    /* what snapshots record that does not change device memory (ALLOC_CONF.md):
+     * locking, pinned host memory (max_round_threshold and max_cached_size
+     * are the pinned allocator's, 2.11), reuse during graph capture */
+    static const char *const host_only[] = {"pinned_num_register_threads",
+                                            "pinned_use_cuda_host_register",
+                                            "pinned_use_background_threads",
+                                            "release_lock_on_cudamalloc",
+                                            "graph_capture_record_stream_reuse",
+                                            "max_round_threshold",
+                                            "max_cached_size",
+                                            "pinned_use_hip_host_register",
+                                            "release_lock_on_hipmalloc"};
     int64_t i;
     double f;
     bool b;
@@ -1022,7 +1046,8 @@ int gm_torch_settings_conf(const pkl_value *settings, char *conf, size_t conf_le
 
 typedef struct snap { /* what every device of one snapshot shares */
     const char *name, *command, *layout, *device_name;
-    uint64_t device_total; /* --device-total / --gpu, 0 = unknown */
+    const char *torch_version; /* the PyTorch versions that write this layout ("" unknown) */
+    uint64_t device_total;     /* --device-total / --gpu, 0 = unknown */
     const pkl_value *segments, *traces, *settings, *ann;
     char conf[256], dropped[512], env[256];
 } snap;
@@ -1077,6 +1102,11 @@ static void describe(const snap *s, const dev *d, gm_import_trace *t, char *w, s
                "; %" PRIu64 " segments in CUDA-graph private pools, kept apart from the default "
                "pools",
                t->init_private);
+    if (t->deferred_frees)
+        append(w, len, "",
+               "; %" PRIu64 " frees deferred past their free_requested (record_stream), kept as "
+               "free_requested events",
+               t->deferred_frees);
     if (t->time_repairs)
         append(w, len, "", "; %" PRIu64 " timestamps went backwards and were clamped",
                t->time_repairs);
@@ -1105,6 +1135,12 @@ static void summarize(gm_import_trace *t)
              t->n_action[GM_TA_SEGMENT_ALLOC] + t->n_action[GM_TA_SEGMENT_MAP],
              t->n_action[GM_TA_SEGMENT_FREE] + t->n_action[GM_TA_SEGMENT_UNMAP], t->n_entries,
              t->init_blocks, b, t->init_segments, a);
+    if (t->deferred_frees) {
+        size_t n = strlen(t->summary);
+        snprintf(t->summary + n, sizeof t->summary - n,
+                 "; %" PRIu64 " frees deferred past their free_requested (record_stream)",
+                 t->deferred_frees);
+    }
 }
 
 static int set_meta(const snap *s, const dev *d, gm_import_trace *t, gm_err *err)
@@ -1121,6 +1157,7 @@ static int set_meta(const snap *s, const dev *d, gm_import_trace *t, gm_err *err
         return oom_err(err);
     describe(s, d, t, w, sizeof w);
     if (gm_trace_meta_set(&t->meta.device_avail_source, t->avail_source) ||
+        gm_trace_meta_set(&t->meta.torch_version, s->torch_version) ||
         gm_trace_meta_set(&t->meta.source, "torch-snapshot") ||
         gm_trace_meta_set(&t->meta.created_utc, when) ||
         gm_trace_meta_set(&t->meta.command, s->command ? s->command : "") ||
@@ -1177,6 +1214,22 @@ static const char *layout_of(const pkl_value *root, const pkl_value *segs, const
     return pkl_dict_get(root, "allocator_settings") ? "current" : "older (no time_us)";
 }
 
+/* Which PyTorch wrote the snapshot, from what it contains (ALLOC_CONF.md,
+ * "Telling versions apart"): allocator_settings appeared in 2.3, with
+ * graph_capture_record_stream_reuse in 2.9, with the pinned allocator's
+ * max_round_threshold / max_cached_size in 2.11; before 2.3 there are none,
+ * and 2.0's blocks carry a history instead of an address. */
+static const char *torch_version_of(const pkl_value *root, const pkl_value *settings,
+                                    const char *layout)
+{
+    if (pkl_is_seq(root)) return ""; /* torch.cuda.memory_snapshot(): any version */
+    if (!settings) return !strcmp(layout, "PyTorch 2.0") ? "2.0" : "2.0-2.2";
+    if (pkl_dict_get(settings, "max_round_threshold") || pkl_dict_get(settings, "max_cached_size"))
+        return "2.11";
+    if (pkl_dict_get(settings, "graph_capture_record_stream_reuse")) return "2.9-2.10";
+    return "2.3-2.8";
+}
+
 static int read_snap(const pkl_value *root, const gm_torch_opts *o, snap *s, gm_err *err)
 {
     memset(s, 0, sizeof *s);
@@ -1202,6 +1255,7 @@ static int read_snap(const pkl_value *root, const gm_torch_opts *o, snap *s, gm_
     if (s->settings && !pkl_is(s->settings, PKL_DICT))
         return gm_errf(err, GM_EINVAL, "%s: 'allocator_settings' is not a dict", s->name);
     s->layout = layout_of(root, s->segments, s->traces);
+    s->torch_version = torch_version_of(root, s->settings, s->layout);
     const char *env = pkl_dict_str(s->settings, "PYTORCH_CUDA_ALLOC_CONF");
     snprintf(s->env, sizeof s->env, "%s", env ? env : "");
     if (s->settings && gm_torch_settings_conf(s->settings, s->conf, sizeof s->conf, s->dropped,

@@ -70,6 +70,7 @@ typedef struct gm_import_trace {
     uint64_t init_private;             /* segments of CUDA-graph / MemPool private pools */
     uint64_t n_empty_cache;            /* torch.cuda.empty_cache() bursts (events emitted) */
     uint64_t n_release_bursts;         /* release-and-retry (device full) bursts  */
+    uint64_t deferred_frees;           /* free_requested events written (record_stream) */
     int order_only_time;               /* 1: no timestamps, t_ns = index * 1000 */
     char avail_source[384];            /* how the device window was inferred ("" if not) */
     char summary[512];                 /* one line: what is in it (printed by gmsim import) */

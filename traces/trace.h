@@ -33,14 +33,20 @@ enum gm_op {
     GM_OP_SEGMENT_ALLOC = 2, /* recorded allocator's own driver allocation  */
     GM_OP_SEGMENT_FREE = 3,  /* recorded allocator's own driver free        */
     /* version 2: */
-    GM_OP_SEGMENT_MAP = 4,   /* recorded expandable segment mapped pages     */
-    GM_OP_SEGMENT_UNMAP = 5, /* recorded expandable segment unmapped pages   */
-    GM_OP_EMPTY_CACHE = 6,   /* torch.cuda.empty_cache(): replayed by every model;
-                                size = bytes the recorded allocator released */
-    GM_OP_OOM = 7,           /* an allocation of `size` bytes that failed in the
-                                recording (the program survived it): replayed
-                                as an attempt, freed at once if it succeeds;
-                                addr = the device_free PyTorch recorded       */
+    GM_OP_SEGMENT_MAP = 4,    /* recorded expandable segment mapped pages     */
+    GM_OP_SEGMENT_UNMAP = 5,  /* recorded expandable segment unmapped pages   */
+    GM_OP_EMPTY_CACHE = 6,    /* torch.cuda.empty_cache(): replayed by every model;
+                                 size = bytes the recorded allocator released */
+    GM_OP_OOM = 7,            /* an allocation of `size` bytes that failed in the
+                                 recording (the program survived it): replayed
+                                 as an attempt, freed at once if it succeeds;
+                                 addr = the device_free PyTorch recorded       */
+    GM_OP_FREE_REQUESTED = 8, /* the program let go of the block at addr, but
+                                 the allocator may reuse it only at its later
+                                 free (record_stream: free_completed waits for
+                                 the other streams). Written only for such
+                                 deferred frees; PyTorch's allocated_bytes
+                                 falls here, its active_bytes at the free. */
     GM_OP_COUNT
 };
 /* Ops a version-1 file may hold (0..3). */
@@ -153,6 +159,7 @@ typedef struct gm_trace_meta {
     uint64_t device_avail_min_bytes; /* it was at least this ...           */
     uint64_t device_avail_max_bytes; /* ... and less than this (0 = no bound) */
     char *device_avail_source;       /* how it was inferred, "" if unknown  */
+    char *torch_version; /* PyTorch that recorded it: "2.9", a range "2.3-2.8", "" unknown */
 } gm_trace_meta;
 
 void gm_trace_meta_init(gm_trace_meta *m); /* all strings "" and numbers 0, version 2 */

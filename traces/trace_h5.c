@@ -327,8 +327,8 @@ void gm_trace_meta_init(gm_trace_meta *m)
 {
     memset(m, 0, sizeof *m);
     m->version = GM_TRACE_VERSION;
-    char **s[] = {&m->source,   &m->device_name, &m->created_utc,        &m->command,
-                  &m->workload, &m->alloc_conf,  &m->device_avail_source};
+    char **s[] = {&m->source,   &m->device_name, &m->created_utc,         &m->command,
+                  &m->workload, &m->alloc_conf,  &m->device_avail_source, &m->torch_version};
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
         *s[i] = strdup(""); /* NULL if out of memory; every user accepts NULL */
 }
@@ -343,6 +343,7 @@ void gm_trace_meta_free(gm_trace_meta *m)
     free(m->workload);
     free(m->alloc_conf);
     free(m->device_avail_source);
+    free(m->torch_version);
     memset(m, 0, sizeof *m);
 }
 
@@ -368,6 +369,7 @@ static const struct str_attr str_attrs[] = {
     {"workload", offsetof(gm_trace_meta, workload)},
     {"alloc_conf", offsetof(gm_trace_meta, alloc_conf)},
     {"device_avail_source", offsetof(gm_trace_meta, device_avail_source)},
+    {"torch_version", offsetof(gm_trace_meta, torch_version)},
 };
 
 /* The unsigned 64-bit attributes, in the order FORMAT.md lists them. */
@@ -691,13 +693,14 @@ static int explain_bad(const char *p, unsigned op_count, const gm_event *ev, siz
         const gm_event *e = &ev[i];
         ull idx = first + i;
         if (e->op >= op_count)
-            return gm_errf(err, GM_EINVAL,
-                           "%s: event %llu: op is %u, which is not an operation (0 alloc, 1 free, "
-                           "2 segment_alloc, 3 segment_free%s); " REIMPORT,
-                           p, idx, e->op,
-                           op_count > GM_OP_COUNT_V1
-                               ? ", 4 segment_map, 5 segment_unmap, 6 empty_cache, 7 oom"
-                               : "; a version 1 trace has no other");
+            return gm_errf(
+                err, GM_EINVAL,
+                "%s: event %llu: op is %u, which is not an operation (0 alloc, 1 free, "
+                "2 segment_alloc, 3 segment_free%s); " REIMPORT,
+                p, idx, e->op,
+                op_count > GM_OP_COUNT_V1
+                    ? ", 4 segment_map, 5 segment_unmap, 6 empty_cache, 7 oom, 8 free_requested"
+                    : "; a version 1 trace has no other");
         if (e->t_ns < prev)
             return gm_errf(err, GM_EINVAL,
                            "%s: event %llu: time goes backwards (t_ns %llu after %llu); events "

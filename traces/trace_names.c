@@ -16,6 +16,7 @@ static const char *const op_names[GM_OP_COUNT] = {
     [GM_OP_SEGMENT_UNMAP] = "segment_unmap",
     [GM_OP_EMPTY_CACHE] = "empty_cache",
     [GM_OP_OOM] = "oom",
+    [GM_OP_FREE_REQUESTED] = "free_requested",
 };
 
 static const char *const category_names[GM_CAT_COUNT] = {

@@ -198,6 +198,14 @@ run 1 "import, one bad device" -- "$gmsim" import "$data/cases/two-devices-one-b
 run 0 "info shows the window" -- "$gmsim" import "$data/cases/device-full.pickle" -o "$tmp/df.h5"
 run 0 "info df" -- "$gmsim" info "$tmp/df.h5"
 expect_line "empty_cache|segment_free 1" "$tmp/out"
+# record_stream: the block is reused only after free_completed; both of
+# PyTorch's counters are reported (allocated_bytes drops at free_requested)
+run 0 "import record-stream" -- "$gmsim" import "$data/cases/record-stream.pickle" -o "$tmp/rs.h5"
+expect_line "1 frees deferred past their free_requested" "$tmp/out"
+run 0 "run record-stream" -- "$gmsim" run --capacity 1GiB --json "$tmp/rs.json" "$tmp/rs.h5"
+expect_line "peak allocated 20.00 MiB counts their blocks until the free, as PyTorch's active_bytes does; PyTorch's allocated_bytes, which drops them at free_requested, peaked at 16.00 MiB" "$tmp/out"
+expect_line '"peak_torch_allocated_bytes": 16777216' "$tmp/rs.json"
+expect_line '"num_alloc_retries": 0' "$tmp/rs.json"
 
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)" >&2; exit 1; }
 echo "import_fidelity: all checks passed"

@@ -298,7 +298,37 @@ def two_devices_one_bad_case():
                                   'allocator_settings': settings()})
 
 
+def record_stream_case():
+    """A block used on a second stream (Tensor.record_stream) is freed late.
+
+    A (4 MiB) and B (8 MiB) split a 20 MiB segment. A was used on stream 1,
+    so free() records free_requested and only inserts an event; the block
+    stays out of the pool until process_events sees the event complete and
+    calls free_block (free_completed). Meanwhile C and E (4 MiB each) take
+    the rest of the segment: had A been reusable at free_requested, C would
+    be at A's address. PyTorch's allocated_bytes falls at free_requested
+    (it peaks at 16 MiB), active_bytes at free_completed (20 MiB).
+    """
+    t = Trace()
+    S = 0x7f0050000000
+    t.add('segment_alloc', S, 20 * MiB, frames=MALLOC)
+    t.alloc(S, 4 * MiB)
+    t.alloc(S + 4 * MiB, 8 * MiB)
+    t.add('free_requested', S, 4 * MiB, frames=[])
+    t.alloc(S + 12 * MiB, 4 * MiB)
+    t.alloc(S + 16 * MiB, 4 * MiB)
+    t.add('free_completed', S, 4 * MiB, frames=[])
+    t.free(S + 4 * MiB, 8 * MiB)
+    t.free(S + 12 * MiB, 4 * MiB)
+    t.free(S + 16 * MiB, 4 * MiB)
+    t.alloc(S, 4 * MiB)  # A's block is reusable now
+    t.free(S, 4 * MiB)
+    write('record-stream', {'segments': [segment(S, 20 * MiB, [(20 * MiB, 0)])],
+                            'device_traces': [t.e], 'allocator_settings': settings()})
+
+
 def main():
+    record_stream_case()
     empty_cache_case()
     empty_cache_noframes_case()
     device_full_case()
