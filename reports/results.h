@@ -22,11 +22,13 @@
 #include "study/compare.h"
 #include "study/fidelity.h"
 #include "study/fit.h"
+#include "study/tune.h"
 #include "traces/trace_scan.h"
 
 #define GM_RESULT_SCHEMA "gmsim-result/1"
 #define GM_COMPARE_SCHEMA "gmsim-compare/1"
 #define GM_FIT_SCHEMA "gmsim-fit/1"
+#define GM_TUNE_SCHEMA "gmsim-tune/1"
 
 /* The whole result of one run; cfg gives the inputs (tenant specs, latency). */
 json_t *gm_result_json(const gm_sim_config *cfg, const gm_sim_result *r, const char *command);
@@ -44,6 +46,11 @@ json_t *gm_fit_json(const gm_sim_config *base, const gm_fit *f);
  * scope, policies. */
 json_t *gm_compare_inputs_json(const gm_sim_config *base, char *const *specs, size_t n,
                                const gm_sim_result *any);
+
+/* tune_json.c: {"schema":"gmsim-tune/1","traces","capacity_bytes","policy",
+ * "torch_rules","grid","settings":[ranked, then refused/failed],"best",
+ * "paste","fit":{best_bytes, default_bytes}} */
+json_t *gm_tune_json(const gm_sim_config *cfg, const gm_tune *t);
 
 /* fidelity_json.c: everything gm_fidelity holds (counts, first divergence,
  * reserved error, block placement, every call). */

@@ -16,6 +16,7 @@
 #include "study/compare.h"
 #include "study/fidelity.h"
 #include "study/fit.h"
+#include "study/tune.h"
 #include "traces/trace_scan.h"
 
 /* table_sim.c: `gmsim run` (with the policy reports, kv.h), `gmsim
@@ -24,6 +25,10 @@
 void gm_table_run(FILE *f, const gm_sim_config *cfg, const gm_sim_result *r);
 void gm_table_compare(FILE *f, const gm_sim_config *cfg, const gm_compare *c);
 void gm_table_fit(FILE *f, const gm_sim_config *cfg, const gm_fit *fit);
+/* table_tune.c: `gmsim tune`, the ranked settings (the best ten, the
+ * defaults and the recorded ones), what the best saves against the
+ * defaults, fit's smallest card for both, and the line to paste. */
+void gm_table_tune(FILE *f, const gm_sim_config *cfg, const gm_tune *t);
 
 /* trace_info.c: `gmsim info`, a trace summary (with the metadata, the
  * size histogram as bars, bytes by category and phase). */

@@ -787,7 +787,9 @@ static int setup(sim *s, gm_err *err)
     int rc = GM_OK;
     s->overhead = cfg->overhead_bytes;
     snprintf(s->res->capacity_source, sizeof s->res->capacity_source, "%s",
-             cfg->device ? "the device" : "--capacity");
+             cfg->device            ? "the device"
+             : cfg->capacity_source ? cfg->capacity_source
+                                    : "--capacity");
     if (cfg->device) cap = cfg->device->capacity_bytes;
     const gm_tenant_spec *t0 = &cfg->tenants[0];
     if (!cap) {

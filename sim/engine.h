@@ -50,20 +50,21 @@ enum gm_initial_mode {
 typedef struct gm_sim_config {
     const gm_tenant_spec *tenants;
     size_t n_tenants;
-    const char *allocator;   /* "pytorch" (default) or "direct"                 */
-    const char *alloc_conf;  /* PYTORCH_CUDA_ALLOC_CONF; NULL = the trace's own */
-    const char *policy;      /* "NAME[:k=v,...]", NULL = "pytorch": for gm_simulate
-                                (study/simulate.h), which resolves it; the engine
-                                takes the resolved ops                          */
-    double memory_fraction;  /* 0 = unset                                        */
-    uint64_t capacity_bytes; /* 0 = the first trace's device_total_bytes, else its
-                                device_avail_bytes (then with no context overhead
-                                unless overhead_given: the window excludes it) */
-    uint64_t overhead_bytes; /* context overhead per tenant                      */
-    int overhead_given;      /* overhead_bytes is the user's, not a default      */
-    int initial_state;       /* enum gm_initial_mode                             */
-    int torch_version;       /* GM_TORCH_* whose PYTORCH_CUDA_ALLOC_CONF rules apply;
-                                0 = the trace's torch_version, else the newest   */
+    const char *allocator;       /* "pytorch" (default) or "direct"                 */
+    const char *alloc_conf;      /* PYTORCH_CUDA_ALLOC_CONF; NULL = the trace's own */
+    const char *policy;          /* "NAME[:k=v,...]", NULL = "pytorch": for gm_simulate
+                                    (study/simulate.h), which resolves it; the engine
+                                    takes the resolved ops                          */
+    double memory_fraction;      /* 0 = unset                                        */
+    uint64_t capacity_bytes;     /* 0 = the first trace's device_total_bytes, else its
+                                    device_avail_bytes (then with no context overhead
+                                    unless overhead_given: the window excludes it) */
+    const char *capacity_source; /* what gave capacity_bytes, for people (NULL: --capacity) */
+    uint64_t overhead_bytes;     /* context overhead per tenant                      */
+    int overhead_given;          /* overhead_bytes is the user's, not a default      */
+    int initial_state;           /* enum gm_initial_mode                             */
+    int torch_version;           /* GM_TORCH_* whose PYTORCH_CUDA_ALLOC_CONF rules apply;
+                                    0 = the trace's torch_version, else the newest   */
     gm_latency latency;
     /* optional: run on this backend instead of the simulated GPU (gmreplay's
      * CUDA device); capacity_bytes is then the device's. Not destroyed. */

@@ -101,6 +101,7 @@ static int apply_profile(gm_run_opts *o, const char *path, gm_err *err)
     o->latency = p.latency;
     if (!o->overhead_given) o->overhead = p.context_overhead_bytes;
     o->profile_capacity = p.total_bytes; /* --capacity and --gpu come first */
+    snprintf(o->profile_why, sizeof o->profile_why, "--device-profile %s", path);
     return GM_OK;
 }
 
@@ -192,7 +193,9 @@ int gm_run_opts_parse(gm_run_opts *o, int c, const char *arg, gm_err *err)
         }
         return gm_errf(err, GM_EUSAGE, "--scope takes 'self' or 'device', not '%s'", arg);
     case O_GPU:
-        return gm_run_opts_gpu(arg, &o->gpu, &o->gpu_bytes, err);
+        if (gm_run_opts_gpu(arg, &o->gpu, &o->gpu_bytes, err)) return err->code;
+        snprintf(o->gpu_why, sizeof o->gpu_why, "--gpu %s", o->gpu);
+        return GM_OK;
     case O_INITIAL:
         return gm_initial_state_parse(arg, &o->initial_state, err);
     case O_TORCH:
@@ -265,6 +268,10 @@ void gm_run_opts_config(const gm_run_opts *o, gm_sim_config *cfg)
     cfg->capacity_bytes = o->capacity    ? o->capacity
                           : o->gpu_bytes ? o->gpu_bytes
                                          : o->profile_capacity;
+    if (!o->capacity && o->gpu_bytes)
+        cfg->capacity_source = o->gpu_why;
+    else if (!o->capacity && o->profile_capacity)
+        cfg->capacity_source = o->profile_why;
     cfg->overhead_bytes = o->overhead;
     cfg->overhead_given = o->overhead_given;
     cfg->initial_state = o->initial_state;
