@@ -269,6 +269,39 @@ static void over_limit(gm_strbuf *b, const rep *p, json_t *m)
     if (p->peak_live > 0 && !isnan(r)) gm_sb_printf(b, "%.2f\xc3\x97 peak live", r / p->peak_live);
 }
 
+/* The first OOM's verdict (sim/metrics.h) and the numbers behind it. */
+static void first_oom(gm_strbuf *b, json_t *m)
+{
+    json_t *ooms = json_object_get(m, "ooms");
+    json_t *o = json_is_array(ooms) ? json_array_get(ooms, 0) : NULL;
+    const char *v = o ? rep_str(o, "verdict") : NULL;
+    if (!v) return;
+    char v1[32], v2[32], v3[32], v4[32];
+    double size = rep_num(o, "size_bytes"), alloc = rep_num(o, "allocated_bytes");
+    double res = rep_num(o, "reserved_bytes"), lim = rep_num(o, "limit_bytes");
+    gm_sb_printf(b, "<p>First OOM, event %s: <b>",
+                 gm_fmt_count(rep_num(o, "event_index"), v1, sizeof v1));
+    esc(b, v);
+    gm_sb_puts(b, "</b> \xe2\x80\x94 ");
+    if (!strcmp(v, "shortage"))
+        gm_sb_printf(b, "%s allocated + %s requested exceed the %s this job may hold.</p>",
+                     gm_fmt_bytes((uint64_t)(alloc), v1, sizeof v1),
+                     gm_fmt_bytes((uint64_t)(size), v2, sizeof v2),
+                     gm_fmt_bytes((uint64_t)(lim), v3, sizeof v3));
+    else if (!strcmp(v, "fragmentation"))
+        gm_sb_printf(b,
+                     "%s free in the cache (reserved \xe2\x88\x92 allocated), %s requested, but "
+                     "the largest free block is %s.</p>",
+                     gm_fmt_bytes((uint64_t)(res - alloc), v1, sizeof v1),
+                     gm_fmt_bytes((uint64_t)(size), v2, sizeof v2),
+                     gm_fmt_bytes((uint64_t)rep_num(o, "largest_free_bytes"), v3, sizeof v3));
+    else
+        gm_sb_printf(b, "the other tenants use %s; %s requested, %s reserved by this job.</p>",
+                     gm_fmt_bytes((uint64_t)rep_num(o, "other_tenants_bytes"), v1, sizeof v1),
+                     gm_fmt_bytes((uint64_t)(size), v2, sizeof v2),
+                     gm_fmt_bytes((uint64_t)(res), v4, sizeof v4));
+}
+
 static void verdict(gm_strbuf *b, const rep *p)
 {
     char v1[32], v2[32], v3[32];
@@ -290,6 +323,7 @@ static void verdict(gm_strbuf *b, const rep *p)
                  gm_fmt_pct(rep_num(r->m, "fragmentation"), v1, sizeof v1),
                  gm_fmt_pct(rep_num(r->m, "utilization"), v2, sizeof v2),
                  ms_s(rep_num(r->m, "driver.total_ns"), v3, sizeof v3));
+    first_oom(b, r->m);
     const rep_run *base = find_policy(p, "pytorch");
     if (p->winner >= 0 && base && base != r) {
         double d = rep_num(r->m, "peak_reserved_bytes") - rep_num(base->m, "peak_reserved_bytes");

@@ -36,12 +36,14 @@ static json_t *timeline_json(const gm_timeline *tl)
 
 static json_t *oom_json(const gm_oom *o)
 {
-    return json_pack("{s:I,s:I,s:i,s:i,s:I,s:I,s:I,s:I,s:I}", "t_ns", (json_int_t)o->t_ns,
-                     "event_index", (json_int_t)o->event_index, "pass", (int)o->pass, "tenant",
-                     o->tenant, "size_bytes", (json_int_t)o->size, "reserved_bytes",
-                     (json_int_t)o->reserved, "allocated_bytes", (json_int_t)o->allocated,
-                     "largest_free_bytes", (json_int_t)o->largest_free, "device_used_bytes",
-                     (json_int_t)o->device_used);
+    return json_pack("{s:I,s:I,s:i,s:i,s:I,s:I,s:I,s:I,s:I,s:s,s:I,s:I,s:b}", "t_ns",
+                     (json_int_t)o->t_ns, "event_index", (json_int_t)o->event_index, "pass",
+                     (int)o->pass, "tenant", o->tenant, "size_bytes", (json_int_t)o->size,
+                     "reserved_bytes", (json_int_t)o->reserved, "allocated_bytes",
+                     (json_int_t)o->allocated, "largest_free_bytes", (json_int_t)o->largest_free,
+                     "device_used_bytes", (json_int_t)o->device_used, "verdict",
+                     gm_oom_verdict_name(o->verdict), "limit_bytes", (json_int_t)o->limit,
+                     "other_tenants_bytes", (json_int_t)o->others, "initial", o->initial);
 }
 
 json_t *gm_metrics_json(const gm_metrics *m, uint64_t capacity)

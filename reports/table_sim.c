@@ -22,6 +22,36 @@ static void print_series(FILE *f, const char *title, const gm_metrics *m)
             gm_fmt_bytes(m->peak_a, a, sizeof a), gm_fmt_bytes(m->peak_r, r, sizeof r));
 }
 
+/* The verdict of one OOM and the numbers that decide it (metrics.h). */
+static void print_verdict(FILE *f, const gm_oom *o)
+{
+    char b1[32], b2[32], b3[32], b4[32], b5[32];
+    uint64_t cache_free = o->reserved > o->allocated ? o->reserved - o->allocated : 0;
+    uint64_t used = o->reserved + o->others;
+    uint64_t dev_free = o->limit > used ? o->limit - used : 0;
+    switch (o->verdict) {
+    case GM_OOM_SHORTAGE:
+        fprintf(f, "      verdict: shortage: %s allocated + %s requested > %s this job may hold\n",
+                gm_fmt_bytes(o->allocated, b1, sizeof b1), gm_fmt_bytes(o->size, b2, sizeof b2),
+                gm_fmt_bytes(o->limit, b3, sizeof b3));
+        break;
+    case GM_OOM_FRAGMENTATION:
+        fprintf(f,
+                "      verdict: fragmentation: %s free in the cache (reserved - allocated) and %s "
+                "on the device, %s requested, but the largest free block is %s\n",
+                gm_fmt_bytes(cache_free, b1, sizeof b1), gm_fmt_bytes(dev_free, b2, sizeof b2),
+                gm_fmt_bytes(o->size, b3, sizeof b3), gm_fmt_bytes(o->largest_free, b4, sizeof b4));
+        break;
+    default:
+        fprintf(f,
+                "      verdict: other tenant: the other tenants use %s, leaving %s on the "
+                "device for %s requested; alone, this job's %s reserved would leave %s\n",
+                gm_fmt_bytes(o->others, b1, sizeof b1), gm_fmt_bytes(dev_free, b2, sizeof b2),
+                gm_fmt_bytes(o->size, b3, sizeof b3), gm_fmt_bytes(o->reserved, b4, sizeof b4),
+                gm_fmt_bytes(o->limit > o->reserved ? o->limit - o->reserved : 0, b5, sizeof b5));
+    }
+}
+
 static void print_ooms(FILE *f, const gm_metrics *m)
 {
     char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
@@ -48,6 +78,7 @@ static void print_ooms(FILE *f, const gm_metrics *m)
                 gm_fmt_bytes(o->reserved, b2, sizeof b2), gm_fmt_bytes(o->allocated, b3, sizeof b3),
                 gm_fmt_bytes(o->largest_free, b4, sizeof b4),
                 gm_fmt_bytes(o->device_used, b6, sizeof b6));
+        print_verdict(f, o);
     }
     if (m->n_oom > show)
         fprintf(f, "    ... %llu more (all in --json)\n", (unsigned long long)(m->n_oom - show));

@@ -525,6 +525,12 @@ static void record_oom(sim *s, tenant *t, const gm_event *e, uint64_t now)
         .device_capacity = s->dev->capacity_bytes,
         .initial = t->started && !t->res->events_done && t->res->init_live_oom,
     };
+    uint64_t own = a->c.reserved_bytes + s->overhead;
+    o.others = o.device_used > own ? o.device_used - own : 0;
+    o.limit = o.device_capacity > s->overhead ? o.device_capacity - s->overhead : 0;
+    if (a->limits.memory_limit && a->limits.memory_limit < o.limit)
+        o.limit = a->limits.memory_limit;
+    o.verdict = gm_oom_classify(&o);
     gm_metrics_oom(&t->res->m, &o);
     if (s->n > 1) gm_metrics_oom(&s->res->device, &o);
 }

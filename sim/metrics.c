@@ -181,6 +181,23 @@ static double pct_key(double v)
     return isnan(v) ? v : (double)lround(v * 1e4);
 }
 
+int gm_oom_classify(const gm_oom *o)
+{
+    uint64_t need = o->allocated + o->size;
+    if (o->initial || need > o->limit || need < o->allocated) return GM_OOM_SHORTAGE;
+    /* free on the device for this job now, and had it been alone */
+    uint64_t alone = o->limit > o->reserved ? o->limit - o->reserved : 0;
+    uint64_t now = alone > o->others ? alone - o->others : 0;
+    if (o->others && now < o->size && o->size <= alone) return GM_OOM_OTHER_TENANT;
+    return GM_OOM_FRAGMENTATION;
+}
+
+const char *gm_oom_verdict_name(int verdict)
+{
+    static const char *const names[GM_OOM_VERDICTS] = {"shortage", "fragmentation", "other tenant"};
+    return verdict >= 0 && verdict < GM_OOM_VERDICTS ? names[verdict] : "?";
+}
+
 int gm_rank_cmp(const gm_rank_key *a, const gm_rank_key *b, int *by)
 {
     int c, k = GM_RANK_TIE;

@@ -46,6 +46,15 @@ typedef struct gm_timeline {
     uint64_t end_t;    /* t0 + n * width_ns: events before it need no division */
 } gm_timeline;
 
+/* Why an allocation failed (gm_oom_classify). */
+enum gm_oom_verdict {
+    GM_OOM_SHORTAGE = 0,      /* live bytes + the request exceed what the job may hold */
+    GM_OOM_FRAGMENTATION = 1, /* enough is free (in the cache and on the device), but in
+                                 no piece the request fits: the cache holds it split */
+    GM_OOM_OTHER_TENANT = 2,  /* alone the job would have room: other tenants hold it */
+    GM_OOM_VERDICTS
+};
+
 typedef struct gm_oom {
     uint64_t t_ns;
     uint64_t event_index; /* index in the tenant's trace (pass-local)     */
@@ -53,9 +62,22 @@ typedef struct gm_oom {
     int tenant;
     uint64_t size; /* requested bytes                              */
     uint64_t reserved, allocated, largest_free, device_used, device_capacity;
-    int initial; /* 1: not an event's: what existed before the first event
-                    (size: its bytes) did not fit at all                 */
+    uint64_t limit;  /* what this job may hold: the device less its context,
+                        or its memory fraction or quota if lower            */
+    uint64_t others; /* device memory other tenants use (with their context) */
+    int verdict;     /* enum gm_oom_verdict                                */
+    int initial;     /* 1: not an event's: what existed before the first event
+                        (size: its bytes) did not fit at all                 */
 } gm_oom;
+
+/* The verdict for o from its numbers: shortage when allocated + size
+ * exceeds the limit (or the initial live set did not fit); else another
+ * tenant's when the device had room for the request beside this job's
+ * reserve (limit - reserved) but not after the others' (limit - reserved -
+ * others); else fragmentation: the free bytes exist, in no piece that fits. */
+int gm_oom_classify(const gm_oom *o);
+/* "shortage", "fragmentation", "other tenant" */
+const char *gm_oom_verdict_name(int verdict);
 
 typedef struct gm_metrics {
     uint64_t t_first, t_last;

@@ -141,6 +141,74 @@ static void test_oom_abort_and_skip(void)
     gm_sim_result_free(r);
 }
 
+/* Each OOM gets a verdict from the numbers at that moment (metrics.h). */
+static void test_oom_verdicts(void)
+{
+    gm_sim_config c;
+    gm_sim_result *r;
+    gm_err err = {0};
+    /* shortage: 60 MiB live + 60 MiB more on a 100 MiB device */
+    gm_event s[] = {ev_alloc(0, 1, 60 * MiB), ev_alloc(1, 2, 60 * MiB)};
+    gm_tenant_spec ts = {.path = "shortage", .events = s, .n_events = 2, .repeat = 1};
+    config(&c, &ts, 1, 100 * MiB);
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(r->device.n_oom, 1);
+    CU_ASSERT_EQUAL(r->device.ooms[0].verdict, GM_OOM_SHORTAGE);
+    CU_ASSERT_EQUAL(r->device.ooms[0].limit, 100 * MiB);
+    gm_sim_result_free(r);
+
+    /* fragmentation: 20 x 5 MiB fill five 20 MiB segments (each splits its
+     * kLargeBuffer segment); freeing the 1st and 3rd of every four leaves
+     * 50 MiB free in 5 MiB holes that never merge, the device full, and no
+     * whole free segment to release: an 8 MiB request fits nowhere */
+    gm_event f[41];
+    size_t n = 0;
+    for (uint64_t i = 0; i < 20; i++)
+        f[n++] = ev_alloc(i, 100 + i, 5 * MiB);
+    for (uint64_t i = 0; i < 20; i += 2)
+        f[n++] = ev_free(20 + i, 100 + i);
+    f[n++] = ev_alloc(50, 999, 8 * MiB);
+    gm_tenant_spec tf = {.path = "fragmented", .events = f, .n_events = n, .repeat = 1};
+    config(&c, &tf, 1, 100 * MiB);
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(r->device.n_oom, 1);
+    const gm_oom *o = &r->device.ooms[0];
+    CU_ASSERT_EQUAL(o->verdict, GM_OOM_FRAGMENTATION);
+    CU_ASSERT_EQUAL(o->allocated, 50 * MiB);
+    CU_ASSERT_EQUAL(o->reserved, 100 * MiB);
+    CU_ASSERT_EQUAL(o->largest_free, 5 * MiB);
+    gm_sim_result_free(r);
+
+    /* other tenant: tenant 0 holds 70 MiB; tenant 1's 40 MiB would fit alone */
+    gm_event a[] = {ev_alloc(0, 1, 70 * MiB), ev_free(10, 1)};
+    gm_event b[] = {ev_alloc(5, 1, 40 * MiB), ev_free(6, 1)};
+    gm_tenant_spec tt[2] = {
+        {.path = "a", .events = a, .n_events = 2, .repeat = 1},
+        {.path = "b", .events = b, .n_events = 2, .repeat = 1},
+    };
+    config(&c, tt, 2, 100 * MiB);
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(r->t[1].m.n_oom, 1);
+    o = &r->t[1].m.ooms[0];
+    CU_ASSERT_EQUAL(o->verdict, GM_OOM_OTHER_TENANT);
+    CU_ASSERT_EQUAL(o->others, 70 * MiB);
+    CU_ASSERT_EQUAL(r->t[0].m.n_oom, 0);
+    gm_sim_result_free(r);
+
+    /* the rule itself, at its edges */
+    gm_oom x = {.size = 10, .allocated = 90, .reserved = 95, .limit = 100};
+    CU_ASSERT_EQUAL(gm_oom_classify(&x), GM_OOM_FRAGMENTATION); /* 90 + 10 = the limit */
+    x.size = 11;
+    CU_ASSERT_EQUAL(gm_oom_classify(&x), GM_OOM_SHORTAGE);
+    x = (gm_oom){.size = 10, .allocated = 10, .reserved = 20, .limit = 100, .others = 75};
+    CU_ASSERT_EQUAL(gm_oom_classify(&x), GM_OOM_OTHER_TENANT); /* 5 free now, 80 alone */
+    x.others = 70;
+    CU_ASSERT_EQUAL(gm_oom_classify(&x), GM_OOM_FRAGMENTATION); /* 10 free now */
+    x = (gm_oom){.size = 10, .limit = 100, .initial = 1};
+    CU_ASSERT_EQUAL(gm_oom_classify(&x), GM_OOM_SHORTAGE);
+    CU_ASSERT_STRING_EQUAL(gm_oom_verdict_name(GM_OOM_OTHER_TENANT), "other tenant");
+}
+
 /* --repeat replays the trace back to back; what a pass leaves allocated is
  * freed at its end, so passes start from the same state. */
 static void test_repeat(void)
@@ -370,6 +438,7 @@ int gm_test_register(void)
     if (!s) return CU_get_error();
     GM_ADD_TEST(s, test_interleaving);
     GM_ADD_TEST(s, test_oom_abort_and_skip);
+    GM_ADD_TEST(s, test_oom_verdicts);
     GM_ADD_TEST(s, test_repeat);
     GM_ADD_TEST(s, test_late_start_and_repeat_totals);
     GM_ADD_TEST(s, test_quota);
