@@ -20,6 +20,7 @@
 #include "reports/trace_stats.h"
 #include "sim/engine.h"
 #include "study/run_opts.h"
+#include "study/explain.h"
 #include "study/simulate.h"
 
 static void usage(FILE *f)
@@ -35,6 +36,9 @@ static void usage(FILE *f)
                "output:\n"
                "  --json FILE            write all metrics and the inputs that produced them\n"
                "  --html FILE            write a self-contained HTML report (charts, inputs)\n"
+               "  --no-explain           after an OOM, skip the why (live tensors by category)\n"
+               "                         and the re-simulation of each single PyTorch setting\n"
+               "                         change that might avoid it\n"
                "  -q, --quiet            no table on stdout\n"
                "  -h, --help             this text\n"
                "\n"
@@ -47,11 +51,11 @@ static void progress(void *ctx, uint64_t done)
     fprintf(stderr, "\r  %llu M events...", (unsigned long long)(done >> 20));
 }
 
-enum { OPT_JSON = 1000, OPT_HTML };
+enum { OPT_JSON = 1000, OPT_HTML, OPT_NO_EXPLAIN };
 
 typedef struct run_args {
     const char *json_path, *html_path;
-    int quiet;
+    int quiet, no_explain;
 } run_args;
 
 static int run_opt(void *ctx, int c, const char *arg, gm_err *err)
@@ -70,6 +74,9 @@ static int run_opt(void *ctx, int c, const char *arg, gm_err *err)
     case OPT_HTML:
         a->html_path = arg;
         return GM_OK;
+    case OPT_NO_EXPLAIN:
+        a->no_explain = 1;
+        return GM_OK;
     default:
         return gm_errf(err, GM_EUSAGE, "unexpected option");
     }
@@ -82,6 +89,7 @@ int cmd_run(int argc, char **argv)
     static const struct option extra[] = {
         {"json", required_argument, NULL, OPT_JSON},
         {"html", required_argument, NULL, OPT_HTML},
+        {"no-explain", no_argument, NULL, OPT_NO_EXPLAIN},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -91,9 +99,9 @@ int cmd_run(int argc, char **argv)
     int rc = gm_cli_parse_sim(&o, argc, argv, extra, run_opt, &args, &err);
     if (rc != GM_OK) {
         gm_run_opts_free(&o); /* --help, or a usage error (bad option or value): exit 2 */
-        return rc == GM_CLI_DONE ? 0
-                                 : gm_cmd_fail("run", rc == GM_CLI_INPUT ? GM_EINVAL : GM_EUSAGE,
-                                               err.msg);
+        return rc == GM_CLI_DONE
+                   ? 0
+                   : gm_cmd_fail("run", rc == GM_CLI_INPUT ? GM_EINVAL : GM_EUSAGE, err.msg);
     }
     const char *json_path = args.json_path, *html_path = args.html_path;
     int quiet = args.quiet;
@@ -114,8 +122,25 @@ int cmd_run(int argc, char **argv)
         return gm_cmd_fail("run", rc, err.msg);
     }
     if (!quiet) gm_table_run(stdout, &cfg, r);
+    /* an OOM: what was live, and which single change would have avoided it */
+    int explained = 0;
+    gm_live_set at, peak;
+    gm_fixes fixes;
+    if (r->device.n_oom && r->device.n_oom_kept && !args.no_explain) {
+        const gm_oom *first = &r->device.ooms[0];
+        rc = gm_live_at(&cfg, first->tenant, first->event_index, &at, &peak, &err);
+        if (rc == GM_OK) rc = gm_oom_fixes(&cfg, r, 0, &fixes, &err);
+        if (rc != GM_OK) {
+            gm_sim_result_free(r);
+            gm_run_opts_free(&o);
+            return gm_cmd_fail("run", rc, err.msg);
+        }
+        explained = 1;
+        if (!quiet) gm_table_explain(stdout, &r->device.ooms[0], &at, &peak, &fixes);
+    }
     if (json_path || html_path) {
         json_t *j = gm_result_json(&cfg, r, "run");
+        if (explained) json_object_set_new(j, "explain", gm_explain_json(&at, &peak, &fixes));
         rc = json_path ? gm_json_write(j, json_path, &err) : GM_OK;
         if (rc == GM_OK && html_path && (rc = gm_trace_stats_attach(j, &err)) == GM_OK)
             rc = gm_html_write_file(j, html_path, &err);

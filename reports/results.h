@@ -22,6 +22,7 @@
 #include "study/compare.h"
 #include "study/fidelity.h"
 #include "study/fit.h"
+#include "study/explain.h"
 #include "study/tune.h"
 #include "traces/trace_scan.h"
 
@@ -51,6 +52,9 @@ json_t *gm_compare_inputs_json(const gm_sim_config *base, char *const *specs, si
  * "torch_rules","grid","settings":[ranked, then refused/failed],"best",
  * "paste","fit":{best_bytes, default_bytes}} */
 json_t *gm_tune_json(const gm_sim_config *cfg, const gm_tune *t);
+
+/* explain_json.c: {"live_at_first_oom":{by_category..},"live_at_peak","fixes":[..]} */
+json_t *gm_explain_json(const gm_live_set *at, const gm_live_set *peak, const gm_fixes *fx);
 
 /* fidelity_json.c: everything gm_fidelity holds (counts, first divergence,
  * reserved error, block placement, every call). */

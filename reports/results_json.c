@@ -115,6 +115,8 @@ static json_t *tenant_json(const gm_sim_config *cfg, const gm_sim_result *r, siz
     json_object_set_new(o, "scope_rescues", ju(t->scope_rescues));
     /* metrics.peak_allocated_bytes is PyTorch's active_bytes peak; this is
      * its allocated_bytes peak (frees at free_requested) */
+    json_object_set_new(o, "phase_empty_caches", ju(t->phase_empty_caches));
+    json_object_set_new(o, "phase_empty_cache_bytes", ju(t->phase_empty_cache_bytes));
     json_object_set_new(o, "free_requested_events", ju(t->free_requested_events));
     json_object_set_new(o, "peak_torch_allocated_bytes", ju(t->peak_torch_allocated_bytes));
     if (t->policy_report) json_object_set_new(o, "policy_report", gm_report_json(t->policy_report));

@@ -16,6 +16,7 @@
 #include "study/compare.h"
 #include "study/fidelity.h"
 #include "study/fit.h"
+#include "study/explain.h"
 #include "study/tune.h"
 #include "traces/trace_scan.h"
 
@@ -29,6 +30,12 @@ void gm_table_fit(FILE *f, const gm_sim_config *cfg, const gm_fit *fit);
  * defaults and the recorded ones), what the best saves against the
  * defaults, fit's smallest card for both, and the line to paste. */
 void gm_table_tune(FILE *f, const gm_sim_config *cfg, const gm_tune *t);
+
+/* table_explain.c: after `gmsim run`'s table when it had OOMs: the live
+ * tensors at the first OOM by category, the trace's peak, and each single
+ * change re-simulated (fx may be NULL). */
+void gm_table_explain(FILE *f, const gm_oom *first, const gm_live_set *at,
+                      const gm_live_set *peak, const gm_fixes *fx);
 
 /* trace_info.c: `gmsim info`, a trace summary (with the metadata, the
  * size histogram as bars, bytes by category and phase). */

@@ -187,6 +187,12 @@ void gm_table_run(FILE *f, const gm_sim_config *cfg, const gm_sim_result *r)
             fprintf(f, "  tenant %zu: %llu torch.cuda.empty_cache() calls replayed, %s released\n",
                     i, (unsigned long long)t->empty_cache_events,
                     gm_fmt_bytes(t->empty_cache_bytes, b1, sizeof b1));
+        if (t->phase_empty_caches)
+            fprintf(f,
+                    "  tenant %zu: %llu torch.cuda.empty_cache() calls at phase boundaries "
+                    "(--empty-cache-at-phase), %s released\n",
+                    i, (unsigned long long)t->phase_empty_caches,
+                    gm_fmt_bytes(t->phase_empty_cache_bytes, b1, sizeof b1));
         if (t->free_requested_events)
             fprintf(f,
                     "  tenant %zu: %llu frees deferred past free_requested (record_stream): peak "

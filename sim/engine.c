@@ -38,6 +38,7 @@ typedef struct tenant {
     gm_addrmap live;     /* trace address key -> allocator handle       */
     gm_addrmap pass_new; /* addresses allocated in this pass (only with --repeat) */
     gm_addrmap pending;  /* free_requested, not yet freed: key -> block bytes */
+    uint8_t last_phase;  /* --empty-cache-at-phase: the phase of the last event that had one */
     uint64_t pending_bytes;
     gm_hash hash;
     int hashing;   /* still hashing pass 0 */
@@ -714,6 +715,14 @@ static int step(sim *s, tenant *t, gm_err *err)
     int abort = 0;
     rc = GM_OK;
     if (s->cfg->event_hook) s->cfg->event_hook(s->cfg->event_hook_ctx, t->idx, t->index, e);
+    if (s->cfg->empty_cache_at_phase && e->phase != GM_PHASE_UNKNOWN) {
+        /* torch.cuda.empty_cache() where the program enters a new phase */
+        if (t->last_phase != GM_PHASE_UNKNOWN && e->phase != t->last_phase) {
+            t->res->phase_empty_caches++;
+            t->res->phase_empty_cache_bytes += t->a->ops->empty_cache(t->a, now);
+        }
+        t->last_phase = e->phase;
+    }
     switch (e->op) {
     case GM_OP_ALLOC:
         rc = do_alloc(s, t, e, now, &abort, err);

@@ -69,10 +69,12 @@ typedef struct gm_sim_config {
     /* optional: run on this backend instead of the simulated GPU (gmreplay's
      * CUDA device); capacity_bytes is then the device's. Not destroyed. */
     gm_device *device;
-    int on_oom_skip;  /* 1: skip the failing allocation; 0: abort the tenant  */
-    int lenient;      /* count and skip frees of unknown addresses             */
-    int scope_device; /* --scope device: a tenant whose allocation fails may make
-                         the other tenants release cached memory (0 = self) */
+    int on_oom_skip;          /* 1: skip the failing allocation; 0: abort the tenant  */
+    int lenient;              /* count and skip frees of unknown addresses             */
+    int empty_cache_at_phase; /* 1: torch.cuda.empty_cache() before the first event of each
+                                 new phase (forward, backward, optimizer) */
+    int scope_device;         /* --scope device: a tenant whose allocation fails may make
+                                 the other tenants release cached memory (0 = self) */
     /* optional: every driver call of every tenant (fidelity, logs), with the
      * index of the trace event that caused it (UINT64_MAX while the initial
      * state is rebuilt) */
@@ -117,6 +119,8 @@ typedef struct gm_tenant_result {
     uint64_t scope_rescues;           /* --scope device: allocations saved by others' releases */
     uint64_t empty_cache_events;      /* torch.cuda.empty_cache() calls replayed */
     uint64_t empty_cache_bytes;       /* what the model released at them         */
+    uint64_t phase_empty_caches;      /* --empty-cache-at-phase: calls made ...   */
+    uint64_t phase_empty_cache_bytes; /* ... and what they released              */
     uint64_t recorded_ooms;           /* oom events: allocations that failed in the recording */
     uint64_t recorded_oom_fits;       /* ... of which the model could satisfy      */
     uint64_t init_skipped_blocks;     /* --initial-state none: pre-existing blocks left out */

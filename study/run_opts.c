@@ -18,6 +18,7 @@ enum {
     O_FRACTION,
     O_ON_OOM,
     O_LENIENT,
+    O_PHASE_EC,
     O_OFFSET,
     O_REPEAT,
     O_QUOTA,
@@ -37,6 +38,7 @@ static const struct option shared[] = {
     {"memory-fraction", required_argument, NULL, O_FRACTION},
     {"on-oom", required_argument, NULL, O_ON_OOM},
     {"lenient", no_argument, NULL, O_LENIENT},
+    {"empty-cache-at-phase", no_argument, NULL, O_PHASE_EC},
     {"offset", required_argument, NULL, O_OFFSET},
     {"repeat", required_argument, NULL, O_REPEAT},
     {"quota", required_argument, NULL, O_QUOTA},
@@ -171,6 +173,9 @@ int gm_run_opts_parse(gm_run_opts *o, int c, const char *arg, gm_err *err)
         else
             return gm_errf(err, GM_EUSAGE, "--on-oom takes 'abort' or 'skip', not '%s'", arg);
         return GM_OK;
+    case O_PHASE_EC:
+        o->empty_cache_at_phase = 1;
+        return GM_OK;
     case O_LENIENT:
         o->lenient = 1;
         return GM_OK;
@@ -241,6 +246,8 @@ void gm_run_opts_help(FILE *f, int one_policy)
                "  --memory-fraction F    torch.cuda.set_per_process_memory_fraction(F)\n"
                "  --on-oom abort|skip    abort the tenant like a real job (default), or skip\n"
                "                         the failing allocation and go on counting OOMs\n"
+               "  --empty-cache-at-phase call torch.cuda.empty_cache() where the program\n"
+               "                         enters a new phase (forward, backward, optimizer)\n"
                "  --lenient              skip and count frees of unknown addresses instead of\n"
                "                         stopping with an error\n"
                "  --scope self|device    may a tenant whose allocation fails make the other\n"
@@ -279,5 +286,6 @@ void gm_run_opts_config(const gm_run_opts *o, gm_sim_config *cfg)
     cfg->latency = o->latency;
     cfg->on_oom_skip = o->on_oom_skip;
     cfg->lenient = o->lenient;
+    cfg->empty_cache_at_phase = o->empty_cache_at_phase;
     cfg->scope_device = o->scope_device;
 }

@@ -20,7 +20,7 @@ typedef struct gm_run_opts {
     uint64_t capacity, overhead; /* --capacity (0: not given), --overhead */
     uint64_t profile_capacity;   /* --device-profile's device, below --capacity and --gpu */
     gm_latency latency;
-    int on_oom_skip, lenient;
+    int on_oom_skip, lenient, empty_cache_at_phase;
     int scope_device;           /* --scope device */
     int overhead_given;         /* --overhead was given (a profile does not override it) */
     const char *device_profile; /* --device-profile FILE, already applied */

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# oom.sh GMSIM SOURCE_DIR - an OOM explained from the outside: its verdict
+# (shortage, fragmentation, other tenant) with the deciding numbers, the live
+# tensors by category at it, the trace's peak, and each single PyTorch change
+# re-simulated, in the table and in the JSON; --empty-cache-at-phase.
+set -u
+gmsim=$1
+src=${2:-.}
+bert=$src/traces/bert.h5
+gpt=$src/tests/data/gpt-medium-ctx128-train.pickle
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+
+fail() {
+    echo "FAIL: $*" >&2
+    fails=$((fails + 1))
+}
+
+run() {
+    local want=$1 what=$2
+    shift 3
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    [ "$rc" -eq "$want" ] || fail "$what: exit $rc, expected $want ($(head -c 400 "$tmp/err"))"
+}
+
+expect_line() {
+    grep -Eq -- "$1" "$2" || fail "no line matching '$1' in $(basename "$2"): $(head -c 900 "$2")"
+}
+
+py() { python3 -c "$@"; }
+
+# --- bert at 5 GiB: fragmentation; expandable segments avoid it ---
+run 0 "bert 5GiB" -- "$gmsim" run --capacity 5GiB --json "$tmp/b5.json" "$bert"
+expect_line "^      verdict: fragmentation: .* free in the cache \(reserved - allocated\) and .* on the device, .* requested, but the largest free block is " "$tmp/out"
+expect_line "^why the first OOM \(tenant 0, event [0-9]+, fragmentation\):$" "$tmp/out"
+expect_line "^  live then: [0-9.]+ GiB in [0-9]+ tensors: activation " "$tmp/out"
+expect_line "^  the live tensors peak at 4.26 GiB \(event [0-9]+\), within the 4.50 GiB this job may hold$" "$tmp/out"
+expect_line "^  expandable_segments:True +no OOM; peak reserved " "$tmp/out"
+expect_line "^  max_split_size_mb:128 +still 1 OOM" "$tmp/out"
+expect_line "^  garbage_collection_threshold:0.8 +" "$tmp/out"
+expect_line "^  empty_cache\(\) at phase boundaries +" "$tmp/out"
+py "
+import json
+d = json.load(open('$tmp/b5.json'))
+o = d['device']['ooms'][0]
+assert o['verdict'] == 'fragmentation', o
+assert o['reserved_bytes'] - o['allocated_bytes'] >= o['size_bytes'] > o['largest_free_bytes']
+e = d['explain']
+live = e['live_at_first_oom']
+assert live['event_index'] == o['event_index']
+assert sum(c['bytes'] for c in live['by_category'].values()) == live['live_bytes']
+fx = {f['change']: f for f in e['fixes']}
+assert fx['expandable_segments:True']['avoids_oom'] is True
+assert fx['max_split_size_mb:128']['avoids_oom'] is False
+assert e['live_at_peak']['live_bytes'] >= live['live_bytes']
+" || fail "bert 5GiB JSON"
+# the fix, run on its own, agrees
+run 0 "bert 5GiB expandable" -- "$gmsim" run --capacity 5GiB --alloc-conf expandable_segments:True "$bert"
+expect_line "^  OOMs +0$" "$tmp/out"
+run 0 "bert 5GiB --empty-cache-at-phase" -- "$gmsim" run --capacity 5GiB --empty-cache-at-phase "$bert"
+expect_line "^  tenant 0: [0-9]+ torch.cuda.empty_cache\(\) calls at phase boundaries \(--empty-cache-at-phase\), .* released$" "$tmp/out"
+expect_line "^  OOMs +0$" "$tmp/out"
+
+# --- bert at 4.5 GiB: the live tensors alone exceed what the job may hold later ---
+run 0 "bert 4.5GiB" -- "$gmsim" run --capacity 4.5GiB "$bert"
+expect_line "no allocator setting avoids an OOM here$" "$tmp/out"
+
+# --- a shared snapshot at 7 GiB: shortage ---
+run 0 "gpt-medium 7GiB" -- "$gmsim" run --capacity 7GiB --json "$tmp/g.json" "$gpt"
+expect_line "^      verdict: shortage: .* allocated \+ .* requested > 6.50 GiB this job may hold$" "$tmp/out"
+expect_line "^  live then: .* optimizer_state .*, parameter .*, gradient " "$tmp/out"
+py "
+import json
+d = json.load(open('$tmp/g.json'))
+assert d['device']['ooms'][0]['verdict'] == 'shortage'
+assert not any(f.get('avoids_oom') for f in d['explain']['fixes'])
+" || fail "gpt-medium JSON"
+
+# --- two tenants: the second one's memory is held by the first ---
+run 0 "two tenants" -- "$gmsim" run --capacity 6GiB "$bert" --offset 100ms "$bert"
+expect_line "^      verdict: other tenant: the other tenants use .*, leaving .* on the device for .* requested; alone, this job's .* reserved would leave " "$tmp/out"
+
+# --- --no-explain ---
+run 0 "--no-explain" -- "$gmsim" run --no-explain --capacity 5GiB --json "$tmp/n.json" "$bert"
+grep -q "^why the first OOM" "$tmp/out" && fail "--no-explain still explains"
+py "import json; assert 'explain' not in json.load(open('$tmp/n.json'))" || fail "--no-explain JSON"
+# --- no OOM, nothing to explain ---
+run 0 "no OOM" -- "$gmsim" run --capacity 8GiB "$bert"
+grep -q "^why the first OOM" "$tmp/out" && fail "explains a run without OOM"
+
+[ "$fails" -eq 0 ] || { echo "$fails failure(s)" >&2; exit 1; }
+echo "oom: all checks passed"
