@@ -28,7 +28,31 @@ static const struct suffix suffixes[] = {
     {"t", 1099511627776.0},
     {"tib", 1099511627776.0},
     {"tb", 1e12},
+    /* Kubernetes' binary suffixes (resource quantities: 8Gi) */
+    {"ki", 1024.0},
+    {"mi", 1048576.0},
+    {"gi", 1073741824.0},
+    {"ti", 1099511627776.0},
 };
+
+int gm_size_decimal_note(const char *s, uint64_t bytes, char *buf, size_t len)
+{
+    char *end;
+    if (!s || strtod(s, &end) < 0 || end == s) return 0;
+    while (*end == ' ')
+        end++;
+    static const char *const dec[] = {"kb", "mb", "gb", "tb"};
+    static const char *const bin[] = {"KiB", "MiB", "GiB", "TiB"};
+    for (int i = 0; i < 4; i++)
+        if (strcasecmp(end, dec[i]) == 0) {
+            char b[32];
+            snprintf(buf, len, "%s = %s (%c%c is 10^%d bytes); did you mean %.*s%s?", s,
+                     gm_fmt_bytes(bytes, b, sizeof b), toupper((unsigned char)end[0]), 'B',
+                     3 * (i + 1), (int)(end - s), s, bin[i]);
+            return 1;
+        }
+    return 0;
+}
 
 int gm_parse_size(const char *s, const char *what, uint64_t *out, gm_err *err)
 {

@@ -21,6 +21,11 @@
  * GM_EINVAL with a message naming `what`.
  */
 int gm_parse_size(const char *s, const char *what, uint64_t *out, gm_err *err);
+/* When s uses a decimal unit (KB, MB, GB, TB: powers of ten, as disk
+ * makers count), a note for people who meant the binary one, e.g. "24GB =
+ * 22.35 GiB (GB is 10^9 bytes); did you mean 24GiB?" (bytes: s parsed).
+ * Returns 1 when it wrote one, else 0. */
+int gm_size_decimal_note(const char *s, uint64_t bytes, char *buf, size_t len);
 
 /* Parse a duration "5s", "100ms", "250us", "1000ns", "2.5" (seconds) into ns. */
 int gm_parse_time(const char *s, const char *what, uint64_t *out_ns, gm_err *err);

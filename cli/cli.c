@@ -57,6 +57,7 @@ int gm_cli_parse_sim(gm_run_opts *o, int argc, char **argv, const struct option 
     sim_ctx s = {o, fn, ctx};
     int rc = gm_cli_parse(argc, argv, "qh", longopts, sim_opt, &s, err);
     if (rc != GM_OK) return rc;
+    if (o->size_note[0]) gm_cli_note(argv[0], "--capacity %s", o->size_note);
     rc = gm_cli_resolve_tenants(o, err); /* snapshots where traces are expected */
     return rc == GM_OK ? GM_OK : GM_CLI_INPUT;
 }
@@ -77,6 +78,26 @@ int gm_cmd_usage(const char *cmd, const char *fmt, ...)
     vsnprintf(err.msg, sizeof err.msg, fmt, ap);
     va_end(ap);
     return gm_cmd_fail(cmd, GM_EUSAGE, err.msg);
+}
+
+void gm_cli_note(const char *cmd, const char *fmt, ...)
+{
+    static int noted; /* once per process: the executable's own state */
+    if (noted++) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "gmsim %s: note: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int gm_cli_size(const char *cmd, const char *arg, const char *what, uint64_t *out, gm_err *err)
+{
+    if (gm_parse_size(arg, what, out, err)) return GM_EUSAGE;
+    char note[160];
+    if (gm_size_decimal_note(arg, *out, note, sizeof note)) gm_cli_note(cmd, "%s %s", what, note);
+    return GM_OK;
 }
 
 int gm_cli_threads(const char *arg, int *out, gm_err *err)

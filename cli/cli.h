@@ -64,7 +64,13 @@ int gm_cmd_usage(const char *cmd, const char *fmt, ...) __attribute__((format(pr
 
 /* Option values more than one command takes. GM_EUSAGE with a message
  * naming the option on a bad value. */
-int gm_cli_threads(const char *arg, int *out, gm_err *err);                 /* --threads 1..4096 */
+int gm_cli_threads(const char *arg, int *out, gm_err *err);
+/* A device size (--max-capacity, --device-total): parsed, and when it uses a
+ * decimal unit (24GB = 22.35 GiB) a note on stderr, once per process. */
+int gm_cli_size(const char *cmd, const char *arg, const char *what, uint64_t *out, gm_err *err);
+/* "gmsim CMD: note: ..." on stderr, once per process. */
+void gm_cli_note(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));                                  /* --threads 1..4096 */
 int gm_cli_device(const char *arg, int *out, gm_err *err);                  /* --device 0..63 */
 int gm_cli_compress(const char *arg, gm_trace_write_opts *wo, gm_err *err); /* none|deflate */
 

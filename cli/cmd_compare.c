@@ -108,9 +108,9 @@ int cmd_compare(int argc, char **argv)
     int rc = gm_cli_parse_sim(&o, argc, argv, extra, compare_opt, &args, &err);
     if (rc != GM_OK) {
         gm_run_opts_free(&o); /* --help, or a usage error: exit 2 */
-        return rc == GM_CLI_DONE ? 0
-                                 : gm_cmd_fail("compare", rc == GM_CLI_INPUT ? GM_EINVAL : GM_EUSAGE,
-                                               err.msg);
+        return rc == GM_CLI_DONE
+                   ? 0
+                   : gm_cmd_fail("compare", rc == GM_CLI_INPUT ? GM_EINVAL : GM_EUSAGE, err.msg);
     }
     const char *json_path = args.json_path, *html_path = args.html_path;
     const char *list = args.list;

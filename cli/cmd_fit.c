@@ -82,7 +82,7 @@ static int fit_opt(void *ctx, int c, const char *arg, gm_err *err)
     case OPT_THREADS:
         return gm_cli_threads(arg, &a->threads, err);
     case OPT_MAXCAP:
-        return gm_parse_size(arg, "--max-capacity", &a->max_cap, err);
+        return gm_cli_size("fit", arg, "--max-capacity", &a->max_cap, err);
     case OPT_TENANTS:
         if (gm_parse_double(arg, "--tenants", 1, 1024, &v, err)) return err->code;
         if (v != (double)(uint32_t)v)
@@ -116,9 +116,9 @@ int cmd_fit(int argc, char **argv)
     int rc = gm_cli_parse_sim(&o, argc, argv, extra, fit_opt, &args, &err);
     if (rc != GM_OK) {
         gm_run_opts_free(&o); /* --help, or a usage error: exit 2 */
-        return rc == GM_CLI_DONE ? 0
-                                 : gm_cmd_fail("fit", rc == GM_CLI_INPUT ? GM_EINVAL : GM_EUSAGE,
-                                               err.msg);
+        return rc == GM_CLI_DONE
+                   ? 0
+                   : gm_cmd_fail("fit", rc == GM_CLI_INPUT ? GM_EINVAL : GM_EUSAGE, err.msg);
     }
     const char *json_path = args.json_path, *list = args.list;
     int quiet = args.quiet, threads = args.threads;

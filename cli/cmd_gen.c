@@ -219,7 +219,8 @@ static int gen_option(void *ctx, int c, const char *arg, gm_err *err)
         a->p.stream = v;
         return GM_OK;
     case OPT_DEVICE_TOTAL:
-        if (gm_parse_size(arg, "--device-total", &a->p.device_total_bytes, err)) return GM_EUSAGE;
+        if (gm_cli_size("gen", arg, "--device-total", &a->p.device_total_bytes, err))
+            return GM_EUSAGE;
         return GM_OK;
     case OPT_COMPRESS:
         return gm_cli_compress(arg, &a->wopts, err);

@@ -153,7 +153,7 @@ static int import_opt(void *ctx, int c, const char *arg, gm_err *err)
     case 'c':
         return gm_cli_compress(arg, &a->wo, err);
     case 't':
-        if (gm_parse_size(arg, "--device-total", &a->device_total, err)) return GM_EUSAGE;
+        if (gm_cli_size("import", arg, "--device-total", &a->device_total, err)) return GM_EUSAGE;
         if (!a->device_total) return gm_errf(err, GM_EUSAGE, "--device-total must be above 0");
         return GM_OK;
     case 'g': {

@@ -78,7 +78,7 @@ static int tune_opt(void *ctx, int c, const char *arg, gm_err *err)
         a->no_fit = 1;
         return GM_OK;
     case OPT_MAXCAP:
-        return gm_parse_size(arg, "--max-capacity", &a->max_cap, err);
+        return gm_cli_size("tune", arg, "--max-capacity", &a->max_cap, err);
     default:
         return gm_errf(err, GM_EUSAGE, "unexpected option");
     }

@@ -157,6 +157,8 @@ int gm_run_opts_parse(gm_run_opts *o, int c, const char *arg, gm_err *err)
         if (gm_parse_size(arg, "--capacity", &o->capacity, err)) return err->code;
         if (o->capacity == 0)
             return gm_errf(err, GM_EINVAL, "--capacity must be more than 0 bytes");
+        if (!o->size_note[0])
+            gm_size_decimal_note(arg, o->capacity, o->size_note, sizeof o->size_note);
         return GM_OK;
     case O_OVERHEAD:
         o->overhead_given = 1;

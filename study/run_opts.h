@@ -27,8 +27,9 @@ typedef struct gm_run_opts {
     const char *gpu;            /* --gpu NAME (traces/gpus.h): the capacity, unless --capacity */
     uint64_t gpu_bytes;
     char gpu_why[64], profile_why[600]; /* where the capacity came from, for people */
-    int initial_state;                  /* --initial-state: enum gm_initial_mode (default live) */
-    int torch_version; /* --torch-version: GM_TORCH_* (0: the trace's, else newest) */
+    char size_note[160]; /* --capacity in decimal units: the note the command prints */
+    int initial_state;   /* --initial-state: enum gm_initial_mode (default live) */
+    int torch_version;   /* --torch-version: GM_TORCH_* (0: the trace's, else newest) */
 } gm_run_opts;
 
 void gm_run_opts_init(gm_run_opts *o);

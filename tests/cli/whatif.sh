@@ -88,6 +88,15 @@ check "several devices: one at a time" 1 "holds the traces of several devices \(
     "$gmsim" run --capacity 80GiB "$data/expandable-mapped-3gpu-oom.pickle"
 
 total=$((total + 1))
+# decimal units: 24GB is 22.35 GiB, said once; 24Gi (Kubernetes) is 24 GiB
+check "24GB is 22.35 GiB" 0 "on a 22.35 GiB device" -- "$gmsim" run --capacity 24GB "$src/traces/bert.h5"
+check "24GB: the note" 0 "^gmsim run: note: --capacity 24GB = 22.35 GiB \(GB is 10\^9 bytes\); did you mean 24GiB\?$" \
+    -- "$gmsim" run --capacity 24GB "$src/traces/bert.h5"
+check "24GiB: no note" 0 "" -- "$gmsim" run --capacity 24GiB "$src/traces/bert.h5"
+if [ -s "$tmp/err" ]; then echo "FAIL 24GiB: a note: $(cat "$tmp/err")"; fails=$((fails + 1)); fi
+check "24Gi is 24 GiB" 0 "on a 24.00 GiB device" -- "$gmsim" run --capacity 24Gi "$src/traces/bert.h5"
+check "fit --max-capacity 40GB: the note" 0 "note: --max-capacity 40GB = 37.25 GiB" \
+    -- "$gmsim" fit --policies pytorch --max-capacity 40GB "$src/traces/bert.h5"
 if [ -z "$(ls -A "$TMPDIR")" ]; then echo "ok   no temporary file left"; else
     echo "FAIL temporary files left: $(ls -A "$TMPDIR")"; fails=$((fails + 1)); fi
 echo "$((total - fails)) passed, $fails failed"
