@@ -6,7 +6,7 @@
 set -u
 gmsim=$1
 src=${2:-.}
-gmreplay=$(dirname "$gmsim")/replay/gmreplay
+gmreplay=$(dirname "$gmsim")/gmreplay # next to gmsim (replay/CMakeLists.txt)
 if [ ! -x "$gmreplay" ]; then
     echo "replay_nogpu.sh: skipped: gmreplay was not built (no CUDA toolkit at configure time)"
     exit 0
