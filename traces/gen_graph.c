@@ -489,6 +489,7 @@ static void run_checkpoint(gg *G, uint32_t k)
     G->grad_mode = 1;
     G->recompute = 1;
     gg_t y = fn(G, ctx, chunk, x);
+    gg_autocast_exit(G); /* the recompute runs in an autocast region of its own */
     G->recompute = 0;
     G->grad_mode = old_mode;
     G->unit = old_unit;
