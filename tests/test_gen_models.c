@@ -544,6 +544,28 @@ static void test_resnet(void)
         sum_allocs(&r, iter_start(&r, 0), iter_end(&r, 0), GM_CAT_OPTIMIZER_STATE, -1, NULL),
         25557032ull * 4);
     rec_free(&r);
+
+    /*
+     * Activations saved by one forward at batch 1, 224 x 224, fp32 (the
+     * table of GENERATORS.md), by hand from the shapes: the stem keeps
+     * conv1's and bn1's outputs (64 x 112^2 each), bn1's statistics (2 x
+     * 64), the maxpool output (64 x 56^2) and its int64 indices; a block
+     * with planes P from h_in to h_out keeps conv1 and bn1 outputs (P x
+     * h_in^2 each), conv2 and bn2 outputs (P x h_out^2 each), conv3 and bn3
+     * outputs (4P x h_out^2 each), the BN statistics (2P + 2P + 8P), and
+     * in a stage's first block the downsample conv output (4P x h_out^2)
+     * and its statistics (8P); all fp32:
+     *   stem 8831488, layer1 32123904, layer2 23310336, layer3 16539648,
+     *   layer4 4706304; head: pooled 2048 x 4, log_softmax 1000 x 4,
+     *   total_weight 4: 85523876 bytes.
+     */
+    p.t.batch = 1;
+    rec_init(&r);
+    CU_ASSERT_FATAL(gm_resnet_generate(&p, rec_sink, rec_marks, &r, NULL, &err) == GM_OK);
+    CU_ASSERT_EQUAL(sum_allocs(&r, iter_start(&r, 1), iter_end(&r, 1), GM_CAT_ACTIVATION,
+                               GM_PHASE_FORWARD, NULL),
+                    8831488ull + 32123904 + 23310336 + 16539648 + 4706304 + 8192 + 4000 + 4);
+    rec_free(&r);
 }
 
 /* Bad parameters are refused with the field and the fix. */
