@@ -91,7 +91,6 @@ static int is_hdf5(const char *path, gm_err *err)
 
 static int copy_meta(gm_trace_meta *dst, const gm_trace_meta *src)
 {
-    gm_trace_meta_init(dst);
     *dst = (gm_trace_meta){.version = src->version,
                            .device_total_bytes = src->device_total_bytes,
                            .dropped_records = src->dropped_records,

@@ -118,8 +118,8 @@ gg_t gg_gelu(gg *G, gg_t x)
 
 gg_t gg_embedding(gg *G, gg_t ids, uint64_t n, uint64_t dim, int w)
 {
-    /* not autocast: the fp32 weight gives fp32 rows */
-    gg_t y = gg_new(G, n * dim, GG_F32);
+    /* not autocast: the weight's dtype (fp32; ZeRO-3: the gathered copy's) */
+    gg_t y = gg_new(G, n * dim, gg_dt(G, G->p[w].h));
     gg_t ins[1] = {G->p[w].h}, sv[1] = {ids};
     /* embedding_dense_backward sorts the indices: sorted and original order */
     gg_record(G, y, ins, 1, sv, 1, n * GG_I64, n * GG_I64);
