@@ -75,9 +75,16 @@ int gm_fit_largest_cmd(gm_run_opts *o, const char *dim, const char *policies, co
                      "--capacity (e.g. --capacity 24GiB)");
     for (size_t i = 0; i < ns && rc == GM_OK; i++)
         rc = gm_fit_largest(&cfg, s, specs[i], GM_SCALE_MAX_X, &res[i], &err);
-    if (rc == GM_OK && !quiet)
+    if (rc == GM_OK && !quiet) {
+        gm_scale_stats st;
+        gm_scale_get_stats(s, &st);
+        if (!st.linear && !st.quadratic)
+            printf("note: no allocation changes with %s across the recordings, so every %s "
+                   "needs the same memory; are they at different %ss?\n",
+                   dim, dim, dim);
         for (size_t i = 0; i < ns; i++)
             print(dim, &res[i], ns > 1);
+    }
     if (rc == GM_OK && json_path) {
         gm_scale_stats st;
         gm_scale_get_stats(s, &st);
