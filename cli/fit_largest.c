@@ -79,9 +79,9 @@ int gm_fit_largest_cmd(gm_run_opts *o, const char *dim, const char *policies, co
         gm_scale_stats st;
         gm_scale_get_stats(s, &st);
         if (!st.linear && !st.quadratic)
-            printf("note: no allocation changes with %s across the recordings, so every %s "
-                   "needs the same memory; are they at different %ss?\n",
-                   dim, dim, dim);
+            printf("note: no allocation changes with %s across the recordings, so every value "
+                   "needs the same memory; are they really at different values of %s?\n",
+                   dim, dim);
         for (size_t i = 0; i < ns; i++)
             print(dim, &res[i], ns > 1);
     }
