@@ -1,6 +1,8 @@
 /* cli.c - see cli.h. */
 #include "cli.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,4 +131,43 @@ int gm_cli_compress(const char *arg, gm_trace_write_opts *wo, gm_err *err)
     else
         return gm_errf(err, GM_EUSAGE, "--compress takes none or deflate, not '%s'", arg);
     return GM_OK;
+}
+
+int gm_cli_uint(const char *opt, const char *s, unsigned long long max, unsigned long long *out,
+                gm_err *err)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (!*s || *end || *s == '-' || errno || v > max)
+        return gm_errf(err, GM_EUSAGE,
+                       "%s: '%s' is not a whole number (at most %llu); give e.g. %s 12", opt, s,
+                       max, opt);
+    *out = v;
+    return GM_OK;
+}
+
+int gm_cli_int(const char *opt, const char *s, int *out, gm_err *err)
+{
+    unsigned long long v;
+    int rc = gm_cli_uint(opt, s, INT_MAX, &v, err);
+    if (rc == GM_OK) *out = (int)v;
+    return rc;
+}
+
+char *gm_cli_join_command(int argc, char **argv)
+{
+    size_t len = strlen("gmsim") + 1;
+    for (int i = 0; i < argc; i++)
+        len += strlen(argv[i]) + 3;
+    char *s = malloc(len);
+    if (!s) return NULL;
+    strcpy(s, "gmsim");
+    for (int i = 0; i < argc; i++) {
+        int quote = argv[i][0] == '\0' || strpbrk(argv[i], " \t\"'") != NULL;
+        strcat(s, quote ? " '" : " ");
+        strcat(s, argv[i]);
+        if (quote) strcat(s, "'");
+    }
+    return s;
 }

@@ -73,5 +73,13 @@ void gm_cli_note(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));                                  /* --threads 1..4096 */
 int gm_cli_device(const char *arg, int *out, gm_err *err);                  /* --device 0..63 */
 int gm_cli_compress(const char *arg, gm_trace_write_opts *wo, gm_err *err); /* none|deflate */
+/* A whole number in [0, max] (option opt's value s). */
+int gm_cli_uint(const char *opt, const char *s, unsigned long long max, unsigned long long *out,
+                gm_err *err);
+/* A whole number in [0, INT_MAX]. */
+int gm_cli_int(const char *opt, const char *s, int *out, gm_err *err);
+/* "gmsim ARGV..." as one string (quoted where needed), for a trace's
+ * `command` attribute; malloc'd, NULL when out of memory. */
+char *gm_cli_join_command(int argc, char **argv);
 
 #endif

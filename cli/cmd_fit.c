@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "fit_largest.h"
 #include "policies/registry.h"
 #include "reports/results.h"
 #include "reports/table.h"
@@ -39,6 +40,9 @@ static void usage(FILE *f)
             "                         --capacity or the trace's device)\n"
             "  --tenants N            tenants mode: try 1, 2, ... N copies\n"
             "  --stagger TIME         tenants mode: copy i starts i * TIME later (default 0)\n"
+            "  --largest DIM          the largest DIM (batch, seq, ...) that fits on the device,\n"
+            "                         from recordings REC=VALUE at two or three values (see\n"
+            "                         gmsim scale); policies: --policies (default pytorch)\n"
             "\n",
             gm_policy_names());
     gm_run_opts_help(f, 0);
@@ -50,10 +54,19 @@ static void usage(FILE *f)
                "\n"
                "examples:\n"
                "  gmsim fit traces/bert.h5\n"
-               "  gmsim fit --tenants 8 --capacity 24GiB --stagger 20ms traces/bert.h5\n");
+               "  gmsim fit --tenants 8 --capacity 24GiB --stagger 20ms traces/bert.h5\n"
+               "  gmsim fit --largest batch run-b8.pickle=8 run-b16.pickle=16 --capacity 24GiB\n");
 }
 
-enum { OPT_JSON = 1000, OPT_POLICIES, OPT_THREADS, OPT_MAXCAP, OPT_TENANTS, OPT_STAGGER };
+enum {
+    OPT_JSON = 1000,
+    OPT_POLICIES,
+    OPT_THREADS,
+    OPT_MAXCAP,
+    OPT_TENANTS,
+    OPT_STAGGER,
+    OPT_LARGEST
+};
 
 typedef struct fit_args {
     const char *json_path;
@@ -61,6 +74,7 @@ typedef struct fit_args {
     int quiet, threads;
     uint64_t max_cap, stagger;
     uint32_t tenants;
+    const char *largest; /* --largest DIM */
 } fit_args;
 
 static int fit_opt(void *ctx, int c, const char *arg, gm_err *err)
@@ -91,6 +105,9 @@ static int fit_opt(void *ctx, int c, const char *arg, gm_err *err)
         return GM_OK;
     case OPT_STAGGER:
         return gm_parse_time(arg, "--stagger", &a->stagger, err);
+    case OPT_LARGEST:
+        a->largest = arg;
+        return GM_OK;
     default:
         return gm_errf(err, GM_EUSAGE, "unexpected option");
     }
@@ -107,6 +124,7 @@ int cmd_fit(int argc, char **argv)
         {"max-capacity", required_argument, NULL, OPT_MAXCAP},
         {"tenants", required_argument, NULL, OPT_TENANTS},
         {"stagger", required_argument, NULL, OPT_STAGGER},
+        {"largest", required_argument, NULL, OPT_LARGEST},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -128,6 +146,16 @@ int cmd_fit(int argc, char **argv)
         gm_run_opts_free(&o);
         return gm_cmd_usage("fit",
                             "--policy picks one policy (gmsim run); use --policies LIST here");
+    }
+    if (args.largest) { /* its own mode: fit_largest.c */
+        if (tenants || max_cap) {
+            gm_run_opts_free(&o);
+            return gm_cmd_usage("fit", "--largest does not combine with --tenants or "
+                                       "--max-capacity");
+        }
+        rc = gm_fit_largest_cmd(&o, args.largest, list, json_path, quiet);
+        gm_run_opts_free(&o);
+        return rc;
     }
     if (o.n_tenants == 0) {
         gm_run_opts_free(&o);

@@ -1,9 +1,11 @@
 /*
- * cmd_gen.c - `gmsim gen bert [options] -o OUT.h5`: write a synthetic
- * workload trace (traces/gen_bert.h describes the model).
+ * cmd_gen.c - `gmsim gen WORKLOAD [options] -o OUT.h5`: write a synthetic
+ * workload trace. bert is here (traces/gen_bert.h describes the model);
+ * gpt, llama and resnet50 are gen_models.c (traces/GENERATORS.md).
  */
 #include "cli.h"
 #include "commands.h"
+#include "gen_models.h"
 #include "base/units.h"
 #include "traces/gen_bert.h"
 
@@ -19,9 +21,13 @@ static void gen_usage(FILE *f)
     gm_bert_params d;
     gm_bert_defaults(&d);
     fprintf(f,
-            "usage: gmsim gen bert [options] -o OUT.h5\n"
+            "usage: gmsim gen bert|gpt|llama|resnet50 [options] -o OUT.h5\n"
             "\n"
-            "Writes a synthetic BERT training trace (BertForSequenceClassification, AdamW,\n"
+            "Workloads: bert (below), gpt (GPT-2), llama (LLaMA: RMSNorm, rotary, GQA,\n"
+            "SwiGLU) and resnet50; 'gmsim gen NAME --help' gives each one's options, and\n"
+            "traces/GENERATORS.md every tensor they make.\n"
+            "\n"
+            "bert writes a synthetic BERT training trace (BertForSequenceClassification, AdamW,\n"
             "zero_grad(set_to_none=True)) as PyTorch's CUDA caching allocator sees it:\n"
             "parameters at t=0, per-iteration inputs, activations saved for backward,\n"
             "temporaries, gradients and optimizer states. Deterministic for a seed.\n"
@@ -51,27 +57,15 @@ static void gen_usage(FILE *f)
             (unsigned long long)d.seed, (unsigned long long)d.stream);
 }
 
-/* Whole number in [0, max] from the value of option opt. */
 static int parse_count(const char *opt, const char *s, unsigned long long max,
                        unsigned long long *out, gm_err *err)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (!*s || *end || *s == '-' || errno || v > max)
-        return gm_errf(err, GM_EUSAGE,
-                       "%s: '%s' is not a whole number (at most %llu); give e.g. %s 12", opt, s,
-                       max, opt);
-    *out = v;
-    return GM_OK;
+    return gm_cli_uint(opt, s, max, out, err);
 }
 
 static int parse_int_opt(const char *opt, const char *s, int *out, gm_err *err)
 {
-    unsigned long long v;
-    int rc = parse_count(opt, s, INT_MAX, &v, err);
-    if (rc == GM_OK) *out = (int)v;
-    return rc;
+    return gm_cli_int(opt, s, out, err);
 }
 
 static int parse_dtype(const char *s, int *bytes, gm_err *err)
@@ -84,24 +78,6 @@ static int parse_dtype(const char *s, int *bytes, gm_err *err)
     else
         return gm_errf(err, GM_EUSAGE, "--dtype: unknown type '%s'; use fp32, fp16 or bf16", s);
     return GM_OK;
-}
-
-/* The command line as one string, for the trace's `command` attribute. */
-static char *join_command(int argc, char **argv)
-{
-    size_t len = strlen("gmsim") + 1;
-    for (int i = 0; i < argc; i++)
-        len += strlen(argv[i]) + 3;
-    char *s = malloc(len);
-    if (!s) return NULL;
-    strcpy(s, "gmsim");
-    for (int i = 0; i < argc; i++) {
-        int quote = argv[i][0] == '\0' || strpbrk(argv[i], " \t\"'") != NULL;
-        strcat(s, quote ? " '" : " ");
-        strcat(s, argv[i]);
-        if (quote) strcat(s, "'");
-    }
-    return s;
 }
 
 enum {
@@ -236,10 +212,11 @@ static int gen_run(gen_args *a, int argc, char **argv, const char *command)
     int rc = gm_cli_parse(argc, argv, "o:h", gen_options, gen_option, a, &err);
     if (rc != GM_OK) return rc == GM_CLI_DONE ? 0 : gm_cmd_fail("gen", GM_EUSAGE, err.msg);
     if (!a->workload)
-        return gm_cmd_usage("gen", "missing the workload; the one there is: 'bert' "
+        return gm_cmd_usage("gen", "missing the workload; use bert, gpt, llama or resnet50 "
                                    "(e.g. gmsim gen bert -o bert.h5)");
     if (strcmp(a->workload, "bert"))
-        return gm_cmd_usage("gen", "unknown workload '%s'; the one there is: 'bert'", a->workload);
+        return gm_cmd_usage("gen", "unknown workload '%s'; use bert, gpt, llama or resnet50",
+                            a->workload);
     if (a->extra)
         return gm_cmd_usage("gen", "unexpected argument '%s' after the workload", a->extra);
     if (!a->out) return gm_cmd_usage("gen", "missing the output file; add -o OUT.h5");
@@ -265,9 +242,17 @@ int cmd_gen(int argc, char **argv)
     a.wopts.compress = GM_COMPRESS_DEFLATE;
     a.wopts.deflate_level = 4;
     a.wopts.chunk_events = GM_TRACE_CHUNK_EVENTS;
-    char *command = join_command(argc, argv); /* recorded in the trace */
+    char *command = gm_cli_join_command(argc, argv); /* recorded in the trace */
     if (!command) return gm_cmd_fail("gen", GM_ENOMEM, "out of host memory");
-    int rc = gen_run(&a, argc, argv, command);
+    /* the workload: the first argument (or, after options, the first that names one) */
+    const char *model = NULL;
+    if (argc > 1 && argv[1][0] != '-')
+        model = gm_gen_model_known(argv[1]) ? argv[1] : NULL;
+    else
+        for (int i = 1; i < argc && !model; i++)
+            if (gm_gen_model_known(argv[i])) model = argv[i];
+    int rc =
+        model ? gm_gen_model_cmd(model, argc, argv, command) : gen_run(&a, argc, argv, command);
     free(command);
     return rc;
 }

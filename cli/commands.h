@@ -17,5 +17,6 @@ int cmd_import(int argc, char **argv);
 int cmd_fidelity(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_scale(int argc, char **argv);
 
 #endif

@@ -23,6 +23,7 @@
 #include "study/fidelity.h"
 #include "study/fit.h"
 #include "study/explain.h"
+#include "study/largest.h"
 #include "study/tune.h"
 #include "traces/trace_scan.h"
 
@@ -30,6 +31,7 @@
 #define GM_COMPARE_SCHEMA "gmsim-compare/1"
 #define GM_FIT_SCHEMA "gmsim-fit/1"
 #define GM_TUNE_SCHEMA "gmsim-tune/1"
+#define GM_LARGEST_SCHEMA "gmsim-fit-largest/1"
 
 /* The whole result of one run; cfg gives the inputs (tenant specs, latency). */
 json_t *gm_result_json(const gm_sim_config *cfg, const gm_sim_result *r, const char *command);
@@ -43,6 +45,13 @@ int gm_json_write(json_t *root, const char *path, gm_err *err);
 json_t *gm_compare_json(const gm_sim_config *base, const gm_compare *c);
 /* {"schema":"gmsim-fit/1","mode","inputs","results":[per policy],"timing"} */
 json_t *gm_fit_json(const gm_sim_config *base, const gm_fit *f);
+/* largest_json.c: `gmsim fit --largest DIM`: {"schema":"gmsim-fit-largest/1",
+ * "dimension", "recordings":[{"path","value"}], "fit":{"allocations",
+ * "constant","linear","quadratic"}, "results":[{"policy","found","largest",
+ * "first_fail","capacity_bytes","usable_bytes","peak_reserved_bytes",
+ * "peak_live_bytes","simulations"}]} */
+json_t *gm_largest_json(const char *dim, const gm_scale_input *in, size_t n_in,
+                        const gm_scale_stats *st, const gm_largest *r, size_t n);
 /* Common "inputs" object of compare and fit: traces, device, allocator,
  * scope, policies. */
 json_t *gm_compare_inputs_json(const gm_sim_config *base, char *const *specs, size_t n,

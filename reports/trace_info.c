@@ -145,10 +145,11 @@ void gm_table_info(FILE *f, const gm_trace_scan *s, const gm_trace_reader *r, co
         fprintf(f, "allocs of a live address: %" PRIu64 " (first at event %" PRIu64 ")\n",
                 s->live_reallocs, s->first_realloc_index);
 
-    fprintf(f, "by category:              allocs        bytes\n");
+    fprintf(f, "by category:              allocs        bytes   live at peak\n");
     for (int c = 0; c < GM_CAT_COUNT; c++)
-        fprintf(f, "  %-20s %11" PRIu64 " %12s\n", gm_category_name(c), s->cat_count[c],
-                gm_fmt_bytes(s->cat_bytes[c], b1, sizeof b1));
+        fprintf(f, "  %-20s %11" PRIu64 " %12s %14s\n", gm_category_name(c), s->cat_count[c],
+                gm_fmt_bytes(s->cat_bytes[c], b1, sizeof b1),
+                gm_fmt_bytes(s->peak_cat[c], b2, sizeof b2));
     fprintf(f, "by phase:                 allocs        bytes\n");
     for (int p = 0; p < GM_PHASE_COUNT; p++)
         fprintf(f, "  %-20s %11" PRIu64 " %12s\n", gm_phase_name(p), s->phase_count[p],
@@ -256,6 +257,10 @@ json_t *gm_trace_info_json(const gm_trace_scan *s, const gm_trace_reader *r, con
                         counts_json(s->cat_count, s->cat_bytes, GM_CAT_COUNT, gm_category_name));
     json_object_set_new(o, "by_phase",
                         counts_json(s->phase_count, s->phase_bytes, GM_PHASE_COUNT, gm_phase_name));
+    json_t *pk = json_object(); /* what the peak is made of (initial-state blocks included) */
+    for (int c = 0; c < GM_CAT_COUNT; c++)
+        json_object_set_new(pk, gm_category_name(c), json_u64(s->peak_cat[c]));
+    json_object_set_new(o, "live_at_peak_by_category", pk);
     json_object_set_new(o, "size_histogram", histogram_json(s));
     return o;
 }

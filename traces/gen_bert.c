@@ -2,13 +2,13 @@
  * gen_bert.c - synthetic BERT training trace; see gen_bert.h for the model of
  * what is allocated when.
  *
- * Code layout: a generator context (struct gen) holds the clock, the address
- * counter, an event buffer flushed to the sink, and a sticky error: once a
- * sink call fails every later call is a no-op and the error is returned at
- * the end, so the model code below reads like the PyTorch program it
- * imitates, without an error check per tensor.
+ * Code layout: the generator context (struct gen) holds the model's shapes
+ * and tensors beside the shared emitter (gen_common.h: clock, address
+ * counter, event buffer, sticky error), so the model code below reads like
+ * the PyTorch program it imitates, without an error check per tensor.
  */
 #include "gen_bert.h"
+#include "gen_common.h"
 #include "base/clock.h"
 #include "base/units.h"
 
@@ -19,17 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GEN_BUF_EVENTS 4096
-/* Fake device addresses: a plausible base, one 512-byte step per allocation
- * (PyTorch's minimum block size), never reused. */
-#define GEN_ADDR_BASE 0x7f0000000000ull
-#define GEN_ADDR_STEP 512ull
-/* Time model (ns): op launch overhead, device throughput (bytes per ns) for
- * kernels and for the host-to-device copy of parameters, cost of a free. */
-#define GEN_OP_NS 1500ull
-#define GEN_KERNEL_BYTES_PER_NS 256ull
-#define GEN_H2D_BYTES_PER_NS 12ull
-#define GEN_FREE_NS 200ull
 /* Dynamic padding: per-iteration length ~ N(mean, sigma) as fractions of seq. */
 #define GEN_JITTER_MEAN 0.75
 #define GEN_JITTER_SIGMA 0.20
@@ -37,11 +26,7 @@
 #define GEN_INDEX_BYTES 8ull   /* int64 token ids, masks, labels */
 
 /* A live device tensor: addr 0 = not live. */
-typedef struct tensor {
-    uint64_t addr;
-    uint64_t size;
-    uint8_t cat;
-} tensor;
+typedef gm_gen_tensor tensor;
 
 /* Parameters in registration (module) order. */
 enum { P_EMB_WORD, P_EMB_POS, P_EMB_TYPE, P_EMB_LN_W, P_EMB_LN_B, P_EMB_COUNT };
@@ -88,16 +73,9 @@ typedef struct layer_saved {
 } layer_saved;
 
 typedef struct gen {
+    gm_gen o; /* the emitter: clock, addresses, events, sticky error */
     const gm_bert_params *p;
-    gm_gen_event_sink sink;
-    gm_gen_marker_sink marks;
-    void *ctx;
-    gm_err *err;
-    int rc; /* sticky: first error */
     gsl_rng *rng;
-    uint64_t t_ns, nallocs, live_bytes;
-    uint8_t phase;
-    gm_bert_stats st;
     /* shapes of the current iteration */
     uint64_t B, S, H, A, I, L, d;
     param *params;
@@ -109,8 +87,6 @@ typedef struct gen {
     /* embeddings / head saved state of the current iteration */
     tensor emb_sum, emb_mean, emb_rstd, emb_mask, enc_out;
     tensor pool_t, pool_d, pool_mask, lsm, total_weight;
-    size_t nbuf;
-    gm_event buf[GEN_BUF_EVENTS];
 } gen;
 
 /* ---------------------------------------------------------------- params */
@@ -145,25 +121,14 @@ static uint64_t inter_of(const gm_bert_params *p)
 
 static int check_range(const char *name, long long v, long long lo, long long hi, gm_err *err)
 {
-    if (v < lo || v > hi)
-        return gm_errf(err, GM_EINVAL, "bert: %s = %lld is out of range; use %lld..%lld", name, v,
-                       lo, hi);
-    return GM_OK;
+    return gm_gen_check_range("bert", name, v, lo, hi, err);
 }
 
 /* a*b*c*d*e bytes must stay within one trace event's size limit. */
 static int check_bytes(const char *what, uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e,
                        gm_err *err)
 {
-    uint64_t v = a;
-    if (__builtin_mul_overflow(v, b, &v) || __builtin_mul_overflow(v, c, &v) ||
-        __builtin_mul_overflow(v, d, &v) || __builtin_mul_overflow(v, e, &v) ||
-        v > GM_TRACE_MAX_SIZE)
-        return gm_errf(err, GM_EINVAL,
-                       "bert: the %s tensor would exceed 2^48 bytes; use a smaller batch, "
-                       "seq or hidden size",
-                       what);
-    return GM_OK;
+    return gm_gen_check_bytes("bert", what, a, b, c, d, e, err);
 }
 
 int gm_bert_check(const gm_bert_params *p, gm_err *err)
@@ -261,75 +226,24 @@ void gm_bert_describe(const gm_bert_params *p, char *buf, size_t len)
 
 /* ------------------------------------------------------------- emission */
 
-static void flush(gen *g)
-{
-    if (g->rc == GM_OK && g->nbuf) g->rc = g->sink(g->ctx, g->buf, g->nbuf, g->err);
-    g->nbuf = 0;
-}
-
-static void emit(gen *g, uint8_t op, const tensor *t)
-{
-    if (g->rc != GM_OK) return;
-    gm_event *e = &g->buf[g->nbuf++];
-    e->t_ns = g->t_ns;
-    e->addr = t->addr;
-    e->size = t->size;
-    e->stream = g->p->stream;
-    e->op = op;
-    e->category = t->cat;
-    e->phase = g->phase;
-    g->st.events++;
-    g->st.end_t_ns = g->t_ns;
-    if (g->nbuf == GEN_BUF_EVENTS) flush(g);
-}
-
-/* Allocate bytes, then let the op that writes them at bytes_per_ns run. */
 static tensor talloc_at(gen *g, uint64_t bytes, uint8_t cat, uint64_t bytes_per_ns)
 {
-    tensor t = {GEN_ADDR_BASE + GEN_ADDR_STEP * g->nallocs++, bytes, cat};
-    emit(g, GM_OP_ALLOC, &t);
-    g->st.allocs++;
-    g->live_bytes += bytes;
-    if (g->live_bytes > g->st.peak_live_bytes) g->st.peak_live_bytes = g->live_bytes;
-    g->t_ns += GEN_OP_NS + bytes / bytes_per_ns;
-    return t;
+    return gm_gen_alloc_at(&g->o, bytes, cat, bytes_per_ns);
 }
 
 static tensor talloc(gen *g, uint64_t bytes, uint8_t cat)
 {
-    return talloc_at(g, bytes, cat, GEN_KERNEL_BYTES_PER_NS);
+    return gm_gen_alloc(&g->o, bytes, cat);
 }
 
 static void tfree(gen *g, tensor *t)
 {
-    if (!t->addr) {
-        /* a bug in the model below, never bad input */
-        if (g->rc == GM_OK)
-            g->rc = gm_errf(g->err, GM_EINVAL, "gen_bert: internal error: free of a dead tensor");
-        return;
-    }
-    emit(g, GM_OP_FREE, t);
-    g->live_bytes -= t->size;
-    g->t_ns += GEN_FREE_NS;
-    t->addr = 0;
+    gm_gen_free(&g->o, t);
 }
 
-/* Time of an in-place kernel over bytes (no allocation). */
 static void tick(gen *g, uint64_t bytes)
 {
-    g->t_ns += GEN_OP_NS + bytes / GEN_KERNEL_BYTES_PER_NS;
-}
-
-static void mark_iteration(gen *g, int it)
-{
-    if (g->rc != GM_OK || !g->marks) return;
-    gm_marker m;
-    memset(&m, 0, sizeof m);
-    m.t_ns = g->t_ns;
-    m.kind = GM_MARK_ITERATION;
-    snprintf(m.name, sizeof m.name, "iteration %d", it);
-    g->rc = g->marks(g->ctx, &m, 1, g->err);
-    g->st.markers++;
+    gm_gen_tick(&g->o, bytes);
 }
 
 /* Shorthands for the model code: sizes in elements of the model dtype. */
@@ -371,7 +285,7 @@ static void grad(gen *g, size_t i)
 /* Linear backward: input gradient (if wanted), weight and bias gradients. */
 static tensor linear_bwd(gen *g, size_t w, uint64_t in_numel)
 {
-    tensor dx = in_numel ? AGD(in_numel) : (tensor){0, 0, 0};
+    tensor dx = in_numel ? AGD(in_numel) : (tensor){0, 0, 0, 0};
     grad(g, w);
     grad(g, w + 1);
     return dx;
@@ -716,7 +630,7 @@ static void load_batch(gen *g)
 static void zero_grad(gen *g)
 {
     if (!g->p->set_to_none) return; /* grads are zeroed in place: no allocator traffic */
-    g->phase = GM_PHASE_OPTIMIZER;
+    g->o.phase = GM_PHASE_OPTIMIZER;
     for (size_t i = 0; i < g->nparams; i++)
         if (g->params[i].grad.addr) tfree(g, &g->params[i].grad);
 }
@@ -724,12 +638,12 @@ static void zero_grad(gen *g)
 static void iteration(gen *g, int it)
 {
     g->S = iteration_seq(g);
-    g->phase = GM_PHASE_FORWARD;
-    mark_iteration(g, it);
+    g->o.phase = GM_PHASE_FORWARD;
+    gm_gen_mark_iteration(&g->o, it);
     load_batch(g);
     zero_grad(g);
 
-    g->phase = GM_PHASE_FORWARD;
+    g->o.phase = GM_PHASE_FORWARD;
     uint64_t BS = g->B * g->S;
     tensor m1 = TMP(BS); /* extended attention mask: .to(dtype) */
     tensor m2 = TMP(BS); /* 1.0 - mask */
@@ -737,19 +651,19 @@ static void iteration(gen *g, int it)
     tensor ext = TMP(BS); /* * finfo.min */
     tfree(g, &m2);
     tensor x = embeddings_fwd(g);
-    for (int l = 0; l < g->p->layers && g->rc == GM_OK; l++)
+    for (int l = 0; l < g->p->layers && g->o.rc == GM_OK; l++)
         x = layer_fwd(g, &g->layers[l], x);
     g->enc_out = x;
     tfree(g, &ext);
     head_fwd(g);
 
-    g->phase = GM_PHASE_BACKWARD;
+    g->o.phase = GM_PHASE_BACKWARD;
     tensor gin = head_bwd(g);
-    for (int l = g->p->layers - 1; l >= 0 && g->rc == GM_OK; l--)
+    for (int l = g->p->layers - 1; l >= 0 && g->o.rc == GM_OK; l--)
         gin = layer_bwd(g, l, &g->layers[l], gin);
     embeddings_bwd(g, &gin);
 
-    g->phase = GM_PHASE_OPTIMIZER;
+    g->o.phase = GM_PHASE_OPTIMIZER;
     clip_grad_norm(g);
     if (g->p->adam)
         adamw_step(g);
@@ -760,11 +674,11 @@ static void iteration(gen *g, int it)
 /* model.to(device): every parameter, copied host to device. */
 static void load_model(gen *g)
 {
-    g->phase = GM_PHASE_UNKNOWN;
+    g->o.phase = GM_PHASE_UNKNOWN;
     for (size_t i = 0; i < g->nparams; i++) {
         param *pr = &g->params[i];
-        pr->w = talloc_at(g, pr->numel * g->d, GM_CAT_PARAMETER, GEN_H2D_BYTES_PER_NS);
-        g->st.param_bytes += pr->w.size;
+        pr->w = talloc_at(g, pr->numel * g->d, GM_CAT_PARAMETER, GM_GEN_H2D_BYTES_PER_NS);
+        g->o.st.param_bytes += pr->w.size;
     }
 }
 
@@ -785,7 +699,7 @@ static int gen_setup(gen *g, const gm_bert_params *p)
     g->rng = gsl_rng_alloc(gsl_rng_mt19937);
     if (!numel || !g->params || !g->layers || !g->scratch || !g->rng) {
         free(numel);
-        return gm_errf(g->err, GM_ENOMEM, "gen_bert: out of host memory");
+        return gm_errf(g->o.err, GM_ENOMEM, "gen_bert: out of host memory");
     }
     /* mt19937 takes an unsigned long seed; fold 64 bits so none is lost */
     gsl_rng_set(g->rng, (unsigned long)(p->seed ^ (p->seed >> 32)));
@@ -803,20 +717,16 @@ int gm_bert_generate(const gm_bert_params *p, gm_gen_event_sink sink, gm_gen_mar
     if (rc != GM_OK) return rc;
     gen *g = calloc(1, sizeof *g);
     if (!g) return gm_errf(err, GM_ENOMEM, "gen_bert: out of host memory");
-    g->sink = sink;
-    g->marks = marks;
-    g->ctx = ctx;
-    g->err = err;
+    gm_gen_init(&g->o, "gen_bert", p->stream, sink, marks, ctx, err);
     rc = gen_setup(g, p);
     if (rc == GM_OK) {
         load_model(g);
-        for (int it = 0; it < p->iterations && g->rc == GM_OK; it++)
+        for (int it = 0; it < p->iterations && g->o.rc == GM_OK; it++)
             iteration(g, it);
-        flush(g);
-        rc = g->rc;
+        rc = gm_gen_finish(&g->o);
     }
-    g->st.end_live_bytes = g->live_bytes;
-    if (stats) *stats = g->st;
+    g->o.st.end_live_bytes = g->o.live_bytes;
+    if (stats) *stats = g->o.st;
     gsl_rng_free(g->rng);
     free(g->params);
     free(g->layers);
@@ -827,28 +737,10 @@ int gm_bert_generate(const gm_bert_params *p, gm_gen_event_sink sink, gm_gen_mar
 
 /* ----------------------------------------------------------- trace file */
 
-static int sink_trace(void *ctx, const gm_event *ev, size_t n, gm_err *err)
+static int generate_fn(const void *params, gm_gen_event_sink sink, gm_gen_marker_sink marks,
+                       void *ctx, gm_gen_stats *stats, gm_err *err)
 {
-    return gm_trace_append(ctx, ev, n, err);
-}
-
-static int sink_trace_markers(void *ctx, const gm_marker *m, size_t n, gm_err *err)
-{
-    return gm_trace_add_markers(ctx, m, n, err);
-}
-
-static int fill_meta(gm_trace_meta *meta, const gm_bert_params *p, const char *command)
-{
-    char workload[1024], now[32];
-    gm_bert_describe(p, workload, sizeof workload);
-    gm_utc_now(now, sizeof now);
-    meta->device_total_bytes = p->device_total_bytes;
-    int rc = gm_trace_meta_set(&meta->source, "synthetic:bert");
-    if (rc == GM_OK) rc = gm_trace_meta_set(&meta->device_name, "");
-    if (rc == GM_OK) rc = gm_trace_meta_set(&meta->created_utc, now);
-    if (rc == GM_OK) rc = gm_trace_meta_set(&meta->command, command ? command : "");
-    if (rc == GM_OK) rc = gm_trace_meta_set(&meta->workload, workload);
-    return rc;
+    return gm_bert_generate(params, sink, marks, ctx, stats, err);
 }
 
 int gm_bert_write_trace(const char *path, const gm_bert_params *p, const gm_trace_write_opts *opts,
@@ -856,20 +748,8 @@ int gm_bert_write_trace(const char *path, const gm_bert_params *p, const gm_trac
 {
     int rc = gm_bert_check(p, err);
     if (rc != GM_OK) return rc;
-    gm_trace_meta meta;
-    gm_trace_meta_init(&meta);
-    if (fill_meta(&meta, p, command) != GM_OK) {
-        gm_trace_meta_free(&meta);
-        return gm_errf(err, GM_ENOMEM, "%s: out of host memory", path);
-    }
-    gm_trace_writer *w = NULL;
-    rc = gm_trace_create(path, &meta, opts, &w, err);
-    gm_trace_meta_free(&meta);
-    if (rc != GM_OK) return rc;
-    rc = gm_bert_generate(p, sink_trace, sink_trace_markers, w, stats, err);
-    if (rc != GM_OK) {
-        gm_trace_abort(w);
-        return rc;
-    }
-    return gm_trace_finish(w, err);
+    char workload[1024];
+    gm_bert_describe(p, workload, sizeof workload);
+    gm_gen_file f = {"synthetic:bert", workload, p->device_total_bytes, command};
+    return gm_gen_write_trace(path, &f, opts, generate_fn, p, stats, err);
 }

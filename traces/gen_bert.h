@@ -48,6 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gen_common.h"
 #include "trace.h"
 
 /* Model and run shape. gm_bert_defaults() fills BERT-base, fp32, batch 32, seq 128. */
@@ -73,21 +74,7 @@ typedef struct gm_bert_params {
 } gm_bert_params;
 
 /* What a generation produced (filled by gm_bert_generate when asked). */
-typedef struct gm_bert_stats {
-    uint64_t events;          /* rows emitted                               */
-    uint64_t allocs;          /* alloc rows                                 */
-    uint64_t param_bytes;     /* bytes of category parameter                */
-    uint64_t peak_live_bytes; /* max over time of live requested bytes      */
-    uint64_t end_live_bytes;  /* live requested bytes after the last event  */
-    uint64_t end_t_ns;        /* time of the last event                     */
-    uint64_t markers;         /* iteration markers emitted                  */
-} gm_bert_stats;
-
-/* Receives events in order, in batches; returns GM_OK or a GM_E* code (and
- * fills err), which stops generation and is returned by gm_bert_generate. */
-typedef int (*gm_gen_event_sink)(void *ctx, const gm_event *ev, size_t n, gm_err *err);
-/* Receives iteration markers (one per iteration start); may be NULL. */
-typedef int (*gm_gen_marker_sink)(void *ctx, const gm_marker *m, size_t n, gm_err *err);
+typedef gm_gen_stats gm_bert_stats;
 
 void gm_bert_defaults(gm_bert_params *p);
 

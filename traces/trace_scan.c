@@ -123,6 +123,7 @@ static int scan_initial(gm_trace_scan *s, gm_trace_reader *r, gm_err *err)
             }
             continue;
         }
+        if (rows[i].kind != GM_INIT_BLOCK) continue; /* a mapped range: memory, not a tensor */
         if (gm_addrmap_get(&s->live, gm_addrmap_key(rows[i].addr)))
             continue; /* a duplicate block row: counted once */
         if (make_live(s, rows[i].addr, rows[i].size, category(rows[i].category)) != GM_OK)

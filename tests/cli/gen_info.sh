@@ -107,7 +107,7 @@ grep -q -- "--layers" "$tmp/err" || fail "gen --layers abc: message does not nam
 expect_fail 2 "gen with heads not dividing hidden" -- "$gmsim" gen bert --heads 7 -o "$tmp/x.h5"
 expect_fail 2 "gen --dtype fp8" -- "$gmsim" gen bert --dtype fp8 -o "$tmp/x.h5"
 expect_fail 2 "gen without -o" -- "$gmsim" gen bert
-expect_fail 2 "gen of an unknown workload" -- "$gmsim" gen gpt -o "$tmp/x.h5"
+expect_fail 2 "gen of an unknown workload" -- "$gmsim" gen t5 -o "$tmp/x.h5"
 expect_fail 1 "gen into a missing directory" -- "$gmsim" gen bert --layers 1 -o "$tmp/no/x.h5"
 [ -e "$tmp/x.h5" ] && fail "a failed gen left $tmp/x.h5"
 
