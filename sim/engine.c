@@ -10,6 +10,7 @@
 #include "policy.h"
 #include "base/addrmap.h"
 #include "base/hash.h"
+#include "traces/alloc_conf.h"
 #include "traces/trace.h"
 
 #define CHUNK_EVENTS GM_TRACE_CHUNK_EVENTS
@@ -125,7 +126,11 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
 
     rc = gm_policy_new(s->pol_ops, s->pol_params, &t->pol, err);
     if (rc) return rc;
-    const gm_alloc_ops *ops = gm_alloc_find(cfg->allocator ? cfg->allocator : "pytorch");
+    /* no --allocator: the settings choose (backend:cudaMallocAsync is cuda-async) */
+    const char *name = cfg->allocator                   ? cfg->allocator
+                       : gm_pt_conf_selects_async(conf) ? "cuda-async"
+                                                        : "pytorch";
+    const gm_alloc_ops *ops = gm_alloc_find(name);
     if (!ops)
         return gm_errf(err, GM_EINVAL, "--allocator '%s': unknown allocator; choose one of: %s",
                        cfg->allocator, gm_alloc_names());

@@ -239,6 +239,20 @@ int gm_pt_conf_parse(const char *s, gm_pt_conf *c, gm_err *err)
     return GM_OK;
 }
 
+int gm_pt_conf_selects_async(const char *s)
+{
+    if (!s || !*s) return 0;
+    lex lx;
+    gm_err err = {0};
+    if (tokenize(s, &lx, &err)) return 0;
+    int async = 0;
+    for (int i = 0; i + 2 < lx.n; i++)
+        if (!strcmp(lx.tok[i], "backend") && !strcmp(lx.tok[i + 1], ":") &&
+            (i == 0 || !strcmp(lx.tok[i - 1], ",")))
+            async = !strcmp(lx.tok[i + 2], "cudaMallocAsync");
+    return async;
+}
+
 void gm_pt_conf_format(const gm_pt_conf *c, char *buf, size_t len)
 {
     size_t n = 0;

@@ -54,6 +54,11 @@ typedef struct gm_pt_conf {
 void gm_pt_conf_default(gm_pt_conf *c);
 /* Parse a PYTORCH_CUDA_ALLOC_CONF string ("" or NULL = defaults). */
 int gm_pt_conf_parse(const char *s, gm_pt_conf *c, gm_err *err);
+/* 1 when a PYTORCH_CUDA_ALLOC_CONF string selects PyTorch's cudaMallocAsync
+ * backend (backend:cudaMallocAsync, the last backend key winning), which
+ * gmsim models with --allocator cuda-async; 0 otherwise (native, or no
+ * backend key; a string that does not parse selects nothing). */
+int gm_pt_conf_selects_async(const char *s);
 /* Canonical string form (for results and reports). */
 void gm_pt_conf_format(const gm_pt_conf *c, char *buf, size_t len);
 
