@@ -158,7 +158,7 @@ static void print_row(FILE *f, const char *label, int w, const gm_compare_entry 
     pct(ut, sizeof ut, gm_metrics_utilization(&r->device));
     pct(ex, sizeof ex, gm_metrics_ext_frag_mean(&r->device));
     gm_fmt_ns(gm_counters_driver_ns(&tot), dt, sizeof dt);
-    fprintf(f, "  %5s  %-*s %5llu  %2zu/%-2zu %13s %7s %7s %8s %13s %10s\n", label, w, e->spec,
+    fprintf(f, "  %5s  %-*s %5llu  %2zu/%-2zu %13s %7s %7s %8s %13s %10s\n", label, w, e->label,
             (unsigned long long)r->device.n_oom, gm_sim_completed(r), r->n_tenants, pr, fr, ut, ex,
             calls, dt);
 }
@@ -174,7 +174,7 @@ static void print_notes(FILE *f, const gm_compare *c)
             if (!rep || !rep->summary[0]) continue;
             char who[32] = "";
             if (r->n_tenants > 1) snprintf(who, sizeof who, " tenant %zu", t);
-            fprintf(f, "  %s%s: %s\n", c->e[i].spec, who, rep->summary);
+            fprintf(f, "  %s%s: %s\n", c->e[i].label, who, rep->summary);
         }
     }
 }
@@ -200,15 +200,22 @@ void gm_table_compare(FILE *f, const gm_sim_config *cfg, const gm_compare *c)
             fprintf(f, ", quota %s", gm_fmt_bytes(cfg->tenants[i].quota_bytes, b1, sizeof b1));
         fprintf(f, ")\n");
     }
-    fprintf(f,
-            "allocator %s; %zu policies ranked by OOMs, then fragmentation, then utilization "
-            "(higher is better), then driver time\n\n",
-            r0->allocator, c->n);
+    if (c->by_allocator)
+        fprintf(f,
+                "%zu allocator / policy runs ranked by OOMs, then fragmentation, then "
+                "utilization (higher is better), then driver time\n\n",
+                c->n);
+    else
+        fprintf(f,
+                "allocator %s; %zu policies ranked by OOMs, then fragmentation, then utilization "
+                "(higher is better), then driver time\n\n",
+                r0->allocator, c->n);
     int w = 8;
     for (size_t i = 0; i < c->n; i++)
-        w = (int)strlen(c->e[i].spec) > w ? (int)strlen(c->e[i].spec) : w;
-    fprintf(f, "  %5s  %-*s %5s  %5s %13s %7s %7s %8s %13s %10s\n", "rank", w, "policy", "OOMs",
-            "done", "peak reserved", "frag", "util", "ext.frag", "malloc/free", "driver");
+        w = (int)strlen(c->e[i].label) > w ? (int)strlen(c->e[i].label) : w;
+    fprintf(f, "  %5s  %-*s %5s  %5s %13s %7s %7s %8s %13s %10s\n", "rank", w,
+            c->by_allocator ? "allocator / policy" : "policy", "OOMs", "done", "peak reserved",
+            "frag", "util", "ext.frag", "malloc/free", "driver");
     for (size_t k = 0; k < c->n_ranked; k++) {
         char lab[24];
         snprintf(lab, sizeof lab, "%zu", k + 1);
@@ -222,15 +229,15 @@ void gm_table_compare(FILE *f, const gm_sim_config *cfg, const gm_compare *c)
             gm_fmt_bytes(r0->device.peak_q, b1, sizeof b1));
     if (c->winner >= 0) {
         const gm_compare_entry *w0 = &c->e[c->winner];
-        fprintf(f, "winner: %s", w0->spec);
+        fprintf(f, "winner: %s", w0->label);
         if (c->n_ranked > 1) {
             const gm_compare_entry *w1 = &c->e[c->rank[1]];
             const char *why = criterion(w0->r, w1->r);
             if (why)
-                fprintf(f, " (ahead of %s on %s)", w1->spec, why);
+                fprintf(f, " (ahead of %s on %s)", w1->label, why);
             else
                 fprintf(f, " (tied with %s on every criterion; the order given breaks ties)",
-                        w1->spec);
+                        w1->label);
         }
         fprintf(f, "\n");
     } else {
@@ -244,7 +251,7 @@ void gm_table_compare(FILE *f, const gm_sim_config *cfg, const gm_compare *c)
         fprintf(f,
                 "bound:  %s is UNREALIZABLE (it reads the trace's future): %llu OOMs, "
                 "fragmentation %s, utilization %s\n",
-                c->e[c->bound].spec, (unsigned long long)b->device.n_oom, f1, u1);
+                c->e[c->bound].label, (unsigned long long)b->device.n_oom, f1, u1);
     }
     print_notes(f, c);
 }
