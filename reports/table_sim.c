@@ -22,20 +22,62 @@ static void print_series(FILE *f, const char *title, const gm_metrics *m)
             gm_fmt_bytes(m->peak_a, a, sizeof a), gm_fmt_bytes(m->peak_r, r, sizeof r));
 }
 
+void gm_oom_cause(const gm_oom *o, char *buf, size_t len)
+{
+    char b1[32], b2[32], b3[32];
+    uint64_t cached = o->reserved > o->allocated ? o->reserved - o->allocated : 0;
+    if (o->largest_free >= o->size)
+        snprintf(buf, len,
+                 "a free block of %s was there, but not usable by this request (another "
+                 "stream's, or kept apart by the allocator's rules)",
+                 gm_fmt_bytes(o->largest_free, b1, sizeof b1));
+    else if (cached >= o->size)
+        snprintf(buf, len,
+                 "fragmentation: %s free in the allocator's cache, but its largest free block "
+                 "is %s",
+                 gm_fmt_bytes(cached, b1, sizeof b1), gm_fmt_bytes(o->largest_free, b2, sizeof b2));
+    else if (o->device_used + o->size > o->device_capacity)
+        snprintf(buf, len, "the device is full: %s of %s in use",
+                 gm_fmt_bytes(o->device_used, b1, sizeof b1),
+                 gm_fmt_bytes(o->device_capacity, b2, sizeof b2));
+    else
+        snprintf(buf, len,
+                 "the allocator's limit is reached (a pool's maximum size, a memory fraction or "
+                 "a quota): it holds %s, %s of it free, with %s free on the device",
+                 gm_fmt_bytes(o->reserved, b1, sizeof b1), gm_fmt_bytes(cached, b2, sizeof b2),
+                 gm_fmt_bytes(o->device_capacity - o->device_used, b3, sizeof b3));
+}
+
+void gm_oom_describe(const gm_oom *o, int tenant, char *buf, size_t len)
+{
+    char b1[32], b2[32], b3[32], t[32], who[32] = "", cause[400];
+    if (tenant) snprintf(who, sizeof who, "tenant %d, ", o->tenant);
+    gm_oom_cause(o, cause, sizeof cause);
+    snprintf(buf, len, "%sevent %llu of pass %u at %s: %s requested, %s reserved, %s allocated; %s",
+             who, (unsigned long long)o->event_index, o->pass + 1, gm_fmt_ns(o->t_ns, t, sizeof t),
+             gm_fmt_bytes(o->size, b1, sizeof b1), gm_fmt_bytes(o->reserved, b2, sizeof b2),
+             gm_fmt_bytes(o->allocated, b3, sizeof b3), cause);
+}
+
 static void print_ooms(FILE *f, const gm_metrics *m)
 {
     char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
     size_t show = m->n_oom_kept < 5 ? m->n_oom_kept : 5;
     for (size_t i = 0; i < show; i++) {
         const gm_oom *o = &m->ooms[i];
+        char pass[32] = "";
+        if (o->pass) snprintf(pass, sizeof pass, " (repeat pass %u)", o->pass + 1);
         fprintf(f,
                 "    OOM tenant %d event %llu%s at %s: %s requested; reserved %s, allocated %s, "
                 "largest free block %s, device used %s\n",
-                o->tenant, (unsigned long long)o->event_index, o->pass ? " (repeat pass)" : "",
+                o->tenant, (unsigned long long)o->event_index, pass,
                 gm_fmt_ns(o->t_ns, b5, sizeof b5), gm_fmt_bytes(o->size, b1, sizeof b1),
                 gm_fmt_bytes(o->reserved, b2, sizeof b2), gm_fmt_bytes(o->allocated, b3, sizeof b3),
                 gm_fmt_bytes(o->largest_free, b4, sizeof b4),
                 gm_fmt_bytes(o->device_used, b6, sizeof b6));
+        char cause[400];
+        gm_oom_cause(o, cause, sizeof cause);
+        fprintf(f, "      cause: %s\n", cause);
     }
     if (m->n_oom > show)
         fprintf(f, "    ... %llu more (all in --json)\n", (unsigned long long)(m->n_oom - show));
