@@ -51,7 +51,7 @@ typedef struct ar_arena ar_arena;
 
 struct ar_span { /* a free block in a superblock, or a live allocation */
     uint64_t ptr, size, requested, stream;
-    ar_span *prev, *next; /* free spans of the superblock, address order */
+    ar_span *prev, *next; /* free: the superblock's spans, address order; live: st->live */
     ar_super *sb;         /* live allocations: where they are */
     uint8_t category;
 };
@@ -76,6 +76,7 @@ typedef struct ar_state {
     uint64_t base, bytes, driver_bytes; /* the upstream allocation */
     ar_super *global;                   /* address order */
     ar_arena *arenas;
+    ar_span *live; /* live allocations (for destroy) */
     uint64_t last_use_ns;
     uint32_t cat_mask, n_alloc;
 } ar_state;
@@ -368,6 +369,10 @@ static int ar_malloc(gm_alloc *a, uint64_t req, uint64_t stream, uint8_t cat, ui
     s->requested = req;
     s->stream = stream;
     s->category = cat;
+    s->prev = NULL;
+    s->next = st->live;
+    if (st->live) st->live->prev = s;
+    st->live = s;
     st->n_alloc++;
     st->last_use_ns = now;
     st->cat_mask |= 1u << cat;
@@ -387,6 +392,11 @@ static void ar_free(gm_alloc *a, uint64_t handle, uint64_t now)
     st->n_alloc--;
     st->last_use_ns = now;
     s->requested = 0;
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        st->live = s->next;
+    if (s->next) s->next->prev = s->prev;
     sb_coalesce(b, s);
     if (!b->owner && sb_empty(b)) { /* global_arena::deallocate */
         set_remove(&st->global, b);
@@ -516,6 +526,10 @@ static void ar_destroy(gm_alloc *a)
         a->dev->ops->mem_free(a->dev, st->base, st->driver_bytes, &ns);
     }
     set_free_all(st->global);
+    for (ar_span *s = st->live, *n; s; s = n) {
+        n = s->next;
+        free(s);
+    }
     for (ar_arena *r = st->arenas, *n; r; r = n) {
         n = r->next;
         set_free_all(r->supers);
