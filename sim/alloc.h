@@ -146,7 +146,7 @@ struct gm_alloc {
 
 /* The registry (alloc_registry.c). */
 const gm_alloc_ops *gm_alloc_find(const char *name); /* NULL if unknown */
-const char *gm_alloc_names(void);                    /* "pytorch, direct" */
+const char *gm_alloc_names(void);                    /* "pytorch, direct, cuda-async, ..." */
 const gm_alloc_ops *gm_alloc_at(size_t i);           /* i-th model, NULL past the end */
 
 /* Create an allocator instance asking `policy` (required; it must outlive
