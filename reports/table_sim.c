@@ -37,9 +37,12 @@ void gm_oom_cause(const gm_oom *o, char *buf, size_t len)
                  "is %s",
                  gm_fmt_bytes(cached, b1, sizeof b1), gm_fmt_bytes(o->largest_free, b2, sizeof b2));
     else if (o->device_used + o->size > o->device_capacity)
-        snprintf(buf, len, "the device is full: %s of %s in use",
+        snprintf(buf, len,
+                 "the device is full: %s of %s in use (this tenant reserves %s; the rest is "
+                 "context overhead and other tenants)",
                  gm_fmt_bytes(o->device_used, b1, sizeof b1),
-                 gm_fmt_bytes(o->device_capacity, b2, sizeof b2));
+                 gm_fmt_bytes(o->device_capacity, b2, sizeof b2),
+                 gm_fmt_bytes(o->reserved, b3, sizeof b3));
     else
         snprintf(buf, len,
                  "the allocator's limit is reached (a pool's maximum size, a memory fraction or "
