@@ -139,6 +139,43 @@ static void test_every_model_every_policy(void)
         }
 }
 
+/* restore: the models other than pytorch rebuild no recorded segment or
+ * mapped range (PyTorch's cache); the live blocks are allocated through
+ * them, each with a handle, and free like any other. */
+static void test_restore_live(void)
+{
+    gm_init_row rows[] = {
+        {.addr = 0x10000000, .size = 64 * MiB, .kind = GM_INIT_SEGMENT, .expandable = 1},
+        {.addr = 0x10000000, .size = 4 * MiB, .kind = GM_INIT_MAPPED},
+        {.addr = 0x10200000, .size = 3 * MiB, .block_size = 3 * MiB, .kind = GM_INIT_BLOCK},
+        {.addr = 0x10000000, .size = 1000, .kind = GM_INIT_BLOCK, .stream = 7},
+    };
+    static const char *const models[] = {"cuda-async", "rmm-pool", "rmm-arena", "rmm-binning",
+                                         "tf-bfc"};
+    for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+        fx f;
+        CU_ASSERT_EQUAL_FATAL(fx_open(&f, 4 * GiB, models[m], ""), GM_OK);
+        uint64_t h[4] = {1, 1, 1, 1};
+        gm_err err = {0};
+        CU_ASSERT_EQUAL_FATAL(f.a->ops->restore(f.a, rows, 4, h, &err), GM_OK);
+        CU_ASSERT(h[0] == 0 && h[1] == 0); /* segment, mapped range: no handle */
+        CU_ASSERT(h[2] != 0 && h[3] != 0);
+        CU_ASSERT_EQUAL(f.a->c.requested_bytes, 3 * MiB + 1000);
+        uint64_t live[2] = {h[2], h[3]};
+        check_state(&f, live, 2, 1);
+        fx_free(&f, h[2], 1);
+        fx_free(&f, h[3], 1);
+        CU_ASSERT_EQUAL(f.a->c.requested_bytes, 0);
+        fx_close(&f);
+        /* a live set larger than the device is an OOM naming the block */
+        gm_init_row big[] = {{.addr = 0x1000, .size = 8 * GiB, .kind = GM_INIT_BLOCK}};
+        CU_ASSERT_EQUAL_FATAL(fx_open(&f, 4 * GiB, models[m], ""), GM_OK);
+        CU_ASSERT_EQUAL(f.a->ops->restore(f.a, big, 1, h, &err), GM_EOOM);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "--capacity"));
+        fx_close(&f);
+    }
+}
+
 /* Through the engine: an in-memory trace that frees everything it
  * allocates, near a 3 GiB device, OOMs skipped; every pair completes and
  * nothing is left allocated. */
@@ -204,6 +241,7 @@ int gm_test_register(void)
     if (!s) return CU_get_error();
     GM_ADD_TEST(s, test_registry);
     GM_ADD_TEST(s, test_every_model_every_policy);
+    GM_ADD_TEST(s, test_restore_live);
     GM_ADD_TEST(s, test_engine_every_pair);
     return CUE_SUCCESS;
 }
