@@ -8,8 +8,9 @@ pkgs=(build-essential cmake pkg-config
       libhdf5-dev libgsl-dev libcunit1-dev libjansson-dev libbsd-dev
       libopenmpi-dev openmpi-bin)
 if [ "${1:-}" = "--test" ]; then
-    # the HTML report test opens the report in a real browser
-    pkgs+=(chromium)
+    # the HTML report test opens the report in a real browser; the compare,
+    # sweep and RMM replay tests read the JSON results with python3
+    pkgs+=(chromium python3)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
