@@ -1,6 +1,7 @@
 /*
  * cmd_compare.c - `gmsim compare`: the same trace(s) under every release
- * policy, one simulation per policy in parallel threads, a table ranked by
+ * policy (with --allocators, every allocator x policy), one simulation
+ * each in parallel threads, a table ranked by
  * OOMs, then fragmentation, then utilization, then driver time, the winner
  * named and the oracle shown as the bound (never the winner).
  */
@@ -17,6 +18,8 @@
 #include "reports/results.h"
 #include "reports/table.h"
 #include "reports/trace_stats.h"
+#include "sim/alloc.h"
+#include "study/alloc_list.h"
 #include "study/compare.h"
 #include "study/policy_list.h"
 #include "study/run_opts.h"
@@ -37,9 +40,17 @@ static void usage(FILE *f)
             "                         (a piece with '=' and no ':' continues the previous\n"
             "                         one's parameters); default: all of\n"
             "                         %s\n"
+            "  --allocators LIST      rank allocators (and their settings) too: entries\n"
+            "                         NAME[:SETTINGS] separated by commas, a piece that is\n"
+            "                         not a model's name continuing the settings before it,\n"
+            "                         e.g. 'pytorch,pytorch:expandable_segments:True,\n"
+            "                         cuda-async,rmm-pool:initial_pool_size:8GiB'; each runs\n"
+            "                         with every --policies entry (default with --allocators:\n"
+            "                         pytorch, each library's own behaviour); models:\n"
+            "                         %s\n"
             "  --threads N            simulations at a time (default: one per core)\n"
             "\n",
-            gm_policy_names());
+            gm_policy_names(), gm_alloc_names());
     gm_run_opts_help(f, 0);
     fprintf(f, "\n"
                "output:\n"
@@ -54,14 +65,17 @@ static void usage(FILE *f)
                "  gmsim compare traces/bert.h5\n"
                "  gmsim compare --capacity 5.5GiB --policies pytorch,lru:threshold=0.9,oracle \\\n"
                "      traces/bert.h5\n"
-               "  gmsim compare --capacity 16GiB --scope device a.h5 --offset 20ms b.h5 c.h5\n");
+               "  gmsim compare --capacity 16GiB --scope device a.h5 --offset 20ms b.h5 c.h5\n"
+               "  gmsim compare --capacity 6GiB --allocators pytorch,cuda-async,rmm-pool,tf-bfc:\n"
+               "      allow_growth:True traces/bert.h5\n");
 }
 
-enum { OPT_JSON = 1000, OPT_POLICIES, OPT_THREADS, OPT_HTML };
+enum { OPT_JSON = 1000, OPT_POLICIES, OPT_THREADS, OPT_HTML, OPT_ALLOCATORS };
 
 typedef struct compare_args {
     const char *json_path, *html_path;
     char list[4096];
+    char allocators[4096];
     int quiet, threads;
 } compare_args;
 
@@ -83,6 +97,13 @@ static int compare_opt(void *ctx, int c, const char *arg, gm_err *err)
         return GM_OK;
     case OPT_POLICIES:
         return gm_policies_append(a->list, sizeof a->list, arg, err);
+    case OPT_ALLOCATORS: { /* given several times: one list */
+        size_t n = strlen(a->allocators);
+        if (n + strlen(arg) + 2 > sizeof a->allocators)
+            return gm_errf(err, GM_EUSAGE, "--allocators: list too long");
+        snprintf(a->allocators + n, sizeof a->allocators - n, "%s%s", n ? "," : "", arg);
+        return GM_OK;
+    }
     case OPT_THREADS:
         return gm_cli_threads(arg, &a->threads, err);
     default:
@@ -98,6 +119,7 @@ int cmd_compare(int argc, char **argv)
         {"json", required_argument, NULL, OPT_JSON},
         {"html", required_argument, NULL, OPT_HTML},
         {"policies", required_argument, NULL, OPT_POLICIES},
+        {"allocators", required_argument, NULL, OPT_ALLOCATORS},
         {"threads", required_argument, NULL, OPT_THREADS},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -124,16 +146,33 @@ int cmd_compare(int argc, char **argv)
         gm_run_opts_free(&o);
         return gm_cmd_usage("compare", "no trace given; e.g. gmsim compare traces/bert.h5");
     }
+    gm_alloc_choice *allocs = NULL;
+    size_t n_allocs = 0;
+    if (args.allocators[0]) {
+        if (o.allocator) {
+            gm_run_opts_free(&o);
+            return gm_cmd_usage("compare", "--allocator picks one model; with --allocators list "
+                                           "them all there");
+        }
+        if ((rc = gm_alloc_list_split(args.allocators, &allocs, &n_allocs, &err)) != GM_OK) {
+            gm_run_opts_free(&o);
+            return gm_cmd_fail("compare", rc, err.msg);
+        }
+        if (!list[0]) list = "pytorch";
+    }
     char **specs = NULL;
     size_t n = 0;
     if ((rc = gm_policy_list_split(list, &specs, &n, &err)) != GM_OK) {
+        free(allocs);
         gm_run_opts_free(&o);
         return gm_cmd_fail("compare", rc, err.msg);
     }
     gm_sim_config cfg;
     gm_run_opts_config(&o, &cfg);
     gm_compare *cmp = NULL;
-    rc = gm_compare_run(&cfg, specs, n, threads, &cmp, &err);
+    rc = allocs ? gm_compare_run_allocators(&cfg, allocs, n_allocs, specs, n, threads, &cmp, &err)
+                : gm_compare_run(&cfg, specs, n, threads, &cmp, &err);
+    n = cmp ? cmp->n : n;
     if (rc == GM_OK && !quiet) gm_table_compare(stdout, &cfg, cmp);
     if (rc == GM_OK && (json_path || html_path)) {
         json_t *j = gm_compare_json(&cfg, cmp);
@@ -148,6 +187,7 @@ int cmd_compare(int argc, char **argv)
                 cmp->threads, cmp->threads == 1 ? "" : "s", cmp->wall_s);
     gm_compare_free(cmp);
     free(specs);
+    free(allocs);
     gm_run_opts_free(&o);
     return rc == GM_OK ? 0 : gm_cmd_fail("compare", rc, err.msg);
 }

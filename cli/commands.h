@@ -13,6 +13,7 @@ int cmd_gen(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_fidelity(int argc, char **argv);
 int cmd_validate(int argc, char **argv);

@@ -21,6 +21,7 @@ static const struct command commands[] = {
     {"compare", cmd_compare, "rank release policies on the same trace(s), in parallel"},
     {"fit", cmd_fit, "smallest device (or most tenants) each policy runs without OOM"},
     {"tune", cmd_tune, "which PYTORCH_CUDA_ALLOC_CONF: PyTorch's settings searched, ranked"},
+    {"sweep", cmd_sweep, "a grid of runs from a spec, on threads or MPI ranks: JSON + HDF5"},
     {"validate", cmd_validate, "compare a prediction with a gmreplay measurement on a GPU"},
     {"report", cmd_report, "write a self-contained HTML report from saved JSON results"},
 };

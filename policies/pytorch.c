@@ -20,6 +20,10 @@
  *                retry.
  *  attempt 2     out of memory.
  *
+ * Under a model whose library handles OOM itself (alloc.h:
+ * library_handles_oom: cuda-async, rmm-*, tf-bfc) the policy is that
+ * library's own behaviour, which the model already applied: it gives up.
+ *
  * Whole free segment = PyTorch's "non-split" block (!prev && !next).
  */
 #include <stdlib.h>
@@ -151,6 +155,9 @@ static int release_cached(pt_policy *p, gm_alloc *a, const gm_pressure *pr)
 
 static int on_alloc_fail(void *state, gm_alloc *a, const gm_pressure *pr)
 {
+    /* the library behind the model (cudaMallocAsync backend, RMM,
+     * TensorFlow) does its own thing on OOM and the model did it */
+    if (a->limits.library_handles_oom) return GM_POLICY_GIVE_UP;
     switch (pr->attempt) {
     case 0:
         return release_available(state, a, pr);

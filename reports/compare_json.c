@@ -43,12 +43,20 @@ json_t *gm_compare_inputs_json(const gm_sim_config *base, char *const *specs, si
     return in;
 }
 
-static json_t *rank_row(const gm_compare_entry *e, long rank)
+static json_t *rank_row(const gm_compare *c, size_t i, long rank)
 {
+    const gm_compare_entry *e = &c->e[i];
     const gm_sim_result *r = e->r;
     json_t *o = json_object();
     if (rank > 0) json_object_set_new(o, "rank", json_integer(rank));
+    json_object_set_new(o, "index", json_integer((json_int_t)i)); /* in "results" */
     json_object_set_new(o, "policy", json_string(e->spec));
+    if (c->by_allocator) {
+        json_object_set_new(o, "label", json_string(e->label));
+        json_object_set_new(o, "allocator", json_string(r->allocator));
+        json_object_set_new(o, "alloc_conf",
+                            json_string(r->n_tenants ? r->t[0].alloc_conf : e->alloc_conf));
+    }
     json_object_set_new(o, "realizable", json_boolean(e->realizable));
     json_object_set_new(o, "oom_count", json_integer((json_int_t)r->device.n_oom));
     json_object_set_new(o, "tenants_completed", json_integer((json_int_t)gm_sim_completed(r)));
@@ -74,18 +82,22 @@ json_t *gm_compare_json(const gm_sim_config *base, const gm_compare *c)
     char **specs = malloc((c->n ? c->n : 1) * sizeof *specs);
     for (size_t i = 0; specs && i < c->n; i++)
         specs[i] = c->e[i].spec;
-    json_object_set_new(
-        root, "inputs",
-        gm_compare_inputs_json(base, specs, specs ? c->n : 0, c->n ? c->e[0].r : NULL));
+    json_t *in = gm_compare_inputs_json(base, specs, specs ? c->n : 0, c->n ? c->e[0].r : NULL);
     free(specs);
+    if (c->by_allocator) { /* each run's allocator: its label, in run order */
+        json_t *al = json_array();
+        for (size_t i = 0; i < c->n; i++)
+            json_array_append_new(al, json_string(c->e[i].label));
+        json_object_set_new(in, "runs", al);
+        json_object_set_new(in, "allocator", json_string("(several: see runs)"));
+    }
+    json_object_set_new(root, "inputs", in);
     json_t *ranking = json_array();
     for (size_t k = 0; k < c->n_ranked; k++)
-        json_array_append_new(ranking, rank_row(&c->e[c->rank[k]], (long)k + 1));
+        json_array_append_new(ranking, rank_row(c, c->rank[k], (long)k + 1));
     json_object_set_new(root, "ranking", ranking);
-    json_object_set_new(root, "winner",
-                        c->winner >= 0 ? json_string(c->e[c->winner].spec) : json_null());
     if (c->bound >= 0) {
-        json_t *b = rank_row(&c->e[c->bound], 0);
+        json_t *b = rank_row(c, (size_t)c->bound, 0);
         json_object_set_new(b, "note",
                             json_string("UNREALIZABLE: uses the trace's future; the "
                                         "bound, never the winner"));
@@ -99,9 +111,23 @@ json_t *gm_compare_json(const gm_sim_config *base, const gm_compare *c)
     for (size_t i = 0; i < c->n; i++) {
         gm_sim_config cfg = *base;
         cfg.policy = c->e[i].spec;
+        if (c->e[i].allocator[0]) cfg.allocator = c->e[i].allocator;
+        if (c->e[i].conf_given) cfg.alloc_conf = c->e[i].alloc_conf;
         json_array_append_new(res, gm_result_json(&cfg, c->e[i].r, "compare"));
     }
     json_object_set_new(root, "results", res);
+    /* the winner: its policy spec; with --allocators, one policy runs under
+     * several allocators, so the winner is its row with the result itself
+     * (what gmreplay --winner and the HTML report look up) */
+    if (c->winner < 0) {
+        json_object_set_new(root, "winner", json_null());
+    } else if (!c->by_allocator) {
+        json_object_set_new(root, "winner", json_string(c->e[c->winner].spec));
+    } else {
+        json_t *w = rank_row(c, (size_t)c->winner, 0);
+        json_object_set(w, "result", json_array_get(res, (size_t)c->winner));
+        json_object_set_new(root, "winner", w);
+    }
     return root;
 }
 

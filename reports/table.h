@@ -24,6 +24,13 @@
  * compare` (ranked, the winner and why, the bound, each policy's summary
  * line) and `gmsim fit` (capacity or tenants mode). */
 void gm_table_run(FILE *f, const gm_sim_config *cfg, const gm_sim_result *r);
+/* One OOM in a sentence, with its cause from the recorded state: the
+ * allocator's cache was fragmented (enough free, no block large enough), the
+ * device was full, or the allocator's own limit (a pool's maximum, a memory
+ * fraction, a quota) was reached. `tenant`: name the tenant. */
+void gm_oom_describe(const gm_oom *o, int tenant, char *buf, size_t len);
+/* Just the cause part ("fragmentation: ...", "the device is full: ..."). */
+void gm_oom_cause(const gm_oom *o, char *buf, size_t len);
 void gm_table_compare(FILE *f, const gm_sim_config *cfg, const gm_compare *c);
 void gm_table_fit(FILE *f, const gm_sim_config *cfg, const gm_fit *fit);
 /* table_tune.c: `gmsim tune`, the ranked settings (the best ten, the

@@ -22,8 +22,9 @@ static void print_series(FILE *f, const char *title, const gm_metrics *m)
             gm_fmt_bytes(m->peak_a, a, sizeof a), gm_fmt_bytes(m->peak_r, r, sizeof r));
 }
 
-/* The verdict of one OOM and the numbers that decide it (metrics.h). */
-static void print_verdict(FILE *f, const gm_oom *o)
+/* The verdict of one OOM (sim/metrics.h) in words, with the numbers that
+ * decide it. */
+void gm_oom_cause(const gm_oom *o, char *buf, size_t len)
 {
     char b1[32], b2[32], b3[32], b4[32], b5[32];
     uint64_t cache_free = o->reserved > o->allocated ? o->reserved - o->allocated : 0;
@@ -31,25 +32,50 @@ static void print_verdict(FILE *f, const gm_oom *o)
     uint64_t dev_free = o->limit > used ? o->limit - used : 0;
     switch (o->verdict) {
     case GM_OOM_SHORTAGE:
-        fprintf(f, "      verdict: shortage: %s allocated + %s requested > %s this job may hold\n",
-                gm_fmt_bytes(o->allocated, b1, sizeof b1), gm_fmt_bytes(o->size, b2, sizeof b2),
-                gm_fmt_bytes(o->limit, b3, sizeof b3));
+        snprintf(buf, len, "shortage: %s allocated + %s requested > %s this job may hold",
+                 gm_fmt_bytes(o->allocated, b1, sizeof b1), gm_fmt_bytes(o->size, b2, sizeof b2),
+                 gm_fmt_bytes(o->limit, b3, sizeof b3));
         break;
-    case GM_OOM_FRAGMENTATION:
-        fprintf(f,
-                "      verdict: fragmentation: %s free in the cache (reserved - allocated) and %s "
-                "on the device, %s requested, but the largest free block is %s\n",
-                gm_fmt_bytes(cache_free, b1, sizeof b1), gm_fmt_bytes(dev_free, b2, sizeof b2),
-                gm_fmt_bytes(o->size, b3, sizeof b3), gm_fmt_bytes(o->largest_free, b4, sizeof b4));
+    case GM_OOM_OTHER_TENANT:
+        snprintf(buf, len,
+                 "other tenant: the other tenants use %s, leaving %s on the device for %s "
+                 "requested; alone, this job's %s reserved would leave %s",
+                 gm_fmt_bytes(o->others, b1, sizeof b1), gm_fmt_bytes(dev_free, b2, sizeof b2),
+                 gm_fmt_bytes(o->size, b3, sizeof b3), gm_fmt_bytes(o->reserved, b4, sizeof b4),
+                 gm_fmt_bytes(o->limit > o->reserved ? o->limit - o->reserved : 0, b5, sizeof b5));
+        break;
+    case GM_OOM_ALLOCATOR_LIMIT:
+        snprintf(buf, len,
+                 "allocator limit: %s free on the device, but the allocator may not grow (a "
+                 "pool's maximum size); it holds %s, %s of it free, %s requested",
+                 gm_fmt_bytes(dev_free, b1, sizeof b1), gm_fmt_bytes(o->reserved, b2, sizeof b2),
+                 gm_fmt_bytes(cache_free, b3, sizeof b3), gm_fmt_bytes(o->size, b4, sizeof b4));
         break;
     default:
-        fprintf(f,
-                "      verdict: other tenant: the other tenants use %s, leaving %s on the "
-                "device for %s requested; alone, this job's %s reserved would leave %s\n",
-                gm_fmt_bytes(o->others, b1, sizeof b1), gm_fmt_bytes(dev_free, b2, sizeof b2),
-                gm_fmt_bytes(o->size, b3, sizeof b3), gm_fmt_bytes(o->reserved, b4, sizeof b4),
-                gm_fmt_bytes(o->limit > o->reserved ? o->limit - o->reserved : 0, b5, sizeof b5));
+        if (o->largest_free >= o->size)
+            snprintf(buf, len,
+                     "fragmentation: a free block of %s was there, but not usable by this "
+                     "request (another stream's, or kept apart by the allocator's rules)",
+                     gm_fmt_bytes(o->largest_free, b1, sizeof b1));
+        else
+            snprintf(buf, len,
+                     "fragmentation: %s free in the cache (reserved - allocated) and %s on the "
+                     "device, %s requested, but the largest free block is %s",
+                     gm_fmt_bytes(cache_free, b1, sizeof b1), gm_fmt_bytes(dev_free, b2, sizeof b2),
+                     gm_fmt_bytes(o->size, b3, sizeof b3),
+                     gm_fmt_bytes(o->largest_free, b4, sizeof b4));
     }
+}
+
+void gm_oom_describe(const gm_oom *o, int tenant, char *buf, size_t len)
+{
+    char b1[32], b2[32], b3[32], t[32], who[32] = "", cause[400];
+    if (tenant) snprintf(who, sizeof who, "tenant %d, ", o->tenant);
+    gm_oom_cause(o, cause, sizeof cause);
+    snprintf(buf, len, "%sevent %llu of pass %u at %s: %s requested, %s reserved, %s allocated; %s",
+             who, (unsigned long long)o->event_index, o->pass + 1, gm_fmt_ns(o->t_ns, t, sizeof t),
+             gm_fmt_bytes(o->size, b1, sizeof b1), gm_fmt_bytes(o->reserved, b2, sizeof b2),
+             gm_fmt_bytes(o->allocated, b3, sizeof b3), cause);
 }
 
 static void print_ooms(FILE *f, const gm_metrics *m)
@@ -70,15 +96,19 @@ static void print_ooms(FILE *f, const gm_metrics *m)
                     gm_fmt_bytes(o->device_capacity, b3, sizeof b3));
             continue;
         }
+        char pass[32] = "";
+        if (o->pass) snprintf(pass, sizeof pass, " (repeat pass %u)", o->pass + 1);
         fprintf(f,
                 "    OOM tenant %d event %llu%s at %s: %s requested; reserved %s, allocated %s, "
                 "largest free block %s, device used %s\n",
-                o->tenant, (unsigned long long)o->event_index, o->pass ? " (repeat pass)" : "",
+                o->tenant, (unsigned long long)o->event_index, pass,
                 gm_fmt_ns(o->t_ns, b5, sizeof b5), gm_fmt_bytes(o->size, b1, sizeof b1),
                 gm_fmt_bytes(o->reserved, b2, sizeof b2), gm_fmt_bytes(o->allocated, b3, sizeof b3),
                 gm_fmt_bytes(o->largest_free, b4, sizeof b4),
                 gm_fmt_bytes(o->device_used, b6, sizeof b6));
-        print_verdict(f, o);
+        char cause[400];
+        gm_oom_cause(o, cause, sizeof cause);
+        fprintf(f, "      verdict: %s\n", cause);
     }
     if (m->n_oom > show)
         fprintf(f, "    ... %llu more (all in --json)\n", (unsigned long long)(m->n_oom - show));
@@ -246,7 +276,7 @@ static void print_row(FILE *f, const char *label, int w, const gm_compare_entry 
     pct(ut, sizeof ut, gm_metrics_utilization(&r->device));
     pct(ex, sizeof ex, gm_metrics_ext_frag_mean(&r->device));
     gm_fmt_ns(gm_counters_driver_ns(&tot), dt, sizeof dt);
-    fprintf(f, "  %5s  %-*s %5llu  %2zu/%-2zu %13s %7s %7s %8s %13s %10s\n", label, w, e->spec,
+    fprintf(f, "  %5s  %-*s %5llu  %2zu/%-2zu %13s %7s %7s %8s %13s %10s\n", label, w, e->label,
             (unsigned long long)r->device.n_oom, gm_sim_completed(r), r->n_tenants, pr, fr, ut, ex,
             calls, dt);
 }
@@ -262,7 +292,7 @@ static void print_notes(FILE *f, const gm_compare *c)
             if (!rep || !rep->summary[0]) continue;
             char who[32] = "";
             if (r->n_tenants > 1) snprintf(who, sizeof who, " tenant %zu", t);
-            fprintf(f, "  %s%s: %s\n", c->e[i].spec, who, rep->summary);
+            fprintf(f, "  %s%s: %s\n", c->e[i].label, who, rep->summary);
         }
     }
 }
@@ -288,15 +318,22 @@ void gm_table_compare(FILE *f, const gm_sim_config *cfg, const gm_compare *c)
             fprintf(f, ", quota %s", gm_fmt_bytes(cfg->tenants[i].quota_bytes, b1, sizeof b1));
         fprintf(f, ")\n");
     }
-    fprintf(f,
-            "allocator %s; %zu policies ranked by OOMs, then fragmentation, then utilization "
-            "(higher is better), then driver time\n\n",
-            r0->allocator, c->n);
+    if (c->by_allocator)
+        fprintf(f,
+                "%zu allocator / policy runs ranked by OOMs, then fragmentation, then "
+                "utilization (higher is better), then driver time\n\n",
+                c->n);
+    else
+        fprintf(f,
+                "allocator %s; %zu policies ranked by OOMs, then fragmentation, then utilization "
+                "(higher is better), then driver time\n\n",
+                r0->allocator, c->n);
     int w = 8;
     for (size_t i = 0; i < c->n; i++)
-        w = (int)strlen(c->e[i].spec) > w ? (int)strlen(c->e[i].spec) : w;
-    fprintf(f, "  %5s  %-*s %5s  %5s %13s %7s %7s %8s %13s %10s\n", "rank", w, "policy", "OOMs",
-            "done", "peak reserved", "frag", "util", "ext.frag", "malloc/free", "driver");
+        w = (int)strlen(c->e[i].label) > w ? (int)strlen(c->e[i].label) : w;
+    fprintf(f, "  %5s  %-*s %5s  %5s %13s %7s %7s %8s %13s %10s\n", "rank", w,
+            c->by_allocator ? "allocator / policy" : "policy", "OOMs", "done", "peak reserved",
+            "frag", "util", "ext.frag", "malloc/free", "driver");
     for (size_t k = 0; k < c->n_ranked; k++) {
         char lab[24];
         snprintf(lab, sizeof lab, "%zu", k + 1);
@@ -310,15 +347,15 @@ void gm_table_compare(FILE *f, const gm_sim_config *cfg, const gm_compare *c)
             gm_fmt_bytes(r0->device.peak_q, b1, sizeof b1));
     if (c->winner >= 0) {
         const gm_compare_entry *w0 = &c->e[c->winner];
-        fprintf(f, "winner: %s", w0->spec);
+        fprintf(f, "winner: %s", w0->label);
         if (c->n_ranked > 1) {
             const gm_compare_entry *w1 = &c->e[c->rank[1]];
             const char *why = criterion(w0->r, w1->r);
             if (why)
-                fprintf(f, " (ahead of %s on %s)", w1->spec, why);
+                fprintf(f, " (ahead of %s on %s)", w1->label, why);
             else
                 fprintf(f, " (tied with %s on every criterion; the order given breaks ties)",
-                        w1->spec);
+                        w1->label);
         }
         fprintf(f, "\n");
     } else {
@@ -332,7 +369,7 @@ void gm_table_compare(FILE *f, const gm_sim_config *cfg, const gm_compare *c)
         fprintf(f,
                 "bound:  %s is UNREALIZABLE (it reads the trace's future): %llu OOMs, "
                 "fragmentation %s, utilization %s\n",
-                c->e[c->bound].spec, (unsigned long long)b->device.n_oom, f1, u1);
+                c->e[c->bound].label, (unsigned long long)b->device.n_oom, f1, u1);
     }
     print_notes(f, c);
 }

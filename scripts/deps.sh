@@ -2,11 +2,15 @@
 # Install what gmsim needs to build and test, from Debian's packages.
 # Idempotent; run as root (CI and the README's commands do).
 set -euo pipefail
+# Open MPI is optional for the build (gmsim sweep then runs on threads only)
+# but the test suite needs it: tests/cli/sweep_mpi.sh fails without it.
 pkgs=(build-essential cmake pkg-config
-      libhdf5-dev libgsl-dev libcunit1-dev libjansson-dev libbsd-dev)
+      libhdf5-dev libgsl-dev libcunit1-dev libjansson-dev libbsd-dev
+      libopenmpi-dev openmpi-bin)
 if [ "${1:-}" = "--test" ]; then
-    # the HTML report test opens the report in a real browser
-    pkgs+=(chromium)
+    # the HTML report test opens the report in a real browser; the compare,
+    # sweep and RMM replay tests read the JSON results with python3
+    pkgs+=(chromium python3)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -51,6 +51,36 @@ void gm_alloc_destroy(gm_alloc *a)
     free(a);
 }
 
+static int cmp_row_addr(const void *x, const void *y)
+{
+    const gm_init_row *a = *(const gm_init_row *const *)x, *b = *(const gm_init_row *const *)y;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+int gm_alloc_restore_live(gm_alloc *a, const gm_init_row *rows, size_t n, uint64_t *handles,
+                          gm_err *err)
+{
+    const gm_init_row **ord = malloc((n ? n : 1) * sizeof *ord);
+    if (!ord) return gm_errf(err, GM_ENOMEM, "out of memory restoring the initial state");
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        handles[i] = 0;
+        if (rows[i].kind == GM_INIT_BLOCK) ord[m++] = &rows[i];
+    }
+    if (m > 1) qsort(ord, m, sizeof *ord, cmp_row_addr);
+    int rc = GM_OK;
+    for (size_t i = 0; i < m && rc == GM_OK; i++)
+        if (a->ops->malloc(a, ord[i]->size, ord[i]->stream, ord[i]->category, 0,
+                           &handles[ord[i] - rows]) != GM_OK)
+            rc = gm_errf(err, GM_EOOM,
+                         "initial state: the live block of %llu bytes at 0x%llx does not fit "
+                         "under allocator %s; give a larger --capacity",
+                         (unsigned long long)ord[i]->size, (unsigned long long)ord[i]->addr,
+                         a->ops->name);
+    free(ord);
+    return rc;
+}
+
 static void hook(gm_alloc *a, int op, uint64_t addr, uint64_t size, uint64_t stream, uint64_t now)
 {
     if (a->seg_hook) {

@@ -77,6 +77,12 @@ typedef struct gm_alloc_limits {
     double gc_threshold;     /* 0 when unset                         */
     uint64_t memory_limit;   /* per-process fraction * capacity, 0 = unset */
     uint64_t device_capacity;
+    /* 1: the library this model stands for handles an OOM itself, and the
+     * model does what it does (PyTorch's cudaMallocAsync backend raises at
+     * once; RMM's resources throw; TensorFlow's BFC frees whole free regions
+     * and retries); the `pytorch` policy, which stands for the library's own
+     * behaviour, then adds nothing. 0: PyTorch's native allocator. */
+    int library_handles_oom;
 } gm_alloc_limits;
 
 typedef struct gm_alloc gm_alloc;
@@ -149,7 +155,7 @@ struct gm_alloc {
 
 /* The registry (alloc_registry.c). */
 const gm_alloc_ops *gm_alloc_find(const char *name); /* NULL if unknown */
-const char *gm_alloc_names(void);                    /* "pytorch, direct" */
+const char *gm_alloc_names(void);                    /* "pytorch, direct, cuda-async, ..." */
 const gm_alloc_ops *gm_alloc_at(size_t i);           /* i-th model, NULL past the end */
 
 /* Create an allocator instance asking `policy` (required; it must outlive
@@ -173,6 +179,14 @@ static inline uint64_t gm_alloc_release(gm_alloc *a, uint64_t id, uint64_t now_n
 {
     return a->ops->release(a, id, now_ns);
 }
+
+/* restore() for a model that cannot rebuild another allocator's cache: the
+ * live blocks of rows are allocated through a->ops->malloc in address
+ * order, as if the process had allocated them before the trace began;
+ * segment and mapped-range rows (the recorded allocator's cache) are
+ * skipped. GM_EOOM naming the block that does not fit. */
+int gm_alloc_restore_live(gm_alloc *a, const gm_init_row *rows, size_t n, uint64_t *handles,
+                          gm_err *err);
 
 /* Driver calls through the device, with accounting and the hook. Used by models. */
 int gm_alloc_driver_malloc(gm_alloc *a, uint64_t bytes, uint64_t stream, uint64_t now_ns,

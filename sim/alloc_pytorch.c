@@ -48,8 +48,9 @@
  *    is 0, which a snapshot does not record). Policies do not see them.
  *
  * Not modelled: allocations during a graph capture, cross-stream
- * record_stream events (the trace's free is at free_completed), the
- * cudaMallocAsync backend (rejected with a message).
+ * record_stream events (the trace's free is at free_completed). The
+ * cudaMallocAsync backend is another model, sim/alloc_cuda_async.c, which
+ * the engine picks when the settings say backend:cudaMallocAsync.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -897,8 +898,9 @@ static int pt_create(gm_alloc *a, const char *conf, gm_err *err)
     if (s->conf.backend_async) {
         free(s);
         return gm_errf(err, GM_EINVAL,
-                       "alloc conf '%s': backend:cudaMallocAsync is not modelled yet; use "
-                       "--allocator direct for one driver allocation per tensor",
+                       "alloc conf '%s': backend:cudaMallocAsync is PyTorch's other backend, "
+                       "modelled by --allocator cuda-async (without --allocator the setting "
+                       "chooses it)",
                        conf);
     }
     RB_INIT(&s->small.blocks);

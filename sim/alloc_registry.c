@@ -1,23 +1,28 @@
 /*
  * alloc_registry.c - the allocator models by name. Adding a model is one
- * file sim/alloc_<name>.c defining `const gm_alloc_ops gm_alloc_<name>`
- * (alloc.h) whose .name is "<name>", and one line in the list below. The
- * first is the default.
+ * file sim/alloc_<name>.c defining `const gm_alloc_ops gm_alloc_<ident>`
+ * (alloc.h) whose .name is "<name>", and one line X(<ident>, "<name>") in
+ * the list below. The first is the default.
  */
 #include "alloc.h"
 
 #include <string.h>
 
 #define GM_ALLOC_MODELS(X)                                                                         \
-    X(pytorch)                                                                                     \
-    X(direct)
+    X(pytorch, "pytorch")                                                                          \
+    X(direct, "direct")                                                                            \
+    X(cuda_async, "cuda-async")                                                                    \
+    X(rmm_pool, "rmm-pool")                                                                        \
+    X(rmm_arena, "rmm-arena")                                                                      \
+    X(rmm_binning, "rmm-binning")                                                                  \
+    X(tf_bfc, "tf-bfc")
 
-#define DECLARE(n) extern const gm_alloc_ops gm_alloc_##n;
+#define DECLARE(n, s) extern const gm_alloc_ops gm_alloc_##n;
 GM_ALLOC_MODELS(DECLARE)
-#define ENTRY(n) &gm_alloc_##n,
+#define ENTRY(n, s) &gm_alloc_##n,
 static const gm_alloc_ops *const models[] = {GM_ALLOC_MODELS(ENTRY)};
-#define NAME(n) ", " #n
-static const char names[] = GM_ALLOC_MODELS(NAME); /* ", pytorch, direct" */
+#define NAME(n, s) ", " s
+static const char names[] = GM_ALLOC_MODELS(NAME); /* ", pytorch, direct, ..." */
 #define NMODELS (sizeof models / sizeof models[0])
 
 const gm_alloc_ops *gm_alloc_find(const char *name)

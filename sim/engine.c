@@ -136,7 +136,11 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
 
     rc = gm_policy_new(s->pol_ops, s->pol_params, &t->pol, err);
     if (rc) return rc;
-    const gm_alloc_ops *ops = gm_alloc_find(cfg->allocator ? cfg->allocator : "pytorch");
+    /* no --allocator: the settings choose (backend:cudaMallocAsync is cuda-async) */
+    const char *name = cfg->allocator                   ? cfg->allocator
+                       : gm_pt_conf_selects_async(conf) ? "cuda-async"
+                                                        : "pytorch";
+    const gm_alloc_ops *ops = gm_alloc_find(name);
     if (!ops)
         return gm_errf(err, GM_EINVAL, "--allocator '%s': unknown allocator; choose one of: %s",
                        cfg->allocator, gm_alloc_names());
@@ -531,6 +535,8 @@ static void record_oom(sim *s, tenant *t, const gm_event *e, uint64_t now)
     o.limit = o.device_capacity > s->overhead ? o.device_capacity - s->overhead : 0;
     if (a->limits.memory_limit && a->limits.memory_limit < o.limit)
         o.limit = a->limits.memory_limit;
+    int small;
+    if (!o.initial) o.grow = a->ops->segment_size(a, o.size, &small);
     o.verdict = gm_oom_classify(&o);
     gm_metrics_oom(&t->res->m, &o);
     if (s->n > 1) gm_metrics_oom(&s->res->device, &o);

@@ -189,12 +189,16 @@ int gm_oom_classify(const gm_oom *o)
     uint64_t alone = o->limit > o->reserved ? o->limit - o->reserved : 0;
     uint64_t now = alone > o->others ? alone - o->others : 0;
     if (o->others && now < o->size && o->size <= alone) return GM_OOM_OTHER_TENANT;
+    uint64_t cache_free = o->reserved > o->allocated ? o->reserved - o->allocated : 0;
+    uint64_t grow = o->grow > o->size ? o->grow : o->size;
+    if (cache_free < o->size && now >= grow) return GM_OOM_ALLOCATOR_LIMIT;
     return GM_OOM_FRAGMENTATION;
 }
 
 const char *gm_oom_verdict_name(int verdict)
 {
-    static const char *const names[GM_OOM_VERDICTS] = {"shortage", "fragmentation", "other tenant"};
+    static const char *const names[GM_OOM_VERDICTS] = {"shortage", "fragmentation", "other tenant",
+                                                       "allocator limit"};
     return verdict >= 0 && verdict < GM_OOM_VERDICTS ? names[verdict] : "?";
 }
 

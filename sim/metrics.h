@@ -48,10 +48,12 @@ typedef struct gm_timeline {
 
 /* Why an allocation failed (gm_oom_classify). */
 enum gm_oom_verdict {
-    GM_OOM_SHORTAGE = 0,      /* live bytes + the request exceed what the job may hold */
-    GM_OOM_FRAGMENTATION = 1, /* enough is free (in the cache and on the device), but in
-                                 no piece the request fits: the cache holds it split */
-    GM_OOM_OTHER_TENANT = 2,  /* alone the job would have room: other tenants hold it */
+    GM_OOM_SHORTAGE = 0,        /* live bytes + the request exceed what the job may hold */
+    GM_OOM_FRAGMENTATION = 1,   /* enough is free (in the cache and on the device), but in
+                                   no piece the request fits: the cache holds it split */
+    GM_OOM_OTHER_TENANT = 2,    /* alone the job would have room: other tenants hold it */
+    GM_OOM_ALLOCATOR_LIMIT = 3, /* the device had room for the allocation the allocator
+                                   needed, but it would not grow (a pool's maximum) */
     GM_OOM_VERDICTS
 };
 
@@ -65,6 +67,7 @@ typedef struct gm_oom {
     uint64_t limit;  /* what this job may hold: the device less its context,
                         or its memory fraction or quota if lower            */
     uint64_t others; /* device memory other tenants use (with their context) */
+    uint64_t grow;   /* the driver allocation the request needed (0 = unknown) */
     int verdict;     /* enum gm_oom_verdict                                */
     int initial;     /* 1: not an event's: what existed before the first event
                         (size: its bytes) did not fit at all                 */
@@ -74,7 +77,9 @@ typedef struct gm_oom {
  * exceeds the limit (or the initial live set did not fit); else another
  * tenant's when the device had room for the request beside this job's
  * reserve (limit - reserved) but not after the others' (limit - reserved -
- * others); else fragmentation: the free bytes exist, in no piece that fits. */
+ * others); else the allocator's limit when the cache had less free than
+ * the request but the device had room for the driver allocation it needed;
+ * else fragmentation: the free bytes exist, in no piece that fits. */
 int gm_oom_classify(const gm_oom *o);
 /* "shortage", "fragmentation", "other tenant" */
 const char *gm_oom_verdict_name(int verdict);

@@ -33,6 +33,25 @@ void gm_policy_destroy(gm_policy *p)
     free(p);
 }
 
+int gm_policy_grow(gm_alloc *a, gm_pressure *p, int (*grow)(gm_alloc *a, void *ctx), void *ctx)
+{
+    const gm_policy_ops *po = a->policy->ops;
+    if (po->before_grow) po->before_grow(a->policy->state, a, p);
+    int rc = grow(a, ctx);
+    while (rc != GM_OK) {
+        uint64_t flushes = a->c.n_cache_flushes;
+        int r = po->on_alloc_fail(a->policy->state, a, p);
+        if (r == GM_POLICY_GIVE_UP) return GM_EOOM;
+        p->attempt++;
+        if (r == GM_POLICY_RETRY) {
+            a->c.grow_retries++;
+            if (a->c.n_cache_flushes != flushes) a->c.num_alloc_retries++; /* PyTorch's */
+            rc = grow(a, ctx);
+        }
+    }
+    return GM_OK;
+}
+
 int gm_policy_param(const char *params, const char *key, char *buf, size_t len)
 {
     size_t klen = strlen(key);

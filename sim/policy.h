@@ -97,6 +97,14 @@ typedef struct gm_policy {
 int gm_policy_new(const gm_policy_ops *ops, const char *params, gm_policy **out, gm_err *err);
 void gm_policy_destroy(gm_policy *p);
 
+/* What a model (sim/alloc_<name>.c) does when nothing it caches fits: tell
+ * the policy (before_grow), call grow(a, ctx) (GM_OK when it got memory),
+ * and while that fails ask on_alloc_fail, retrying grow after each
+ * GM_POLICY_RETRY (counted in a->c.grow_retries, and in num_alloc_retries when the
+ * policy flushed the whole cache first), until it succeeds
+ * (GM_OK) or the policy gives up (GM_EOOM). p->attempt is advanced here. */
+int gm_policy_grow(gm_alloc *a, gm_pressure *p, int (*grow)(gm_alloc *a, void *ctx), void *ctx);
+
 /* Parameter helper: find key in "k=v,k2=v2"; copies value into buf. 1 if found. */
 int gm_policy_param(const char *params, const char *key, char *buf, size_t len);
 /* Reject keys not in the NULL-terminated list `known`. */

@@ -20,6 +20,8 @@ static void compare_one(void *arg, size_t i)
     gm_compare_entry *e = &x->c->e[i];
     gm_sim_config cfg = *x->base;
     cfg.policy = e->spec;
+    if (e->allocator[0]) cfg.allocator = e->allocator;
+    if (e->conf_given) cfg.alloc_conf = e->alloc_conf;
     cfg.progress = NULL;
     e->rc = gm_simulate(&cfg, &e->r, &e->err);
 }
@@ -50,38 +52,62 @@ static void rank_entries(gm_compare *c)
     if (c->n_ranked) c->winner = (long)c->rank[0];
 }
 
-int gm_compare_run(const gm_sim_config *base, char *const *specs, size_t n, int threads,
-                   gm_compare **out, gm_err *err)
+int gm_compare_run_allocators(const gm_sim_config *base, const gm_alloc_choice *allocs,
+                              size_t n_allocs, char *const *specs, size_t n, int threads,
+                              gm_compare **out, gm_err *err)
 {
     *out = NULL;
+    size_t na = allocs ? n_allocs : 1, total = na * n;
     gm_compare *c = calloc(1, sizeof *c);
     if (c) {
-        c->e = calloc(n ? n : 1, sizeof *c->e);
-        c->rank = calloc(n ? n : 1, sizeof *c->rank);
+        c->e = calloc(total ? total : 1, sizeof *c->e);
+        c->rank = calloc(total ? total : 1, sizeof *c->rank);
     }
     if (!c || !c->e || !c->rank) {
         gm_compare_free(c);
         return gm_errf(err, GM_ENOMEM, "out of memory");
     }
-    c->n = n;
+    c->n = total;
+    c->by_allocator = allocs != NULL;
     c->threads = threads > 0 ? threads : gm_default_threads();
-    for (size_t i = 0; i < n; i++) {
-        snprintf(c->e[i].spec, sizeof c->e[i].spec, "%s", specs[i]);
-        c->e[i].realizable = gm_policy_spec_realizable(specs[i]);
-    }
+    for (size_t a = 0; a < na; a++)
+        for (size_t i = 0; i < n; i++) {
+            gm_compare_entry *e = &c->e[a * n + i];
+            snprintf(e->spec, sizeof e->spec, "%s", specs[i]);
+            e->realizable = gm_policy_spec_realizable(specs[i]);
+            if (!allocs) {
+                snprintf(e->label, sizeof e->label, "%s", specs[i]);
+                continue;
+            }
+            snprintf(e->allocator, sizeof e->allocator, "%s", allocs[a].name);
+            snprintf(e->alloc_conf, sizeof e->alloc_conf, "%s", allocs[a].conf);
+            e->conf_given = allocs[a].conf_given;
+            char lab[600];
+            gm_alloc_choice_label(&allocs[a], lab, sizeof lab);
+            snprintf(e->label, sizeof e->label, "%s / %s", lab, specs[i]);
+        }
     double t0 = gm_monotonic_s();
     compare_ctx x = {base, c};
-    gm_parallel_for(n, c->threads, compare_one, &x);
+    gm_parallel_for(total, c->threads, compare_one, &x);
     c->wall_s = gm_monotonic_s() - t0;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < total; i++)
         if (c->e[i].rc != GM_OK) {
-            int rc = gm_errf(err, c->e[i].rc, "policy %s: %s", c->e[i].spec, c->e[i].err.msg);
+            int rc = c->by_allocator
+                         ? gm_errf(err, c->e[i].rc, "allocator / policy %s: %s", c->e[i].label,
+                                   c->e[i].err.msg)
+                         : gm_errf(err, c->e[i].rc, "policy %s: %s", c->e[i].spec, c->e[i].err.msg);
             gm_compare_free(c);
             return rc;
         }
     rank_entries(c);
     *out = c;
     return GM_OK;
+}
+
+int gm_compare_run(const gm_sim_config *base, char *const *specs, size_t n, int threads,
+                   gm_compare **out, gm_err *err)
+{
+    return gm_compare_run_allocators(base, NULL, 0, specs, n, threads, out, err);
 }
 
 void gm_compare_free(gm_compare *c)

@@ -1,7 +1,8 @@
 /*
  * compare.h - `gmsim compare`: the same input simulated once per release
- * policy, in parallel threads (pool.h), and the policies ranked
- * (sim/metrics.h: gm_rank_cmp). fit.h is its sibling for `gmsim fit`.
+ * policy (and, with --allocators, per allocator and its settings), in
+ * parallel threads (pool.h), and the runs ranked (sim/metrics.h:
+ * gm_rank_cmp). fit.h is its sibling for `gmsim fit`.
  *
  * Threads share nothing but the read-only configuration: every simulation
  * owns its device, allocators, policies and trace readers (the library has
@@ -12,10 +13,15 @@
 #ifndef GM_COMPARE_H
 #define GM_COMPARE_H
 
+#include "alloc_list.h"
 #include "sim/engine.h"
 
 typedef struct gm_compare_entry {
-    char spec[320];
+    char spec[320];       /* the policy, NAME[:k=v,...]                          */
+    char allocator[32];   /* the model ("" = the base configuration's)     */
+    char alloc_conf[512]; /* its settings, when conf_given                 */
+    int conf_given;
+    char label[900]; /* "allocator[:settings] / policy" with --allocators, else spec */
     int realizable;
     gm_sim_result *r; /* NULL if the run failed (rc, err) */
     int rc;
@@ -27,8 +33,9 @@ typedef struct gm_compare {
     gm_compare_entry *e; /* in the order the policies were given */
     size_t *rank;        /* indices of realizable entries, best first */
     size_t n_ranked;
-    long winner; /* index of the best realizable policy, -1 if none */
-    long bound;  /* index of the first unrealizable one (oracle), -1 if none */
+    long winner;      /* index of the best realizable policy, -1 if none */
+    long bound;       /* index of the first unrealizable one (oracle), -1 if none */
+    int by_allocator; /* entries are allocators x policies (--allocators) */
     int threads;
     double wall_s;
 } gm_compare;
@@ -37,6 +44,13 @@ typedef struct gm_compare {
  * simulation fails (the first failure's message, naming the policy). */
 int gm_compare_run(const gm_sim_config *base, char *const *specs, size_t n, int threads,
                    gm_compare **out, gm_err *err);
+/* `gmsim compare --allocators`: base simulated once per allocator x policy
+ * (allocator-major order), ranked together (base->allocator is ignored; an
+ * allocator without settings takes base->alloc_conf). Fails only if a
+ * simulation fails, naming its allocator and policy. */
+int gm_compare_run_allocators(const gm_sim_config *base, const gm_alloc_choice *allocs,
+                              size_t n_allocs, char *const *specs, size_t n, int threads,
+                              gm_compare **out, gm_err *err);
 void gm_compare_free(gm_compare *c);
 
 #endif

@@ -224,12 +224,17 @@ void gm_run_opts_help(FILE *f, int one_policy)
                 "  --policy NAME[:k=v,..] release policy (default pytorch); policies:\n"
                 "                         %s (policies/README.md)\n",
                 gm_policy_names());
-    fprintf(f, "  --allocator NAME       allocator model:");
+    fprintf(f, "  --allocator NAME       allocator model (default pytorch; cuda-async when the\n"
+               "                         settings say backend:cudaMallocAsync):\n"
+               "                        ");
     for (size_t i = 0; gm_alloc_at(i); i++)
-        fprintf(f, "%s %s%s", i ? "," : "", gm_alloc_at(i)->name, i ? "" : " (default)");
+        fprintf(f, "%s %s", i ? "," : "", gm_alloc_at(i)->name);
     fprintf(f, "\n"
-               "  --alloc-conf STRING    PYTORCH_CUDA_ALLOC_CONF, verbatim, e.g.\n"
-               "                         'max_split_size_mb:128,garbage_collection_threshold:0.8'\n"
+               "                         (README.md, \"Allocator models\")\n"
+               "  --alloc-conf STRING    the allocator's settings: PYTORCH_CUDA_ALLOC_CONF,\n"
+               "                         verbatim, e.g. 'max_split_size_mb:128,expandable_\n"
+               "                         segments:True'; the other models' own keys, e.g.\n"
+               "                         'initial_pool_size:8GiB' (rmm-pool)\n"
                "                         (default: the settings recorded in the trace, if any)\n"
                "  --torch-version X.Y    parse it as that PyTorch does (default: the version the\n"
                "                         trace records, else the newest; traces/ALLOC_CONF.md)\n"

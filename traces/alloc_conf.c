@@ -524,6 +524,14 @@ const char *gm_pt_conf_env(int version, const char *cuda_conf, const char *alloc
     return NULL;
 }
 
+int gm_pt_conf_selects_async(const char *s)
+{
+    if (!s || !*s) return 0;
+    gm_pt_conf c;
+    gm_err err = {0};
+    return gm_pt_conf_parse(s, &c, &err) == GM_OK && c.backend_async; /* the last key wins */
+}
+
 void gm_pt_conf_format(const gm_pt_conf *c, char *buf, size_t len)
 {
     size_t n = 0;

@@ -97,6 +97,11 @@ int gm_torch_version_parse(const char *s);
  * read, or NULL when neither applies (traces/ALLOC_CONF.md). */
 const char *gm_pt_conf_env(int torch_version, const char *cuda_conf, const char *alloc_conf,
                            const char **which);
+/* 1 when a PYTORCH_CUDA_ALLOC_CONF string selects PyTorch's cudaMallocAsync
+ * backend (backend:cudaMallocAsync, the last backend key winning), which
+ * gmsim models with --allocator cuda-async; 0 otherwise (native, or no
+ * backend key; a string that does not parse selects nothing). */
+int gm_pt_conf_selects_async(const char *s);
 /* Canonical string form (for results and reports). */
 void gm_pt_conf_format(const gm_pt_conf *c, char *buf, size_t len);
 
