@@ -58,8 +58,13 @@ static void usage(FILE *f)
                "                         (schema gmsim-compare/1)\n"
                "  --html FILE            a self-contained HTML report: the ranking and one\n"
                "                         timeline chart per policy\n"
-               "  -q, --quiet            no table on stdout\n"
+               "  --no-fit               when even the winner runs out of memory, do not search\n"
+               "                         for the smallest card that runs it\n"
+               "  -q, --quiet            one line: the verdict (fits / OOM) and the winner\n"
                "  -h, --help             this text\n"
+               "\n"
+               "exit status: 0 the winner runs without OOM; 3 nothing realizable does; 1 bad\n"
+               "input; 2 usage\n"
                "\n"
                "examples:\n"
                "  gmsim compare traces/bert.h5\n"
@@ -70,13 +75,13 @@ static void usage(FILE *f)
                "      allow_growth:True traces/bert.h5\n");
 }
 
-enum { OPT_JSON = 1000, OPT_POLICIES, OPT_THREADS, OPT_HTML, OPT_ALLOCATORS };
+enum { OPT_JSON = 1000, OPT_POLICIES, OPT_THREADS, OPT_HTML, OPT_ALLOCATORS, OPT_NOFIT };
 
 typedef struct compare_args {
     const char *json_path, *html_path;
     char list[4096];
     char allocators[4096];
-    int quiet, threads;
+    int quiet, threads, no_fit;
 } compare_args;
 
 static int compare_opt(void *ctx, int c, const char *arg, gm_err *err)
@@ -106,6 +111,9 @@ static int compare_opt(void *ctx, int c, const char *arg, gm_err *err)
     }
     case OPT_THREADS:
         return gm_cli_threads(arg, &a->threads, err);
+    case OPT_NOFIT:
+        a->no_fit = 1;
+        return GM_OK;
     default:
         return gm_errf(err, GM_EUSAGE, "unexpected option");
     }
@@ -121,6 +129,7 @@ int cmd_compare(int argc, char **argv)
         {"policies", required_argument, NULL, OPT_POLICIES},
         {"allocators", required_argument, NULL, OPT_ALLOCATORS},
         {"threads", required_argument, NULL, OPT_THREADS},
+        {"no-fit", no_argument, NULL, OPT_NOFIT},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -173,7 +182,10 @@ int cmd_compare(int argc, char **argv)
     rc = allocs ? gm_compare_run_allocators(&cfg, allocs, n_allocs, specs, n, threads, &cmp, &err)
                 : gm_compare_run(&cfg, specs, n, threads, &cmp, &err);
     n = cmp ? cmp->n : n;
+    if (rc == GM_OK && !args.no_fit) rc = gm_compare_fit(&cfg, cmp, threads, 0, &err);
     if (rc == GM_OK && !quiet) gm_table_compare(stdout, &cfg, cmp);
+    int oom = rc == GM_OK && (cmp->winner < 0 || cmp->e[cmp->winner].r->device.n_oom > 0);
+    if (rc == GM_OK && quiet) gm_compare_verdict(stdout, cmp);
     if (rc == GM_OK && (json_path || html_path)) {
         json_t *j = gm_compare_json(&cfg, cmp);
         rc = j ? GM_OK : gm_errf(&err, GM_ENOMEM, "out of memory");
@@ -189,5 +201,6 @@ int cmd_compare(int argc, char **argv)
     free(specs);
     free(allocs);
     gm_run_opts_free(&o);
-    return rc == GM_OK ? 0 : gm_cmd_fail("compare", rc, err.msg);
+    if (rc != GM_OK) return gm_cmd_fail("compare", rc, err.msg);
+    return oom ? 3 : 0;
 }

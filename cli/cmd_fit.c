@@ -49,8 +49,11 @@ static void usage(FILE *f)
     fprintf(f, "\n"
                "output:\n"
                "  --json FILE            results (schema gmsim-fit/1)\n"
-               "  -q, --quiet            no table on stdout\n"
+               "  -q, --quiet            one line: the verdict and the best realizable answer\n"
                "  -h, --help             this text\n"
+               "\n"
+               "exit status: 0 something realizable fits; 3 nothing does (up to --max-capacity;\n"
+               "tenants mode: not even one copy); 1 bad input; 2 usage\n"
                "\n"
                "examples:\n"
                "  gmsim fit traces/bert.h5\n"
@@ -179,6 +182,7 @@ int cmd_fit(int argc, char **argv)
     else
         rc = gm_fit_capacity(&cfg, specs, n, threads, max_cap, &f, &err);
     if (rc == GM_OK && !quiet) gm_table_fit(stdout, &cfg, f);
+    int fits = rc == GM_OK && gm_fit_verdict(quiet ? stdout : NULL, f);
     if (rc == GM_OK && json_path) {
         json_t *j = gm_fit_json(&cfg, f);
         rc = j ? gm_json_write(j, json_path, &err) : gm_errf(&err, GM_ENOMEM, "out of memory");
@@ -190,5 +194,6 @@ int cmd_fit(int argc, char **argv)
     gm_fit_free(f);
     free(specs);
     gm_run_opts_free(&o);
-    return rc == GM_OK ? 0 : gm_cmd_fail("fit", rc, err.msg);
+    if (rc != GM_OK) return gm_cmd_fail("fit", rc, err.msg);
+    return fits ? 0 : 3;
 }

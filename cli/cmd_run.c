@@ -39,15 +39,16 @@ static void usage(FILE *f)
                "  --no-explain           after an OOM, skip the why (live tensors by category)\n"
                "                         and the re-simulation of each single PyTorch setting\n"
                "                         change that might avoid it\n"
-               "  --fail-on-oom          exit 3 when the simulated job ran out of memory,\n"
-               "                         naming the first OOM and its cause on stderr\n"
-               "  -q, --quiet            no table on stdout\n"
+               "  -q, --quiet            one line: the verdict (fits / OOM) and its figures\n"
+               "\n"
+               "exit status: 0 ran, no OOM; 3 ran, an OOM is predicted (the first and its\n"
+               "verdict on stderr); 1 bad input; 2 usage\n"
                "  -h, --help             this text\n"
                "\n"
                "examples:\n"
                "  gmsim run --policy pytorch --capacity 24GiB traces/bert.h5\n"
                "  gmsim run --allocator rmm-pool --alloc-conf initial_pool_size:4GiB,\n"
-               "      maximum_pool_size:4GiB --capacity 80GiB --repeat 3 --fail-on-oom rmm.h5\n");
+               "      maximum_pool_size:4GiB --capacity 80GiB --repeat 3 rmm.h5\n");
 }
 
 static void progress(void *ctx, uint64_t done)
@@ -56,14 +57,14 @@ static void progress(void *ctx, uint64_t done)
     fprintf(stderr, "\r  %llu M events...", (unsigned long long)(done >> 20));
 }
 
-enum { OPT_JSON = 1000, OPT_HTML, OPT_NO_EXPLAIN, OPT_FAIL_ON_OOM };
+enum { OPT_JSON = 1000, OPT_HTML, OPT_NO_EXPLAIN };
 
-/* Exit code of --fail-on-oom when the run had an OOM (README, "exit codes"). */
+/* Exit status of a run that predicts an OOM (README, "Exit status"). */
 #define EXIT_OOM 3
 
 typedef struct run_args {
     const char *json_path, *html_path;
-    int quiet, fail_on_oom, no_explain;
+    int quiet, no_explain;
 } run_args;
 
 static int run_opt(void *ctx, int c, const char *arg, gm_err *err)
@@ -85,9 +86,6 @@ static int run_opt(void *ctx, int c, const char *arg, gm_err *err)
     case OPT_NO_EXPLAIN:
         a->no_explain = 1;
         return GM_OK;
-    case OPT_FAIL_ON_OOM:
-        a->fail_on_oom = 1;
-        return GM_OK;
     default:
         return gm_errf(err, GM_EUSAGE, "unexpected option");
     }
@@ -101,7 +99,6 @@ int cmd_run(int argc, char **argv)
         {"json", required_argument, NULL, OPT_JSON},
         {"html", required_argument, NULL, OPT_HTML},
         {"no-explain", no_argument, NULL, OPT_NO_EXPLAIN},
-        {"fail-on-oom", no_argument, NULL, OPT_FAIL_ON_OOM},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -138,7 +135,8 @@ int cmd_run(int argc, char **argv)
     int explained = 0;
     gm_live_set at, peak;
     gm_fixes fixes;
-    if (r->device.n_oom && r->device.n_oom_kept && !args.no_explain) {
+    if (r->device.n_oom && r->device.n_oom_kept && !args.no_explain &&
+        (!quiet || json_path || html_path)) {
         const gm_oom *first = &r->device.ooms[0];
         rc = gm_live_at(&cfg, first->tenant, first->event_index, &at, &peak, &err);
         if (rc == GM_OK) rc = gm_oom_fixes(&cfg, r, 0, &fixes, &err);
@@ -164,12 +162,19 @@ int cmd_run(int argc, char **argv)
         }
     }
     int code = 0;
-    if (args.fail_on_oom && r->device.n_oom) { /* a job that ran out of memory failed */
+    if (quiet && !r->device.n_oom) {
+        char b1[32], b2[32];
+        printf("fits: no OOM; peak reserved %s on %s\n",
+               gm_fmt_bytes(r->device.peak_r, b1, sizeof b1),
+               gm_fmt_bytes(r->capacity_bytes, b2, sizeof b2));
+    }
+    if (r->device.n_oom) { /* a job that ran out of memory failed */
         char what[640];
         gm_oom_describe(&r->device.ooms[0], r->n_tenants > 1, what, sizeof what);
-        fprintf(stderr, "gmsim run: %llu OOM%s under allocator %s, policy %s; the first: %s\n",
-                (unsigned long long)r->device.n_oom, r->device.n_oom == 1 ? "" : "s", r->allocator,
-                r->policy, what);
+        fprintf(quiet ? stdout : stderr,
+                "%s%llu OOM%s under allocator %s, policy %s; the first: %s\n",
+                quiet ? "OOM: " : "gmsim run: ", (unsigned long long)r->device.n_oom,
+                r->device.n_oom == 1 ? "" : "s", r->allocator, r->policy, what);
         code = EXIT_OOM;
     }
     gm_sim_result_free(r);

@@ -106,7 +106,8 @@ static int import_one(const char *path, const char *kind, char *trace, size_t le
         }
         t = &imp->dev[0];
     }
-    if (n_temp >= MAX_TEMP) rc = gm_errf(err, GM_EINVAL, "more than %d snapshots at once", MAX_TEMP);
+    if (n_temp >= MAX_TEMP)
+        rc = gm_errf(err, GM_EINVAL, "more than %d snapshots at once", MAX_TEMP);
     if (!rc) rc = make_temp_dir(err);
     if (!rc) {
         const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;

@@ -58,7 +58,11 @@ static json_t *rank_row(const gm_compare *c, size_t i, long rank)
                             json_string(r->n_tenants ? r->t[0].alloc_conf : e->alloc_conf));
     }
     json_object_set_new(o, "realizable", json_boolean(e->realizable));
+    json_object_set_new(o, "deployable", json_boolean(e->deployable));
     json_object_set_new(o, "oom_count", json_integer((json_int_t)r->device.n_oom));
+    if (c->fitted && e->realizable) /* the winner ran out of memory: fit's answer */
+        json_object_set_new(o, "smallest_capacity_bytes",
+                            e->fit_found ? json_integer((json_int_t)e->fit_capacity) : json_null());
     json_object_set_new(o, "tenants_completed", json_integer((json_int_t)gm_sim_completed(r)));
     json_object_set_new(o, "tenants", json_integer((json_int_t)r->n_tenants));
     json_object_set_new(o, "fragmentation", json_real(gm_metrics_fragmentation(&r->device)));
@@ -128,6 +132,15 @@ json_t *gm_compare_json(const gm_sim_config *base, const gm_compare *c)
         json_object_set(w, "result", json_array_get(res, (size_t)c->winner));
         json_object_set_new(root, "winner", w);
     }
+    /* the verdict a script reads (exit status 3 when "oom") */
+    int fits = c->winner >= 0 && !c->e[c->winner].r->device.n_oom;
+    json_object_set_new(root, "verdict", json_string(fits ? "fits" : "oom"));
+    json_object_set_new(root, "best_deployable",
+                        c->best_deployable >= 0 ? json_string(c->e[c->best_deployable].label)
+                                                : json_null());
+    json_object_set_new(root, "best_custom_allocator",
+                        c->best_custom >= 0 ? json_string(c->e[c->best_custom].label)
+                                            : json_null());
     return root;
 }
 

@@ -32,7 +32,13 @@ void gm_oom_describe(const gm_oom *o, int tenant, char *buf, size_t len);
 /* Just the cause part ("fragmentation: ...", "the device is full: ..."). */
 void gm_oom_cause(const gm_oom *o, char *buf, size_t len);
 void gm_table_compare(FILE *f, const gm_sim_config *cfg, const gm_compare *c);
+/* compare -q: one line, "fits: WINNER, peak reserved X" or "OOM: nothing
+ * realizable runs on X without OOM; the smallest card that does is Y (P)". */
+void gm_compare_verdict(FILE *f, const gm_compare *c);
 void gm_table_fit(FILE *f, const gm_sim_config *cfg, const gm_fit *fit);
+/* 1 when a realizable policy fits (a capacity up to the maximum; tenants
+ * mode: at least one copy); with f, that verdict as one line (fit -q). */
+int gm_fit_verdict(FILE *f, const gm_fit *fit);
 /* table_tune.c: `gmsim tune`, the ranked settings (the best ten, the
  * defaults and the recorded ones), what the best saves against the
  * defaults, fit's smallest card for both, and the line to paste. */

@@ -276,9 +276,79 @@ static void print_row(FILE *f, const char *label, int w, const gm_compare_entry 
     pct(ut, sizeof ut, gm_metrics_utilization(&r->device));
     pct(ex, sizeof ex, gm_metrics_ext_frag_mean(&r->device));
     gm_fmt_ns(gm_counters_driver_ns(&tot), dt, sizeof dt);
-    fprintf(f, "  %5s  %-*s %5llu  %2zu/%-2zu %13s %7s %7s %8s %13s %10s\n", label, w, e->label,
+    fprintf(f, "  %5s  %-*s %5llu  %2zu/%-2zu %13s %7s %7s %8s %13s %10s  %s\n", label, w, e->label,
             (unsigned long long)r->device.n_oom, gm_sim_completed(r), r->n_tenants, pr, fr, ut, ex,
-            calls, dt);
+            calls, dt,
+            !e->realizable  ? "bound"
+            : e->deployable ? "deployable"
+                            : "custom allocator");
+}
+
+/* "; the smallest card that does is 5.28 GiB (predictive, a custom
+ * allocator); as PyTorch deploys it, 5.32 GiB (pytorch)" */
+static void smallest_card(FILE *f, const gm_compare *c, long best)
+{
+    char b1[32];
+    const gm_compare_entry *b = &c->e[best],
+                           *d = c->best_deployable >= 0 ? &c->e[c->best_deployable] : NULL;
+    fprintf(f, "; the smallest card that does is %s (%s%s)",
+            gm_fmt_bytes(b->fit_capacity, b1, sizeof b1), b->label,
+            b->deployable ? "" : ", a custom allocator");
+    if (!b->deployable && d && d->fit_found)
+        fprintf(f, "; as deployed today, %s (%s)", gm_fmt_bytes(d->fit_capacity, b1, sizeof b1),
+                d->label);
+}
+
+void gm_compare_verdict(FILE *f, const gm_compare *c)
+{
+    char b1[32];
+    if (c->winner < 0) {
+        fprintf(f, "OOM: no realizable policy was run\n");
+        return;
+    }
+    const gm_compare_entry *w = &c->e[c->winner];
+    if (!w->r->device.n_oom) {
+        fprintf(f, "fits: %s, peak reserved %s\n", w->label,
+                gm_fmt_bytes(w->r->device.peak_r, b1, sizeof b1));
+        return;
+    }
+    fprintf(f, "OOM: nothing realizable runs on %s without OOM",
+            gm_fmt_bytes(w->r->capacity_bytes, b1, sizeof b1));
+    long best = -1;
+    for (size_t k = 0; c->fitted && k < c->n_ranked; k++) {
+        const gm_compare_entry *e = &c->e[c->rank[k]];
+        if (e->fit_found && (best < 0 || e->fit_capacity < c->e[best].fit_capacity))
+            best = (long)c->rank[k];
+    }
+    if (best >= 0) smallest_card(f, c, best);
+    fprintf(f, "\n");
+}
+
+/* What a user can run today against what needs a custom allocator
+ * (policies/README.md, "Deployable today"). */
+static void print_kinds(FILE *f, const gm_compare *c)
+{
+    char b1[32], b2[32];
+    const gm_compare_entry *d = c->best_deployable >= 0 ? &c->e[c->best_deployable] : NULL;
+    const gm_compare_entry *u = c->best_custom >= 0 ? &c->e[c->best_custom] : NULL;
+    if (d)
+        fprintf(f,
+                "deployable today (the allocator's own behaviour, its settings): %s, %llu OOM%s, "
+                "peak reserved %s\n",
+                d->label, (unsigned long long)d->r->device.n_oom,
+                d->r->device.n_oom == 1 ? "" : "s",
+                gm_fmt_bytes(d->r->device.peak_r, b1, sizeof b1));
+    if (u) {
+        fprintf(f, "with a custom allocator (policies/README.md): %s, %llu OOM%s, peak reserved %s",
+                u->label, (unsigned long long)u->r->device.n_oom,
+                u->r->device.n_oom == 1 ? "" : "s",
+                gm_fmt_bytes(u->r->device.peak_r, b1, sizeof b1));
+        if (d && u->r->device.peak_r < d->r->device.peak_r)
+            fprintf(f, " (%s less than %s)",
+                    gm_fmt_bytes(d->r->device.peak_r - u->r->device.peak_r, b2, sizeof b2),
+                    d->label);
+        fprintf(f, "\n");
+    }
 }
 
 /* Each policy's one-line summary of its own report (sim/report.h), e.g. what
@@ -331,9 +401,9 @@ void gm_table_compare(FILE *f, const gm_sim_config *cfg, const gm_compare *c)
     int w = 8;
     for (size_t i = 0; i < c->n; i++)
         w = (int)strlen(c->e[i].label) > w ? (int)strlen(c->e[i].label) : w;
-    fprintf(f, "  %5s  %-*s %5s  %5s %13s %7s %7s %8s %13s %10s\n", "rank", w,
+    fprintf(f, "  %5s  %-*s %5s  %5s %13s %7s %7s %8s %13s %10s  %s\n", "rank", w,
             c->by_allocator ? "allocator / policy" : "policy", "OOMs", "done", "peak reserved",
-            "frag", "util", "ext.frag", "malloc/free", "driver");
+            "frag", "util", "ext.frag", "malloc/free", "driver", "kind");
     for (size_t k = 0; k < c->n_ranked; k++) {
         char lab[24];
         snprintf(lab, sizeof lab, "%zu", k + 1);
@@ -345,7 +415,24 @@ void gm_table_compare(FILE *f, const gm_sim_config *cfg, const gm_compare *c)
             "  (peak live bytes, the floor no policy beats: %s; frag = 1 - peak A / peak R; "
             "util = time-weighted A / R)\n\n",
             gm_fmt_bytes(r0->device.peak_q, b1, sizeof b1));
-    if (c->winner >= 0) {
+    print_kinds(f, c);
+    if (c->winner >= 0 && c->e[c->winner].r->device.n_oom) {
+        /* never a winner that OOMs: the smallest card that runs it instead */
+        fprintf(f, "winner: none: nothing realizable runs on %s without OOM",
+                gm_fmt_bytes(r0->capacity_bytes, b1, sizeof b1));
+        long best = -1;
+        for (size_t k = 0; c->fitted && k < c->n_ranked; k++) {
+            const gm_compare_entry *e = &c->e[c->rank[k]];
+            if (e->fit_found && (best < 0 || e->fit_capacity < c->e[best].fit_capacity))
+                best = (long)c->rank[k];
+        }
+        if (best >= 0)
+            smallest_card(f, c, best);
+        else if (c->fitted)
+            fprintf(f, "; none does up to %s",
+                    gm_fmt_bytes(c->e[c->winner].fit_max, b1, sizeof b1));
+        fprintf(f, "\n");
+    } else if (c->winner >= 0) {
         const gm_compare_entry *w0 = &c->e[c->winner];
         fprintf(f, "winner: %s", w0->label);
         if (c->n_ranked > 1) {
@@ -452,6 +539,37 @@ static void print_tenants(FILE *f, const gm_sim_config *cfg, const gm_fit *fit, 
                      (size_t)e->copies_tried * cfg->n_tenants);
         fprintf(f, "  %-*s %12u  %s\n", w, name, e->copies_fit, more);
     }
+}
+
+int gm_fit_verdict(FILE *f, const gm_fit *fit)
+{
+    char b1[32];
+    long best = -1;
+    for (size_t i = 0; i < fit->n; i++) {
+        const gm_fit_entry *e = &fit->e[i];
+        if (!e->realizable || e->rc != GM_OK) continue;
+        int better =
+            fit->tenants_mode
+                ? e->copies_fit > 0 && (best < 0 || e->copies_fit > fit->e[best].copies_fit)
+                : e->found && (best < 0 || e->capacity < fit->e[best].capacity);
+        if (better) best = (long)i;
+    }
+    if (!f) return best >= 0;
+    if (best < 0 && fit->tenants_mode)
+        fprintf(f, "OOM: not even one copy runs without OOM on %s\n",
+                gm_fmt_bytes(fit->capacity_bytes, b1, sizeof b1));
+    else if (best < 0) {
+        uint64_t max = 0;
+        for (size_t i = 0; i < fit->n; i++)
+            if (fit->e[i].max_capacity > max) max = fit->e[i].max_capacity;
+        fprintf(f, "OOM: nothing realizable runs without OOM up to %s\n",
+                gm_fmt_bytes(max, b1, sizeof b1));
+    } else if (fit->tenants_mode)
+        fprintf(f, "fits: %u copies (%s)\n", fit->e[best].copies_fit, fit->e[best].spec);
+    else
+        fprintf(f, "fits: the smallest card is %s (%s)\n",
+                gm_fmt_bytes(fit->e[best].capacity, b1, sizeof b1), fit->e[best].spec);
+    return best >= 0;
 }
 
 void gm_table_fit(FILE *f, const gm_sim_config *cfg, const gm_fit *fit)

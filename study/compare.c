@@ -3,6 +3,9 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "fit.h"
 
 #include "policy_list.h"
 #include "pool.h"
@@ -50,6 +53,44 @@ static void rank_entries(gm_compare *c)
         c->rank[j] = v;
     }
     if (c->n_ranked) c->winner = (long)c->rank[0];
+    c->best_deployable = c->best_custom = -1;
+    for (size_t k = 0; k < c->n_ranked; k++) {
+        long i = (long)c->rank[k];
+        long *best = c->e[i].deployable ? &c->best_deployable : &c->best_custom;
+        if (*best < 0) *best = i;
+    }
+}
+
+/* The policy `pytorch` (with or without parameters): the allocator's own behaviour. */
+static int is_deployable(const char *spec)
+{
+    return !strncmp(spec, "pytorch", 7) && (spec[7] == 0 || spec[7] == ':');
+}
+
+int gm_compare_fit(const gm_sim_config *base, gm_compare *c, int threads, uint64_t max_capacity,
+                   gm_err *err)
+{
+    if (c->winner < 0 || !c->e[c->winner].r || !c->e[c->winner].r->device.n_oom) return GM_OK;
+    for (size_t k = 0; k < c->n_ranked; k++) {
+        gm_compare_entry *e = &c->e[c->rank[k]];
+        gm_sim_config cfg = *base;
+        if (e->allocator[0]) cfg.allocator = e->allocator;
+        if (e->conf_given) cfg.alloc_conf = e->alloc_conf;
+        char *specs[] = {e->spec};
+        gm_fit *f = NULL;
+        int rc = gm_fit_capacity(&cfg, specs, 1, threads, max_capacity, &f, err);
+        if (rc == GM_OK && f->e[0].rc != GM_OK)
+            rc = gm_errf(err, f->e[0].rc, "%s: %s", e->label, f->e[0].err.msg);
+        if (rc == GM_OK) {
+            e->fit_found = f->e[0].found;
+            e->fit_capacity = f->e[0].capacity;
+            e->fit_max = f->e[0].max_capacity;
+        }
+        gm_fit_free(f);
+        if (rc != GM_OK) return rc;
+    }
+    c->fitted = 1;
+    return GM_OK;
 }
 
 int gm_compare_run_allocators(const gm_sim_config *base, const gm_alloc_choice *allocs,
@@ -75,6 +116,7 @@ int gm_compare_run_allocators(const gm_sim_config *base, const gm_alloc_choice *
             gm_compare_entry *e = &c->e[a * n + i];
             snprintf(e->spec, sizeof e->spec, "%s", specs[i]);
             e->realizable = gm_policy_spec_realizable(specs[i]);
+            e->deployable = e->realizable && is_deployable(specs[i]);
             if (!allocs) {
                 snprintf(e->label, sizeof e->label, "%s", specs[i]);
                 continue;

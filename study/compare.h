@@ -23,7 +23,12 @@ typedef struct gm_compare_entry {
     int conf_given;
     char label[900]; /* "allocator[:settings] / policy" with --allocators, else spec */
     int realizable;
+    int deployable;   /* the allocator's own behaviour (policy pytorch): what a user runs
+                         today; the other realizable policies need a custom allocator */
     gm_sim_result *r; /* NULL if the run failed (rc, err) */
+    /* gm_compare_fit: the smallest capacity without OOM (fit_found) */
+    int fit_found;
+    uint64_t fit_capacity, fit_max;
     int rc;
     gm_err err;
 } gm_compare_entry;
@@ -33,7 +38,9 @@ typedef struct gm_compare {
     gm_compare_entry *e; /* in the order the policies were given */
     size_t *rank;        /* indices of realizable entries, best first */
     size_t n_ranked;
-    long winner;      /* index of the best realizable policy, -1 if none */
+    long winner;                       /* index of the best realizable policy, -1 if none */
+    long best_deployable, best_custom; /* the best of each kind, -1 if none */
+    int fitted;                        /* gm_compare_fit ran               */
     long bound;       /* index of the first unrealizable one (oracle), -1 if none */
     int by_allocator; /* entries are allocators x policies (--allocators) */
     int threads;
@@ -51,6 +58,11 @@ int gm_compare_run(const gm_sim_config *base, char *const *specs, size_t n, int 
 int gm_compare_run_allocators(const gm_sim_config *base, const gm_alloc_choice *allocs,
                               size_t n_allocs, char *const *specs, size_t n, int threads,
                               gm_compare **out, gm_err *err);
+/* When even the winner has an OOM: gmsim fit's smallest capacity for every
+ * realizable entry (up to max_capacity, 0 = fit's default), so the verdict
+ * can name the smallest card that runs it. A no-op otherwise. */
+int gm_compare_fit(const gm_sim_config *base, gm_compare *c, int threads, uint64_t max_capacity,
+                   gm_err *err);
 void gm_compare_free(gm_compare *c);
 
 #endif

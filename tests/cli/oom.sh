@@ -32,7 +32,7 @@ expect_line() {
 py() { python3 -c "$@"; }
 
 # --- bert at 5 GiB: fragmentation; expandable segments avoid it ---
-run 0 "bert 5GiB" -- "$gmsim" run --capacity 5GiB --json "$tmp/b5.json" "$bert"
+run 3 "bert 5GiB" -- "$gmsim" run --capacity 5GiB --json "$tmp/b5.json" "$bert"
 expect_line "^      verdict: fragmentation: .* free in the cache \(reserved - allocated\) and .* on the device, .* requested, but the largest free block is " "$tmp/out"
 expect_line "^why the first OOM \(tenant 0, event [0-9]+, fragmentation\):$" "$tmp/out"
 expect_line "^  live then: [0-9.]+ GiB in [0-9]+ tensors: activation " "$tmp/out"
@@ -64,11 +64,11 @@ expect_line "^  tenant 0: [0-9]+ torch.cuda.empty_cache\(\) calls at phase bound
 expect_line "^  OOMs +0$" "$tmp/out"
 
 # --- bert at 4.5 GiB: the live tensors alone exceed what the job may hold later ---
-run 0 "bert 4.5GiB" -- "$gmsim" run --capacity 4.5GiB "$bert"
+run 3 "bert 4.5GiB" -- "$gmsim" run --capacity 4.5GiB "$bert"
 expect_line "no allocator setting avoids an OOM here$" "$tmp/out"
 
 # --- a shared snapshot at 7 GiB: shortage ---
-run 0 "gpt-medium 7GiB" -- "$gmsim" run --capacity 7GiB --json "$tmp/g.json" "$gpt"
+run 3 "gpt-medium 7GiB" -- "$gmsim" run --capacity 7GiB --json "$tmp/g.json" "$gpt"
 expect_line "^      verdict: shortage: .* allocated \+ .* requested > 6.50 GiB this job may hold$" "$tmp/out"
 expect_line "^  live then: .* optimizer_state .*, parameter .*, gradient " "$tmp/out"
 py "
@@ -79,16 +79,46 @@ assert not any(f.get('avoids_oom') for f in d['explain']['fixes'])
 " || fail "gpt-medium JSON"
 
 # --- two tenants: the second one's memory is held by the first ---
-run 0 "two tenants" -- "$gmsim" run --capacity 6GiB "$bert" --offset 100ms "$bert"
+run 3 "two tenants" -- "$gmsim" run --capacity 6GiB "$bert" --offset 100ms "$bert"
 expect_line "^      verdict: other tenant: the other tenants use .*, leaving .* on the device for .* requested; alone, this job's .* reserved would leave " "$tmp/out"
 
 # --- --no-explain ---
-run 0 "--no-explain" -- "$gmsim" run --no-explain --capacity 5GiB --json "$tmp/n.json" "$bert"
+run 3 "--no-explain" -- "$gmsim" run --no-explain --capacity 5GiB --json "$tmp/n.json" "$bert"
 grep -q "^why the first OOM" "$tmp/out" && fail "--no-explain still explains"
 py "import json; assert 'explain' not in json.load(open('$tmp/n.json'))" || fail "--no-explain JSON"
 # --- no OOM, nothing to explain ---
 run 0 "no OOM" -- "$gmsim" run --capacity 8GiB "$bert"
 grep -q "^why the first OOM" "$tmp/out" && fail "explains a run without OOM"
+
+# --- the verdict for scripts: exit 3 and one line with -q, for run, compare and fit ---
+run 3 "run -q OOM" -- "$gmsim" run -q --capacity 5GiB "$bert"
+expect_line "^OOM: 1 OOM under allocator pytorch, policy pytorch; the first: event [0-9]+ of pass 1 .*; fragmentation: " "$tmp/out"
+[ "$(wc -l <"$tmp/out")" -eq 1 ] || fail "run -q: more than one line"
+[ -s "$tmp/err" ] && fail "run -q wrote to stderr: $(cat "$tmp/err")"
+run 0 "run -q fits" -- "$gmsim" run -q --capacity 8GiB "$bert"
+expect_line "^fits: no OOM; peak reserved .* on 8.00 GiB$" "$tmp/out"
+run 3 "run OOM: stderr names it" -- "$gmsim" run --capacity 5GiB --no-explain "$bert"
+expect_line "^gmsim run: 1 OOM under allocator pytorch" "$tmp/err"
+run 3 "compare -q nothing fits" -- "$gmsim" compare -q --capacity 4.5GiB "$bert"
+expect_line "^OOM: nothing realizable runs on 4.50 GiB without OOM; the smallest card that does is [0-9.]+ GiB \(" "$tmp/out"
+run 3 "compare table: no winner that OOMs" -- "$gmsim" compare --capacity 4.5GiB --json "$tmp/c.json" "$bert"
+expect_line "^winner: none: nothing realizable runs on 4.50 GiB without OOM" "$tmp/out"
+expect_line "^deployable today \(the allocator's own behaviour, its settings\): pytorch, 1 OOM" "$tmp/out"
+expect_line "^with a custom allocator \(policies/README.md\): " "$tmp/out"
+py "
+import json
+d = json.load(open('$tmp/c.json'))
+assert d['verdict'] == 'oom' and d['best_deployable'] == 'pytorch'
+rows = {r['policy']: r for r in d['ranking']}
+assert rows['pytorch']['deployable'] and not rows['lru']['deployable']
+assert rows['pytorch']['smallest_capacity_bytes'] > 4.5 * 2**30
+" || fail "compare JSON verdict"
+run 0 "compare -q fits" -- "$gmsim" compare -q --capacity 8GiB "$bert"
+expect_line "^fits: " "$tmp/out"
+run 3 "fit -q nothing fits" -- "$gmsim" fit -q --capacity 3GiB --max-capacity 4GiB "$bert"
+expect_line "^OOM: nothing realizable runs without OOM up to 4.00 GiB$" "$tmp/out"
+run 0 "fit -q fits" -- "$gmsim" fit -q --policies pytorch "$bert"
+expect_line "^fits: the smallest card is [0-9.]+ GiB \(pytorch\)$" "$tmp/out"
 
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)" >&2; exit 1; }
 echo "oom: all checks passed"

@@ -30,9 +30,9 @@ if grep -q '"schema": "gmsim-result/1"' "$tmp/r.json" && grep -q '"trace_hash"' 
 else
     echo "FAIL json content"; fails=$((fails + 1))
 fi
-check "small card OOMs with context" 0 "OOM tenant 0 event [0-9]+ .*requested; reserved" -- \
+check "small card OOMs with context (exit 3)" 3 "OOM tenant 0 event [0-9]+ .*requested; reserved" -- \
     "$gmsim" run --capacity 3GiB "$bert"
-check "skip counts every OOM" 0 "OOMs +[0-9]{2,}" -- "$gmsim" run --capacity 3GiB --on-oom skip "$bert"
+check "skip counts every OOM (exit 3)" 3 "OOMs +[0-9]{2,}" -- "$gmsim" run --capacity 3GiB --on-oom skip "$bert"
 check "direct allocator" 0 "allocator direct" -- "$gmsim" run --allocator direct "$bert"
 check "alloc conf" 0 "max_split_size_mb:128" -- "$gmsim" run --alloc-conf max_split_size_mb:128 "$bert"
 check "two tenants" 0 "tenants that ran to completion +2 of 2" -- \

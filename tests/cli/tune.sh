@@ -73,7 +73,9 @@ with open('$tmp/picks', 'w') as f:
 while IFS='|' read -r conf frac ooms reserved; do
     extra=()
     [ -n "$frac" ] && extra=(--memory-fraction "$frac")
-    run 0 "run '$conf'" -- "$gmsim" run --capacity 5GiB --alloc-conf "$conf" "${extra[@]}" \
+    want=0
+    [ "$ooms" -gt 0 ] && want=3 # gmsim run exits 3 when it predicts an OOM
+    run "$want" "run '$conf'" -- "$gmsim" run --capacity 5GiB --alloc-conf "$conf" "${extra[@]}" \
         --json "$tmp/one.json" "$bert"
     got=$(py "
 import json
