@@ -47,7 +47,8 @@ int gm_cli_parse_sim(gm_run_opts *o, int argc, char **argv, const struct option 
 
 /* Inputs (inputs.c). What a file is from its first bytes: "hdf5" (a trace),
  * "rmm" (an RMM log), "torch" (a pickle: protocol 2+, or named .pickle /
- * .pkl), "other", "missing". */
+ * .pkl), "csv" (text with commas in its first line, not RMM's header),
+ * "other", "missing". */
 const char *gm_cli_sniff(const char *path);
 /* A trace for path: path itself when it is a trace (or cannot be opened:
  * the reader then says why); a snapshot or an RMM log is imported into a

@@ -194,6 +194,30 @@ int cmd_import(int argc, char **argv)
     if (rc != GM_OK) return rc == GM_CLI_DONE ? 0 : gm_cmd_fail("import", GM_EUSAGE, err.msg);
     if (!a.in) return gm_cmd_usage("import", "no input file given");
     if (!a.out) return gm_cmd_usage("import", "no output given; add -o OUT.h5");
+    const char *kind = gm_cli_sniff(a.in);
+    if (!a.format && !strcmp(kind, "hdf5")) {
+        fprintf(stderr,
+                "gmsim import: %s is an HDF5 file, which gmsim reads as a trace as it is: give "
+                "it to gmsim run or info directly; import takes PyTorch memory snapshots "
+                "(.pickle) and RMM logs (.csv)\n",
+                a.in);
+        return 1;
+    }
+    if (!a.format && !strcmp(kind, "csv")) {
+        fprintf(stderr,
+                "gmsim import: %s is a CSV file, but not an RMM log: RMM's log starts with the "
+                "header Thread,Time,Action,Pointer,Size,Stream; if it is one, pass --format rmm\n",
+                a.in);
+        return 1;
+    }
+    if (!a.format && !strcmp(kind, "other")) {
+        fprintf(stderr,
+                "gmsim import: %s is neither a PyTorch memory snapshot (a pickle, as "
+                "torch.cuda.memory._dump_snapshot writes) nor an RMM log (CSV); give one of those, "
+                "or --format torch|rmm to read it as one\n",
+                a.in);
+        return 1;
+    }
     const char *format = a.format ? a.format : sniff(a.in);
     if (!strcmp(format, "rmm")) {
         if (a.device >= 0)

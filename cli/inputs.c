@@ -65,16 +65,23 @@ static int ends_with(const char *s, const char *suffix)
 
 const char *gm_cli_sniff(const char *path)
 {
-    unsigned char sig[8] = {0};
+    unsigned char sig[256] = {0};
     FILE *f = fopen(path, "rb");
     if (!f) return "missing"; /* the reader or importer names the error */
     size_t n = fread(sig, 1, sizeof sig, f);
     fclose(f);
-    if (n == 8 && !memcmp(sig, "\x89HDF\r\n\x1a\n", 8)) return "hdf5";
+    if (n >= 8 && !memcmp(sig, "\x89HDF\r\n\x1a\n", 8)) return "hdf5";
     if (n >= 6 && !memcmp(sig, "Thread", 6)) return "rmm"; /* a CSV log starts with its header */
     /* a pickle: protocol 2+ starts with PROTO (0x80); older ones are known by name */
     if ((n >= 1 && sig[0] == 0x80) || ends_with(path, ".pickle") || ends_with(path, ".pkl"))
         return "torch";
+    /* text whose first line has commas: a CSV that is not an RMM log */
+    size_t i = 0, commas = 0;
+    for (; i < n && sig[i] != '\n'; i++) {
+        if (sig[i] == ',') commas++;
+        if (sig[i] < 0x20 && sig[i] != '\t' && sig[i] != '\r') break;
+    }
+    if (commas && i < n && sig[i] == '\n') return "csv";
     return "other"; /* the trace reader says what it is not */
 }
 
@@ -127,6 +134,12 @@ int gm_cli_input_trace(const char *path, const char **trace, gm_err *err)
 {
     *trace = path;
     const char *kind = gm_cli_sniff(path);
+    if (!strcmp(kind, "csv"))
+        return gm_errf(err, GM_EINVAL,
+                       "%s is a CSV file, but not an RMM log (RMM's log starts with the header "
+                       "Thread,Time,Action,Pointer,Size,Stream); if it is one, import it with "
+                       "'gmsim import --format rmm %s -o t.h5'",
+                       path, path);
     if (strcmp(kind, "torch") && strcmp(kind, "rmm")) return GM_OK;
     char *buf = malloc(4200);
     if (!buf) return gm_errf(err, GM_ENOMEM, "out of memory");

@@ -198,6 +198,19 @@ run 1 "import, one bad device" -- "$gmsim" import "$data/cases/two-devices-one-b
 run 0 "info shows the window" -- "$gmsim" import "$data/cases/device-full.pickle" -o "$tmp/df.h5"
 run 0 "info df" -- "$gmsim" info "$tmp/df.h5"
 expect_line "empty_cache|segment_free 1" "$tmp/out"
+# what a file is, told from its first bytes, with the fix
+printf 'a,b\n1,2\n' >"$tmp/other.csv"
+run 1 "import a CSV that is not an RMM log" -- "$gmsim" import "$tmp/other.csv" -o "$tmp/o.h5"
+expect_line "is a CSV file, but not an RMM log: RMM's log starts with the header Thread,Time,Action,Pointer,Size,Stream; if it is one, pass --format rmm" "$tmp/err"
+run 1 "run a CSV" -- "$gmsim" run --capacity 1GiB "$tmp/other.csv"
+expect_line "is a CSV file, but not an RMM log .*gmsim import --format rmm" "$tmp/err"
+run 1 "import a trace" -- "$gmsim" import "$src/traces/bert.h5" -o "$tmp/o.h5"
+expect_line "is an HDF5 file, which gmsim reads as a trace as it is" "$tmp/err"
+printf 'hello' >"$tmp/x.bin"
+run 1 "import junk" -- "$gmsim" import "$tmp/x.bin" -o "$tmp/o.h5"
+expect_line "is neither a PyTorch memory snapshot .* nor an RMM log \(CSV\)" "$tmp/err"
+run 0 "an RMM log without --format" -- "$gmsim" import "$data/rmm-log-sample.csv" -o "$tmp/rmm.h5"
+
 # record_stream: the block is reused only after free_completed; both of
 # PyTorch's counters are reported (allocated_bytes drops at free_requested)
 run 0 "import record-stream" -- "$gmsim" import "$data/cases/record-stream.pickle" -o "$tmp/rs.h5"
