@@ -77,6 +77,11 @@ static struct {
     dev_t trace_dev;
     ino_t trace_ino;
     atomic_int trace_known;
+    /* Held around every HDF5 call (the flush thread's drains, the finish),
+     * and by fork() (atfork_prepare): a child must never be born while
+     * another thread is inside the HDF5 library, whose global lock the child
+     * would inherit taken, and then wait for forever in HDF5's exit handler. */
+    pthread_mutex_t h5_mu;
     int device;
     uint32_t kinds;
     int quiet;
@@ -88,7 +93,7 @@ static struct {
     int done[2]; /* flush thread -> signal handler: finished */
     struct sigaction old_int, old_term;
     int drain_error_reported;
-} g = {.wake = {-1, -1}, .done = {-1, -1}};
+} g = {.wake = {-1, -1}, .done = {-1, -1}, .h5_mu = PTHREAD_MUTEX_INITIALIZER};
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
@@ -320,7 +325,9 @@ static void finish_capture(void)
     CUptiResult cr = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     if (cr != CUPTI_SUCCESS)
         say("warning: cuptiActivityFlushAll: %s; the last records may be missing", cupti_msg(cr));
+    pthread_mutex_lock(&g.h5_mu);
     int rc = gmc_session_finish(g.session, &st, &e);
+    pthread_mutex_unlock(&g.h5_mu);
     report(rc, &st, &e);
 }
 
@@ -331,7 +338,10 @@ static void tick(void)
     if (cuptiGetTimestamp(&now) != CUPTI_SUCCESS) return;
     cuptiActivityFlushAll(0); /* completed buffers only: cheap, no sync */
     uint64_t mark = now > g.window_ns ? now - g.window_ns : 0;
-    if (gmc_session_drain(g.session, mark, &e) != GM_OK && !g.drain_error_reported) {
+    pthread_mutex_lock(&g.h5_mu);
+    int rc = gmc_session_drain(g.session, mark, &e);
+    pthread_mutex_unlock(&g.h5_mu);
+    if (rc != GM_OK && !g.drain_error_reported) {
         g.drain_error_reported = 1;
         say("no trace will be written: %s", e.msg);
     }
@@ -423,8 +433,19 @@ static void install_handler(int sig, struct sigaction *old)
  * file when a busy machine lets the child run this handler). Only
  * async-signal-safe calls: the parent may be multi-threaded.
  */
+static void atfork_prepare(void)
+{
+    pthread_mutex_lock(&g.h5_mu);
+}
+
+static void atfork_parent(void)
+{
+    pthread_mutex_unlock(&g.h5_mu);
+}
+
 static void atfork_child(void)
 {
+    pthread_mutex_unlock(&g.h5_mu); /* taken by this thread in atfork_prepare */
     struct stat tmp, st;
     char buf[4096];
     ssize_t n;
@@ -522,7 +543,7 @@ static int setup(void)
         return -1;
     }
     atexit(at_exit);
-    pthread_atfork(NULL, NULL, atfork_child);
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     install_handler(SIGINT, &g.old_int);
     install_handler(SIGTERM, &g.old_term);
     return 0;
