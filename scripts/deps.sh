@@ -3,7 +3,7 @@
 # Idempotent; run as root (CI and the README's commands do).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config
-      libhdf5-dev libgsl-dev libcunit1-dev libjansson-dev libbsd-dev)
+      libhdf5-dev libgsl-dev libcunit1-dev libjansson-dev libbsd-dev libseccomp-dev)
 if [ "${1:-}" = "--test" ]; then
     # the HTML report test opens the report in a real browser
     pkgs+=(chromium)
