@@ -69,7 +69,7 @@ static struct {
     pid_t pid; /* the capturing process: forked children must not finish its trace */
     gmc_session *session;
     char path[PATH_MAX];
-    char tmp_path[PATH_MAX + 32]; /* the writer's path.tmp.<pid> (trace.h) */
+    char tmp_path[PATH_MAX + 32]; /* the file the writer writes (gm_trace_writer_file) */
     int device;
     uint32_t kinds;
     int quiet;
@@ -239,6 +239,8 @@ static int open_trace(void *ctx, int device, gm_trace_writer **w, gm_err *err)
         rc = gm_errf(err, GM_ENOMEM, "out of host memory");
     m.device_total_bytes = total;
     if (rc == GM_OK) rc = gm_trace_create(g.path, &m, NULL, w, err);
+    if (rc == GM_OK) /* where the writer really writes (a symlink is followed) */
+        snprintf(g.tmp_path, sizeof g.tmp_path, "%s", gm_trace_writer_file(*w));
     gm_trace_meta_free(&m);
     free(cmd);
     return rc;

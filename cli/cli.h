@@ -42,6 +42,13 @@ int gm_cli_parse(int argc, char **argv, const char *shortopts, const struct opti
 int gm_cli_parse_sim(gm_run_opts *o, int argc, char **argv, const struct option *extra,
                      gm_cli_fn fn, void *ctx, gm_err *err);
 
+/* Refuse an output that is one of the inputs (same device and inode, so
+ * another name or a link counts): GM_EUSAGE naming both. out may be NULL
+ * (no such output). The second form checks the traces of o. */
+int gm_cli_output_not_input(const char *opt, const char *out, const char *const *in, size_t n,
+                            gm_err *err);
+int gm_cli_output_not_trace(const char *opt, const char *out, const gm_run_opts *o, gm_err *err);
+
 /* Print the failure as above; returns the exit code (2 for GM_EUSAGE, else 1). */
 int gm_cmd_fail(const char *cmd, int code, const char *msg);
 /* A usage error in the command's words (printf-style); returns 2. */

@@ -122,6 +122,11 @@ int cmd_compare(int argc, char **argv)
         gm_run_opts_free(&o);
         return gm_cmd_usage("compare", "no trace given; e.g. gmsim compare traces/bert.h5");
     }
+    if (gm_cli_output_not_trace("--json", json_path, &o, &err) ||
+        gm_cli_output_not_trace("--html", html_path, &o, &err)) {
+        gm_run_opts_free(&o);
+        return gm_cmd_fail("compare", GM_EUSAGE, err.msg);
+    }
     char **specs = NULL;
     size_t n = 0;
     if ((rc = gm_policy_list_split(list, &specs, &n, &err)) != GM_OK) {

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "base/err.h"
+#include "base/outfile.h"
 #include "traces/import_rmm.h"
 #include "traces/import_torch.h"
 
@@ -70,7 +71,8 @@ static int write_one(const gm_import_trace *t, const char *path, const gm_trace_
 {
     gm_err err;
     if (gm_import_trace_write(t, path, wo, &err)) return gm_cmd_fail("import", err.code, err.msg);
-    if (!quiet) printf("wrote %s: %s\n", path, t->summary);
+    if (!quiet)
+        fprintf(gm_out_is_stdout(path) ? stderr : stdout, "wrote %s: %s\n", path, t->summary);
     return 0;
 }
 
@@ -88,13 +90,18 @@ static int import_torch(const char *in, const char *out, int device, const char 
             dev_path(out, imp->dev[i].device, path, sizeof path);
         else
             snprintf(path, sizeof path, "%s", out);
+        if (gm_cli_output_not_input("-o", path, &in, 1, &err)) {
+            rc = gm_cmd_fail("import", GM_EUSAGE, err.msg);
+            break;
+        }
         rc = write_one(&imp->dev[i], path, wo, quiet);
     }
     if (!rc && !quiet)
-        printf("(PyTorch memory snapshot, %s layout%s)\n", imp->layout,
-               imp->n + imp->n_failed > 1
-                   ? "; several devices, one trace each: --device N imports one"
-                   : "");
+        fprintf(gm_out_is_stdout(out) ? stderr : stdout, "(PyTorch memory snapshot, %s layout%s)\n",
+                imp->layout,
+                imp->n + imp->n_failed > 1
+                    ? "; several devices, one trace each: --device N imports one"
+                    : "");
     for (size_t i = 0; i < imp->n_failed; i++) /* the others were written */
         rc = gm_cmd_fail("import", GM_EINVAL, imp->failed[i].msg);
     gm_torch_import_free(imp);
@@ -168,6 +175,8 @@ int cmd_import(int argc, char **argv)
     if (rc != GM_OK) return rc == GM_CLI_DONE ? 0 : gm_cmd_fail("import", GM_EUSAGE, err.msg);
     if (!a.in) return gm_cmd_usage("import", "no input file given");
     if (!a.out) return gm_cmd_usage("import", "no output given; add -o OUT.h5");
+    if (gm_cli_output_not_input("-o", a.out, &a.in, 1, &err))
+        return gm_cmd_fail("import", GM_EUSAGE, err.msg);
     const char *format = a.format ? a.format : sniff(a.in);
     if (!strcmp(format, "rmm")) {
         if (a.device >= 0)

@@ -232,10 +232,15 @@ int gm_trace_read_markers(gm_trace_reader *r, gm_marker **rows, size_t *n, gm_er
 /* ---------------- writer ---------------- */
 typedef struct gm_trace_writer gm_trace_writer;
 
-/* Create path (written as path.tmp.<pid> and renamed by gm_trace_finish, so a
- * crash never leaves a half trace that looks whole). opts may be NULL. */
+/* Create path. A regular file (or a new name; symlinks followed) is written
+ * as TARGET.tmp.<pid> beside it and renamed by gm_trace_finish, so a crash
+ * never leaves a half trace that looks whole; "-", /dev/stdout, a FIFO or a
+ * device is built in a private temporary file and copied there, unchanged,
+ * by gm_trace_finish (base/outfile.h). opts may be NULL. */
 int gm_trace_create(const char *path, const gm_trace_meta *meta, const gm_trace_write_opts *opts,
                     gm_trace_writer **out, gm_err *err);
+/* The file HDF5 is writing now (the temporary file above). */
+const char *gm_trace_writer_file(const gm_trace_writer *w);
 int gm_trace_append(gm_trace_writer *w, const gm_event *ev, size_t n, gm_err *err);
 int gm_trace_write_initial(gm_trace_writer *w, const gm_init_row *rows, size_t n, gm_err *err);
 int gm_trace_add_markers(gm_trace_writer *w, const gm_marker *m, size_t n, gm_err *err);

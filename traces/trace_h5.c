@@ -30,6 +30,7 @@
  */
 #include "trace.h"
 #include "trace_int.h"
+#include "base/outfile.h"
 #include "base/units.h"
 
 #include <hdf5.h>
@@ -1212,10 +1213,11 @@ int gm_h5r_read_markers(gm_h5r *r, gm_marker **rows, size_t *n, gm_err *err)
 /* ---------------- writer ---------------- */
 
 struct gm_trace_writer {
-    char *path;  /* final name                               */
-    char *tmp;   /* path.tmp.<pid>, renamed by finish         */
-    int created; /* tmp exists on disk                        */
-    int failed;  /* a write failed: never publish the file    */
+    char *path;       /* final name, as given                   */
+    char *tmp;        /* the file HDF5 writes (see create_file)  */
+    gm_out_plan plan; /* where path leads (base/outfile.h)       */
+    int created;      /* tmp exists on disk                       */
+    int failed;       /* a write failed: never publish the file    */
     hid_t file;
     hid_t events, initial, markers;     /* datasets                 */
     hid_t raw_type, init_type, mk_type; /* memory types: packed events, structs */
@@ -1240,8 +1242,8 @@ static int resolve_opts(const char *path, const gm_trace_write_opts *in, gm_trac
     if (o->deflate_level < 1 || o->deflate_level > 9)
         return gm_errf(err, GM_EINVAL, "%s: deflate level %d is not in 1..9", path,
                        o->deflate_level);
-    if (o->chunk_events > (16u << 20))
-        return gm_errf(err, GM_EINVAL, "%s: chunk of %zu events is too large (at most 16 Mi)", path,
+    if (o->chunk_events > GM_TRACE_MAX_CHUNK_ROWS) /* what the reader accepts */
+        return gm_errf(err, GM_EINVAL, "%s: chunk of %zu events is too large (at most 1 Mi)", path,
                        o->chunk_events);
     if (o->compress == GM_COMPRESS_DEFLATE &&
         (H5Zfilter_avail(H5Z_FILTER_DEFLATE) <= 0 || H5Zfilter_avail(H5Z_FILTER_SHUFFLE) <= 0))
@@ -1369,13 +1371,34 @@ static void writer_free(gm_trace_writer *w)
     free(w->raw);
     free(w->tmp);
     free(w->path);
+    gm_out_plan_free(&w->plan);
     free(w);
 }
 
-/* Create the temporary file; open(2) first so a failure has its errno. */
+/*
+ * The file HDF5 writes. A regular file (or a new name) is written as
+ * TARGET.tmp.<pid> beside it and renamed over it by gm_trace_finish, symlinks
+ * followed (base/outfile.h). Anything else ("-", /dev/stdout, a FIFO, a
+ * device) cannot take HDF5's seeks, so the trace is built in a private
+ * temporary file and copied there, unchanged, when complete. open(2) first,
+ * so a failure has its errno.
+ */
 static int create_file(gm_trace_writer *w, gm_err *err)
 {
-    int fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    int rc = gm_out_plan_make(w->path, &w->plan, err);
+    if (rc) return rc;
+    int fd;
+    if (w->plan.tmp) {
+        w->tmp = strdup(w->plan.tmp);
+        fd = w->tmp ? open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666) : -1;
+    } else {
+        const char *dir = getenv("TMPDIR");
+        size_t len = (dir && *dir ? strlen(dir) : 4) + 32;
+        w->tmp = malloc(len);
+        if (w->tmp) snprintf(w->tmp, len, "%s/gmsim-trace.XXXXXX", dir && *dir ? dir : "/tmp");
+        fd = w->tmp ? mkstemp(w->tmp) : -1;
+    }
+    if (!w->tmp) return gm_errf(err, GM_ENOMEM, "%s: out of memory", w->path);
     if (fd < 0)
         return gm_errf(err, GM_EIO, "%s: cannot create %s: %s", w->path, w->tmp, strerror(errno));
     close(fd);
@@ -1402,15 +1425,11 @@ int gm_trace_create(const char *path, const gm_trace_meta *meta, const gm_trace_
     w->raw_type = w->init_type = w->mk_type = H5I_INVALID_HID;
     w->chunk = o.chunk_events;
     w->opts = o;
-    size_t tlen = strlen(path) + 32;
+    w->plan.fd = -1;
     w->path = strdup(path);
-    w->tmp = malloc(tlen);
     w->raw = malloc(w->chunk * EV_PACKED);
-    if (!w->path || !w->tmp || !w->raw) rc = gm_errf(err, GM_ENOMEM, "%s: out of memory", path);
-    if (!rc) {
-        snprintf(w->tmp, tlen, "%s.tmp.%d", path, (int)getpid());
-        rc = create_file(w, err);
-    }
+    if (!w->path || !w->raw) rc = gm_errf(err, GM_ENOMEM, "%s: out of memory", path);
+    if (!rc) rc = create_file(w, err);
     if (!rc) rc = write_meta(w, meta, err);
     if (!rc) rc = create_tables(w, err);
     if (rc) {
@@ -1481,6 +1500,11 @@ int gm_trace_add_markers(gm_trace_writer *w, const gm_marker *m, size_t n, gm_er
     return rc;
 }
 
+const char *gm_trace_writer_file(const gm_trace_writer *w)
+{
+    return w ? w->tmp : NULL;
+}
+
 void gm_trace_set_dropped(gm_trace_writer *w, uint64_t dropped)
 {
     if (w) w->dropped = dropped;
@@ -1505,9 +1529,10 @@ int gm_trace_finish(gm_trace_writer *w, gm_err *err)
     /* H5Fclose flushes; only its result says whether the data reached the file */
     if (!rc && writer_close_h5(w) < 0)
         rc = gm_errf(err, GM_EIO, "%s: cannot close (disk full?)", w->tmp);
-    if (!rc && rename(w->tmp, w->path) != 0)
-        rc = gm_errf(err, GM_EIO, "%s: cannot rename %s into place: %s", w->path, w->tmp,
-                     strerror(errno));
+    if (!rc && w->plan.tmp)
+        rc = gm_out_plan_publish(&w->plan, w->path, err);
+    else if (!rc)
+        rc = gm_out_copy_file(w->tmp, w->path, err), unlink(w->tmp);
     if (rc) {
         gm_trace_abort(w);
         return rc;
