@@ -16,9 +16,11 @@
  * and no thread of this (possibly multi-threaded) process, and the
  * constructor below serves before main() runs, so every program that links
  * this file (gmsim, gmreplay, the tests, the fuzz harness) can be its own
- * reader. Before exec: the socket becomes fd 3, the trace (opened here,
- * checked to be a regular file) fd 4, stdin /dev/null, stdout stderr, every
- * other descriptor is closed, no core dumps, a CPU limit. After exec: an
+ * reader. Before exec (no new descriptor: this process may be at its
+ * limit): the socket and the trace (opened here, checked to be a regular
+ * file) are kept and named in GMSIM_TRACE_CHILD, stdin is closed, stdout
+ * is stderr, every other descriptor is closed, no core dumps, a CPU limit.
+ * After exec they become fds 3 and 4, then: an
  * address-space limit of GM_TRACE_CHILD_MEM_BYTES above what it starts
  * with, HDF5 filter plugins off; once HDF5 has the file open, no
  * capabilities, no new privileges and a seccomp filter (Debian's
@@ -236,6 +238,17 @@ static int meta_get(const char *p, size_t len, gm_trace_meta *m)
 
 /* ------------------------------------------------------------ the child */
 
+/* Close descriptors lo..hi-1 (hi < 0: all from lo); async-signal-safe. */
+static void close_from(int lo, int hi)
+{
+    if (hi >= 0 && hi <= lo) return;
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, (unsigned)lo, hi < 0 ? ~0U : (unsigned)hi - 1, 0) == 0) return;
+#endif
+    for (int fd = lo; fd < (hi < 0 ? 65536 : hi); fd++)
+        close(fd);
+}
+
 /* Address space: what the child has now plus the budget. */
 static void limit_memory(void)
 {
@@ -413,10 +426,19 @@ static void child_main(void)
     _exit(0); /* no atexit handlers, no HDF5 shutdown: nothing to flush */
 }
 
+/* GMSIM_TRACE_CHILD=SOCK,TRACE: this process is a reader; its two
+ * descriptors move to FD_SOCK and FD_TRACE (a fresh image has few open). */
 __attribute__((constructor)) static void trace_child_entry(void)
 {
     const char *v = getenv(CHILD_ENV);
-    if (v && !strcmp(v, "1")) child_main();
+    int s, t;
+    char end;
+    if (!v || sscanf(v, "%d,%d%c", &s, &t, &end) != 2 || s < 0 || t < 0 || s == t) return;
+    int s2 = fcntl(s, F_DUPFD, 10), t2 = fcntl(t, F_DUPFD, 10);
+    if (s2 < 0 || t2 < 0 || dup2(s2, FD_SOCK) != FD_SOCK || dup2(t2, FD_TRACE) != FD_TRACE)
+        _exit(127);
+    close_from(FD_TRACE + 1, -1);
+    child_main();
 }
 
 /* ------------------------------------------------------------ the parent */
@@ -572,23 +594,23 @@ static int start_child(gm_trace_reader *r, int trace_fd, gm_err *err)
     size_t k = 0;
     for (size_t i = 0; i < nenv; i++)
         if (strncmp(environ[i], CHILD_ENV "=", sizeof CHILD_ENV)) envp[k++] = environ[i];
-    envp[k++] = CHILD_ENV "=1";
+    char var[64]; /* which descriptors are the socket and the trace */
+    snprintf(var, sizeof var, CHILD_ENV "=%d,%d", sv[1], trace_fd);
+    envp[k++] = var;
     envp[k] = NULL;
     char *argv[] = {"gmsim-trace-reader", NULL};
     struct rlimit core = {0, 0}, cpu = {GM_TRACE_CHILD_CPU_S, RLIM_INFINITY};
     pid_t pid = fork();
     if (pid == 0) {
-        int s = fcntl(sv[1], F_DUPFD, 10), t = fcntl(trace_fd, F_DUPFD, 10);
-        int null = open("/dev/null", O_RDONLY);
-        if (s < 0 || t < 0 || null < 0 || dup2(null, 0) < 0 ||
-            (dup2(2, 1) < 0 && dup2(null, 1) < 0) || dup2(s, FD_SOCK) != FD_SOCK ||
-            dup2(t, FD_TRACE) != FD_TRACE)
+        /* no new descriptor here: the parent may be at its limit (EMFILE
+         * belongs to the parent's message, not to a child that cannot start) */
+        if (fcntl(sv[1], F_SETFD, 0) < 0 || fcntl(trace_fd, F_SETFD, 0) < 0 || dup2(2, 1) < 0)
             _exit(127);
-#ifdef SYS_close_range
-        if (syscall(SYS_close_range, FD_TRACE + 1, ~0U, 0) != 0)
-#endif
-            for (int fd = FD_TRACE + 1; fd < 65536; fd++)
-                close(fd);
+        close(0);
+        int keep[2] = {sv[1] < trace_fd ? sv[1] : trace_fd, sv[1] < trace_fd ? trace_fd : sv[1]};
+        close_from(3, keep[0]);
+        close_from(keep[0] + 1, keep[1]);
+        close_from(keep[1] + 1, -1);
         sigset_t all;
         sigemptyset(&all);
         sigprocmask(SIG_SETMASK, &all, NULL);
