@@ -3,10 +3,11 @@
 # Idempotent; run as root (CI and the README's commands do).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config
-      libhdf5-dev libgsl-dev libcunit1-dev libjansson-dev libbsd-dev libseccomp-dev)
+      libhdf5-dev libgsl-dev libcunit1-dev libjansson-dev libbsd-dev libseccomp-dev zlib1g-dev)
 if [ "${1:-}" = "--test" ]; then
-    # the HTML report test opens the report in a real browser
-    pkgs+=(chromium)
+    # the HTML report test opens the report in a real browser; the fuzz
+    # harnesses need clang (libFuzzer)
+    pkgs+=(chromium clang libclang-rt-dev)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

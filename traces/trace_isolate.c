@@ -690,7 +690,10 @@ static int open_reader(const char *path, int isolated, gm_trace_reader **out, gm
 
 int gm_trace_open(const char *path, gm_trace_reader **out, gm_err *err)
 {
-    return open_reader(path, 1, out, err);
+    /* GMSIM_TRACE_INPROCESS=1: no child, for benchmarks and debuggers only
+     * (FORMAT.md, "Isolation") */
+    const char *e = getenv("GMSIM_TRACE_INPROCESS");
+    return open_reader(path, !(e && !strcmp(e, "1")), out, err);
 }
 
 int gm_trace_open_inprocess(const char *path, gm_trace_reader **out, gm_err *err)

@@ -5,7 +5,7 @@
 # written unless CORPUS_DIR is given, which then grows), fails if the harness
 # finds a crash, a timeout or a memory blow-up; the input that did it is left
 # as ./fuzz_trace-crash-* (or -timeout-, -oom-) in the current directory.
-set -euo pipefail
+set -uo pipefail
 fuzzer=$1 seconds=$2
 here="$(cd "$(dirname "$0")" && pwd)"
 work=${3:-}
@@ -21,5 +21,7 @@ fi
 # is 5 s, so a 30 s timeout means this process itself hung
 "$fuzzer" "$work" "$here/trace_seeds" -dict="$here/hdf5.dict" -max_len=65536 \
     -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
-    -artifact_prefix="$PWD/fuzz_trace-" 2>&1 | grep -v "^#[0-9]*.*\(NEW\|REDUCE\|pulse\)" | tail -40
-exit "${PIPESTATUS[0]}"
+    -artifact_prefix="$PWD/fuzz_trace-" >"$tmp/log" 2>&1
+rc=$?
+grep -av "^#[0-9]*.*\(NEW\|REDUCE\|pulse\)" "$tmp/log" | tail -40
+exit "$rc"
