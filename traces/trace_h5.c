@@ -24,6 +24,14 @@
  * Validation. Each piece is checked in one branch-free pass; only if that
  * pass finds something does a second pass name the first bad event.
  *
+ * Hostile files. The reader here (gm_h5r_*, trace_int.h) is what the
+ * isolated reader of trace_isolate.c runs in its child process. Before any
+ * row is read it checks how each table is stored (FORMAT.md, "Limits"):
+ * hard links only, no external storage or virtual dataset, only the filters
+ * gmsim writes, bounded chunks, every row backed by stored bytes, bounded
+ * compression; external links are refused again at H5Dopen2 (refuse_elink)
+ * in case a check is ever missed.
+ *
  * Errors. HDF5 prints its error stack to stderr unless told not to; the
  * library never prints, so every entry point silences it for the calling
  * thread (the stack is per thread in Debian's thread-safe HDF5).
