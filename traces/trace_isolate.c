@@ -31,15 +31,19 @@
  * another file (FORMAT.md, "Isolation").
  *
  * The protocol. Requests and replies on a Unix stream socket, each a fixed
- * header and a payload. The parent keeps the position: a read request
- * carries (first row, t_ns before it, count), so the child holds no state
- * the parent depends on. After answering a read the child reads the next
- * piece ahead, overlapping HDF5 with the caller's simulation. The parent
- * checks every reply against the request and checks every event, row and
- * marker again (gm_trace_check_*), so a child that lies cannot hand the
- * simulator an out-of-range op, category or kind. Each reply must arrive
- * within the watchdog time (GM_TRACE_TIMEOUT_S); the CPU limit grows by
- * one second per request (prlimit from here).
+ * header and a payload; events go through shared memory instead (a memfd
+ * of two slots of 64 Ki events, mapped read-only here): the child decodes a
+ * piece into a slot and says which, the parent copies it out, checks the
+ * copy, and at once asks for the next piece, which the child decodes into
+ * the other slot while the caller simulates (so a read rarely waits). The
+ * parent keeps the position: a read request carries (first row, t_ns
+ * before it, count), so the child holds no state the parent depends on.
+ * The parent checks every reply against the request and checks every
+ * event, row and marker again (gm_trace_check_*), so a child that lies
+ * cannot hand the simulator an out-of-range op, category or kind. Each
+ * reply must arrive within the watchdog time (GM_TRACE_TIMEOUT_S) of the
+ * parent starting to wait for it; the CPU limit grows by one second per
+ * request (prlimit from here).
  */
 #define _GNU_SOURCE /* prlimit, strsignal */
 #include "trace.h"
@@ -57,6 +61,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -70,7 +75,14 @@ typedef unsigned long long ull;
 #define CHILD_ENV "GMSIM_TRACE_CHILD"
 #define FD_SOCK 3
 #define FD_TRACE 4
-#define PIECE GM_TRACE_CHUNK_EVENTS /* events per read request */
+#define FD_SHM 5
+/* Events per read request, and the two slots of shared memory the child
+ * decodes them into (2 x 2.5 MiB): the parent copies the slot of a reply
+ * out, checks the copy, and at once asks for the next piece, which the
+ * child decodes into the other slot while the caller simulates. */
+#define PIECE GM_TRACE_CHUNK_EVENTS
+#define SLOT_BYTES (PIECE * sizeof(gm_event))
+#define SHM_BYTES (2 * SLOT_BYTES)
 #define MAX_PATH_BYTES 4096
 #define MAX_META_BYTES (8 * (size_t)GM_TRACE_MAX_ATTR_BYTES + 4096)
 
@@ -109,6 +121,7 @@ struct rep {
     uint64_t a;     /* OPEN: events; READ: rows; tables: rows             */
     uint64_t b;     /* READ: t_ns of the last row                         */
     uint64_t len;   /* payload bytes                                      */
+    uint64_t slot;  /* READ: the shared-memory slot (0 or 1) of the rows  */
 };
 
 /* Whole buffers over a socket; MSG_NOSIGNAL: a closed peer is an error,
@@ -323,10 +336,16 @@ static void sandbox(void)
     seccomp_release(ctx);
 }
 
+static int reply_slot(uint32_t kind, int status, uint64_t a, uint64_t b, const void *p, size_t len,
+                      uint64_t slot)
+{
+    struct rep h = {kind, status, a, b, len, slot};
+    return send_all(FD_SOCK, &h, sizeof h) || (len && send_all(FD_SOCK, p, len)) ? -1 : 0;
+}
+
 static int reply(uint32_t kind, int status, uint64_t a, uint64_t b, const void *p, size_t len)
 {
-    struct rep h = {kind, status, a, b, len};
-    return send_all(FD_SOCK, &h, sizeof h) || (len && send_all(FD_SOCK, p, len)) ? -1 : 0;
+    return reply_slot(kind, status, a, b, p, len, 0);
 }
 
 static int reply_err(uint32_t kind, const gm_err *e)
@@ -337,15 +356,16 @@ static int reply_err(uint32_t kind, const gm_err *e)
 
 /* A read the child did ahead, or is asked for now. */
 struct piece {
-    int valid, rc;
+    int valid, rc, slot;
     uint64_t pos, prev_in, n, prev_out;
     gm_err err;
 };
 
-static void do_read(gm_h5r *r, gm_event *buf, struct piece *pc, uint64_t pos, uint64_t prev,
-                    uint64_t n)
+static void do_read(gm_h5r *r, gm_event *shm, int slot, struct piece *pc, uint64_t pos,
+                    uint64_t prev, uint64_t n)
 {
-    pc->valid = 1, pc->pos = pos, pc->prev_in = prev, pc->n = n;
+    gm_event *buf = shm + (size_t)slot * PIECE;
+    pc->valid = 1, pc->pos = pos, pc->prev_in = prev, pc->n = n, pc->slot = slot;
     pc->prev_out = prev;
     pc->rc = gm_h5r_read_at(r, pos, buf, (size_t)n, &pc->prev_out, &pc->err);
 }
@@ -362,26 +382,21 @@ static int serve_table(gm_h5r *r, uint32_t kind)
     return st;
 }
 
-static void serve(gm_h5r *r)
+static void serve(gm_h5r *r, gm_event *shm)
 {
-    gm_event *buf = malloc(PIECE * sizeof *buf);
     struct piece pc = {0};
+    int free_slot = 0; /* the slot the parent is not reading */
     struct req q;
     const char *why;
-    while (buf && recv_all(FD_SOCK, &q, sizeof q, -1, &why) == 0 && q.len == 0) {
+    while (recv_all(FD_SOCK, &q, sizeof q, -1, &why) == 0 && q.len == 0) {
         int st = 0;
         if (q.kind == REQ_READ) {
             uint64_t total = gm_h5r_nevents(r);
             if (q.n < 1 || q.n > PIECE || q.pos > total || q.n > total - q.pos) break;
-            if (!pc.valid || pc.pos != q.pos || pc.prev_in != q.prev || pc.n != q.n)
-                do_read(r, buf, &pc, q.pos, q.prev, q.n);
+            do_read(r, shm, free_slot, &pc, q.pos, q.prev, q.n);
             st = pc.rc ? reply_err(REQ_READ, &pc.err)
-                       : reply(REQ_READ, GM_OK, pc.n, pc.prev_out, buf, pc.n * sizeof *buf);
-            uint64_t next = q.pos + q.n;
-            if (!st && !pc.rc && next < total) /* read ahead the next piece */
-                do_read(r, buf, &pc, next, pc.prev_out, total - next < q.n ? total - next : q.n);
-            else
-                pc.valid = 0;
+                       : reply_slot(REQ_READ, GM_OK, pc.n, pc.prev_out, NULL, 0, (uint64_t)pc.slot);
+            if (!pc.rc) free_slot ^= 1; /* the parent copies pc.slot out before it asks again */
         } else if (q.kind == REQ_INITIAL || q.kind == REQ_MARKERS) {
             st = serve_table(r, q.kind);
         } else {
@@ -389,7 +404,6 @@ static void serve(gm_h5r *r)
         }
         if (st) break;
     }
-    free(buf);
 }
 
 /* The child's main: open the trace named by the first request, say how it
@@ -397,6 +411,9 @@ static void serve(gm_h5r *r)
 static void child_main(void)
 {
     signal(SIGPIPE, SIG_IGN);
+    gm_event *shm = mmap(NULL, SHM_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, FD_SHM, 0);
+    close(FD_SHM);
+    if (shm == MAP_FAILED) _exit(2);
     limit_memory();
     H5PLset_loading_state(0); /* no filter plugins: no code or file from elsewhere */
     struct req q;
@@ -422,22 +439,26 @@ static void child_main(void)
         reply_err(REQ_OPEN, &oom);
         _exit(0);
     }
-    if (reply(REQ_OPEN, GM_OK, gm_h5r_nevents(r), 0, w.p, w.len) == 0) serve(r);
+    if (reply(REQ_OPEN, GM_OK, gm_h5r_nevents(r), 0, w.p, w.len) == 0) serve(r, shm);
     _exit(0); /* no atexit handlers, no HDF5 shutdown: nothing to flush */
 }
 
-/* GMSIM_TRACE_CHILD=SOCK,TRACE: this process is a reader; its two
- * descriptors move to FD_SOCK and FD_TRACE (a fresh image has few open). */
+/* GMSIM_TRACE_CHILD=SOCK,TRACE,SHM: this process is a reader; its three
+ * descriptors move to FD_SOCK, FD_TRACE and FD_SHM (a fresh image has few
+ * open). */
 __attribute__((constructor)) static void trace_child_entry(void)
 {
     const char *v = getenv(CHILD_ENV);
-    int s, t;
+    int s, t, m;
     char end;
-    if (!v || sscanf(v, "%d,%d%c", &s, &t, &end) != 2 || s < 0 || t < 0 || s == t) return;
-    int s2 = fcntl(s, F_DUPFD, 10), t2 = fcntl(t, F_DUPFD, 10);
-    if (s2 < 0 || t2 < 0 || dup2(s2, FD_SOCK) != FD_SOCK || dup2(t2, FD_TRACE) != FD_TRACE)
+    if (!v || sscanf(v, "%d,%d,%d%c", &s, &t, &m, &end) != 3 || s < 0 || t < 0 || m < 0 || s == t ||
+        s == m || t == m)
+        return;
+    int s2 = fcntl(s, F_DUPFD, 10), t2 = fcntl(t, F_DUPFD, 10), m2 = fcntl(m, F_DUPFD, 10);
+    if (s2 < 0 || t2 < 0 || m2 < 0 || dup2(s2, FD_SOCK) != FD_SOCK ||
+        dup2(t2, FD_TRACE) != FD_TRACE || dup2(m2, FD_SHM) != FD_SHM)
         _exit(127);
-    close_from(FD_TRACE + 1, -1);
+    close_from(FD_SHM + 1, -1);
     child_main();
 }
 
@@ -453,9 +474,12 @@ struct gm_trace_reader {
     gm_h5r *local;      /* in-process, or NULL                  */
     pid_t pid;          /* the child, or -1                      */
     int sock;
-    uint64_t nreq;    /* requests so far (CPU budget)        */
-    double timeout_s; /* watchdog, per reply                 */
-    int dead;         /* the child failed: every call fails  */
+    const gm_event *shm;                     /* the child\'s two slots, read-only here */
+    uint64_t nreq;                           /* requests so far (CPU budget)        */
+    int ahead;                               /* a read request is in flight: ...     */
+    uint64_t ahead_pos, ahead_prev, ahead_n; /* ... for these rows */
+    double timeout_s;                        /* watchdog, per reply                 */
+    int dead;                                /* the child failed: every call fails  */
     gm_err dead_err;
 };
 
@@ -532,23 +556,60 @@ static void grant_cpu(gm_trace_reader *r)
     prlimit(r->pid, RLIMIT_CPU, &rl, NULL);
 }
 
-/* Send q; receive the reply header, checked against q. */
-static int transact(gm_trace_reader *r, const struct req *q, const void *payload, struct rep *h,
-                    double *deadline, gm_err *err)
+/* Send q (the CPU allowance grows by a second). */
+static int send_req(gm_trace_reader *r, const struct req *q, const void *payload, gm_err *err)
 {
     if (r->dead) {
         *err = r->dead_err;
         return GM_EIO;
     }
     grant_cpu(r);
+    if (send_all(r->sock, q, sizeof *q) || (q->len && send_all(r->sock, payload, q->len)))
+        return child_failed(r, "eof", err);
+    return GM_OK;
+}
+
+/* The reply to a request of kind, header checked; the watchdog starts now. */
+static int recv_rep(gm_trace_reader *r, uint32_t kind, struct rep *h, double *deadline, gm_err *err)
+{
+    if (r->dead) {
+        *err = r->dead_err;
+        return GM_EIO;
+    }
     *deadline = now_s() + r->timeout_s;
     const char *why = "eof";
-    if (send_all(r->sock, q, sizeof *q) || (q->len && send_all(r->sock, payload, q->len)) ||
-        recv_all(r->sock, h, sizeof *h, *deadline, &why))
-        return child_failed(r, why, err);
-    if (h->kind != q->kind || h->status > 0 || h->status < GM_EUSAGE)
+    if (recv_all(r->sock, h, sizeof *h, *deadline, &why)) return child_failed(r, why, err);
+    if (h->kind != kind || h->status > 0 || h->status < GM_EUSAGE)
         return child_failed(r, "malformed", err);
     return GM_OK;
+}
+
+static int recv_error(gm_trace_reader *r, const struct rep *h, double deadline, gm_err *err);
+
+/* The read request in flight, if any, answered and dropped (a rewind, a
+ * table, a read elsewhere). */
+static int drop_ahead(gm_trace_reader *r, gm_err *err)
+{
+    if (!r->ahead) return GM_OK;
+    r->ahead = 0;
+    struct rep h;
+    double deadline;
+    gm_err ignored;
+    if (recv_rep(r, REQ_READ, &h, &deadline, err)) return GM_EIO; /* the child failed */
+    if (h.status) recv_error(r, &h, deadline, &ignored); /* about rows no one asks for now */
+    if (!r->dead) return GM_OK;
+    *err = r->dead_err;
+    return GM_EIO;
+}
+
+/* Send q; receive the reply header, checked against q. */
+static int transact(gm_trace_reader *r, const struct req *q, const void *payload, struct rep *h,
+                    double *deadline, gm_err *err)
+{
+    int rc = drop_ahead(r, err);
+    if (!rc) rc = send_req(r, q, payload, err);
+    if (!rc) rc = recv_rep(r, q->kind, h, deadline, err);
+    return rc;
 }
 
 /* An error reply's message, into err. */
@@ -566,6 +627,7 @@ static int recv_error(gm_trace_reader *r, const struct rep *h, double deadline, 
 static void reader_free(gm_trace_reader *r)
 {
     if (r->pid > 0 || r->sock >= 0) stop_child(r);
+    if (r->shm) munmap((void *)r->shm, SHM_BYTES);
     gm_h5r_close(r->local);
     gm_trace_meta_free(&r->meta);
     free(r->path);
@@ -575,9 +637,23 @@ static void reader_free(gm_trace_reader *r)
 /* fork + exec of the child, with its descriptors and limits in place. */
 static int start_child(gm_trace_reader *r, int trace_fd, gm_err *err)
 {
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-        return gm_trace_open_error(r->path, errno, err);
+    int sv[2], mfd = memfd_create("gmsim-trace-reader", MFD_CLOEXEC);
+    if (mfd < 0) return gm_trace_open_error(r->path, errno, err);
+    void *shm = ftruncate(mfd, SHM_BYTES) == 0
+                    ? mmap(NULL, SHM_BYTES, PROT_READ, MAP_SHARED, mfd, 0)
+                    : MAP_FAILED;
+    if (shm == MAP_FAILED) {
+        int e = errno;
+        close(mfd);
+        return gm_errf(err, GM_ENOMEM, "%s: cannot map the reader's shared memory: %s", r->path,
+                       strerror(e));
+    }
+    r->shm = shm;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+        int e = errno;
+        close(mfd);
+        return gm_trace_open_error(r->path, e, err);
+    }
     int big = 8 << 20;
     setsockopt(sv[0], SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
     setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
@@ -588,14 +664,14 @@ static int start_child(gm_trace_reader *r, int trace_fd, gm_err *err)
         nenv++;
     char **envp = malloc((nenv + 2) * sizeof *envp);
     if (!envp) {
-        close(sv[0]), close(sv[1]);
+        close(sv[0]), close(sv[1]), close(mfd);
         return gm_errf(err, GM_ENOMEM, "%s: out of memory", r->path);
     }
     size_t k = 0;
     for (size_t i = 0; i < nenv; i++)
         if (strncmp(environ[i], CHILD_ENV "=", sizeof CHILD_ENV)) envp[k++] = environ[i];
     char var[64]; /* which descriptors are the socket and the trace */
-    snprintf(var, sizeof var, CHILD_ENV "=%d,%d", sv[1], trace_fd);
+    snprintf(var, sizeof var, CHILD_ENV "=%d,%d,%d", sv[1], trace_fd, mfd);
     envp[k++] = var;
     envp[k] = NULL;
     char *argv[] = {"gmsim-trace-reader", NULL};
@@ -604,13 +680,21 @@ static int start_child(gm_trace_reader *r, int trace_fd, gm_err *err)
     if (pid == 0) {
         /* no new descriptor here: the parent may be at its limit (EMFILE
          * belongs to the parent's message, not to a child that cannot start) */
-        if (fcntl(sv[1], F_SETFD, 0) < 0 || fcntl(trace_fd, F_SETFD, 0) < 0 || dup2(2, 1) < 0)
+        if (fcntl(sv[1], F_SETFD, 0) < 0 || fcntl(trace_fd, F_SETFD, 0) < 0 ||
+            fcntl(mfd, F_SETFD, 0) < 0 || dup2(2, 1) < 0)
             _exit(127);
         close(0);
-        int keep[2] = {sv[1] < trace_fd ? sv[1] : trace_fd, sv[1] < trace_fd ? trace_fd : sv[1]};
+        int keep[3] = {sv[1], trace_fd, mfd};
+        for (int i = 0; i < 3; i++) /* sorted */
+            for (int j = i + 1; j < 3; j++)
+                if (keep[j] < keep[i]) {
+                    int x = keep[i];
+                    keep[i] = keep[j], keep[j] = x;
+                }
         close_from(3, keep[0]);
         close_from(keep[0] + 1, keep[1]);
-        close_from(keep[1] + 1, -1);
+        close_from(keep[1] + 1, keep[2]);
+        close_from(keep[2] + 1, -1);
         sigset_t all;
         sigemptyset(&all);
         sigprocmask(SIG_SETMASK, &all, NULL);
@@ -622,6 +706,7 @@ static int start_child(gm_trace_reader *r, int trace_fd, gm_err *err)
     int fork_errno = errno;
     free(envp);
     close(sv[1]);
+    close(mfd); /* the mapping stays */
     if (pid < 0) {
         close(sv[0]);
         return gm_errf(err, GM_EIO, "%s: cannot start the trace reader process: %s", r->path,
@@ -736,23 +821,44 @@ int gm_trace_rewind(gm_trace_reader *r)
     return GM_OK;
 }
 
-/* n (<= PIECE) events from row pos into buf, from the child, checked. */
+/* Ask for n rows from pos, the row before having t_ns prev. */
+static int ask_read(gm_trace_reader *r, uint64_t pos, uint64_t prev, uint64_t n, gm_err *err)
+{
+    struct req q = {REQ_READ, 0, pos, prev, n};
+    int rc = send_req(r, &q, NULL, err);
+    if (rc) return rc;
+    r->ahead = 1, r->ahead_pos = pos, r->ahead_prev = prev, r->ahead_n = n;
+    return GM_OK;
+}
+
+/* n (<= PIECE) events from row pos into buf, from the child, checked.
+ * Unless this was the last piece, the next one of the same size is asked
+ * for at once, so the child decodes it while the caller simulates. */
 static int read_remote(gm_trace_reader *r, uint64_t pos, uint64_t *prev, gm_event *buf, size_t n,
                        gm_err *err)
 {
-    struct req q = {REQ_READ, 0, pos, *prev, n};
+    int rc = GM_OK;
+    if (!(r->ahead && r->ahead_pos == pos && r->ahead_prev == *prev && r->ahead_n == n)) {
+        rc = drop_ahead(r, err);
+        if (!rc) rc = ask_read(r, pos, *prev, n, err);
+        if (rc) return rc;
+    }
+    r->ahead = 0;
     struct rep h;
     double deadline;
-    int rc = transact(r, &q, NULL, &h, &deadline, err);
-    if (rc) return rc;
+    if ((rc = recv_rep(r, REQ_READ, &h, &deadline, err))) return rc;
     if (h.status) return recv_error(r, &h, deadline, err);
-    const char *why = "malformed";
-    if (h.a != n || h.len != n * sizeof *buf || recv_all(r->sock, buf, h.len, deadline, &why))
-        return child_failed(r, why, err);
+    if (h.a != n || h.len != 0 || h.slot > 1) return child_failed(r, "malformed", err);
+    /* copy first, then check the copy: the child cannot change what is checked */
+    memcpy(buf, r->shm + (size_t)h.slot * PIECE, n * sizeof *buf);
     uint64_t p = *prev;
     if ((rc = gm_trace_check_events(r->path, r->m->version, buf, n, pos, &p, err))) return rc;
     if (p != h.b) return child_failed(r, "malformed", err);
     *prev = p;
+    uint64_t next = pos + n;
+    gm_err later; /* a failure here is the next call's to report */
+    if (next < r->nevents)
+        ask_read(r, next, p, r->nevents - next < n ? r->nevents - next : n, &later);
     return GM_OK;
 }
 
