@@ -77,6 +77,21 @@ check "a source that is not UTF-8 is escaped in info --json" 0 '"source": "\\\\x
 check "... and in run --json (to stdout)" 0 '"source": "\\\\xff\\\\xfe"' -- \
     "$gmsim" run -q --alloc-conf '' --json - "$hostile/attr-source-bytes.h5"
 
+# Every input the trace fuzzer kept (tests/fuzz/trace_corpus/: damaged
+# files, some of which crash or hang libhdf5): gmsim itself ends cleanly,
+# exit 0 or 1 with a message naming the file, never a signal or a hang.
+n=0 bad=0
+for f in "$src"/tests/fuzz/trace_corpus/*; do
+    [ -f "$f" ] || continue
+    n=$((n + 1))
+    timeout 60 "$gmsim" info "$f" >/dev/null 2>"$tmp/err"
+    rc=$?
+    if [ "$rc" -gt 1 ] || { [ "$rc" = 1 ] && ! grep -qF "$f" "$tmp/err"; }; then
+        bad=$((bad + 1)); echo "  $f: exit $rc"; cat "$tmp/err"
+    fi
+done
+expect "the fuzzer's $n kept inputs: exit 0 or 1, with the file named" test "$bad" = 0
+
 # A FIFO as the trace: refused before open() (which would block), and no one
 # opened it: a writer waiting on it would have touched $tmp/opened.
 mkfifo "$tmp/fifo.h5"
