@@ -354,10 +354,10 @@ static int reply_err(uint32_t kind, const gm_err *e)
     return reply(kind, code, 0, 0, e->msg, strnlen(e->msg, sizeof e->msg));
 }
 
-/* A read the child did ahead, or is asked for now. */
+/* A read request, answered into a slot of shared memory. */
 struct piece {
-    int valid, rc, slot;
-    uint64_t pos, prev_in, n, prev_out;
+    int rc, slot;
+    uint64_t n, prev_out;
     gm_err err;
 };
 
@@ -365,8 +365,7 @@ static void do_read(gm_h5r *r, gm_event *shm, int slot, struct piece *pc, uint64
                     uint64_t prev, uint64_t n)
 {
     gm_event *buf = shm + (size_t)slot * PIECE;
-    pc->valid = 1, pc->pos = pos, pc->prev_in = prev, pc->n = n, pc->slot = slot;
-    pc->prev_out = prev;
+    pc->n = n, pc->slot = slot, pc->prev_out = prev;
     pc->rc = gm_h5r_read_at(r, pos, buf, (size_t)n, &pc->prev_out, &pc->err);
 }
 
