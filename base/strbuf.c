@@ -153,3 +153,16 @@ void gm_sb_esc(gm_strbuf *b, const char *s)
 {
     gm_sb_esc_max(b, s, (size_t)-1);
 }
+
+void gm_sb_utf8(gm_strbuf *b, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; p && *p;) {
+        size_t n = utf8_len(p);
+        if (n == 0) {
+            gm_sb_printf(b, "\\x%02x", *p++);
+        } else {
+            gm_sb_putn(b, (const char *)p, n);
+            p += n;
+        }
+    }
+}

@@ -35,6 +35,11 @@ void gm_sb_puts(gm_strbuf *b, const char *s);
 void gm_sb_printf(gm_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void gm_sb_vprintf(gm_strbuf *b, const char *fmt, va_list ap);
 
+/* Append s as valid UTF-8: every byte that is not part of a UTF-8
+ * sequence becomes the text \xNN (Python's 'backslashreplace'), the rest
+ * is copied as it is. For JSON, which holds only Unicode text. */
+void gm_sb_utf8(gm_strbuf *b, const char *s);
+
 /* Append s HTML-escaped (text and attribute safe). NULL writes nothing. */
 void gm_sb_esc(gm_strbuf *b, const char *s);
 /* Same, at most max_chars characters of s, then an ellipsis if cut. */

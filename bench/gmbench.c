@@ -8,6 +8,11 @@
  *                                 metrics; no file I/O): events/s
  *   gmbench file TRACE [POLICY]   simulate a trace file end to end (HDF5
  *                                 reading included): events/s and peak RSS
+ *   gmbench read TRACE            read every event and nothing else: the
+ *                                 reader's own events/s
+ *
+ * The trace reader runs in its child process (traces/trace_isolate.c)
+ * unless GMSIM_TRACE_INPROCESS=1: run both to see what isolation costs.
  *
  * Each figure is the best of 3 runs (the machines are shared and noisy).
  */
@@ -16,6 +21,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "base/clock.h"
 #include "sim/engine.h"
 #include "study/simulate.h"
 #include "traces/gen_bert.h"
@@ -74,12 +80,48 @@ static int simulate(gm_tenant_spec *spec, const char *policy, double *best_rate,
     return 0;
 }
 
+/* Read every event of path, best of 3: events/s. */
+static int read_only(const char *path)
+{
+    static gm_event buf[GM_TRACE_CHUNK_EVENTS];
+    double best = 0;
+    uint64_t total = 0;
+    for (int i = 0; i < 3; i++) {
+        gm_err err = {0};
+        gm_trace_reader *r;
+        double t0 = gm_monotonic_s();
+        if (gm_trace_open(path, &r, &err) != GM_OK) {
+            fprintf(stderr, "gmbench: %s\n", err.msg);
+            return 1;
+        }
+        int64_t n;
+        total = 0;
+        while ((n = gm_trace_read(r, buf, GM_TRACE_CHUNK_EVENTS, &err)) > 0)
+            total += (uint64_t)n;
+        gm_trace_close(r);
+        if (n < 0) {
+            fprintf(stderr, "gmbench: %s\n", err.msg);
+            return 1;
+        }
+        double rate = (double)total / (gm_monotonic_s() - t0);
+        if (rate > best) best = rate;
+    }
+    const char *e = getenv("GMSIM_TRACE_INPROCESS");
+    printf("mode read (%s reader): %llu events, best of 3: %.1f M events/s, peak RSS %ld MiB\n",
+           e && !strcmp(e, "1") ? "in-process" : "isolated", (unsigned long long)total, best / 1e6,
+           rss_mib());
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 3 || (strcmp(argv[1], "mem") && strcmp(argv[1], "file"))) {
-        fprintf(stderr, "usage: gmbench mem EVENTS [POLICY] | gmbench file TRACE [POLICY]\n");
+    if (argc < 3 ||
+        (strcmp(argv[1], "mem") && strcmp(argv[1], "file") && strcmp(argv[1], "read"))) {
+        fprintf(stderr, "usage: gmbench mem EVENTS [POLICY] | gmbench file TRACE [POLICY] | "
+                        "gmbench read TRACE\n");
         return 2;
     }
+    if (!strcmp(argv[1], "read")) return read_only(argv[2]);
     const char *policy = argc > 3 ? argv[3] : "pytorch";
     gm_tenant_spec spec = {.path = argv[2], .repeat = 1};
     vec ev = {0};

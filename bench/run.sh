@@ -13,7 +13,17 @@ echo "== generating a ${millions}M-event BERT trace (uncompressed)"
 ls -l "$tmp/big.h5"
 echo "== in memory (engine + pytorch allocator + policy + metrics, no I/O)"
 "$build/bench/gmbench" mem 5e6 pytorch
-echo "== end to end from HDF5"
+echo "== end to end from HDF5 (the reader in its child process, the default)"
 "$build/bench/gmbench" file "$tmp/big.h5" pytorch
-echo "== gmsim run, wall time and peak RSS"
+echo "== end to end from HDF5, the reader in this process (what isolation costs)"
+GMSIM_TRACE_INPROCESS=1 "$build/bench/gmbench" file "$tmp/big.h5" pytorch
+echo "== the reader alone: isolated, then in-process"
+"$build/bench/gmbench" read "$tmp/big.h5"
+GMSIM_TRACE_INPROCESS=1 "$build/bench/gmbench" read "$tmp/big.h5"
+echo "== opening a small trace (bert.h5, 21 k events): isolated, then in-process"
+"$build/bench/gmbench" read traces/bert.h5
+GMSIM_TRACE_INPROCESS=1 "$build/bench/gmbench" read traces/bert.h5
+echo "== gmsim run, wall time and peak RSS (gmsim's own; the reader child is extra)"
 /usr/bin/time -f "gmsim run: %e s wall, %M KiB peak RSS" "$build/gmsim" run -q "$tmp/big.h5"
+GMSIM_TRACE_INPROCESS=1 /usr/bin/time -f "gmsim run (in-process reader): %e s wall, %M KiB peak RSS" \
+    "$build/gmsim" run -q "$tmp/big.h5"

@@ -70,7 +70,7 @@ static struct {
     pid_t pid; /* the capturing process: forked children must not finish its trace */
     gmc_session *session;
     char path[PATH_MAX];
-    char tmp_path[PATH_MAX + 32]; /* the writer's path.tmp.<pid> (trace.h) */
+    char tmp_path[PATH_MAX + 32]; /* the file the writer writes (gm_trace_writer_file) */
     /* The trace file's identity once created: a forked child finds the
      * descriptors to silence by it, even after the parent has renamed the
      * file (a child may run its fork handler only after that). */
@@ -261,6 +261,8 @@ static int open_trace(void *ctx, int device, gm_trace_writer **w, gm_err *err)
         rc = gm_errf(err, GM_ENOMEM, "out of host memory");
     m.device_total_bytes = total;
     if (rc == GM_OK) rc = gm_trace_create(g.path, &m, NULL, w, err);
+    if (rc == GM_OK) /* where the writer really writes (a symlink is followed) */
+        snprintf(g.tmp_path, sizeof g.tmp_path, "%s", gm_trace_writer_file(*w));
     struct stat st;
     if (rc == GM_OK && stat(g.tmp_path, &st) == 0) {
         g.trace_dev = st.st_dev;

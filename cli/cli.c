@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/outfile.h"
 #include "base/units.h"
 
 /* getopt_long's complaint in gmsim's words (opterr is off). */
@@ -170,4 +171,27 @@ char *gm_cli_join_command(int argc, char **argv)
         if (quote) strcat(s, "'");
     }
     return s;
+}
+
+int gm_cli_output_not_input(const char *opt, const char *out, const char *const *in, size_t n,
+                            gm_err *err)
+{
+    for (size_t i = 0; out && i < n; i++)
+        if (in[i] && gm_out_same_file(out, in[i]))
+            return gm_errf(err, GM_EUSAGE,
+                           "%s %s: that is the input %s; writing it would destroy the input — "
+                           "choose another file",
+                           opt, out, in[i]);
+    return GM_OK;
+}
+
+int gm_cli_output_not_trace(const char *opt, const char *out, const gm_run_opts *o, gm_err *err)
+{
+    for (size_t i = 0; out && i < o->n_tenants; i++) {
+        /* the path, and the snapshot it was imported from (its name) */
+        const char *p[2] = {o->tenants[i].path, o->tenants[i].name};
+        int rc = gm_cli_output_not_input(opt, out, p, 2, err);
+        if (rc) return rc;
+    }
+    return GM_OK;
 }

@@ -48,7 +48,8 @@ int gm_cli_parse_sim(gm_run_opts *o, int argc, char **argv, const struct option 
 /* Inputs (inputs.c). What a file is from its first bytes: "hdf5" (a trace),
  * "rmm" (an RMM log), "torch" (a pickle: protocol 2+, or named .pickle /
  * .pkl), "csv" (text with commas in its first line, not RMM's header),
- * "other", "missing". */
+ * "other", "missing", "special" (not a regular file: never opened, since
+ * opening a FIFO blocks). */
 const char *gm_cli_sniff(const char *path);
 /* A trace for path: path itself when it is a trace (or cannot be opened:
  * the reader then says why); a snapshot or an RMM log is imported into a
@@ -57,6 +58,12 @@ int gm_cli_input_trace(const char *path, const char **trace, gm_err *err);
 /* The same for every tenant of o (gm_cli_parse_sim does it): the tenant's
  * name stays the snapshot's, its path becomes the temporary trace. */
 int gm_cli_resolve_tenants(gm_run_opts *o, gm_err *err);
+/* Refuse an output that is one of the inputs (same device and inode, so
+ * another name or a link counts): GM_EUSAGE naming both. out may be NULL
+ * (no such output). The second form checks the traces of o. */
+int gm_cli_output_not_input(const char *opt, const char *out, const char *const *in, size_t n,
+                            gm_err *err);
+int gm_cli_output_not_trace(const char *opt, const char *out, const gm_run_opts *o, gm_err *err);
 
 /* Print the failure as above; returns the exit code (2 for GM_EUSAGE, else 1). */
 int gm_cmd_fail(const char *cmd, int code, const char *msg);

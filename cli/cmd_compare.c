@@ -155,6 +155,11 @@ int cmd_compare(int argc, char **argv)
         gm_run_opts_free(&o);
         return gm_cmd_usage("compare", "no trace given; e.g. gmsim compare traces/bert.h5");
     }
+    if (gm_cli_output_not_trace("--json", json_path, &o, &err) ||
+        gm_cli_output_not_trace("--html", html_path, &o, &err)) {
+        gm_run_opts_free(&o);
+        return gm_cmd_fail("compare", GM_EUSAGE, err.msg);
+    }
     gm_alloc_choice *allocs = NULL;
     size_t n_allocs = 0;
     if (args.allocators[0]) {

@@ -93,7 +93,8 @@ static void report_failed(run *r, const gm_torch_failure *fl)
     if (!r->quiet)
         printf("%s, device %d: not checked: its data is damaged (above)\n", r->input, fl->device);
     r->all_exact = 0;
-    json_t *j = json_pack("{s:i, s:b, s:s}", "device", fl->device, "exact", 0, "error", fl->msg);
+    json_t *j = json_pack("{s:i, s:b, s:o}", "device", fl->device, "exact", 0, "error",
+                          gm_json_text(fl->msg));
     if (j) json_array_append_new(r->devices, j);
 }
 
@@ -190,12 +191,15 @@ int cmd_fidelity(int argc, char **argv)
     run *r = &a.r;
     int device = a.device;
     const char *json_path = a.json_path;
+    if (gm_cli_output_not_input("--json", json_path, &r->input, 1, &err))
+        return gm_cmd_fail("fidelity", GM_EUSAGE, err.msg);
     r->devices = json_array();
     rc = is_hdf5(r->input) ? check_trace(r, r->input, device < 0 ? 0 : device, &err)
                            : check_snapshot(r, device, &err);
     if (rc == GM_OK && json_path) {
-        json_t *root = json_pack("{s:s, s:s, s:b, s:O}", "gmsim_version", GM_VERSION, "input",
-                                 r->input, "exact", r->all_exact, "devices", r->devices);
+        json_t *root =
+            json_pack("{s:s, s:o, s:b, s:O}", "gmsim_version", GM_VERSION, "input",
+                      gm_json_text(r->input), "exact", r->all_exact, "devices", r->devices);
         rc = gm_json_write(root, json_path, &err);
         json_decref(root);
     }

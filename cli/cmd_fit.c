@@ -168,6 +168,10 @@ int cmd_fit(int argc, char **argv)
         gm_run_opts_free(&o);
         return gm_cmd_usage("fit", "--stagger only applies with --tenants N");
     }
+    if (gm_cli_output_not_trace("--json", json_path, &o, &err)) {
+        gm_run_opts_free(&o);
+        return gm_cmd_fail("fit", GM_EUSAGE, err.msg);
+    }
     char **specs = NULL;
     size_t n = 0;
     if ((rc = gm_policy_list_split(list, &specs, &n, &err)) != GM_OK) {

@@ -5,6 +5,7 @@
  */
 #include "cli.h"
 #include "commands.h"
+#include "base/outfile.h"
 #include "gen_models.h"
 #include "base/units.h"
 #include "traces/gen_bert.h"
@@ -226,11 +227,12 @@ static int gen_run(gen_args *a, int argc, char **argv, const char *command)
     if (gm_bert_write_trace(a->out, &a->p, &a->wopts, command, &st, &err) != GM_OK)
         return gm_cmd_fail("gen", GM_EIO, err.msg);
     char peak[32], params[32], span[32];
-    printf("wrote %s: %llu events, %d iterations, %s of parameters, peak live %s, span %s\n",
-           a->out, (unsigned long long)st.events, a->p.iterations,
-           gm_fmt_bytes(st.param_bytes, params, sizeof params),
-           gm_fmt_bytes(st.peak_live_bytes, peak, sizeof peak),
-           gm_fmt_ns(st.end_t_ns, span, sizeof span));
+    fprintf(gm_out_is_stdout(a->out) ? stderr : stdout,
+            "wrote %s: %llu events, %d iterations, %s of parameters, peak live %s, span %s\n",
+            a->out, (unsigned long long)st.events, a->p.iterations,
+            gm_fmt_bytes(st.param_bytes, params, sizeof params),
+            gm_fmt_bytes(st.peak_live_bytes, peak, sizeof peak),
+            gm_fmt_ns(st.end_t_ns, span, sizeof span));
     return 0;
 }
 

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "base/err.h"
+#include "base/outfile.h"
 #include "base/units.h"
 #include "traces/gpus.h"
 #include "traces/import_rmm.h"
@@ -73,7 +74,8 @@ static int write_one(const gm_import_trace *t, const char *path, const gm_trace_
 {
     gm_err err;
     if (gm_import_trace_write(t, path, wo, &err)) return gm_cmd_fail("import", err.code, err.msg);
-    if (!quiet) printf("wrote %s: %s\n", path, t->summary);
+    if (!quiet)
+        fprintf(gm_out_is_stdout(path) ? stderr : stdout, "wrote %s: %s\n", path, t->summary);
     return 0;
 }
 
@@ -104,13 +106,18 @@ static int import_torch(const import_args *a, const char *cmd)
             dev_path(out, imp->dev[i].device, path, sizeof path);
         else
             snprintf(path, sizeof path, "%s", out);
+        if (gm_cli_output_not_input("-o", path, &in, 1, &err)) {
+            rc = gm_cmd_fail("import", GM_EUSAGE, err.msg);
+            break;
+        }
         rc = write_one(&imp->dev[i], path, wo, quiet);
     }
     if (!rc && !quiet)
-        printf("(PyTorch memory snapshot, %s layout%s)\n", imp->layout,
-               imp->n + imp->n_failed > 1
-                   ? "; several devices, one trace each: --device N imports one"
-                   : "");
+        fprintf(gm_out_is_stdout(out) ? stderr : stdout, "(PyTorch memory snapshot, %s layout%s)\n",
+                imp->layout,
+                imp->n + imp->n_failed > 1
+                    ? "; several devices, one trace each: --device N imports one"
+                    : "");
     for (size_t i = 0; i < imp->n_failed; i++) /* the others were written */
         rc = gm_cmd_fail("import", GM_EINVAL, imp->failed[i].msg);
     gm_torch_import_free(imp);
@@ -210,6 +217,13 @@ int cmd_import(int argc, char **argv)
                 a.in);
         return 1;
     }
+    if (!strcmp(kind, "special")) {
+        fprintf(stderr,
+                "gmsim import: %s is not a regular file (a FIFO, device or socket); the importer "
+                "reads only regular files: copy it into one first\n",
+                a.in);
+        return 1;
+    }
     if (!a.format && !strcmp(kind, "other")) {
         fprintf(stderr,
                 "gmsim import: %s is neither a PyTorch memory snapshot (a pickle, as "
@@ -218,6 +232,8 @@ int cmd_import(int argc, char **argv)
                 a.in);
         return 1;
     }
+    if (gm_cli_output_not_input("-o", a.out, &a.in, 1, &err))
+        return gm_cmd_fail("import", GM_EUSAGE, err.msg);
     const char *format = a.format ? a.format : sniff(a.in);
     if (!strcmp(format, "rmm")) {
         if (a.device >= 0)

@@ -43,6 +43,10 @@ static json_t *load(const char *path, gm_err *err)
     json_error_t je;
     json_t *j = json_load_file(path, 0, &je);
     if (!j) gm_errf(err, GM_EINVAL, "%s:%d: cannot read the results: %s", path, je.line, je.text);
+    if (j && gm_results_check(j, path, err)) {
+        json_decref(j);
+        return NULL;
+    }
     return j;
 }
 
@@ -115,6 +119,7 @@ int cmd_report(int argc, char **argv)
     if (rc == GM_OK && (a.n < 1 || !a.out))
         rc = gm_errf(&err, GM_EUSAGE, "%s; e.g. gmsim report r.json -o r.html",
                      a.n < 1 ? "no results file given" : "no output file given (-o FILE)");
+    if (rc == GM_OK) rc = gm_cli_output_not_input("-o", a.out, a.files, (size_t)a.n, &err);
     if (rc != GM_OK) {
         free(a.files);
         return rc == GM_CLI_DONE ? 0 : gm_cmd_fail("report", GM_EUSAGE, err.msg);

@@ -118,6 +118,11 @@ int cmd_run(int argc, char **argv)
         gm_run_opts_free(&o);
         return gm_cmd_usage("run", "no trace given; e.g. gmsim run traces/bert.h5");
     }
+    if (gm_cli_output_not_trace("--json", json_path, &o, &err) ||
+        gm_cli_output_not_trace("--html", html_path, &o, &err)) {
+        gm_run_opts_free(&o);
+        return gm_cmd_fail("run", GM_EUSAGE, err.msg);
+    }
     gm_sim_config cfg;
     gm_run_opts_config(&o, &cfg);
     if (!quiet && isatty(2)) {

@@ -90,6 +90,9 @@ int cmd_validate(int argc, char **argv)
     if (rc != GM_OK) return rc == GM_CLI_DONE ? 0 : gm_cmd_fail("validate", GM_EUSAGE, err.msg);
     const char *html = a.html, *json = a.json, *const *files = a.files;
     int quiet = a.quiet;
+    if (gm_cli_output_not_input("--json", json, files, 2, &err) ||
+        gm_cli_output_not_input("--html", html, files, 2, &err))
+        return gm_cmd_fail("validate", GM_EUSAGE, err.msg);
     gm_validation v;
     rc = gm_validate_files(files[0], files[1], &v, &err);
     if (rc) return gm_cmd_fail("validate", rc, err.msg);

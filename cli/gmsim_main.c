@@ -2,6 +2,7 @@
 #include "commands.h"
 #include "base/version.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,7 +38,20 @@ static void usage(FILE *f)
     fprintf(f, "\n'gmsim <command> --help' describes each command.\n");
 }
 
-int main(int argc, char **argv)
+/* Whatever a command printed must have reached standard output: a full
+ * disk, /dev/full or a closed descriptor is an error (exit 1), not a
+ * silent loss. */
+static int finish(const char *cmd, int rc)
+{
+    if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0) {
+        fprintf(stderr, "gmsim%s%s: cannot write standard output: %s\n", cmd ? " " : "",
+                cmd ? cmd : "", strerror(errno ? errno : EIO));
+        return rc ? rc : 1;
+    }
+    return rc;
+}
+
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
@@ -55,4 +69,13 @@ int main(int argc, char **argv)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "gmsim: '%s' is not a command; run 'gmsim --help' for the list\n", argv[1]);
     return 2;
+}
+
+int main(int argc, char **argv)
+{
+    int rc = dispatch(argc, argv);
+    const char *cmd = NULL;
+    for (size_t i = 0; argc >= 2 && i < NCOMMANDS; i++)
+        if (!strcmp(argv[1], commands[i].name)) cmd = commands[i].name;
+    return finish(cmd, rc);
 }

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "traces/import_rmm.h"
@@ -66,6 +67,11 @@ static int ends_with(const char *s, const char *suffix)
 const char *gm_cli_sniff(const char *path)
 {
     unsigned char sig[256] = {0};
+    struct stat st;
+    if (stat(path, &st) != 0) return "missing"; /* the reader or importer names the error */
+    /* never opened: opening a FIFO blocks (or wakes its writer), a device
+     * may be endless; the reader refuses it by name */
+    if (!S_ISREG(st.st_mode)) return "special";
     FILE *f = fopen(path, "rb");
     if (!f) return "missing"; /* the reader or importer names the error */
     size_t n = fread(sig, 1, sizeof sig, f);
@@ -87,7 +93,7 @@ const char *gm_cli_sniff(const char *path)
 
 /* Import path (a snapshot of one device, or an RMM log) into the
  * temporary folder; *trace = the new trace's path. */
-static int import_one(const char *path, const char *kind, char *trace, size_t len, gm_err *err)
+static int import_one(const char *path, const char *kind, const char **trace, gm_err *err)
 {
     gm_import_trace *t = NULL, rmm;
     gm_torch_import *imp = NULL;
@@ -118,10 +124,11 @@ static int import_one(const char *path, const char *kind, char *trace, size_t le
     if (!rc) rc = make_temp_dir(err);
     if (!rc) {
         const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-        snprintf(trace, len, "%s/%d-%s.h5", temp_dir, (int)n_temp, base);
-        snprintf(temp_files[n_temp], sizeof temp_files[0], "%s", trace);
+        char *name = temp_files[n_temp];
+        snprintf(name, sizeof temp_files[0], "%s/%d-%s.h5", temp_dir, (int)n_temp, base);
         n_temp++; /* registered before it exists: an interrupted write is removed too */
-        rc = gm_import_trace_write(t, trace, NULL, err);
+        rc = gm_import_trace_write(t, name, NULL, err);
+        *trace = name; /* static: lives until exit, like the file */
     }
     if (imp)
         gm_torch_import_free(imp);
@@ -141,15 +148,10 @@ int gm_cli_input_trace(const char *path, const char **trace, gm_err *err)
                        "'gmsim import --format rmm %s -o t.h5'",
                        path, path);
     if (strcmp(kind, "torch") && strcmp(kind, "rmm")) return GM_OK;
-    char *buf = malloc(4200);
-    if (!buf) return gm_errf(err, GM_ENOMEM, "out of memory");
-    int rc = import_one(path, kind, buf, 4200, err);
-    if (rc) {
-        free(buf);
-        return rc;
-    }
-    *trace = buf; /* lives until exit, like the file */
-    return GM_OK;
+    const char *tmp = NULL;
+    int rc = import_one(path, kind, &tmp, err);
+    if (rc == GM_OK) *trace = tmp;
+    return rc;
 }
 
 int gm_cli_resolve_tenants(gm_run_opts *o, gm_err *err)

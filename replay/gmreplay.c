@@ -27,6 +27,7 @@
 #include "ballast.h"
 #include "calibrate.h"
 #include "device_cuda.h"
+#include "base/outfile.h"
 #include "base/version.h"
 #include "reports/results.h"
 #include "sim/measured.h"
@@ -380,6 +381,15 @@ static int parse(int argc, char **argv, args *a, gm_err *err)
         return gm_errf(err, GM_EUSAGE,
                        "no trace given; e.g. gmreplay traces/bert.h5 -o "
                        "measured.json (see --help)");
+    /* the output must not be an input (base/outfile.h) */
+    for (size_t i = 0; i <= a->o.n_tenants; i++) {
+        const char *in = i < a->o.n_tenants ? a->o.tenants[i].path : a->winner;
+        if (in && gm_out_same_file(a->out, in))
+            return gm_errf(err, GM_EUSAGE,
+                           "-o %s: that is the input %s; writing it would destroy the input — "
+                           "choose another file",
+                           a->out, in);
+    }
     return GM_OK;
 }
 

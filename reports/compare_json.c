@@ -13,9 +13,9 @@ json_t *gm_compare_inputs_json(const gm_sim_config *base, char *const *specs, si
     json_t *tr = json_array();
     for (size_t i = 0; i < base->n_tenants; i++) {
         const gm_tenant_spec *t = &base->tenants[i];
-        json_t *o =
-            json_pack("{s:s,s:I,s:I,s:I}", "trace", t->path, "offset_ns", (json_int_t)t->offset_ns,
-                      "repeat", (json_int_t)t->repeat, "quota_bytes", (json_int_t)t->quota_bytes);
+        json_t *o = json_pack("{s:o,s:I,s:I,s:I}", "trace", gm_json_text(t->path), "offset_ns",
+                              (json_int_t)t->offset_ns, "repeat", (json_int_t)t->repeat,
+                              "quota_bytes", (json_int_t)t->quota_bytes);
         if (any && i < any->n_tenants)
             json_object_set_new(o, "trace_hash", json_string(any->t[i].trace_hash));
         json_array_append_new(tr, o);
@@ -23,7 +23,7 @@ json_t *gm_compare_inputs_json(const gm_sim_config *base, char *const *specs, si
     json_object_set_new(in, "traces", tr);
     if (any) {
         json_object_set_new(in, "capacity_bytes", json_integer((json_int_t)any->capacity_bytes));
-        json_object_set_new(in, "allocator", json_string(any->allocator));
+        json_object_set_new(in, "allocator", gm_json_text(any->allocator));
     } else {
         json_object_set_new(in, "capacity_bytes", json_integer((json_int_t)base->capacity_bytes));
         json_object_set_new(in, "allocator",
@@ -31,14 +31,14 @@ json_t *gm_compare_inputs_json(const gm_sim_config *base, char *const *specs, si
     }
     json_object_set_new(in, "overhead_bytes", json_integer((json_int_t)base->overhead_bytes));
     json_object_set_new(in, "alloc_conf_given",
-                        base->alloc_conf ? json_string(base->alloc_conf) : json_null());
+                        base->alloc_conf ? gm_json_text(base->alloc_conf) : json_null());
     json_object_set_new(in, "memory_fraction", json_real(base->memory_fraction));
     json_object_set_new(in, "on_oom", json_string(base->on_oom_skip ? "skip" : "abort"));
     json_object_set_new(in, "lenient", json_boolean(base->lenient));
     json_object_set_new(in, "scope", json_string(base->scope_device ? "device" : "self"));
     json_t *ps = json_array();
     for (size_t i = 0; i < n; i++)
-        json_array_append_new(ps, json_string(specs[i]));
+        json_array_append_new(ps, gm_json_text(specs[i]));
     json_object_set_new(in, "policies", ps);
     return in;
 }
@@ -50,9 +50,9 @@ static json_t *rank_row(const gm_compare *c, size_t i, long rank)
     json_t *o = json_object();
     if (rank > 0) json_object_set_new(o, "rank", json_integer(rank));
     json_object_set_new(o, "index", json_integer((json_int_t)i)); /* in "results" */
-    json_object_set_new(o, "policy", json_string(e->spec));
+    json_object_set_new(o, "policy", gm_json_text(e->spec));
     if (c->by_allocator) {
-        json_object_set_new(o, "label", json_string(e->label));
+        json_object_set_new(o, "label", gm_json_text(e->label));
         json_object_set_new(o, "allocator", json_string(r->allocator));
         json_object_set_new(o, "alloc_conf",
                             json_string(r->n_tenants ? r->t[0].alloc_conf : e->alloc_conf));
@@ -171,7 +171,7 @@ json_t *gm_fit_json(const gm_sim_config *base, const gm_fit *f)
     for (size_t i = 0; i < f->n; i++) {
         const gm_fit_entry *e = &f->e[i];
         json_t *o = json_object();
-        json_object_set_new(o, "policy", json_string(e->spec));
+        json_object_set_new(o, "policy", gm_json_text(e->spec));
         json_object_set_new(o, "realizable", json_boolean(e->realizable));
         if (f->tenants_mode) {
             json_object_set_new(o, "copies_fit", json_integer(e->copies_fit));

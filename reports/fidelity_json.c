@@ -59,12 +59,12 @@ json_t *gm_fidelity_json(const gm_fidelity *f)
             gm_fid_cause_text(f->div_cause), "model", calls_json(f->ours, f->n_ours, f->div_event),
             "pytorch", calls_json(f->rec, f->n_rec, f->div_event));
     json_t *j = json_pack(
-        "{s:b, s:I, s:I, s:s, s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:o, "
+        "{s:b, s:I, s:I, s:s, s:o, s:s, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:o, "
         "s:{s:I, s:o}, s:I, s:{s:o, s:o}}",
         "exact", gm_fidelity_exact(f), "trace_events", (json_int_t)f->n_events, "capacity_bytes",
         (json_int_t)f->capacity_bytes, "capacity_source", f->capacity_source, "alloc_conf",
-        f->alloc_conf, "addresses", f->fresh_addresses ? "fresh" : "recorded", "initial_state",
-        "segments", (json_int_t)f->init_segments, "expandable_segments",
+        gm_json_text(f->alloc_conf), "addresses", f->fresh_addresses ? "fresh" : "recorded",
+        "initial_state", "segments", (json_int_t)f->init_segments, "expandable_segments",
         (json_int_t)f->init_expandable, "reserved_bytes", (json_int_t)f->init_reserved,
         "model_driver_calls", (json_int_t)f->model_init_calls, "pytorch_calls",
         (json_int_t)f->n_rec, "model_calls", (json_int_t)f->n_ours, "matched",

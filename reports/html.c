@@ -22,6 +22,7 @@
 #include "html_int.h"
 #include "kv.h"
 #include "base/hash.h"
+#include "base/outfile.h"
 #include "base/units.h"
 #include "base/version.h"
 
@@ -590,18 +591,11 @@ static void policy_reports(gm_strbuf *b, const rep_run *r)
 
 /* ------------------------------------------------- reproduce commands */
 
+/* One word of a command a user pastes into a shell: in POSIX single quotes,
+ * always (a ' inside becomes '\''), so nothing in it is expanded. */
 static void shell_word(gm_strbuf *b, const char *s)
 {
-    int plain = *s != '\0';
-    for (const char *c = s; *c && plain; c++)
-        plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=,+@%-",
-                       *c) != NULL;
-    gm_sb_puts(b, " ");
-    if (plain) {
-        gm_sb_puts(b, s);
-        return;
-    }
-    gm_sb_puts(b, "'");
+    gm_sb_puts(b, " '");
     for (const char *c = s; *c; c++)
         if (*c == '\'')
             gm_sb_puts(b, "'\\''");
@@ -610,17 +604,24 @@ static void shell_word(gm_strbuf *b, const char *s)
     gm_sb_puts(b, "'");
 }
 
+/* One of gmsim's own option names: a constant, written bare. */
+static void shell_opt(gm_strbuf *b, const char *opt)
+{
+    gm_sb_puts(b, " ");
+    gm_sb_puts(b, opt);
+}
+
 static void size_word(gm_strbuf *b, const char *opt, double v)
 {
     char s[48];
-    uint64_t x = (uint64_t)v;
+    uint64_t x = v > 0 && v < 18446744073709551616.0 ? (uint64_t)v : 0; /* checked on load */
     if (x && x % GM_GiB == 0)
         snprintf(s, sizeof s, "%lluGiB", (unsigned long long)(x / GM_GiB));
     else if (x && x % GM_MiB == 0)
         snprintf(s, sizeof s, "%lluMiB", (unsigned long long)(x / GM_MiB));
     else
         snprintf(s, sizeof s, "%llu", (unsigned long long)x);
-    shell_word(b, opt);
+    shell_opt(b, opt);
     shell_word(b, s);
 }
 
@@ -633,9 +634,9 @@ static void reproduce(gm_strbuf *out, const rep_run *r)
     gm_sb_puts(&b, "gmsim run");
     const char *s;
     if ((s = rep_str(in, "allocator")) && strcmp(s, "pytorch"))
-        shell_word(&b, "--allocator"), shell_word(&b, s);
-    if ((s = rep_str(in, "policy"))) shell_word(&b, "--policy"), shell_word(&b, s);
-    if ((s = rep_str(in, "alloc_conf_given"))) shell_word(&b, "--alloc-conf"), shell_word(&b, s);
+        shell_opt(&b, "--allocator"), shell_word(&b, s);
+    if ((s = rep_str(in, "policy"))) shell_opt(&b, "--policy"), shell_word(&b, s);
+    if ((s = rep_str(in, "alloc_conf_given"))) shell_opt(&b, "--alloc-conf"), shell_word(&b, s);
     if (!isnan(rep_num(in, "capacity_bytes")))
         size_word(&b, "--capacity", rep_num(in, "capacity_bytes"));
     if (!isnan(rep_num(in, "overhead_bytes")))
@@ -643,27 +644,43 @@ static void reproduce(gm_strbuf *out, const rep_run *r)
     double mf = rep_num(in, "memory_fraction");
     char num[48];
     if (mf > 0)
-        shell_word(&b, "--memory-fraction"), shell_word(&b, gm_fmt_num(mf, 6, num, sizeof num));
-    if ((s = rep_str(in, "on_oom")) && !strcmp(s, "skip"))
-        shell_word(&b, "--on-oom"), shell_word(&b, "skip");
-    if ((s = rep_str(in, "scope")) && !strcmp(s, "device"))
-        shell_word(&b, "--scope"), shell_word(&b, "device");
-    if (json_is_true(json_object_get(in, "lenient"))) shell_word(&b, "--lenient");
+        shell_opt(&b, "--memory-fraction"), shell_word(&b, gm_fmt_num(mf, 6, num, sizeof num));
+    if ((s = rep_str(in, "on_oom")) && !strcmp(s, "skip")) shell_opt(&b, "--on-oom skip");
+    if ((s = rep_str(in, "scope")) && !strcmp(s, "device")) shell_opt(&b, "--scope device");
+    if (json_is_true(json_object_get(in, "lenient"))) shell_opt(&b, "--lenient");
+    /* Per-trace options apply to the traces after them. Without any, "--"
+     * ends the options, so no trace name is read as one; with some, a
+     * relative name that starts with '-' is written ./NAME. */
+    int per_trace = 0;
+    for (size_t k = 0; k < r->nt; k++) {
+        json_t *t = r->t[k].j;
+        double o = rep_num(t, "offset_ns"), n = rep_num(t, "repeat"), q = rep_num(t, "quota_bytes");
+        per_trace |= (!isnan(o) && o != 0) || (!isnan(n) && n != 1) || (!isnan(q) && q != 0);
+    }
+    if (!per_trace) shell_opt(&b, "--");
     double off = 0, rep = 1, quota = 0;
     for (size_t k = 0; k < r->nt; k++) {
         json_t *t = r->t[k].j;
         double o = rep_num(t, "offset_ns"), n = rep_num(t, "repeat"), q = rep_num(t, "quota_bytes");
         if (!isnan(o) && o != off) {
             snprintf(num, sizeof num, "%.0fns", o);
-            shell_word(&b, "--offset"), shell_word(&b, num);
+            shell_opt(&b, "--offset"), shell_word(&b, num);
             off = o;
         }
         if (!isnan(n) && n != rep) {
-            shell_word(&b, "--repeat"), shell_word(&b, gm_fmt_num(n, 0, num, sizeof num));
+            shell_opt(&b, "--repeat"), shell_word(&b, gm_fmt_num(n, 0, num, sizeof num));
             rep = n;
         }
         if (!isnan(q) && q != quota) size_word(&b, "--quota", q), quota = q;
-        shell_word(&b, (s = rep_str(t, "trace")) ? s : "?");
+        const char *trace = (s = rep_str(t, "trace")) ? s : "?";
+        if (per_trace && trace[0] == '-') {
+            char *dot = malloc(strlen(trace) + 3);
+            if (dot) sprintf(dot, "./%s", trace);
+            shell_word(&b, dot ? dot : "?");
+            free(dot);
+        } else {
+            shell_word(&b, trace);
+        }
     }
     gm_sb_puts(out, "<pre class=\"cmd\">");
     esc(out, gm_sb_str(&b));
@@ -1012,18 +1029,7 @@ int gm_html_write_file(json_t *result, const char *path, gm_err *err)
         gm_sb_free(&b);
         return rc;
     }
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "wb");
-    int ok = f && fwrite(b.s, 1, b.len, f) == b.len;
-    if (f && fclose(f) != 0) ok = 0;
+    rc = gm_out_write_all(path, b.s, b.len, err);
     gm_sb_free(&b);
-    if (!ok || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return gm_errf(err, GM_EIO,
-                       "%s: cannot write the HTML report (directory missing or not "
-                       "writable?)",
-                       path);
-    }
-    return GM_OK;
+    return rc;
 }

@@ -39,6 +39,15 @@ json_t *gm_result_json(const gm_sim_config *cfg, const gm_sim_result *r, const c
 json_t *gm_metrics_json(const gm_metrics *m, uint64_t capacity_bytes);
 /* Write to path atomically (temp file + rename). */
 int gm_json_write(json_t *root, const char *path, gm_err *err);
+/* A JSON string of text from a trace, a file name or the command line:
+ * never NULL and never dropped; bytes that are not UTF-8 are written as
+ * \xNN (base/strbuf.h, gm_sb_utf8). NULL gives "". */
+json_t *gm_json_text(const char *s);
+
+/* results_check.c: the numbers of a results document read back (file name
+ * `name`): finite, from 0 to 2^63, fractions from 0 to 1; GM_EINVAL naming
+ * the first field that is not (e.g. "inputs.capacity_bytes is -1"). */
+int gm_results_check(json_t *root, const char *name, gm_err *err);
 
 /* compare_json.c: {"schema":"gmsim-compare/1","inputs":..,"ranking":[..],
  * "winner":..,"bound":..,"timing":{..},"results":[gm_result_json per policy]} */

@@ -3,11 +3,14 @@
 
 #include "kv.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/outfile.h"
+#include "base/strbuf.h"
 #include "base/version.h"
 #include "traces/trace.h"
 
@@ -93,14 +96,14 @@ static json_t *tenant_json(const gm_sim_config *cfg, const gm_sim_result *r, siz
     const gm_tenant_result *t = &r->t[i];
     const gm_tenant_spec *sp = &cfg->tenants[i];
     json_t *o = json_object();
-    json_object_set_new(o, "trace", json_string(t->path));
-    json_object_set_new(o, "source", json_string(t->source));
-    json_object_set_new(o, "trace_hash", json_string(t->trace_hash));
+    json_object_set_new(o, "trace", gm_json_text(t->path));
+    json_object_set_new(o, "source", gm_json_text(t->source));
+    json_object_set_new(o, "trace_hash", gm_json_text(t->trace_hash));
     json_object_set_new(o, "trace_events", ju(t->trace_events));
     json_object_set_new(o, "offset_ns", ju(sp->offset_ns));
     json_object_set_new(o, "repeat", ju(sp->repeat));
     json_object_set_new(o, "quota_bytes", ju(sp->quota_bytes));
-    json_object_set_new(o, "alloc_conf", json_string(t->alloc_conf));
+    json_object_set_new(o, "alloc_conf", gm_json_text(t->alloc_conf));
     json_object_set_new(o, "status",
                         json_string(t->status == GM_TENANT_COMPLETED ? "completed" : "aborted"));
     if (t->status == GM_TENANT_ABORTED) json_object_set_new(o, "abort_t_ns", ju(t->abort_t_ns));
@@ -139,10 +142,10 @@ json_t *gm_result_json(const gm_sim_config *cfg, const gm_sim_result *r, const c
     json_t *in = json_object();
     json_object_set_new(in, "capacity_bytes", ju(r->capacity_bytes));
     json_object_set_new(in, "overhead_bytes", ju(r->overhead_bytes));
-    json_object_set_new(in, "allocator", json_string(r->allocator));
+    json_object_set_new(in, "allocator", gm_json_text(r->allocator));
     json_object_set_new(in, "alloc_conf_given",
-                        cfg->alloc_conf ? json_string(cfg->alloc_conf) : json_null());
-    json_object_set_new(in, "policy", json_string(r->policy));
+                        cfg->alloc_conf ? gm_json_text(cfg->alloc_conf) : json_null());
+    json_object_set_new(in, "policy", gm_json_text(r->policy));
     json_object_set_new(in, "policy_realizable", json_boolean(r->policy_realizable));
     json_object_set_new(in, "memory_fraction", json_real(r->memory_fraction));
     json_object_set_new(in, "on_oom", json_string(r->on_oom_skip ? "skip" : "abort"));
@@ -173,20 +176,27 @@ json_t *gm_result_json(const gm_sim_config *cfg, const gm_sim_result *r, const c
     return root;
 }
 
+json_t *gm_json_text(const char *s)
+{
+    json_t *j = json_string(s ? s : "");
+    if (j) return j;
+    gm_strbuf b;
+    gm_sb_init(&b);
+    gm_sb_utf8(&b, s);
+    j = b.failed ? NULL : json_string(gm_sb_str(&b));
+    gm_sb_free(&b);
+    return j ? j : json_string("");
+}
+
 int gm_json_write(json_t *root, const char *path, gm_err *err)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    if (json_dump_file(root, tmp, JSON_INDENT(1) | JSON_ENSURE_ASCII) != 0) {
-        unlink(tmp);
-        return gm_errf(err, GM_EIO,
-                       "%s: cannot write the JSON results (directory missing or "
-                       "not writable?)",
-                       path);
+    gm_outfile o;
+    int rc = gm_out_open(&o, path, err);
+    if (rc) return rc;
+    if (json_dumpf(root, o.f, JSON_INDENT(1) | JSON_ENSURE_ASCII) != 0 || fputc('\n', o.f) == EOF) {
+        gm_out_abort(&o);
+        return gm_errf(err, GM_EIO, "%s: cannot write the JSON results: %s", path,
+                       strerror(errno ? errno : EIO));
     }
-    if (rename(tmp, path) != 0) {
-        unlink(tmp);
-        return gm_errf(err, GM_EIO, "%s: cannot move the JSON results into place", path);
-    }
-    return GM_OK;
+    return gm_out_commit(&o, err);
 }

@@ -166,7 +166,7 @@ static json_t *json_u64(uint64_t v)
 
 static json_t *json_str(const char *s)
 {
-    return json_string(s ? s : "");
+    return gm_json_text(s);
 }
 
 static json_t *meta_json(const gm_trace_meta *m)

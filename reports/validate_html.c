@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "base/err.h"
+#include "base/outfile.h"
 
 /* The text tables' strings need only these four; the page is not the full
  * report (html.c) and keeps its own small escaper. */
@@ -27,14 +28,9 @@ static void html_escape(FILE *f, const char *s)
 int gm_validate_html_write(const char *path, const char *pp, const char *mp, const gm_validation *v,
                            gm_err *err)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return gm_errf(err, GM_EIO,
-                       "--html %s: cannot write (directory missing or not "
-                       "writable?)",
-                       path);
+    gm_outfile o;
+    if (gm_out_open(&o, path, err)) return err->code;
+    FILE *f = o.f;
     fprintf(f, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n"
                "<title>gmsim validate</title>\n<style>\n"
                "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\n"
@@ -76,9 +72,5 @@ int gm_validate_html_write(const char *path, const char *pp, const char *mp, con
         fprintf(f, "</td></tr>\n");
     }
     fprintf(f, "</table>\n</section>\n</body></html>\n");
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
-        remove(tmp);
-        return gm_errf(err, GM_EIO, "--html %s: cannot write", path);
-    }
-    return GM_OK;
+    return gm_out_commit(&o, err);
 }

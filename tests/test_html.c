@@ -291,8 +291,10 @@ static void test_render_single(void)
     CU_ASSERT_EQUAL(count(h, "badge win"), 0);      /* and no winner */
     CU_ASSERT_EQUAL(count(h, "<script"), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(h, "Content-Security-Policy"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(h, "gmsim run --policy pytorch --capacity 8GiB --overhead "
-                                     "512MiB --on-oom skip t.h5"));
+    /* every value in single quotes (as HTML, &#39;), "--" before the trace */
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, "gmsim run --policy &#39;pytorch&#39; --capacity "
+                                     "&#39;8GiB&#39; --overhead &#39;512MiB&#39; --on-oom skip -- "
+                                     "&#39;t.h5&#39;"));
     CU_ASSERT_PTR_NULL(strstr(h, "http://"));
     CU_ASSERT_PTR_NULL(strstr(h, "https://"));
     free(h);

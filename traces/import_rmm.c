@@ -53,7 +53,6 @@ static int line_err(const rmm *r, gm_err *err, const char *what, const char *fie
 static int split(char *line, char **f, int cap)
 {
     int n = 0;
-    line[strcspn(line, "\r\n")] = 0;
     for (char *p = line; n < cap;) {
         f[n++] = p;
         p = strchr(p, ',');
@@ -137,19 +136,22 @@ static int parse_time(rmm *r, const char *s, uint64_t *us)
         f += (uint64_t)(*p - '0') * scale;
         scale /= 10;
     }
+    if (f > UINT64_MAX - whole) return -2; /* microseconds overflow 64 bits */
     *us = whole + f;
     return 0;
 }
 
-/* Event time: time-of-day logs wrap at midnight; small steps back (threads) are clamped. */
-static uint64_t event_ns(rmm *r, uint64_t us)
+/* Event time in ns since the first row: time-of-day logs wrap at midnight;
+ * small steps back (threads) are clamped. -1 if a step overflows 64 bits. */
+static int event_ns(rmm *r, uint64_t us, uint64_t *t_ns)
 {
+    if (us > UINT64_MAX - r->day_us) return -1;
     us += r->day_us;
     if (!r->have_t0) {
         r->have_t0 = 1;
         r->t0_us = r->prev_us = us;
     }
-    if (r->time_of_day && us + US_PER_DAY / 2 < r->prev_us) {
+    if (r->time_of_day && us < UINT64_MAX - US_PER_DAY && us + US_PER_DAY / 2 < r->prev_us) {
         r->day_us += US_PER_DAY;
         us += US_PER_DAY;
     }
@@ -157,8 +159,10 @@ static uint64_t event_ns(rmm *r, uint64_t us)
         us = r->prev_us;
         r->t->time_repairs++;
     }
+    if (us - r->t0_us > UINT64_MAX / 1000) return -1;
     r->prev_us = us;
-    return (us - r->t0_us) * 1000;
+    *t_ns = (us - r->t0_us) * 1000;
+    return 0;
 }
 
 static int push_event(rmm *r, const gm_event *ev, gm_err *err)
@@ -236,13 +240,18 @@ static int failure(rmm *r, uint64_t t_ns, uint64_t size, gm_err *err)
 static int row(rmm *r, char *line, gm_err *err)
 {
     char *f[32];
-    if (!line[strspn(line, " \t\r\n")]) return GM_OK; /* blank line */
+    if (!line[strspn(line, " \t")]) return GM_OK; /* blank line */
     int n = split(line, f, 32);
     if (n < r->ncols) return line_err(r, err, "too few columns in", f[0]);
     const char *act = f[r->col[COL_ACTION]];
-    uint64_t us, ptr, size, stream;
-    if (parse_time(r, f[r->col[COL_TIME]], &us))
-        return line_err(r, err, "bad Time", f[r->col[COL_TIME]]);
+    uint64_t us, ptr, size, stream, t_ns;
+    int trc = parse_time(r, f[r->col[COL_TIME]], &us);
+    if (trc == -2 || (trc == 0 && event_ns(r, us, &t_ns)))
+        return gm_errf(err, GM_EINVAL,
+                       "%s: line %zu: Time '%s' is out of range: in nanoseconds since the log's "
+                       "first row it does not fit 64 bits (584 years); fix or drop the row",
+                       r->name, r->line, f[r->col[COL_TIME]]);
+    if (trc) return line_err(r, err, "bad Time", f[r->col[COL_TIME]]);
     if (parse_u64(f[r->col[COL_POINTER]], 1, &ptr))
         return line_err(r, err, "bad Pointer", f[r->col[COL_POINTER]]);
     if (parse_u64(f[r->col[COL_SIZE]], 0, &size) || size > GM_TRACE_MAX_SIZE)
@@ -250,7 +259,7 @@ static int row(rmm *r, char *line, gm_err *err)
     if (parse_u64(f[r->col[COL_STREAM]], 1, &stream))
         return line_err(r, err, "bad Stream", f[r->col[COL_STREAM]]);
     r->t->n_entries++;
-    gm_event ev = {.t_ns = event_ns(r, us), .addr = ptr, .size = size, .stream = stream};
+    gm_event ev = {.t_ns = t_ns, .addr = ptr, .size = size, .stream = stream};
     if (!strcmp(act, "allocate failure") || !strcmp(act, "allocate_failure"))
         return failure(r, ev.t_ns, size, err);
     int is_alloc = !strcmp(act, "allocate");
@@ -296,19 +305,66 @@ static int finish_meta(rmm *r, const gm_rmm_opts *o, gm_err *err)
     return GM_OK;
 }
 
+/*
+ * One line, whatever its end: LF (Unix), CR LF (Windows) or a lone CR (classic
+ * Mac OS, some loggers), without the end. *len counts every byte, so a NUL
+ * inside the line is seen. -1 at the end of the file, -2 out of memory.
+ */
+static int read_line(FILE *f, char **buf, size_t *cap, size_t *len)
+{
+    size_t n = 0;
+    int c = EOF;
+    while ((c = getc_unlocked(f)) != EOF && c != '\n' && c != '\r') {
+        if (n + 2 > *cap) {
+            size_t ncap = *cap ? 2 * *cap : 256;
+            char *q = realloc(*buf, ncap);
+            if (!q) return -2;
+            *buf = q, *cap = ncap;
+        }
+        (*buf)[n++] = (char)c;
+    }
+    if (c == EOF && n == 0) return -1;
+    if (c == '\r') {
+        int d = getc_unlocked(f);
+        if (d != '\n' && d != EOF) ungetc(d, f);
+    }
+    if (!*buf && !(*buf = malloc(*cap = 256))) return -2;
+    (*buf)[n] = 0;
+    *len = n;
+    return 0;
+}
+
+/* A NUL byte cuts a C string short: name it (its column and field) rather
+ * than let the row look short of columns. */
+static int nul_byte(const rmm *r, const char *line, size_t len, gm_err *err)
+{
+    const char *z = memchr(line, 0, len);
+    if (!z) return GM_OK;
+    int field = 1;
+    for (const char *p = line; p < z; p++)
+        field += *p == ',';
+    return gm_errf(err, GM_EINVAL,
+                   "%s: line %zu, byte %zu: a NUL byte (0x00) in field %d; an RMM log is text — "
+                   "the file is damaged or not a log (remove the byte or re-export the log)",
+                   r->name, r->line, (size_t)(z - line) + 1, field);
+}
+
 int gm_rmm_import_stream(FILE *f, const gm_rmm_opts *o, gm_import_trace *out, gm_err *err)
 {
     rmm r = {.name = o && o->name ? o->name : "rmm log", .t = out};
     char *line = NULL;
-    size_t cap = 0;
-    int rc = GM_OK;
+    size_t cap = 0, len;
+    int rc = GM_OK, got;
     memset(out, 0, sizeof *out);
     if (gm_addrmap_init(&r.live, 1024) || gm_addrmap_init(&r.seen, 1024))
         rc = gm_errf(err, GM_ENOMEM, "out of host memory importing %s", r.name);
-    while (rc == GM_OK && getline(&line, &cap, f) >= 0) {
+    while (rc == GM_OK && (got = read_line(f, &line, &cap, &len)) == 0) {
         r.line++;
-        rc = r.line == 1 ? header(&r, line, err) : row(&r, line, err);
+        rc = nul_byte(&r, line, len, err);
+        if (!rc) rc = r.line == 1 ? header(&r, line, err) : row(&r, line, err);
     }
+    if (rc == GM_OK && got == -2)
+        rc = gm_errf(err, GM_ENOMEM, "out of host memory importing %s", r.name);
     if (rc == GM_OK && r.line == 0)
         rc = gm_errf(err, GM_EINVAL, "%s: empty file; expected an RMM log CSV", r.name);
     if (rc == GM_OK && ferror(f)) rc = gm_errf(err, GM_EIO, "%s: read error", r.name);

@@ -26,6 +26,26 @@
 /* Largest size an event may carry: 2^48 bytes (256 TiB), far above any GPU. */
 #define GM_TRACE_MAX_SIZE (1ull << 48)
 
+/* What the reader accepts (FORMAT.md, "Limits"). A file beyond one is
+ * refused, with the limit named, before any row is read. */
+#define GM_TRACE_MAX_EVENTS (1ull << 40)     /* rows of /events                        */
+#define GM_TRACE_MAX_TABLE_ROWS (1ull << 22) /* rows of /initial_state, of /markers    */
+#define GM_TRACE_MAX_CHUNK_ROWS (1u << 20)   /* rows in one HDF5 chunk                 */
+#define GM_TRACE_MAX_CHUNK_BYTES (64u << 20) /* bytes in one chunk, inflated           */
+#define GM_TRACE_MAX_ROW_BYTES 4096          /* bytes of one row in the file           */
+#define GM_TRACE_MAX_INFLATE 256             /* rows' bytes / stored bytes, compressed  */
+#define GM_TRACE_MAX_ATTR_BYTES (1u << 20)   /* bytes of one string attribute          */
+
+/* The isolated reader (FORMAT.md, "Isolation"): the child that reads the
+ * HDF5 file may map this much memory beyond what it starts with, use
+ * GM_TRACE_CHILD_CPU_S seconds of CPU to open the file plus one per piece
+ * it is asked for, and must answer each request within
+ * GM_TRACE_TIMEOUT_S seconds of wall time (environment variable
+ * GMSIM_TRACE_TIMEOUT, in seconds, overrides it). */
+#define GM_TRACE_CHILD_MEM_BYTES (1ull << 30)
+#define GM_TRACE_CHILD_CPU_S 60
+#define GM_TRACE_TIMEOUT_S 10
+
 /* Event operation (column `op`). */
 enum gm_op {
     GM_OP_ALLOC = 0,         /* tensor allocation: size = bytes requested   */
@@ -184,8 +204,17 @@ typedef struct gm_trace_write_opts {
 typedef struct gm_trace_reader gm_trace_reader;
 
 /* Open and check the root attributes and datasets. On error *out is NULL and
- * err names the file and what to do. */
+ * err names the file and what to do.
+ *
+ * The HDF5 library runs in a child process (trace_isolate.c): it opens and
+ * checks the file under memory and CPU limits, a seccomp filter and a
+ * watchdog, and streams checked events to this process, so a file that
+ * crashes or hangs libhdf5 ends in an error ("the HDF5 library failed on
+ * this file"), never in a crash or hang of the caller. */
 int gm_trace_open(const char *path, gm_trace_reader **out, gm_err *err);
+/* The same reader without the child process: for benchmarks and the fuzz
+ * harness, never for a file from elsewhere. */
+int gm_trace_open_inprocess(const char *path, gm_trace_reader **out, gm_err *err);
 void gm_trace_close(gm_trace_reader *r);
 
 const gm_trace_meta *gm_trace_meta_get(const gm_trace_reader *r);
@@ -210,10 +239,15 @@ int gm_trace_read_markers(gm_trace_reader *r, gm_marker **rows, size_t *n, gm_er
 /* ---------------- writer ---------------- */
 typedef struct gm_trace_writer gm_trace_writer;
 
-/* Create path (written as path.tmp.<pid> and renamed by gm_trace_finish, so a
- * crash never leaves a half trace that looks whole). opts may be NULL. */
+/* Create path. A regular file (or a new name; symlinks followed) is written
+ * as TARGET.tmp.<pid> beside it and renamed by gm_trace_finish, so a crash
+ * never leaves a half trace that looks whole; "-", /dev/stdout, a FIFO or a
+ * device is built in a private temporary file and copied there, unchanged,
+ * by gm_trace_finish (base/outfile.h). opts may be NULL. */
 int gm_trace_create(const char *path, const gm_trace_meta *meta, const gm_trace_write_opts *opts,
                     gm_trace_writer **out, gm_err *err);
+/* The file HDF5 is writing now (the temporary file above). */
+const char *gm_trace_writer_file(const gm_trace_writer *w);
 int gm_trace_append(gm_trace_writer *w, const gm_event *ev, size_t n, gm_err *err);
 int gm_trace_write_initial(gm_trace_writer *w, const gm_init_row *rows, size_t n, gm_err *err);
 int gm_trace_add_markers(gm_trace_writer *w, const gm_marker *m, size_t n, gm_err *err);

@@ -24,11 +24,21 @@
  * Validation. Each piece is checked in one branch-free pass; only if that
  * pass finds something does a second pass name the first bad event.
  *
+ * Hostile files. The reader here (gm_h5r_*, trace_int.h) is what the
+ * isolated reader of trace_isolate.c runs in its child process. Before any
+ * row is read it checks how each table is stored (FORMAT.md, "Limits"):
+ * hard links only, no external storage or virtual dataset, only the filters
+ * gmsim writes, bounded chunks, every row backed by stored bytes, bounded
+ * compression; external links are refused again at H5Dopen2 (refuse_elink)
+ * in case a check is ever missed.
+ *
  * Errors. HDF5 prints its error stack to stderr unless told not to; the
  * library never prints, so every entry point silences it for the calling
  * thread (the stack is per thread in Debian's thread-safe HDF5).
  */
 #include "trace.h"
+#include "trace_int.h"
+#include "base/outfile.h"
 #include "base/units.h"
 
 #include <hdf5.h>
@@ -46,7 +56,7 @@
 
 typedef unsigned long long ull;
 
-static void h5_quiet(void)
+void gm_h5_quiet(void)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 }
@@ -149,6 +159,18 @@ static int has_member(hid_t ft, const char *name)
     return ft >= 0 && H5Tget_member_index(ft, name) >= 0;
 }
 
+/* Reading a name column: the memory string takes the file's character set
+ * (HDF5 converts no string between ASCII and UTF-8; h5py writes numpy 'S'
+ * columns as ASCII), null-padded or null-terminated alike. */
+static herr_t name_cset(hid_t from, const char *name, hid_t m)
+{
+    int idx = H5Tget_member_index(from, name);
+    hid_t ft = idx >= 0 ? H5Tget_member_type(from, (unsigned)idx) : H5I_INVALID_HID;
+    H5T_cset_t cs = ft >= 0 ? H5Tget_cset(ft) : H5T_CSET_ERROR;
+    h5_close(&ft, H5Tclose);
+    return cs == H5T_CSET_ERROR ? 0 : H5Tset_cset(m, cs);
+}
+
 /* The compound type of a table: packed file layout (file=1) or its struct.
  * With a file type `from` (reading), optional columns it lacks are left
  * out of the struct type, so they keep the zeros of the caller's buffer. */
@@ -169,6 +191,8 @@ static hid_t table_type_from(const struct table *t, int file, hid_t from)
             continue;
         }
         hid_t m = col_type(c->kind, file);
+        if (m >= 0 && c->kind == COL_NAME && from >= 0 && name_cset(from, c->name, m) < 0)
+            h5_close(&m, H5Tclose);
         if (m < 0 || H5Tinsert(ct, c->name, file ? off : c->mem_off, m) < 0)
             h5_close(&ct, H5Tclose);
         h5_close(&m, H5Tclose);
@@ -192,9 +216,9 @@ static void col_list(const struct table *t, char *buf, size_t len)
                 (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", t->cols[i].name);
 }
 
-/* Check that ds is a 1-D compound dataset with every column of t; *nrows. */
-static int check_table(hid_t ds, const struct table *t, const char *path, hsize_t *nrows,
-                       gm_err *err)
+/* Check that ds is a compound dataset with every column of t, each an
+ * integer of at most 64 bits (name: a fixed-length string). */
+static int check_table(hid_t ds, const struct table *t, const char *path, gm_err *err)
 {
     char cols[256];
     col_list(t, cols, sizeof cols);
@@ -217,51 +241,18 @@ static int check_table(hid_t ds, const struct table *t, const char *path, hsize_
         if (H5Tget_class(mt) != want)
             rc = gm_errf(err, GM_EINVAL, "%s: /%s column '%s' is not %s; " REIMPORT, path, t->name,
                          c->name, want == H5T_STRING ? "a string" : "an integer");
+        else if (want == H5T_STRING && H5Tis_variable_str(mt) != 0)
+            rc = gm_errf(err, GM_EINVAL,
+                         "%s: /%s column '%s' is a variable-length string; it must be a "
+                         "fixed-length one (numpy 'S64'), ASCII or UTF-8 — " REIMPORT,
+                         path, t->name, c->name);
+        else if (want == H5T_INTEGER && H5Tget_size(mt) > 8)
+            rc = gm_errf(err, GM_EINVAL, "%s: /%s column '%s' is wider than 64 bits; " REIMPORT,
+                         path, t->name, c->name);
         h5_close(&mt, H5Tclose);
     }
     h5_close(&ft, H5Tclose);
-    if (rc) return rc;
-    hid_t sp = H5Dget_space(ds);
-    hsize_t dims[H5S_MAX_RANK];
-    int rank = sp >= 0 ? H5Sget_simple_extent_dims(sp, dims, NULL) : -1;
-    h5_close(&sp, H5Sclose);
-    if (rank != 1)
-        return gm_errf(err, GM_EINVAL, "%s: /%s is not a 1-D table (rank %d); " REIMPORT, path,
-                       t->name, rank);
-    *nrows = dims[0];
-    return GM_OK;
-}
-
-/*
- * Open a dataset for sequential reading. A compressed chunk that does not
- * fit HDF5's chunk cache (1 MiB by default) is inflated again on every read
- * that touches it, so give compressed datasets a cache of two chunks.
- * Uncompressed ones keep the default: chunks too big for it are read
- * straight into the conversion buffer, with no copy through the cache.
- */
-static hid_t open_dataset(hid_t file, const char *name)
-{
-    hid_t ds = H5Dopen2(file, name, H5P_DEFAULT);
-    if (ds < 0) return ds;
-    hid_t dcpl = H5Dget_create_plist(ds), ft = H5Dget_type(ds);
-    hsize_t chunk[H5S_MAX_RANK] = {0};
-    size_t need = 0;
-    if (dcpl >= 0 && ft >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED && H5Pget_nfilters(dcpl) > 0 &&
-        H5Pget_chunk(dcpl, H5S_MAX_RANK, chunk) == 1)
-        need = 2 * (size_t)chunk[0] * H5Tget_size(ft);
-    h5_close(&dcpl, H5Pclose);
-    h5_close(&ft, H5Tclose);
-    const size_t cap = 256 * GM_MiB;
-    if (need <= GM_MiB) return ds;
-    hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
-    if (dapl < 0 || H5Pset_chunk_cache(dapl, 521, need < cap ? need : cap, 1.0) < 0) {
-        h5_close(&dapl, H5Pclose);
-        return ds; /* the default cache works, only slower */
-    }
-    H5Dclose(ds);
-    ds = H5Dopen2(file, name, dapl);
-    H5Pclose(dapl);
-    return ds;
+    return rc;
 }
 
 /*
@@ -395,8 +386,20 @@ static char **meta_str(gm_trace_meta *m, const struct str_attr *a)
     return (char **)((char *)m + a->off);
 }
 
+/* A name from the file, fit for a message: printable ASCII, the rest '?'. */
+static const char *printable(const char *s, char *out, size_t len)
+{
+    size_t i = 0;
+    for (; s && s[i] && i + 4 < len; i++)
+        out[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+    if (s && s[i]) memcpy(out + i, "...", 3), i += 3;
+    out[i] = 0;
+    return out;
+}
+
 /* Open attribute `name` of the root if it exists and holds one value of
- * class `cls`. Returns the id, H5I_INVALID_HID if absent, or an error. */
+ * class `cls` (and, for a string, fixed-length ones within the limit).
+ * Returns the id, H5I_INVALID_HID if absent, or an error. */
 static int open_attr(hid_t file, const char *path, const char *name, H5T_class_t cls, hid_t *out,
                      gm_err *err)
 {
@@ -410,10 +413,20 @@ static int open_attr(hid_t file, const char *path, const char *name, H5T_class_t
     hid_t t = a >= 0 ? H5Aget_type(a) : H5I_INVALID_HID;
     hid_t sp = a >= 0 ? H5Aget_space(a) : H5I_INVALID_HID;
     int ok = t >= 0 && sp >= 0 && H5Tget_class(t) == cls && H5Sget_simple_extent_npoints(sp) == 1;
+    size_t size = ok ? H5Tget_size(t) : 0;
+    int vlen = ok && cls == H5T_STRING ? H5Tis_variable_str(t) > 0 : 0;
     h5_close(&t, H5Tclose);
     h5_close(&sp, H5Sclose);
-    if (!ok) {
+    const char *why = !ok                                       ? NULL
+                      : cls == H5T_INTEGER && size > 8          ? "an integer wider than 64 bits"
+                      : !vlen && size > GM_TRACE_MAX_ATTR_BYTES ? "a string over 1 MiB"
+                                                                : "";
+    if (!ok || *why) {
         h5_close(&a, H5Aclose);
+        if (why)
+            return gm_errf(err, GM_EINVAL,
+                           "%s: attribute %s is %s (FORMAT.md, \"Limits\"); " REIMPORT, path, name,
+                           why);
         return gm_errf(err, GM_EINVAL, "%s: attribute %s is not a single %s; " REIMPORT, path, name,
                        cls == H5T_STRING ? "string" : "integer");
     }
@@ -421,22 +434,35 @@ static int open_attr(hid_t file, const char *path, const char *name, H5T_class_t
     return GM_OK;
 }
 
-/* Read an integer attribute as memtype (HDF5 converts); absent -> 0. */
-static int read_int_attr(hid_t file, const char *path, const char *name, hid_t memtype, void *out,
+/* An integer attribute of any width up to 64 bits, signed or not, read
+ * without clamping; absent -> 0. *neg: it is negative (*v is then its
+ * two's complement). */
+static int read_int_attr(hid_t file, const char *path, const char *name, uint64_t *v, int *neg,
                          gm_err *err)
 {
     hid_t a;
+    *v = 0;
+    *neg = 0;
     int rc = open_attr(file, path, name, H5T_INTEGER, &a, err);
     if (rc || a < 0) return rc;
-    if (H5Aread(a, memtype, out) < 0)
-        rc = gm_errf(err, GM_EINVAL, "%s: attribute %s does not fit %s; " REIMPORT, path, name,
-                     memtype == H5T_NATIVE_LLONG ? "a 64-bit integer"
-                                                 : "an unsigned 64-bit integer");
+    hid_t ft = H5Aget_type(a);
+    int is_signed = ft >= 0 && H5Tget_sign(ft) == H5T_SGN_2;
+    h5_close(&ft, H5Tclose);
+    long long s = 0;
+    herr_t st = is_signed ? H5Aread(a, H5T_NATIVE_LLONG, &s) : H5Aread(a, H5T_NATIVE_UINT64, v);
     H5Aclose(a);
-    return rc;
+    if (st < 0)
+        return gm_errf(err, GM_EIO, "%s: cannot read attribute %s; the file is damaged", path,
+                       name);
+    if (is_signed) {
+        *v = (uint64_t)s;
+        *neg = s < 0;
+    }
+    return GM_OK;
 }
 
-/* Read a string attribute, variable- or fixed-length; absent -> "". */
+/* Read a string attribute, variable- or fixed-length (null-terminated or
+ * null-padded, ASCII or UTF-8); absent -> "". */
 static int read_str_attr(hid_t file, const char *path, const char *name, char **field, gm_err *err)
 {
     hid_t a;
@@ -450,7 +476,9 @@ static int read_str_attr(hid_t file, const char *path, const char *name, char **
     if (ft >= 0 && mt >= 0 && H5Tis_variable_str(ft) > 0) {
         if (H5Tset_size(mt, H5T_VARIABLE) >= 0 && H5Tset_cset(mt, H5Tget_cset(ft)) >= 0)
             st = H5Aread(a, mt, &vlen);
-        val = st >= 0 ? strdup(vlen ? vlen : "") : NULL;
+        if (st >= 0 && vlen && strnlen(vlen, GM_TRACE_MAX_ATTR_BYTES + 1) > GM_TRACE_MAX_ATTR_BYTES)
+            st = 1; /* over the limit */
+        val = st == 0 ? strdup(vlen ? vlen : "") : NULL;
         if (vlen) H5free_memory(vlen);
     } else if (ft >= 0 && mt >= 0) {
         size_t n = H5Tget_size(ft);
@@ -462,8 +490,13 @@ static int read_str_attr(hid_t file, const char *path, const char *name, char **
     h5_close(&ft, H5Tclose);
     h5_close(&mt, H5Tclose);
     H5Aclose(a);
-    if (st < 0) {
+    if (st != 0) {
         free(val);
+        if (st > 0)
+            return gm_errf(
+                err, GM_EINVAL,
+                "%s: attribute %s is a string over 1 MiB (FORMAT.md, \"Limits\"); " REIMPORT, path,
+                name);
         return gm_errf(err, GM_EIO, "%s: cannot read attribute %s; the file is damaged", path,
                        name);
     }
@@ -475,10 +508,11 @@ static int read_str_attr(hid_t file, const char *path, const char *name, char **
 
 /* ---------------- reader ---------------- */
 
-struct gm_trace_reader {
+struct gm_h5r {
     char *path;
     gm_trace_meta meta;
     hid_t file;
+    hid_t dapl;         /* dataset access: external links refused           */
     hid_t events;       /* /events                                        */
     hid_t ev_type;      /* memory type: struct gm_event                   */
     hid_t fspace;       /* /events dataspace, re-selected for each piece  */
@@ -488,24 +522,65 @@ struct gm_trace_reader {
     int range_error;    /* set by conv_range_cb: the last read hit one      */
     unsigned char *raw; /* fast path: GM_TRACE_CHUNK_EVENTS packed rows     */
     uint64_t nevents;   /* rows in /events                                */
-    uint64_t pos;       /* index of the next event to hand out            */
-    uint64_t prev_t_ns; /* t_ns of event pos-1 (0 at the start)           */
-    unsigned op_count;  /* ops the file's version defines                 */
+    hsize_t file_bytes; /* size of the file                               */
 };
 
-static int check_file(const char *path, gm_err *err)
+/* Refuse what is not a regular file, by its mode. */
+static int check_mode(const char *path, mode_t mode, gm_err *err)
+{
+    if (S_ISDIR(mode)) return gm_errf(err, GM_EINVAL, "%s: is a directory; " NOT_A_TRACE, path);
+    if (!S_ISREG(mode))
+        return gm_errf(err, GM_EINVAL,
+                       "%s: is not a regular file (a FIFO, device or socket); a trace is read "
+                       "only from a regular file — copy it into one first",
+                       path);
+    return GM_OK;
+}
+
+int gm_trace_open_file(const char *path, int *fd, gm_err *err)
 {
     struct stat st;
-    if (stat(path, &st) != 0 || access(path, R_OK) != 0)
+    *fd = -1;
+    if (stat(path, &st) != 0) return gm_trace_open_error(path, errno, err);
+    int rc = check_mode(path, st.st_mode, err);
+    if (rc) return rc;
+    int f = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (f < 0) return gm_trace_open_error(path, errno, err);
+    if (fstat(f, &st) != 0 || (rc = check_mode(path, st.st_mode, err)) != GM_OK) {
+        if (!rc) rc = gm_errf(err, GM_EIO, "%s: cannot open: %s", path, strerror(errno));
+        close(f);
+        return rc;
+    }
+    *fd = f;
+    return GM_OK;
+}
+
+/*
+ * The file: a regular file (gm_trace_open_file), handed to HDF5 as
+ * /proc/self/fd/N, so HDF5 opens the very file that was checked even if
+ * the name changes meanwhile. *fd_out is ours to close once HDF5 has it.
+ */
+static int check_file(const char *path, int fd, int *fd_out, char *h5path, size_t len, gm_err *err)
+{
+    *fd_out = -1;
+    if (fd < 0) {
+        int rc = gm_trace_open_file(path, &fd, err);
+        if (rc) return rc;
+        *fd_out = fd;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0)
         return gm_errf(err, GM_EIO, "%s: cannot open: %s", path, strerror(errno));
-    if (S_ISDIR(st.st_mode))
-        return gm_errf(err, GM_EINVAL, "%s: is a directory; " NOT_A_TRACE, path);
-    if (H5Fis_hdf5(path) <= 0)
+    int rc = check_mode(path, st.st_mode, err);
+    if (rc) return rc;
+    snprintf(h5path, len, "/proc/self/fd/%d", fd);
+    if (access(h5path, R_OK) != 0) snprintf(h5path, len, "%s", path); /* no /proc */
+    if (H5Fis_hdf5(h5path) <= 0)
         return gm_errf(err, GM_EINVAL, "%s: not an HDF5 file (or truncated); " NOT_A_TRACE, path);
     return GM_OK;
 }
 
-static int read_meta(gm_trace_reader *r, gm_err *err)
+static int read_meta(gm_h5r *r, gm_err *err)
 {
     const char *p = r->path;
     htri_t ex = H5Aexists(r->file, "gmtrace_version");
@@ -515,25 +590,250 @@ static int read_meta(gm_trace_reader *r, gm_err *err)
             "%s: no gmtrace_version attribute, so this HDF5 file is not a gmsim trace; make "
             "traces with 'gmsim gen' or gmcapture, or convert other files with 'gmsim import'",
             p);
-    long long version = 0;
-    int rc = read_int_attr(r->file, p, "gmtrace_version", H5T_NATIVE_LLONG, &version, err);
+    uint64_t version = 0;
+    int neg;
+    int rc = read_int_attr(r->file, p, "gmtrace_version", &version, &neg, err);
     if (rc) return rc;
-    if (version < GM_TRACE_MIN_VERSION || version > GM_TRACE_VERSION)
+    if (neg || version < GM_TRACE_MIN_VERSION || version > GM_TRACE_VERSION) {
+        char v[32];
+        if (neg)
+            snprintf(v, sizeof v, "%lld", (long long)version);
+        else
+            snprintf(v, sizeof v, "%llu", (ull)version);
         return gm_errf(err, GM_EINVAL,
-                       "%s: gmtrace_version is %lld but this gmsim reads versions %d to %d; "
+                       "%s: gmtrace_version is %s but this gmsim reads versions %d to %d; "
                        "upgrade gmsim or re-import the trace",
-                       p, version, GM_TRACE_MIN_VERSION, GM_TRACE_VERSION);
+                       p, v, GM_TRACE_MIN_VERSION, GM_TRACE_VERSION);
+    }
     r->meta.version = (int)version;
-    r->op_count = version == 1 ? GM_OP_COUNT_V1 : GM_OP_COUNT;
     for (size_t i = 0; !rc && i < sizeof str_attrs / sizeof str_attrs[0]; i++)
         rc = read_str_attr(r->file, p, str_attrs[i].name, meta_str(&r->meta, &str_attrs[i]), err);
-    for (size_t i = 0; !rc && i < sizeof u64_attrs / sizeof u64_attrs[0]; i++)
-        rc = read_int_attr(r->file, p, u64_attrs[i].name, H5T_NATIVE_UINT64,
-                           meta_u64(&r->meta, &u64_attrs[i]), err);
+    for (size_t i = 0; !rc && i < sizeof u64_attrs / sizeof u64_attrs[0]; i++) {
+        uint64_t *v = meta_u64(&r->meta, &u64_attrs[i]);
+        rc = read_int_attr(r->file, p, u64_attrs[i].name, v, &neg, err);
+        if (!rc && neg)
+            rc = gm_errf(err, GM_EINVAL,
+                         "%s: attribute %s is %lld; it counts bytes or records and cannot be "
+                         "negative — " REIMPORT,
+                         p, u64_attrs[i].name, (long long)*v);
+    }
     return rc;
 }
 
-static void setup_fast_path(gm_trace_reader *r)
+/* External links are never followed (a trace is one file): H5Dopen2 asks
+ * this before it would open another file. */
+static herr_t refuse_elink(const char *parent_file, const char *parent_group,
+                           const char *child_file, const char *child_object, unsigned *acc_flags,
+                           hid_t fapl, void *op)
+{
+    (void)parent_file, (void)parent_group, (void)child_file, (void)child_object;
+    (void)acc_flags, (void)fapl, (void)op;
+    return -1;
+}
+
+/* /name is absent (*exists = 0), or a hard link in this file. */
+static int check_link(gm_h5r *r, const char *name, int *exists, gm_err *err)
+{
+    *exists = 0;
+    htri_t ex = H5Lexists(r->file, name, H5P_DEFAULT);
+    if (ex < 0)
+        return gm_errf(err, GM_EIO, "%s: cannot look up /%s; the file is damaged", r->path, name);
+    if (ex == 0) return GM_OK;
+    H5L_info_t li;
+    if (H5Lget_info(r->file, name, &li, H5P_DEFAULT) < 0)
+        return gm_errf(err, GM_EIO, "%s: cannot look up /%s; the file is damaged", r->path, name);
+    if (li.type == H5L_TYPE_EXTERNAL) {
+        char val[512] = {0}, shown[160], obj[96];
+        const char *file = NULL, *object = NULL;
+        unsigned flags;
+        if (li.u.val_size <= sizeof val &&
+            H5Lget_val(r->file, name, val, sizeof val, H5P_DEFAULT) >= 0)
+            H5Lunpack_elink_val(val, li.u.val_size, &flags, &file, &object);
+        return gm_errf(err, GM_EINVAL,
+                       "%s: /%s is an external link (to '%s', object '%s'); a gmsim trace keeps "
+                       "its data in one file and gmsim never follows a link out of it — copy the "
+                       "data in (h5copy) or re-import the trace",
+                       r->path, name, printable(file, shown, sizeof shown),
+                       printable(object, obj, sizeof obj));
+    }
+    if (li.type != H5L_TYPE_HARD)
+        return gm_errf(err, GM_EINVAL,
+                       "%s: /%s is a soft or user-defined link, not a dataset; a gmsim trace "
+                       "holds its tables as datasets — " REIMPORT,
+                       r->path, name);
+    *exists = 1;
+    return GM_OK;
+}
+
+/* Limits of one table (FORMAT.md, "Limits"). */
+static hsize_t max_rows(const struct table *t)
+{
+    return t == &events_table ? GM_TRACE_MAX_EVENTS : GM_TRACE_MAX_TABLE_ROWS;
+}
+
+/*
+ * Where and how the rows are stored, checked before any is read: in this
+ * file (no external storage, no virtual dataset), with no filter but the
+ * ones gmsim writes, in chunks of bounded size, and backed by stored bytes:
+ * every row of an unfiltered dataset must be stored (otherwise HDF5 invents
+ * fill values: a 6 KB file could "hold" 2^40 events), and a filtered one may
+ * inflate at most GM_TRACE_MAX_INFLATE times. *chunk_bytes: 0 unless chunked
+ * and filtered (the caller sizes the chunk cache from it).
+ */
+static int check_storage(gm_h5r *r, hid_t ds, const struct table *t, hsize_t nrows,
+                         size_t row_bytes, size_t *chunk_bytes, gm_err *err)
+{
+    const char *p = r->path, *n = t->name;
+    *chunk_bytes = 0;
+    hid_t dcpl = H5Dget_create_plist(ds);
+    if (dcpl < 0)
+        return gm_errf(err, GM_EIO, "%s: /%s: cannot read its layout; the file is damaged", p, n);
+    H5D_layout_t layout = H5Pget_layout(dcpl);
+    int next = H5Pget_external_count(dcpl), nf = H5Pget_nfilters(dcpl);
+    hsize_t chunk = 0;
+    int chunk_rank = layout == H5D_CHUNKED ? H5Pget_chunk(dcpl, 1, &chunk) : 0;
+    int rc = GM_OK;
+    char shown[160];
+    if (next != 0) {
+        char name[256] = "";
+        off_t off;
+        hsize_t size;
+        if (next > 0) H5Pget_external(dcpl, 0, sizeof name, name, &off, &size);
+        rc = gm_errf(err, GM_EINVAL,
+                     "%s: /%s is kept in external storage (other files, e.g. '%s'); a gmsim trace "
+                     "keeps its data in one file and gmsim never reads another — " REIMPORT,
+                     p, n, printable(name, shown, sizeof shown));
+    } else if (layout == H5D_VIRTUAL) {
+        rc = gm_errf(err, GM_EINVAL,
+                     "%s: /%s is a virtual dataset (its rows live in other files); gmsim never "
+                     "reads another file — copy the rows into the trace (h5repack) or re-import",
+                     p, n);
+    } else if (layout != H5D_CHUNKED && layout != H5D_CONTIGUOUS && layout != H5D_COMPACT) {
+        rc = gm_errf(err, GM_EIO, "%s: /%s has an unknown storage layout; the file is damaged", p,
+                     n);
+    } else if (nf < 0) {
+        rc = gm_errf(err, GM_EIO, "%s: /%s: cannot read its filters; the file is damaged", p, n);
+    }
+    for (int i = 0; rc == GM_OK && i < nf; i++) {
+        unsigned flags, cfg;
+        size_t nelem = 0;
+        char fname[128] = "";
+        H5Z_filter_t f =
+            H5Pget_filter2(dcpl, (unsigned)i, &flags, &nelem, NULL, sizeof fname, fname, &cfg);
+        if (f != H5Z_FILTER_SHUFFLE && f != H5Z_FILTER_DEFLATE)
+            rc = gm_errf(err, GM_EINVAL,
+                         "%s: /%s uses HDF5 filter %d ('%s'); gmsim reads only the storage it "
+                         "writes: no filter, or shuffle + deflate — rewrite it with "
+                         "'h5repack -f NONE' (or -f SHUF -f GZIP=4) or re-import the trace",
+                         p, n, (int)f, printable(fname, shown, sizeof shown));
+    }
+    h5_close(&dcpl, H5Pclose);
+    if (rc) return rc;
+    if (layout == H5D_CHUNKED && (chunk_rank != 1 || chunk < 1 || chunk > GM_TRACE_MAX_CHUNK_ROWS ||
+                                  chunk * row_bytes > GM_TRACE_MAX_CHUNK_BYTES))
+        return gm_errf(err, GM_EINVAL,
+                       "%s: /%s is stored in chunks of %llu rows (%llu bytes); gmsim reads chunks "
+                       "of 1 to %u rows and at most %u MiB (FORMAT.md, \"Limits\") — rewrite it "
+                       "with smaller chunks (h5repack -l CHUNK=65536) or re-import the trace",
+                       p, n, (ull)chunk, (ull)(chunk * row_bytes), GM_TRACE_MAX_CHUNK_ROWS,
+                       GM_TRACE_MAX_CHUNK_BYTES >> 20);
+    uint64_t logical = (uint64_t)nrows * row_bytes; /* nrows <= 2^40, row_bytes <= 4096 */
+    uint64_t stored = layout == H5D_COMPACT ? logical : H5Dget_storage_size(ds);
+    if (nf == 0 && stored < logical)
+        return gm_errf(err, GM_EINVAL,
+                       "%s: /%s declares %llu rows (%llu bytes) but stores only %llu bytes; the "
+                       "rest would be HDF5 fill values, not recorded rows — the file is damaged "
+                       "or was never completely written: re-create it",
+                       p, n, (ull)nrows, (ull)logical, (ull)stored);
+    if (nf > 0 && logical / GM_TRACE_MAX_INFLATE > stored)
+        return gm_errf(err, GM_EINVAL,
+                       "%s: /%s declares %llu rows (%llu bytes) from %llu compressed bytes, more "
+                       "than %dx; no real trace compresses that well (gmsim's own: about 6x), so "
+                       "the file is damaged or hostile (FORMAT.md, \"Limits\") — re-create it",
+                       p, n, (ull)nrows, (ull)logical, (ull)stored, GM_TRACE_MAX_INFLATE);
+    if (layout != H5D_COMPACT && stored > r->file_bytes)
+        return gm_errf(err, GM_EINVAL,
+                       "%s: /%s claims %llu stored bytes but the file has %llu; it is truncated "
+                       "or damaged — re-create it",
+                       p, n, (ull)stored, (ull)r->file_bytes);
+    if (layout == H5D_CONTIGUOUS && logical > 0) {
+        haddr_t off = H5Dget_offset(ds);
+        if (off == HADDR_UNDEF || off > r->file_bytes || r->file_bytes - off < logical)
+            return gm_errf(err, GM_EINVAL,
+                           "%s: /%s lies past the end of the file; it is truncated or damaged — "
+                           "re-create it",
+                           p, n);
+    }
+    if (layout == H5D_CHUNKED && nf > 0) *chunk_bytes = (size_t)(chunk * row_bytes);
+    return GM_OK;
+}
+
+/* The rows: a 1-D dataspace within the table's limit. */
+static int check_rows(gm_h5r *r, hid_t ds, const struct table *t, hsize_t *nrows, gm_err *err)
+{
+    hid_t sp = H5Dget_space(ds);
+    hsize_t dims[H5S_MAX_RANK];
+    int simple = sp >= 0 && H5Sget_simple_extent_type(sp) == H5S_SIMPLE;
+    int rank = simple ? H5Sget_simple_extent_dims(sp, dims, NULL) : -1;
+    h5_close(&sp, H5Sclose);
+    if (rank != 1)
+        return gm_errf(err, GM_EINVAL, "%s: /%s is not a 1-D table (rank %d); " REIMPORT, r->path,
+                       t->name, rank);
+    if (dims[0] > max_rows(t))
+        return gm_errf(err, GM_EINVAL,
+                       "%s: /%s has %llu rows, over the limit of %llu (FORMAT.md, \"Limits\"); the "
+                       "file is damaged — " REIMPORT,
+                       r->path, t->name, (ull)dims[0], (ull)max_rows(t));
+    *nrows = dims[0];
+    return GM_OK;
+}
+
+/*
+ * Open table t, checked as above, for reading. A compressed chunk that does
+ * not fit HDF5's chunk cache (1 MiB by default) is inflated again on every
+ * read that touches it, so a compressed dataset gets a cache of two chunks
+ * (at most 2 x GM_TRACE_MAX_CHUNK_BYTES). *ds is H5I_INVALID_HID if the
+ * table is absent.
+ */
+static int open_table(gm_h5r *r, const struct table *t, hid_t *ds, hsize_t *nrows, gm_err *err)
+{
+    int exists;
+    *ds = H5I_INVALID_HID;
+    *nrows = 0;
+    int rc = check_link(r, t->name, &exists, err);
+    if (rc || !exists) return rc;
+    hid_t d = H5Dopen2(r->file, t->name, r->dapl);
+    if (d < 0)
+        return gm_errf(err, GM_EINVAL, "%s: /%s is not a dataset; " REIMPORT, r->path, t->name);
+    hid_t ft = H5Dget_type(d);
+    size_t row_bytes = ft >= 0 ? H5Tget_size(ft) : 0;
+    h5_close(&ft, H5Tclose);
+    size_t chunk_bytes = 0;
+    rc = check_table(d, t, r->path, err);
+    if (!rc && (row_bytes < 1 || row_bytes > GM_TRACE_MAX_ROW_BYTES))
+        rc = gm_errf(err, GM_EINVAL,
+                     "%s: /%s has rows of %zu bytes; gmsim reads rows of at most %d bytes "
+                     "(FORMAT.md, \"Limits\") — " REIMPORT,
+                     r->path, t->name, row_bytes, GM_TRACE_MAX_ROW_BYTES);
+    if (!rc) rc = check_rows(r, d, t, nrows, err);
+    if (!rc) rc = check_storage(r, d, t, *nrows, row_bytes, &chunk_bytes, err);
+    if (rc) {
+        H5Dclose(d);
+        return rc;
+    }
+    if (2 * chunk_bytes > GM_MiB) {
+        hid_t dapl = H5Pcopy(r->dapl);
+        if (dapl >= 0 && H5Pset_chunk_cache(dapl, 521, 2 * chunk_bytes, 1.0) >= 0) {
+            hid_t d2 = H5Dopen2(r->file, t->name, dapl);
+            if (d2 >= 0) H5Dclose(d), d = d2; /* else the default cache works, only slower */
+        }
+        h5_close(&dapl, H5Pclose);
+    }
+    *ds = d;
+    return GM_OK;
+}
+
+static void setup_fast_path(gm_h5r *r)
 {
     hid_t packed = table_type(&events_table, 1), ft = H5Dget_type(r->events);
     if (packed >= 0 && ft >= 0 && H5Tget_size(packed) == EV_PACKED && H5Tequal(ft, packed) > 0 &&
@@ -561,8 +861,7 @@ static H5T_conv_ret_t conv_range_cb(H5T_conv_except_t what, hid_t src, hid_t dst
 }
 
 /* The error for a failed H5Dread of what (rows first..last). */
-static int read_failed(gm_trace_reader *r, const char *what, uint64_t first, uint64_t last,
-                       gm_err *err)
+static int read_failed(gm_h5r *r, const char *what, uint64_t first, uint64_t last, gm_err *err)
 {
     if (r->range_error)
         return gm_errf(err, GM_EINVAL,
@@ -575,70 +874,99 @@ static int read_failed(gm_trace_reader *r, const char *what, uint64_t first, uin
                    r->path, what, (ull)first, (ull)last);
 }
 
-static int open_events(gm_trace_reader *r, gm_err *err)
+static int open_events(gm_h5r *r, gm_err *err)
 {
     const char *p = r->path;
-    if (H5Lexists(r->file, "events", H5P_DEFAULT) <= 0)
+    hsize_t n;
+    int rc = open_table(r, &events_table, &r->events, &n, err);
+    if (rc) return rc;
+    if (r->events < 0)
         return gm_errf(err, GM_EINVAL,
                        "%s: no /events dataset; the trace is incomplete or not a gmsim trace — "
                        "re-create it with 'gmsim gen', 'gmsim import' or gmcapture",
                        p);
-    r->events = open_dataset(r->file, "events");
-    if (r->events < 0) return gm_errf(err, GM_EINVAL, "%s: /events is not a dataset; " REIMPORT, p);
-    hsize_t n;
-    int rc = check_table(r->events, &events_table, p, &n, err);
-    if (rc) return rc;
     r->nevents = n;
     hsize_t piece = GM_TRACE_CHUNK_EVENTS;
     r->ev_type = table_type(&events_table, 0);
     r->fspace = H5Dget_space(r->events);
     r->mspace = H5Screate_simple(1, &piece, NULL);
-    r->dxpl = H5Pcreate(H5P_DATASET_XFER);
-    if (r->dxpl >= 0 && H5Pset_type_conv_cb(r->dxpl, conv_range_cb, &r->range_error) < 0)
-        h5_close(&r->dxpl, H5Pclose);
-    if (r->ev_type < 0 || r->fspace < 0 || r->mspace < 0 || r->dxpl < 0)
+    if (r->ev_type < 0 || r->fspace < 0 || r->mspace < 0)
         return gm_errf(err, GM_EIO, "%s: cannot set up reading /events (HDF5 error)", p);
     setup_fast_path(r);
     return GM_OK;
 }
 
-int gm_trace_open(const char *path, gm_trace_reader **out, gm_err *err)
+/* The property lists every read uses: no file locking (a trace is never
+ * opened for writing under its final name, and file systems without flock
+ * would refuse it), no external link followed, conversions that refuse
+ * out-of-range values. */
+static int make_plists(gm_h5r *r, hid_t *fapl, gm_err *err)
+{
+    *fapl = H5Pcreate(H5P_FILE_ACCESS);
+#if H5_VERSION_GE(1, 10, 7)
+    if (*fapl >= 0) H5Pset_file_locking(*fapl, 0, 1);
+#endif
+    r->dapl = H5Pcreate(H5P_DATASET_ACCESS);
+    r->dxpl = H5Pcreate(H5P_DATASET_XFER);
+    if (*fapl < 0 || r->dapl < 0 || r->dxpl < 0 ||
+        H5Pset_elink_cb(r->dapl, refuse_elink, NULL) < 0 ||
+        H5Pset_type_conv_cb(r->dxpl, conv_range_cb, &r->range_error) < 0)
+        return gm_errf(err, GM_EIO, "%s: cannot set up HDF5 (out of memory?)", r->path);
+    return GM_OK;
+}
+
+int gm_h5r_open(const char *path, int fd, gm_h5r **out, gm_err *err)
+{
+    return gm_h5r_open_sandboxed(path, fd, NULL, out, err);
+}
+
+int gm_h5r_open_sandboxed(const char *path, int fd, void (*sandbox)(void), gm_h5r **out,
+                          gm_err *err)
 {
     if (!out || !path) return gm_errf(err, GM_EINVAL, "gm_trace_open: no path");
     *out = NULL;
-    h5_quiet();
-    int rc = check_file(path, err);
-    if (rc) return rc;
-    gm_trace_reader *r = calloc(1, sizeof *r);
-    if (!r) return gm_errf(err, GM_ENOMEM, "%s: out of memory", path);
-    r->file = r->events = r->ev_type = r->fspace = r->mspace = r->raw_type = r->dxpl =
+    gm_h5_quiet();
+    char h5path[4200];
+    int own_fd;
+    int rc = check_file(path, fd, &own_fd, h5path, sizeof h5path, err);
+    gm_h5r *r = rc ? NULL : calloc(1, sizeof *r);
+    if (!rc && !r) rc = gm_errf(err, GM_ENOMEM, "%s: out of memory", path);
+    if (rc) {
+        if (own_fd >= 0) close(own_fd);
+        return rc;
+    }
+    r->file = r->dapl = r->events = r->ev_type = r->fspace = r->mspace = r->raw_type = r->dxpl =
         H5I_INVALID_HID;
     gm_trace_meta_init(&r->meta);
     r->path = strdup(path);
+    hid_t fapl = H5I_INVALID_HID;
     if (!r->path) rc = gm_errf(err, GM_ENOMEM, "%s: out of memory", path);
+    if (!rc) rc = make_plists(r, &fapl, err);
     if (!rc) {
-        hid_t fapl = make_fapl();
-        r->file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-        free_fapl(fapl);
-        if (r->file < 0)
+        r->file = H5Fopen(h5path, H5F_ACC_RDONLY, fapl);
+        if (r->file < 0 || H5Fget_filesize(r->file, &r->file_bytes) < 0)
             rc = gm_errf(err, GM_EINVAL, "%s: not an HDF5 file (or truncated); " NOT_A_TRACE, path);
     }
+    h5_close(&fapl, H5Pclose);
+    if (own_fd >= 0) close(own_fd); /* HDF5 has its own descriptor */
+    if (!rc && sandbox) sandbox();
     if (!rc) rc = read_meta(r, err);
     if (!rc) rc = open_events(r, err);
     if (rc) {
-        gm_trace_close(r);
+        gm_h5r_close(r);
         return rc;
     }
     *out = r;
     return GM_OK;
 }
 
-void gm_trace_close(gm_trace_reader *r)
+void gm_h5r_close(gm_h5r *r)
 {
     if (!r) return;
-    h5_quiet();
+    gm_h5_quiet();
     h5_close(&r->mspace, H5Sclose);
     h5_close(&r->dxpl, H5Pclose);
+    h5_close(&r->dapl, H5Pclose);
     h5_close(&r->fspace, H5Sclose);
     h5_close(&r->ev_type, H5Tclose);
     h5_close(&r->raw_type, H5Tclose);
@@ -650,32 +978,14 @@ void gm_trace_close(gm_trace_reader *r)
     free(r);
 }
 
-const gm_trace_meta *gm_trace_meta_get(const gm_trace_reader *r)
+const gm_trace_meta *gm_h5r_meta(const gm_h5r *r)
 {
     return &r->meta;
 }
 
-const char *gm_trace_path(const gm_trace_reader *r)
-{
-    return r->path;
-}
-
-uint64_t gm_trace_nevents(const gm_trace_reader *r)
+uint64_t gm_h5r_nevents(const gm_h5r *r)
 {
     return r->nevents;
-}
-
-uint64_t gm_trace_position(const gm_trace_reader *r)
-{
-    return r->pos;
-}
-
-int gm_trace_rewind(gm_trace_reader *r)
-{
-    if (!r) return GM_EINVAL;
-    r->pos = 0;
-    r->prev_t_ns = 0;
-    return GM_OK;
 }
 
 /* alloc, segment_alloc, segment_map and oom (ops 0, 2, 4, 7) must carry a size. */
@@ -685,7 +995,7 @@ static inline int op_allocates(unsigned op)
            op == GM_OP_OOM;
 }
 
-/* Name the first bad event of ev[0..n) (index first+i); see validate(). */
+/* Name the first bad event of ev[0..n) (index first+i); see gm_trace_check_events. */
 static int explain_bad(const char *p, unsigned op_count, const gm_event *ev, size_t n,
                        uint64_t first, uint64_t prev, gm_err *err)
 {
@@ -732,10 +1042,13 @@ static int explain_bad(const char *p, unsigned op_count, const gm_event *ev, siz
                    (ull)(first + n - 1));
 }
 
-/* Check ev[0..n), whose first index is `first`; *prev_t_ns carries time order. */
-static int validate(const char *p, unsigned op_count, const gm_event *ev, size_t n, uint64_t first,
-                    uint64_t *prev_t_ns, gm_err *err)
+/* Check ev[0..n), whose first index is `first`, in one branch-free pass;
+ * only if it finds something does a second pass name the first bad event.
+ * *prev_t_ns carries time order. */
+int gm_trace_check_events(const char *p, int version, const gm_event *ev, size_t n, uint64_t first,
+                          uint64_t *prev_t_ns, gm_err *err)
 {
+    unsigned op_count = version == 1 ? GM_OP_COUNT_V1 : GM_OP_COUNT;
     uint64_t prev = *prev_t_ns;
     unsigned bad = 0;
     for (size_t i = 0; i < n; i++) {
@@ -751,7 +1064,7 @@ static int validate(const char *p, unsigned op_count, const gm_event *ev, size_t
 }
 
 /* Read rows first..first+n-1 of /events into buf (fast path: via r->raw). */
-static herr_t read_rows(gm_trace_reader *r, uint64_t first, gm_event *buf, size_t n)
+static herr_t read_rows(gm_h5r *r, uint64_t first, gm_event *buf, size_t n)
 {
     hsize_t start = first, count = n, zero = 0;
     int fast = r->raw != NULL;
@@ -766,7 +1079,7 @@ static herr_t read_rows(gm_trace_reader *r, uint64_t first, gm_event *buf, size_
     return 0;
 }
 
-static int read_piece(gm_trace_reader *r, uint64_t first, gm_event *buf, size_t n, gm_err *err)
+static int read_piece(gm_h5r *r, uint64_t first, gm_event *buf, size_t n, gm_err *err)
 {
     if (read_rows(r, first, buf, n) == 0) return GM_OK;
     if (!r->range_error) return read_failed(r, "events", first, first + n - 1, err);
@@ -785,46 +1098,38 @@ static int read_piece(gm_trace_reader *r, uint64_t first, gm_event *buf, size_t 
                    r->path, (ull)lo);
 }
 
-int64_t gm_trace_read(gm_trace_reader *r, gm_event *buf, size_t cap, gm_err *err)
+int gm_h5r_read_at(gm_h5r *r, uint64_t first, gm_event *buf, size_t n, uint64_t *prev_t_ns,
+                   gm_err *err)
 {
-    if (!r || (!buf && cap))
-        return gm_errf(err, GM_EINVAL, "gm_trace_read: no reader or no buffer");
-    uint64_t left = r->nevents - r->pos;
-    size_t want = cap < left ? cap : (size_t)left;
-    if (want > INT64_MAX) want = INT64_MAX;
-    h5_quiet();
-    uint64_t prev = r->prev_t_ns;
-    for (size_t done = 0; done < want;) {
-        size_t k = want - done < GM_TRACE_CHUNK_EVENTS ? want - done : GM_TRACE_CHUNK_EVENTS;
-        int rc = read_piece(r, r->pos + done, buf + done, k, err);
-        if (!rc) rc = validate(r->path, r->op_count, buf + done, k, r->pos + done, &prev, err);
-        if (rc) return rc; /* position unchanged */
+    if (!r || (!buf && n) || first > r->nevents || n > r->nevents - first)
+        return gm_errf(err, GM_EINVAL, "gm_trace_read: no reader, no buffer, or past the end");
+    gm_h5_quiet();
+    uint64_t prev = *prev_t_ns;
+    for (size_t done = 0; done < n;) {
+        size_t k = n - done < GM_TRACE_CHUNK_EVENTS ? n - done : GM_TRACE_CHUNK_EVENTS;
+        int rc = read_piece(r, first + done, buf + done, k, err);
+        if (!rc)
+            rc = gm_trace_check_events(r->path, r->meta.version, buf + done, k, first + done, &prev,
+                                       err);
+        if (rc) return rc;
         done += k;
     }
-    r->pos += want;
-    r->prev_t_ns = prev;
-    return (int64_t)want;
+    *prev_t_ns = prev;
+    return GM_OK;
 }
 
 /* Read a whole small table into a malloc'd array; absent -> 0 rows. */
-static int read_table(gm_trace_reader *r, const struct table *t, void **rows, size_t *n,
-                      gm_err *err)
+static int read_table(gm_h5r *r, const struct table *t, void **rows, size_t *n, gm_err *err)
 {
     *rows = NULL;
     *n = 0;
-    h5_quiet();
-    htri_t ex = H5Lexists(r->file, t->name, H5P_DEFAULT);
-    if (ex == 0) return GM_OK;
-    hid_t ds = ex > 0 ? H5Dopen2(r->file, t->name, H5P_DEFAULT) : H5I_INVALID_HID;
-    if (ds < 0)
-        return gm_errf(err, GM_EINVAL, "%s: /%s is not a dataset; " REIMPORT, r->path, t->name);
+    gm_h5_quiet();
+    hid_t ds;
     hsize_t nrows = 0;
-    int rc = check_table(ds, t, r->path, &nrows, err);
+    int rc = open_table(r, t, &ds, &nrows, err);
+    if (rc || ds < 0) return rc;
     void *buf = NULL;
-    if (!rc && nrows > 0 && nrows > SIZE_MAX / t->mem_size / 2)
-        rc = gm_errf(err, GM_EINVAL, "%s: /%s has %llu rows, too many to load; " REIMPORT, r->path,
-                     t->name, (ull)nrows);
-    if (!rc && nrows > 0 && !(buf = calloc((size_t)nrows, t->mem_size)))
+    if (nrows > 0 && !(buf = calloc((size_t)nrows, t->mem_size)))
         rc = gm_errf(err, GM_ENOMEM, "%s: out of memory loading /%s (%llu rows)", r->path, t->name,
                      (ull)nrows);
     hid_t ft = !rc && nrows > 0 ? H5Dget_type(ds) : H5I_INVALID_HID;
@@ -847,14 +1152,11 @@ static int read_table(gm_trace_reader *r, const struct table *t, void **rows, si
     return GM_OK;
 }
 
-int gm_trace_read_initial(gm_trace_reader *r, gm_init_row **rows, size_t *n, gm_err *err)
+int gm_trace_check_initial(const char *path, int version, const gm_init_row *ir, size_t n,
+                           gm_err *err)
 {
-    void *buf;
-    int rc = read_table(r, &initial_table, &buf, n, err);
-    if (rc) return rc;
-    gm_init_row *ir = buf;
-    unsigned kinds = r->meta.version == 1 ? GM_INIT_MAPPED : GM_INIT_KIND_COUNT;
-    for (size_t i = 0; i < *n; i++) {
+    unsigned kinds = version == 1 ? GM_INIT_MAPPED : GM_INIT_KIND_COUNT;
+    for (size_t i = 0; i < n; i++) {
         const char *what = ir[i].kind >= kinds                    ? (kinds == GM_INIT_MAPPED
                                                                          ? "kind is not 0 (segment) or 1 (block)"
                                                                          : "kind is not 0 (segment), 1 (block) or 2 "
@@ -864,47 +1166,69 @@ int gm_trace_read_initial(gm_trace_reader *r, gm_init_row **rows, size_t *n, gm_
                            : ir[i].block_size > GM_TRACE_MAX_SIZE ? "block_size is over 2^48 bytes"
                            : ir[i].pool > GM_POOL_SMALL           ? "pool is not 0, 1 or 2"
                            : ir[i].expandable > 1                 ? "expandable is not 0 or 1"
-                                                                  : NULL;
-        if (what) {
-            free(buf);
-            *n = 0;
-            return gm_errf(err, GM_EINVAL, "%s: /initial_state row %zu: %s; " REIMPORT, r->path, i,
+                           : ir[i].size == 0 && ir[i].kind != GM_INIT_BLOCK
+                               ? "a segment or mapped range of size 0 (a driver allocation has "
+                                 "at least one byte)"
+                               : NULL;
+        if (what)
+            return gm_errf(err, GM_EINVAL, "%s: /initial_state row %zu: %s; " REIMPORT, path, i,
                            what);
-        }
     }
-    *rows = ir;
     return GM_OK;
 }
 
-int gm_trace_read_markers(gm_trace_reader *r, gm_marker **rows, size_t *n, gm_err *err)
+int gm_h5r_read_initial(gm_h5r *r, gm_init_row **rows, size_t *n, gm_err *err)
 {
     void *buf;
-    int rc = read_table(r, &markers_table, &buf, n, err);
-    if (rc) return rc;
-    gm_marker *m = buf;
-    for (size_t i = 0; i < *n; i++) {
+    int rc = read_table(r, &initial_table, &buf, n, err);
+    if (!rc) rc = gm_trace_check_initial(r->path, r->meta.version, buf, *n, err);
+    if (rc) {
+        free(buf);
+        *n = 0;
+        *rows = NULL;
+        return rc;
+    }
+    *rows = buf;
+    return GM_OK;
+}
+
+int gm_trace_check_markers(const char *path, gm_marker *m, size_t n, gm_err *err)
+{
+    for (size_t i = 0; i < n; i++) {
         m[i].name[GM_MARKER_NAME_LEN - 1] = 0;
         unsigned kind = m[i].kind;
-        if (kind > GM_MARK_INSTANT) {
-            free(buf);
-            *n = 0;
+        if (kind > GM_MARK_INSTANT)
             return gm_errf(err, GM_EINVAL,
                            "%s: /markers row %zu: kind %u is not 0..3 (iteration, range_push, "
                            "range_pop, instant); " REIMPORT,
-                           r->path, i, kind);
-        }
+                           path, i, kind);
     }
-    *rows = m;
+    return GM_OK;
+}
+
+int gm_h5r_read_markers(gm_h5r *r, gm_marker **rows, size_t *n, gm_err *err)
+{
+    void *buf;
+    int rc = read_table(r, &markers_table, &buf, n, err);
+    if (!rc) rc = gm_trace_check_markers(r->path, buf, *n, err);
+    if (rc) {
+        free(buf);
+        *n = 0;
+        *rows = NULL;
+        return rc;
+    }
+    *rows = buf;
     return GM_OK;
 }
 
 /* ---------------- writer ---------------- */
 
 struct gm_trace_writer {
-    char *path;  /* final name                               */
-    char *tmp;   /* path.tmp.<pid>, renamed by finish         */
-    int created; /* tmp exists on disk                        */
-    int failed;  /* a write failed: never publish the file    */
+    char *path;       /* final name, as given                   */
+    char *tmp;        /* the file HDF5 writes (see create_file)  */
+    gm_out_plan plan; /* where path leads (base/outfile.h)       */
+    int created;      /* tmp exists on disk                       */
+    int failed;       /* a write failed: never publish the file    */
     hid_t file;
     hid_t events, initial, markers;     /* datasets                 */
     hid_t raw_type, init_type, mk_type; /* memory types: packed events, structs */
@@ -929,8 +1253,8 @@ static int resolve_opts(const char *path, const gm_trace_write_opts *in, gm_trac
     if (o->deflate_level < 1 || o->deflate_level > 9)
         return gm_errf(err, GM_EINVAL, "%s: deflate level %d is not in 1..9", path,
                        o->deflate_level);
-    if (o->chunk_events > (16u << 20))
-        return gm_errf(err, GM_EINVAL, "%s: chunk of %zu events is too large (at most 16 Mi)", path,
+    if (o->chunk_events > GM_TRACE_MAX_CHUNK_ROWS) /* what the reader accepts */
+        return gm_errf(err, GM_EINVAL, "%s: chunk of %zu events is too large (at most 1 Mi)", path,
                        o->chunk_events);
     if (o->compress == GM_COMPRESS_DEFLATE &&
         (H5Zfilter_avail(H5Z_FILTER_DEFLATE) <= 0 || H5Zfilter_avail(H5Z_FILTER_SHUFFLE) <= 0))
@@ -1058,13 +1382,34 @@ static void writer_free(gm_trace_writer *w)
     free(w->raw);
     free(w->tmp);
     free(w->path);
+    gm_out_plan_free(&w->plan);
     free(w);
 }
 
-/* Create the temporary file; open(2) first so a failure has its errno. */
+/*
+ * The file HDF5 writes. A regular file (or a new name) is written as
+ * TARGET.tmp.<pid> beside it and renamed over it by gm_trace_finish, symlinks
+ * followed (base/outfile.h). Anything else ("-", /dev/stdout, a FIFO, a
+ * device) cannot take HDF5's seeks, so the trace is built in a private
+ * temporary file and copied there, unchanged, when complete. open(2) first,
+ * so a failure has its errno.
+ */
 static int create_file(gm_trace_writer *w, gm_err *err)
 {
-    int fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    int rc = gm_out_plan_make(w->path, &w->plan, err);
+    if (rc) return rc;
+    int fd;
+    if (w->plan.tmp) {
+        w->tmp = strdup(w->plan.tmp);
+        fd = w->tmp ? open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666) : -1;
+    } else {
+        const char *dir = getenv("TMPDIR");
+        size_t len = (dir && *dir ? strlen(dir) : 4) + 32;
+        w->tmp = malloc(len);
+        if (w->tmp) snprintf(w->tmp, len, "%s/gmsim-trace.XXXXXX", dir && *dir ? dir : "/tmp");
+        fd = w->tmp ? mkstemp(w->tmp) : -1;
+    }
+    if (!w->tmp) return gm_errf(err, GM_ENOMEM, "%s: out of memory", w->path);
     if (fd < 0)
         return gm_errf(err, GM_EIO, "%s: cannot create %s: %s", w->path, w->tmp, strerror(errno));
     close(fd);
@@ -1084,22 +1429,18 @@ int gm_trace_create(const char *path, const gm_trace_meta *meta, const gm_trace_
     gm_trace_write_opts o;
     int rc = resolve_opts(path, opts, &o, err);
     if (rc) return rc;
-    h5_quiet();
+    gm_h5_quiet();
     gm_trace_writer *w = calloc(1, sizeof *w);
     if (!w) return gm_errf(err, GM_ENOMEM, "%s: out of memory", path);
     w->file = w->events = w->initial = w->markers = H5I_INVALID_HID;
     w->raw_type = w->init_type = w->mk_type = H5I_INVALID_HID;
     w->chunk = o.chunk_events;
     w->opts = o;
-    size_t tlen = strlen(path) + 32;
+    w->plan.fd = -1;
     w->path = strdup(path);
-    w->tmp = malloc(tlen);
     w->raw = malloc(w->chunk * EV_PACKED);
-    if (!w->path || !w->tmp || !w->raw) rc = gm_errf(err, GM_ENOMEM, "%s: out of memory", path);
-    if (!rc) {
-        snprintf(w->tmp, tlen, "%s.tmp.%d", path, (int)getpid());
-        rc = create_file(w, err);
-    }
+    if (!w->path || !w->raw) rc = gm_errf(err, GM_ENOMEM, "%s: out of memory", path);
+    if (!rc) rc = create_file(w, err);
     if (!rc) rc = write_meta(w, meta, err);
     if (!rc) rc = create_tables(w, err);
     if (rc) {
@@ -1132,7 +1473,7 @@ static int check_writable(gm_trace_writer *w, const void *rows, size_t n, gm_err
     if (w->failed)
         return gm_errf(err, GM_EIO, "%s: an earlier write failed; the trace will not be written",
                        w->path);
-    h5_quiet();
+    gm_h5_quiet();
     return GM_OK;
 }
 
@@ -1170,6 +1511,11 @@ int gm_trace_add_markers(gm_trace_writer *w, const gm_marker *m, size_t n, gm_er
     return rc;
 }
 
+const char *gm_trace_writer_file(const gm_trace_writer *w)
+{
+    return w ? w->tmp : NULL;
+}
+
 void gm_trace_set_dropped(gm_trace_writer *w, uint64_t dropped)
 {
     if (w) w->dropped = dropped;
@@ -1186,7 +1532,7 @@ static int update_dropped(gm_trace_writer *w, gm_err *err)
 int gm_trace_finish(gm_trace_writer *w, gm_err *err)
 {
     if (!w) return gm_errf(err, GM_EINVAL, "gm_trace_finish: no writer");
-    h5_quiet();
+    gm_h5_quiet();
     int rc = w->failed ? gm_errf(err, GM_EIO, "%s: not written: an earlier write failed", w->path)
                        : GM_OK;
     if (!rc && (w->nbuf || w->events < 0)) rc = flush_events(w, err); /* creates /events */
@@ -1194,9 +1540,10 @@ int gm_trace_finish(gm_trace_writer *w, gm_err *err)
     /* H5Fclose flushes; only its result says whether the data reached the file */
     if (!rc && writer_close_h5(w) < 0)
         rc = gm_errf(err, GM_EIO, "%s: cannot close (disk full?)", w->tmp);
-    if (!rc && rename(w->tmp, w->path) != 0)
-        rc = gm_errf(err, GM_EIO, "%s: cannot rename %s into place: %s", w->path, w->tmp,
-                     strerror(errno));
+    if (!rc && w->plan.tmp)
+        rc = gm_out_plan_publish(&w->plan, w->path, err);
+    else if (!rc)
+        rc = gm_out_copy_file(w->tmp, w->path, err), unlink(w->tmp);
     if (rc) {
         gm_trace_abort(w);
         return rc;
@@ -1208,7 +1555,7 @@ int gm_trace_finish(gm_trace_writer *w, gm_err *err)
 void gm_trace_abort(gm_trace_writer *w)
 {
     if (!w) return;
-    h5_quiet();
+    gm_h5_quiet();
     writer_close_h5(w);
     if (w->created) unlink(w->tmp);
     writer_free(w);
