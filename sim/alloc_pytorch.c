@@ -73,18 +73,21 @@
 typedef struct pt_block pt_block;
 typedef struct pt_segment pt_segment;
 typedef struct pt_pool pt_pool;
+typedef struct pt_index pt_index;
 
 struct pt_block {
-    RB_ENTRY(pt_block) node; /* in pool->blocks (free, mapped) or pool->unmapped */
-    uint64_t ptr, size, requested, stream;
+    uint64_t ptr, size;
     pt_block *prev, *next; /* address-ordered neighbours in the segment */
     pt_segment *seg;
+    RB_ENTRY(pt_block) node; /* in its bin's tree (free, mapped) or pool->unmapped */
+    uint64_t requested, stream;
     uint64_t gc_base; /* pool lookup count when it entered the pool (GC age) */
     uint8_t allocated, mapped, category;
 };
 
 struct pt_segment {
     uint64_t base, size, stream; /* driver range (expandable: whole VA range) */
+    pt_index *idx;               /* the free-block index of its pool and stream */
     uint8_t small, expandable;
     uint8_t priv;          /* a private pool's: outside the default pools and the policy view */
     uint64_t mapped_bytes; /* expandable: bytes of mapped pages; else size */
@@ -96,19 +99,55 @@ struct pt_segment {
     pt_segment *lprev, *lnext; /* all segments of the allocator */
 };
 
-RB_HEAD(pt_size_tree, pt_block);
+/*
+ * The free-block index. PyTorch keeps a pool's free blocks in one std::set
+ * ordered by (stream, size, address) and takes the first block not below
+ * (stream, size, 0): the best fit, the lowest address among equal sizes
+ * (BlockComparatorSize, get_free_block). Here each (pool, stream) has an
+ * index of its own, whose blocks are filed in size bins: below 32 KiB one
+ * bin per 512 B, above 64 bins per power of two (TLSF's two-level split).
+ * Bins hold disjoint, increasing size ranges, so the first block >= (size,
+ * 0) is the first such block of the request's own bin, or else the
+ * smallest block of the next non-empty bin, which two bitmap levels find
+ * in a few instructions. Inside a bin the blocks are a red-black tree by
+ * (size, address), with its minimum kept at hand; bins are narrow, so the
+ * trees are small (most hold one block) and a lookup rarely descends one.
+ * The order and therefore every choice is the same as PyTorch's std::set
+ * (tests/test_alloc_diff.c replays random traces and every snapshot through
+ * this and the tree the model used before, comparing every decision).
+ */
+#define BIN_SUB 6   /* sub-bins per power of two: 2^BIN_SUB */
+#define BIN_SHIFT 9 /* sizes in 512 B units (kMinBlockSize)  */
+#define NBINS ((64 - BIN_SHIFT - BIN_SUB + 1) << BIN_SUB) /* 3200: any 64-bit size */
+#define NWORDS ((NBINS + 63) / 64)
+
+RB_HEAD(pt_bin_tree, pt_block);
+
+typedef struct pt_bin {
+    struct pt_bin_tree t; /* by (size, ptr) */
+    pt_block *min;        /* its first block; NULL: the bin is empty */
+} pt_bin;
+
+struct pt_index {
+    uint64_t stream;
+    uint64_t top;         /* bit w: map[w] != 0 */
+    uint64_t map[NWORDS]; /* bit i of map[w]: bin 64 w + i is not empty */
+    pt_bin bin[NBINS];
+};
+
 RB_HEAD(pt_addr_tree, pt_block);
 
 struct pt_pool {
-    struct pt_size_tree blocks;   /* free mapped blocks, by (stream, size, ptr) */
+    pt_index **idx; /* one per stream that has had a segment here */
+    size_t n_idx, cap_idx;
+    pt_index *last;               /* the index malloc used last (one stream is common) */
     struct pt_addr_tree unmapped; /* unmapped expandable ranges, by (stream, ptr) */
     int small;
     uint64_t lookups; /* get_free_blocks_call_count (GC ages) */
 };
 
-static int cmp_size(const pt_block *a, const pt_block *b)
+static int cmp_bin(const pt_block *a, const pt_block *b)
 {
-    if (a->stream != b->stream) return a->stream < b->stream ? -1 : 1;
     if (a->size != b->size) return a->size < b->size ? -1 : 1;
     if (a->ptr != b->ptr) return a->ptr < b->ptr ? -1 : 1;
     return 0;
@@ -121,8 +160,132 @@ static int cmp_addr(const pt_block *a, const pt_block *b)
     return 0;
 }
 
-RB_GENERATE_STATIC(pt_size_tree, pt_block, node, cmp_size)
+RB_GENERATE_STATIC(pt_bin_tree, pt_block, node, cmp_bin)
 RB_GENERATE_STATIC(pt_addr_tree, pt_block, node, cmp_addr)
+
+static inline size_t bin_of(uint64_t size)
+{
+    uint64_t u = size >> BIN_SHIFT;
+    if (u < (1u << BIN_SUB)) return (size_t)u;
+    int fl = 63 - __builtin_clzll(u);
+    return ((size_t)(fl - BIN_SUB + 1) << BIN_SUB) |
+           (size_t)((u >> (fl - BIN_SUB)) & ((1u << BIN_SUB) - 1));
+}
+
+/* The first non-empty bin at or above `from`; NBINS if none. */
+static inline size_t next_bin(const pt_index *x, size_t from)
+{
+    if (from >= NBINS) return NBINS;
+    size_t w = from >> 6;
+    uint64_t bits = x->map[w] & (~0ull << (from & 63));
+    if (bits) return (w << 6) | (size_t)__builtin_ctzll(bits);
+    uint64_t up = w + 1 < 64 ? x->top & (~0ull << (w + 1)) : 0;
+    if (!up) return NBINS;
+    w = (size_t)__builtin_ctzll(up);
+    return (w << 6) | (size_t)__builtin_ctzll(x->map[w]);
+}
+
+static inline void index_insert(pt_index *x, pt_block *b)
+{
+    size_t i = bin_of(b->size);
+    pt_bin *bn = &x->bin[i];
+    if (!bn->min) { /* an empty bin: the block is its tree */
+        RB_SET(b, NULL, node);
+        RB_COLOR(b, node) = RB_BLACK;
+        RB_ROOT(&bn->t) = b;
+        bn->min = b;
+        x->map[i >> 6] |= 1ull << (i & 63);
+        x->top |= 1ull << (i >> 6);
+        return;
+    }
+    pt_bin_tree_RB_INSERT(&bn->t, b);
+    if (cmp_bin(b, bn->min) < 0) bn->min = b;
+}
+
+static inline void index_remove(pt_index *x, pt_block *b)
+{
+    size_t i = bin_of(b->size);
+    pt_bin *bn = &x->bin[i];
+    if (RB_ROOT(&bn->t) == b && !RB_LEFT(b, node) && !RB_RIGHT(b, node)) { /* its only block */
+        RB_ROOT(&bn->t) = NULL;
+        bn->min = NULL;
+        if (!(x->map[i >> 6] &= ~(1ull << (i & 63)))) x->top &= ~(1ull << (i >> 6));
+        return;
+    }
+    if (bn->min == b) bn->min = pt_bin_tree_RB_NEXT(b);
+    pt_bin_tree_RB_REMOVE(&bn->t, b);
+}
+
+/* The first block >= (size, 0): PyTorch's pool.blocks.lower_bound. */
+static inline pt_block *index_lower_bound(const pt_index *x, uint64_t size)
+{
+    size_t i = bin_of(size);
+    const pt_bin *bn = &x->bin[i];
+    if (bn->min) {
+        if (bn->min->size >= size) return bn->min;
+        pt_block key = {.size = size, .ptr = 0};
+        pt_block *c = pt_bin_tree_RB_NFIND((struct pt_bin_tree *)&bn->t, &key);
+        if (c) return c;
+    }
+    i = next_bin(x, i + 1);
+    return i < NBINS ? x->bin[i].min : NULL;
+}
+
+/* The block after b in (size, address) order, or NULL. */
+static pt_block *index_next(const pt_index *x, pt_block *b)
+{
+    pt_block *n = pt_bin_tree_RB_NEXT(b);
+    if (n) return n;
+    size_t i = next_bin(x, bin_of(b->size) + 1);
+    return i < NBINS ? x->bin[i].min : NULL;
+}
+
+/* The largest block, or 0 bytes. */
+static uint64_t index_largest(const pt_index *x)
+{
+    if (!x->top) return 0;
+    size_t w = (size_t)(63 - __builtin_clzll(x->top));
+    size_t i = (w << 6) | (size_t)(63 - __builtin_clzll(x->map[w]));
+    pt_block *m = pt_bin_tree_RB_MINMAX((struct pt_bin_tree *)&x->bin[i].t, RB_INF);
+    return m->size;
+}
+
+static pt_index *index_find(pt_pool *p, uint64_t stream)
+{
+    if (p->last && p->last->stream == stream) return p->last;
+    for (size_t i = 0; i < p->n_idx; i++)
+        if (p->idx[i]->stream == stream) return p->last = p->idx[i];
+    return NULL;
+}
+
+/* The index of (pool p, stream), made on first use; NULL when out of memory. */
+static pt_index *index_get(pt_pool *p, uint64_t stream)
+{
+    pt_index *x = index_find(p, stream);
+    if (x) return x;
+    if (p->n_idx == p->cap_idx) {
+        size_t cap = p->cap_idx ? 2 * p->cap_idx : 4;
+        pt_index **v = realloc(p->idx, cap * sizeof *v);
+        if (!v) return NULL;
+        p->idx = v;
+        p->cap_idx = cap;
+    }
+    x = calloc(1, sizeof *x);
+    if (!x) return NULL;
+    x->stream = stream;
+    p->idx[p->n_idx++] = x;
+    return x;
+}
+
+static void pool_free(pt_pool *p)
+{
+    for (size_t i = 0; i < p->n_idx; i++)
+        free(p->idx[i]);
+    free(p->idx);
+    p->idx = NULL;
+    p->n_idx = p->cap_idx = 0;
+    p->last = NULL;
+}
 
 typedef struct pt_state {
     gm_pt_conf conf;
@@ -194,28 +357,32 @@ static pt_pool *pool_of(pt_state *s, const pt_segment *seg)
     return seg->small ? &s->small : &s->large;
 }
 
-static void pool_insert(pt_pool *p, pt_block *b)
+static inline void pool_insert(pt_pool *p, pt_block *b)
 {
     b->gc_base = p->lookups;
     if (b->mapped)
-        pt_size_tree_RB_INSERT(&p->blocks, b);
+        index_insert(b->seg->idx, b);
     else
         pt_addr_tree_RB_INSERT(&p->unmapped, b);
 }
 
-static void pool_remove(pt_pool *p, pt_block *b)
+static inline void pool_remove(pt_pool *p, pt_block *b)
 {
     if (b->mapped)
-        pt_size_tree_RB_REMOVE(&p->blocks, b);
+        index_remove(b->seg->idx, b);
     else
         pt_addr_tree_RB_REMOVE(&p->unmapped, b);
 }
 
+/* A segment of the default pool (small or large) on stream; NULL when out
+ * of memory. */
 static pt_segment *segment_new(pt_state *s, uint64_t base, uint64_t size, uint64_t stream,
                                int small)
 {
-    pt_segment *g = calloc(1, sizeof *g);
+    pt_index *x = index_get(small ? &s->small : &s->large, stream);
+    pt_segment *g = x ? calloc(1, sizeof *g) : NULL;
     if (!g) return NULL;
+    g->idx = x;
     g->base = base;
     g->size = size;
     g->mapped_bytes = size;
@@ -488,17 +655,17 @@ static pt_block *get_free_block(gm_alloc *a, pt_state *s, pt_pool *p, uint64_t s
 {
     const gm_pt_conf *c = &s->conf;
     if (gc_enabled(a, s)) p->lookups++;
-    pt_block key = {.stream = stream, .size = size, .ptr = 0};
-    pt_block *b = pt_size_tree_RB_NFIND(&p->blocks, &key);
-    if (!b || b->stream != stream) return NULL;
+    pt_index *x = index_find(p, stream);
+    pt_block *b = x ? index_lower_bound(x, size) : NULL;
+    if (!b) return NULL;
     if (b->seg->expandable) {
         /* best fit counts what a block can grow into: its size plus an
          * unmapped range right after it */
-        pt_block *n = pt_size_tree_RB_NEXT(b);
+        pt_block *n = index_next(x, b);
 #define EXP_SIZE(x) ((x)->size + ((x)->next && !(x)->next->mapped ? (x)->next->size : 0))
-        while (b->seg->expandable && n && n->stream == stream && EXP_SIZE(n) < EXP_SIZE(b)) {
+        while (b->seg->expandable && n && EXP_SIZE(n) < EXP_SIZE(b)) {
             b = n;
-            n = pt_size_tree_RB_NEXT(n);
+            n = index_next(x, n);
         }
 #undef EXP_SIZE
     }
@@ -506,7 +673,7 @@ static pt_block *get_free_block(gm_alloc *a, pt_state *s, pt_pool *p, uint64_t s
         return NULL; /* do not hand an oversize block to a small request */
     if (size >= c->max_split_size && b->size >= size + c->max_non_split_rounding_size)
         return NULL; /* oversize requests may round up only a little */
-    pt_size_tree_RB_REMOVE(&p->blocks, b);
+    index_remove(x, b);
     return b;
 }
 
@@ -593,23 +760,20 @@ static void pt_free(gm_alloc *a, uint64_t handle, uint64_t now)
     pool_insert(pool_of(s, g), b);
 }
 
-static uint64_t largest_in(const struct pt_size_tree *t)
+static uint64_t largest_in(const pt_pool *p)
 {
     uint64_t best = 0;
-    pt_block *m = pt_size_tree_RB_MINMAX((struct pt_size_tree *)t, RB_INF);
-    if (!m) return 0;
-    pt_block *lo = pt_size_tree_RB_MINMAX((struct pt_size_tree *)t, RB_NEGINF);
-    if (lo->stream == m->stream) /* one stream: the maximum is the last block */
-        return m->size;
-    RB_FOREACH(m, pt_size_tree, (struct pt_size_tree *)t)
-    if (m->size > best) best = m->size;
+    for (size_t i = 0; i < p->n_idx; i++) {
+        uint64_t x = index_largest(p->idx[i]);
+        if (x > best) best = x;
+    }
     return best;
 }
 
 static uint64_t pt_largest_free(gm_alloc *a)
 {
     pt_state *s = a->impl;
-    uint64_t x = largest_in(&s->small.blocks), y = largest_in(&s->large.blocks);
+    uint64_t x = largest_in(&s->small), y = largest_in(&s->large);
     return x > y ? x : y;
 }
 
@@ -764,6 +928,7 @@ static int restore_segment(gm_alloc *a, pt_state *s, const gm_init_row *r, rseg 
         g = b->seg;
     }
     g->priv = r->pool_id0 || r->pool_id1;
+    if (g->priv && !(g->idx = index_get(pool_of(s, g), g->stream))) return GM_ENOMEM;
     pool_insert(pool_of(s, g), g->first);
     *out = (rseg){.addr = r->addr, .size = r->size, .g = g, .cursor = NULL};
     return GM_OK;
@@ -901,13 +1066,9 @@ static int pt_create(gm_alloc *a, const char *conf, gm_err *err)
                        "--allocator direct for one driver allocation per tensor",
                        conf);
     }
-    RB_INIT(&s->small.blocks);
     RB_INIT(&s->small.unmapped);
-    RB_INIT(&s->large.blocks);
     RB_INIT(&s->large.unmapped);
-    RB_INIT(&s->priv_small.blocks);
     RB_INIT(&s->priv_small.unmapped);
-    RB_INIT(&s->priv_large.blocks);
     RB_INIT(&s->priv_large.unmapped);
     s->small.small = 1;
     s->priv_small.small = 1;
@@ -954,6 +1115,10 @@ static void pt_destroy(gm_alloc *a)
         free(b);
         b = bn;
     }
+    pool_free(&s->small);
+    pool_free(&s->large);
+    pool_free(&s->priv_small);
+    pool_free(&s->priv_large);
     free(s);
     a->impl = NULL;
 }
