@@ -35,9 +35,10 @@ typedef struct tenant {
     uint64_t t_last;  /* last effective time processed               */
     uint64_t next_t;  /* effective time of buf[pos]; UINT64_MAX: done */
     uint64_t timer_period, next_timer;
-    gm_addrmap live;     /* trace address key -> allocator handle       */
-    gm_addrmap pass_new; /* addresses allocated in this pass (only with --repeat) */
-    gm_addrmap pending;  /* free_requested, not yet freed: key -> block bytes */
+    uint64_t dev_q, dev_a, dev_r; /* its Q, A, R as last added into the device totals */
+    gm_addrmap live;              /* trace address key -> allocator handle       */
+    gm_addrmap pass_new;          /* addresses allocated in this pass (only with --repeat) */
+    gm_addrmap pending;           /* free_requested, not yet freed: key -> block bytes */
     uint64_t pending_bytes;
     gm_hash hash;
     int hashing;   /* still hashing pass 0 */
@@ -54,9 +55,11 @@ typedef struct sim {
     tenant *t;
     size_t n;
     gm_sim_result *res;
-    uint64_t q, a, r;  /* device totals */
+    uint64_t q, a, r;  /* device totals (several tenants) */
     uint64_t overhead; /* context overhead per tenant, resolved in setup() */
     uint64_t next_progress;
+    uint64_t timer_min; /* several tenants: no timer of any is due before this */
+    size_t *heap;       /* several tenants: indices, a min-heap by (done, next_t, index) */
 } sim;
 
 /* ---------------- tenant lifecycle ---------------- */
@@ -71,8 +74,7 @@ typedef struct hook_ctx {
 static int refill(sim *s, tenant *t, gm_err *err);
 static int retire(sim *s, tenant *t, uint64_t now, int status, gm_err *err);
 static void tenant_step_metrics(tenant *t, uint64_t now);
-static void update_device(sim *s, uint64_t t_ns, const gm_alloc_counters *before,
-                          const gm_alloc_counters *after);
+static void update_device(sim *s, tenant *t, uint64_t t_ns);
 static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort, gm_err *err);
 
 /* The tenant's trace as people know it (spec->name, else its path): every
@@ -296,12 +298,11 @@ static int tenant_restore(sim *s, tenant *t, gm_err *err)
 static int tenant_start(sim *s, tenant *t, gm_err *err)
 {
     t->started = 1;
-    gm_alloc_counters before = t->a->c;
     uint64_t t0 = t->next_t == UINT64_MAX ? t->shift : t->next_t; /* no events: at its offset */
     int rc = tenant_restore(s, t, err);
     if (rc != GM_OK && rc != GM_EOOM) return rc;
     tenant_step_metrics(t, t0);
-    update_device(s, t0, &before, &t->a->c);
+    update_device(s, t, t0);
     if (rc == GM_EOOM) {
         /* not an OOM of the trace's event 0: what existed before it does not fit */
         int live = s->cfg->initial_state == GM_INITIAL_LIVE;
@@ -425,11 +426,11 @@ static int end_pass(sim *s, tenant *t, gm_err *err)
     if (t->pass + 1 >= t->spec->repeat) return retire(s, t, t->t_last, GM_TENANT_COMPLETED, err);
     /* memory this pass allocated and never freed is given back, so each pass
      * starts from the same state (see docs: --repeat) */
-    gm_alloc_counters before = t->a->c;
+    uint64_t requested = t->a->c.requested_bytes;
     free_live(t, &t->pass_new, t->t_last);
-    t->res->repeat_leftover_bytes += before.requested_bytes - t->a->c.requested_bytes;
+    t->res->repeat_leftover_bytes += requested - t->a->c.requested_bytes;
     tenant_step_metrics(t, t->t_last);
-    update_device(s, t->t_last, &before, &t->a->c);
+    update_device(s, t, t->t_last);
     gm_addrmap_clear(&t->pass_new);
     int rc = src_rewind(t);
     if (rc) return gm_errf(err, rc, "%s: cannot rewind for --repeat", tname(t));
@@ -452,22 +453,32 @@ static int refill(sim *s, tenant *t, gm_err *err)
     return GM_OK;
 }
 
-static void update_device(sim *s, uint64_t t_ns, const gm_alloc_counters *before,
-                          const gm_alloc_counters *after)
+/* Tenant t's counters changed (or it retired: t->a is NULL): with several
+ * tenants, fold the change into the device totals and step the device's
+ * series (one tenant: the device series is the tenant's, copied at the
+ * end). Then the device's peak use. */
+static void update_device(sim *s, tenant *t, uint64_t t_ns)
 {
-    s->q += after->requested_bytes - before->requested_bytes;
-    s->a += after->allocated_bytes - before->allocated_bytes;
-    s->r += after->reserved_bytes - before->reserved_bytes;
-    gm_metrics *d = &s->res->device;
-    /* one tenant: the device series is the tenant's, copied at the end */
-    if (s->n > 1 && gm_metrics_step(d, t_ns, s->q, s->a, s->r)) {
-        uint64_t lf = 0;
-        for (size_t i = 0; i < s->n; i++)
-            if (s->t[i].a) {
-                uint64_t x = s->t[i].a->ops->largest_free(s->t[i].a);
-                lf = x > lf ? x : lf;
-            }
-        gm_metrics_ext_sample(d, lf);
+    if (s->n > 1) {
+        const gm_alloc_counters *c = t->a ? &t->a->c : NULL;
+        uint64_t q = c ? c->requested_bytes : 0, a = c ? c->allocated_bytes : 0,
+                 r = c ? c->reserved_bytes : 0;
+        s->q += q - t->dev_q;
+        s->a += a - t->dev_a;
+        s->r += r - t->dev_r;
+        t->dev_q = q;
+        t->dev_a = a;
+        t->dev_r = r;
+        gm_metrics *d = &s->res->device;
+        if (gm_metrics_step(d, t_ns, s->q, s->a, s->r)) {
+            uint64_t lf = 0;
+            for (size_t i = 0; i < s->n; i++)
+                if (s->t[i].a) {
+                    uint64_t x = s->t[i].a->ops->largest_free(s->t[i].a);
+                    lf = x > lf ? x : lf;
+                }
+            gm_metrics_ext_sample(d, lf);
+        }
     }
     uint64_t used = s->dev->used_bytes + s->dev->overhead_bytes;
     if (used > s->res->peak_device_used) s->res->peak_device_used = used;
@@ -488,8 +499,7 @@ static void tenant_step_metrics(tenant *t, uint64_t now)
  * (cached or not), so other tenants can use it. */
 static int retire(sim *s, tenant *t, uint64_t now, int status, gm_err *err)
 {
-    gm_alloc_counters held = t->a->c;
-    t->res->c = held;
+    t->res->c = t->a->c;
     free_live(t, &t->live, now);
     gm_addrmap_clear(&t->live);
     gm_metrics_step(&t->res->m, now, 0, 0, 0);
@@ -498,8 +508,7 @@ static int retire(sim *s, tenant *t, uint64_t now, int status, gm_err *err)
     free(hc);
     t->a = NULL;
     gm_device_remove_context(s->dev, s->overhead);
-    static const gm_alloc_counters none;
-    update_device(s, now, &held, &none);
+    update_device(s, t, now);
     t->res->status = status;
     if (status == GM_TENANT_ABORTED) t->res->abort_t_ns = now;
     t->done = 1;
@@ -567,7 +576,6 @@ static int scope_rescue(sim *s, tenant *t, const gm_event *e, uint64_t now, uint
         for (size_t k = 1; k < s->n; k++) {
             tenant *o = &s->t[((size_t)t->idx + k) % s->n];
             if (o->done || !o->a) continue;
-            gm_alloc_counters before = o->a->c;
             const gm_policy_ops *po = o->pol->ops;
             uint64_t got = po->on_foreign_pressure
                                ? po->on_foreign_pressure(o->pol->state, o->a, need, now)
@@ -575,7 +583,7 @@ static int scope_rescue(sim *s, tenant *t, const gm_event *e, uint64_t now, uint
             if (!got) continue;
             o->res->scope_released_bytes += got;
             tenant_step_metrics(o, now);
-            update_device(s, now, &before, &o->a->c);
+            update_device(s, o, now);
             if (t->a->ops->malloc(t->a, e->size, e->stream, e->category, now, h) == GM_OK) {
                 t->res->scope_rescues++;
                 return 1;
@@ -679,20 +687,31 @@ static void fire_timers(tenant *t, uint64_t upto)
     }
 }
 
+/* Several tenants: the earliest tick any live tenant has due. */
+static void timer_min_update(sim *s)
+{
+    uint64_t m = UINT64_MAX;
+    for (size_t i = 0; i < s->n; i++) {
+        const tenant *o = &s->t[i];
+        if (!o->done && o->a && o->timer_period && o->next_timer < m) m = o->next_timer;
+    }
+    s->timer_min = m;
+}
+
 /* Timer ticks are events in global time order (engine.h), so before any
  * tenant's event at `now` every other live tenant's due ticks fire too (a
  * policy that releases on a timer frees memory the others can use at once,
- * not at its own next event). */
+ * not at its own next event). Called only when s->timer_min says one is due. */
 static void fire_other_timers(sim *s, const tenant *t, uint64_t now)
 {
     for (size_t i = 0; i < s->n; i++) {
         tenant *o = &s->t[i];
         if (o == t || o->done || !o->a || !o->timer_period || o->next_timer > now) continue;
-        gm_alloc_counters before = o->a->c;
         fire_timers(o, now);
         tenant_step_metrics(o, now);
-        update_device(s, now, &before, &o->a->c);
+        update_device(s, o, now);
     }
+    timer_min_update(s);
 }
 
 /* Process the tenant's next event. */
@@ -702,9 +721,11 @@ static int step(sim *s, tenant *t, gm_err *err)
     if (!t->started && ((rc = tenant_start(s, t, err)) || t->done)) return rc;
     const gm_event *e = &t->buf[t->pos];
     uint64_t now = t->next_t;
-    gm_alloc_counters before = t->a->c;
-    if (t->timer_period) fire_timers(t, now);
-    if (s->n > 1) fire_other_timers(s, t, now);
+    if (t->timer_period && t->next_timer <= now) {
+        fire_timers(t, now);
+        if (s->n > 1) timer_min_update(s);
+    }
+    if (s->n > 1 && s->timer_min <= now) fire_other_timers(s, t, now);
     int abort = 0;
     rc = GM_OK;
     if (s->cfg->event_hook) s->cfg->event_hook(s->cfg->event_hook_ctx, t->idx, t->index, e);
@@ -734,7 +755,7 @@ static int step(sim *s, tenant *t, gm_err *err)
     s->res->events++;
     t->t_last = now;
     tenant_step_metrics(t, now);
-    update_device(s, now, &before, &t->a->c);
+    update_device(s, t, now);
     if (abort) return retire(s, t, now, GM_TENANT_ABORTED, err);
     t->pos++;
     t->index++;
@@ -745,12 +766,53 @@ static int step(sim *s, tenant *t, gm_err *err)
     return refill(s, t, err);
 }
 
+/* The order in which tenants run (engine.h): the earliest next event,
+ * ties to the lower index; finished tenants last. */
+static int runs_before(const tenant *x, const tenant *y)
+{
+    if (x->done != y->done) return y->done;
+    if (x->next_t != y->next_t) return x->next_t < y->next_t;
+    return x->idx < y->idx;
+}
+
+/* Several tenants: restore the heap after the tenant at its top stepped
+ * (only the stepping tenant's next event moves). */
+static void heap_sift_top(sim *s)
+{
+    size_t i = 0, n = s->n, *h = s->heap;
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < n && runs_before(&s->t[h[l]], &s->t[h[m]])) m = l;
+        if (l + 1 < n && runs_before(&s->t[h[l + 1]], &s->t[h[m]])) m = l + 1;
+        if (m == i) return;
+        size_t x = h[i];
+        h[i] = h[m];
+        h[m] = x;
+        i = m;
+    }
+}
+
+static int heap_build(sim *s)
+{
+    s->heap = malloc(s->n * sizeof *s->heap);
+    if (!s->heap) return GM_ENOMEM;
+    for (size_t i = 0; i < s->n; i++) /* insertion keeps the heap property at every step */
+        for (size_t j = s->heap[i] = i; j > 0;) {
+            size_t up = (j - 1) / 2;
+            if (!runs_before(&s->t[s->heap[j]], &s->t[s->heap[up]])) break;
+            size_t x = s->heap[j];
+            s->heap[j] = s->heap[up];
+            s->heap[up] = x;
+            j = up;
+        }
+    timer_min_update(s);
+    return GM_OK;
+}
+
 static tenant *next_tenant(sim *s)
 {
-    tenant *best = NULL;
-    for (size_t i = 0; i < s->n; i++)
-        if (!s->t[i].done && (!best || s->t[i].next_t < best->next_t)) best = &s->t[i];
-    return best;
+    tenant *t = &s->t[s->heap[0]];
+    return t->done ? NULL : t;
 }
 
 /* ---------------- run ---------------- */
@@ -858,6 +920,8 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
     gm_metrics_init(&s.res->device);
     s.next_progress = 1u << 20;
     int rc = setup(&s, err);
+    if (rc == GM_OK && s.n > 1 && heap_build(&s) != GM_OK)
+        rc = gm_errf(err, GM_ENOMEM, "out of memory");
     /* The hot loop, once per trace event of every tenant: take the tenant
      * whose next event is earliest (ties to the lower index; with one tenant
      * there is nothing to search) and step it: its due timers, the event
@@ -869,6 +933,7 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
         tenant *t = s.n == 1 ? (s.t[0].done ? NULL : &s.t[0]) : next_tenant(&s);
         if (!t) break;
         rc = step(&s, t, err);
+        if (s.n > 1) heap_sift_top(&s);
         if (cfg->progress && s.res->events >= s.next_progress) {
             cfg->progress(cfg->progress_ctx, s.res->events);
             s.next_progress += 1u << 20;
@@ -882,6 +947,7 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
     if (!cfg->device) gm_device_destroy(s.dev);
     if (s.n == 1) s.res->device = s.res->t[0].m;
     free(s.t);
+    free(s.heap);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     s.res->wall_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     if (rc != GM_OK) {
