@@ -299,8 +299,7 @@ static int cmp_furthest(const void *x, const void *y)
  * count. */
 static size_t rank(or_policy *p, gm_alloc *a, uint64_t from, uint64_t now, int idle_only)
 {
-    if (gm_seglist_fetch(&p->segs, a) != GM_OK) return 0;
-    gm_seglist_keep_releasable(&p->segs);
+    if (gm_seglist_fetch_releasable(&p->segs, a) != GM_OK) return 0;
     size_t j = 0;
     for (size_t i = 0; i < p->segs.n; i++) {
         gm_seg_info s = p->segs.v[i];

@@ -96,7 +96,14 @@ struct pt_segment {
     uint32_t n_blocks, n_alloc;
     uint64_t alloc_bytes, last_use_ns;
     uint32_t cat_mask;
-    pt_segment *lprev, *lnext; /* all segments of the allocator */
+    /* its policy view (seg_info), kept until a block of the segment changes
+     * (view_stale; the GC age is filled in each time) */
+    uint8_t view_stale;
+    gm_seg_info view;
+    size_t arr_idx;            /* in pt_state.arr */
+    uint8_t whole_free;        /* in pt_state.free_segs */
+    pt_segment *fprev, *fnext; /* pt_state.free_segs */
+    pt_segment *lprev, *lnext; /* all segments of the allocator, newest first */
 };
 
 /*
@@ -293,6 +300,13 @@ typedef struct pt_state {
     pt_pool priv_small, priv_large; /* private pools' blocks: never searched */
     pt_segment *segs;               /* list head */
     uint32_t n_segs;
+    pt_segment **arr; /* the same segments in an array, oldest first (the view walks it) */
+    size_t cap_arr;
+    /* what a release can give back (pt_releasable): the whole free classic
+     * segments of the default pools, and the expandable ones */
+    pt_segment *free_segs;
+    pt_segment **exp;
+    size_t n_exp, cap_exp;
     pt_block *spare; /* free list of block structs */
 } pt_state;
 
@@ -380,9 +394,20 @@ static pt_segment *segment_new(pt_state *s, uint64_t base, uint64_t size, uint64
                                int small)
 {
     pt_index *x = index_get(small ? &s->small : &s->large, stream);
-    pt_segment *g = x ? calloc(1, sizeof *g) : NULL;
+    if (!x) return NULL;
+    if (s->n_segs == s->cap_arr) {
+        size_t cap = s->cap_arr ? 2 * s->cap_arr : 64;
+        pt_segment **v = realloc(s->arr, cap * sizeof *v);
+        if (!v) return NULL;
+        s->arr = v;
+        s->cap_arr = cap;
+    }
+    pt_segment *g = calloc(1, sizeof *g);
     if (!g) return NULL;
+    g->arr_idx = s->n_segs;
+    s->arr[s->n_segs] = g;
     g->idx = x;
+    g->view_stale = 1;
     g->base = base;
     g->size = size;
     g->mapped_bytes = size;
@@ -395,6 +420,54 @@ static pt_segment *segment_new(pt_state *s, uint64_t base, uint64_t size, uint64
     return g;
 }
 
+/* Keep s->free_segs the classic segments of the default pools with one
+ * free block (PyTorch's releasable "non-split" blocks); called after every
+ * operation that changes a segment's blocks. */
+static void track_free_set(pt_state *s, pt_segment *g, int whole)
+{
+    if (whole == g->whole_free) return;
+    g->whole_free = (uint8_t)whole;
+    if (whole) {
+        g->fprev = NULL;
+        g->fnext = s->free_segs;
+        if (s->free_segs) s->free_segs->fprev = g;
+        s->free_segs = g;
+        return;
+    }
+    if (g->fprev)
+        g->fprev->fnext = g->fnext;
+    else
+        s->free_segs = g->fnext;
+    if (g->fnext) g->fnext->fprev = g->fprev;
+}
+
+static void track_free(pt_state *s, pt_segment *g)
+{
+    track_free_set(s, g, !g->expandable && !g->priv && g->n_alloc == 0 && g->n_blocks == 1);
+}
+
+/* Add (GM_OK or GM_ENOMEM) or remove an expandable segment of s->exp. */
+static int track_expandable(pt_state *s, pt_segment *g, int add)
+{
+    if (add) {
+        if (s->n_exp == s->cap_exp) {
+            size_t cap = s->cap_exp ? 2 * s->cap_exp : 8;
+            pt_segment **v = realloc(s->exp, cap * sizeof *v);
+            if (!v) return GM_ENOMEM;
+            s->exp = v;
+            s->cap_exp = cap;
+        }
+        s->exp[s->n_exp++] = g;
+        return GM_OK;
+    }
+    for (size_t i = 0; i < s->n_exp; i++)
+        if (s->exp[i] == g) {
+            s->exp[i] = s->exp[--s->n_exp];
+            break;
+        }
+    return GM_OK;
+}
+
 static void segment_unlink(pt_state *s, pt_segment *g)
 {
     if (g->lprev)
@@ -402,6 +475,12 @@ static void segment_unlink(pt_state *s, pt_segment *g)
     else
         s->segs = g->lnext;
     if (g->lnext) g->lnext->lprev = g->lprev;
+    track_free_set(s, g, 0);
+    if (g->expandable) track_expandable(s, g, 0);
+    for (size_t i = g->arr_idx + 1; i < s->n_segs; i++) { /* a driver call: rare */
+        s->arr[i - 1] = s->arr[i];
+        s->arr[i - 1]->arr_idx = i - 1;
+    }
     s->n_segs--;
     free(g);
 }
@@ -410,6 +489,7 @@ static void segment_unlink(pt_state *s, pt_segment *g)
 static void try_merge(pt_state *s, pt_block *dst, pt_block *src)
 {
     if (!src || src->allocated || dst->mapped != src->mapped) return;
+    dst->seg->view_stale = 1;
     pool_remove(pool_of(s, dst->seg), src);
     if (dst->prev == src) {
         dst->ptr = src->ptr;
@@ -492,6 +572,7 @@ static pt_block *split_at(pt_state *s, pt_block *b, uint64_t at)
     b->next = hi;
     b->size = at;
     b->seg->n_blocks++;
+    b->seg->view_stale = 1;
     return hi;
 }
 
@@ -514,6 +595,7 @@ static pt_block *map_block(gm_alloc *a, pt_state *s, pt_block *b, uint64_t size,
         if (rest) pool_insert(p, rest);
     }
     b->mapped = 1;
+    g->view_stale = 1;
     try_merge(s, b, b->prev);
     try_merge(s, b, b->next);
     pool_insert(p, b);
@@ -549,6 +631,7 @@ static uint64_t unmap_block(gm_alloc *a, pt_state *s, pt_block *b, uint64_t now)
     g->mapped_bytes -= b->size;
     uint64_t n = b->size;
     b->mapped = 0;
+    g->view_stale = 1;
     try_merge(s, b, b->prev);
     try_merge(s, b, b->next);
     pool_insert(p, b);
@@ -568,6 +651,10 @@ static pt_segment *new_expandable(gm_alloc *a, pt_state *s, int small, uint64_t 
     if (a->dev->ops->va_reserve(a->dev, va_size, &va) != GM_OK) return NULL;
     pt_block *b = block_new(s);
     pt_segment *g = b ? segment_new(s, va, va_size, stream, small) : NULL;
+    if (g && track_expandable(s, g, 1) != GM_OK) {
+        segment_unlink(s, g);
+        g = NULL;
+    }
     if (!g) {
         free(b);
         a->dev->ops->va_release(a->dev, va, va_size);
@@ -733,10 +820,12 @@ static int pt_malloc(gm_alloc *a, uint64_t req, uint64_t stream, uint8_t cat, ui
     b->requested = req;
     b->category = cat;
     pt_segment *g = b->seg;
+    g->view_stale = 1;
     g->n_alloc++;
     g->alloc_bytes += b->size;
     g->last_use_ns = now;
     g->cat_mask |= 1u << cat;
+    track_free(s, g);
     a->c.requested_bytes += req;
     a->c.allocated_bytes += b->size;
     *handle = (uint64_t)(uintptr_t)b;
@@ -753,11 +842,13 @@ static void pt_free(gm_alloc *a, uint64_t handle, uint64_t now)
     g->n_alloc--;
     g->alloc_bytes -= b->size;
     g->last_use_ns = now;
+    g->view_stale = 1;
     b->allocated = 0;
     b->requested = 0;
     try_merge(s, b, b->prev);
     try_merge(s, b, b->next);
     pool_insert(pool_of(s, g), b);
+    track_free(s, g);
 }
 
 static uint64_t largest_in(const pt_pool *p)
@@ -779,8 +870,10 @@ static uint64_t pt_largest_free(gm_alloc *a)
 
 /* ---------------- policy view ---------------- */
 
-static void seg_info(const pt_state *s, const pt_segment *g, gm_seg_info *o)
+/* Rebuild segment g's view (all but the GC age) from its blocks. */
+static void view_build(pt_segment *g)
 {
+    gm_seg_info *o = &g->view;
     memset(o, 0, sizeof *o);
     o->id = (uint64_t)(uintptr_t)g;
     o->addr = g->base;
@@ -801,9 +894,16 @@ static void seg_info(const pt_state *s, const pt_segment *g, gm_seg_info *o)
             if (hi > lo) o->releasable += hi - lo;
         }
     }
+    if (!g->expandable && g->n_alloc == 0 && g->n_blocks == 1) o->releasable = g->size;
+    g->view_stale = 0;
+}
+
+static void seg_info(const pt_state *s, pt_segment *g, gm_seg_info *o)
+{
+    if (g->view_stale) view_build(g); /* only when a block changed since the last view */
+    *o = g->view;
     if (!g->expandable && g->n_alloc == 0 && g->n_blocks == 1) {
         const pt_pool *p = g->small ? &s->small : &s->large;
-        o->releasable = g->size;
         o->gc_age = p->lookups - g->first->gc_base;
     }
 }
@@ -812,9 +912,28 @@ static size_t pt_segments(gm_alloc *a, gm_seg_info *buf, size_t cap)
 {
     pt_state *s = a->impl;
     size_t i = 0;
-    for (const pt_segment *g = s->segs; g; g = g->lnext) {
+    for (size_t k = s->n_segs; k-- > 0;) { /* newest first */
+        pt_segment *g = s->arr[k];
         if (g->priv) continue; /* a captured graph's memory: not the policy's to give back */
         if (i < cap) seg_info(s, g, &buf[i]);
+        i++;
+    }
+    return i;
+}
+
+/* What a release can give back now: the whole free classic segments, then
+ * the expandable segments with a free page (segments()' figures). */
+static size_t pt_releasable(gm_alloc *a, gm_seg_info *buf, size_t cap)
+{
+    pt_state *s = a->impl;
+    size_t i = 0;
+    for (pt_segment *g = s->free_segs; g; g = g->fnext, i++)
+        if (i < cap) seg_info(s, g, &buf[i]);
+    for (size_t k = 0; k < s->n_exp; k++) {
+        gm_seg_info o;
+        seg_info(s, s->exp[k], &o);
+        if (!o.releasable) continue;
+        if (i < cap) buf[i] = o;
         i++;
     }
     return i;
@@ -929,7 +1048,9 @@ static int restore_segment(gm_alloc *a, pt_state *s, const gm_init_row *r, rseg 
     }
     g->priv = r->pool_id0 || r->pool_id1;
     if (g->priv && !(g->idx = index_get(pool_of(s, g), g->stream))) return GM_ENOMEM;
+    if (g->priv && g->expandable) track_expandable(s, g, 0); /* not the policy's */
     pool_insert(pool_of(s, g), g->first);
+    track_free(s, g);
     *out = (rseg){.addr = r->addr, .size = r->size, .g = g, .cursor = NULL};
     return GM_OK;
 }
@@ -962,9 +1083,11 @@ static int carve(gm_alloc *a, pt_state *s, rseg *rs, const gm_init_row *r, uint6
     b->allocated = 1;
     b->requested = r->size;
     b->category = r->category;
+    g->view_stale = 1;
     g->n_alloc++;
     g->alloc_bytes += b->size;
     g->cat_mask |= 1u << r->category;
+    track_free(s, g);
     a->c.requested_bytes += r->size;
     a->c.allocated_bytes += b->size;
     rs->cursor = b;
@@ -1115,6 +1238,8 @@ static void pt_destroy(gm_alloc *a)
         free(b);
         b = bn;
     }
+    free(s->arr);
+    free(s->exp);
     pool_free(&s->small);
     pool_free(&s->large);
     pool_free(&s->priv_small);
@@ -1160,4 +1285,5 @@ const gm_alloc_ops gm_alloc_pytorch = {
     .segment_size = pt_segment_size,
     .block_addr = pt_block_addr,
     .block_bytes = pt_block_bytes,
+    .releasable = pt_releasable,
 };

@@ -115,6 +115,12 @@ static int view_same(const gm_seg_info *x, const gm_seg_info *y)
            x->gc_age == y->gc_age && x->category_mask == y->category_mask;
 }
 
+static int cmp_view_addr(const void *x, const void *y)
+{
+    const gm_seg_info *a = x, *b = y;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
 static int seg_event_same(const gm_seg_event *x, const gm_seg_event *y)
 {
     return x->op == y->op && x->addr == y->addr && x->size == y->size && x->stream == y->stream &&
@@ -165,6 +171,22 @@ static void pair_check(pair *p, int full)
         if (!view_same(&p->view[0][i], &p->view[1][i])) {
             DIFF(p, "segment %zu (0x%" PRIx64 ") is seen differently by the policy", i,
                  p->view[0][i].addr);
+            break;
+        }
+    /* releasable(): the reference's releasable segments, in any order */
+    size_t k = 0;
+    for (size_t i = 0; i < nb; i++)
+        if (p->view[1][i].releasable) p->view[1][k++] = p->view[1][i];
+    size_t nr = a->ops->releasable(a, p->view[0], p->view_cap);
+    if (nr != k) {
+        DIFF(p, "%zu releasable segments vs %zu", nr, k);
+        return;
+    }
+    qsort(p->view[0], nr, sizeof *p->view[0], cmp_view_addr);
+    qsort(p->view[1], k, sizeof *p->view[1], cmp_view_addr);
+    for (size_t i = 0; i < nr; i++)
+        if (!view_same(&p->view[0][i], &p->view[1][i])) {
+            DIFF(p, "releasable segment 0x%" PRIx64 " differs", p->view[0][i].addr);
             break;
         }
 }
