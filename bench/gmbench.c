@@ -17,6 +17,13 @@
  *                                 small pool (2N allocations, every other one
  *                                 freed) before an in-memory BERT trace of
  *                                 about EVENTS events: ns per event
+ *   gmbench compare TRACE         `gmsim compare` of the five policies on 1
+ *                                 and 2 threads: wall time (best of 3), and
+ *                                 what each policy's simulation takes alone
+ *                                 (CPU), with the speed-up those allow
+ *   gmbench fit TRACE             `gmsim fit` of the five policies: per
+ *                                 policy the simulations and the events they
+ *                                 processed, in full-run equivalents
  *
  * Each figure is the best of 3 runs of the simulating thread's CPU time
  * (CLOCK_THREAD_CPUTIME_ID): the machines are shared and noisy, and CPU
@@ -28,7 +35,10 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "sim/engine.h"
+#include "study/compare.h"
+#include "study/fit.h"
 #include "study/simulate.h"
 #include "traces/gen_bert.h"
 
@@ -136,11 +146,101 @@ static int cached_prefix(vec *ev, size_t n)
     return 0;
 }
 
+static const char *const policies[] = {"pytorch", "lru", "priority", "predictive", "oracle"};
+#define N_POLICIES 5
+
+static void file_config(gm_sim_config *cfg, gm_tenant_spec *spec, const char *path)
+{
+    static const gm_latency lat = GM_LATENCY_DEFAULT;
+    *spec = (gm_tenant_spec){.path = path, .repeat = 1};
+    memset(cfg, 0, sizeof *cfg);
+    cfg->tenants = spec;
+    cfg->n_tenants = 1;
+    cfg->overhead_bytes = GM_DEFAULT_OVERHEAD;
+    cfg->latency = lat;
+}
+
+/* compare: wall time on 1 and 2 threads; each simulation's CPU time alone,
+ * and the 2-thread wall time those give when started in compare's order
+ * (timed policies first), each thread taking the next. */
+static int bench_compare(const char *path)
+{
+    gm_sim_config cfg;
+    gm_tenant_spec spec;
+    file_config(&cfg, &spec, path);
+    cfg.capacity_bytes = 80 * GM_GiB;
+    double cpu[N_POLICIES], total = 0;
+    for (int i = 0; i < N_POLICIES; i++) {
+        gm_sim_result *r = NULL;
+        gm_tenant_spec one = spec;
+        if (simulate(&one, 1, cfg.capacity_bytes, policies[i], &cpu[i], &r)) return 1;
+        gm_sim_result_free(r);
+        total += cpu[i];
+        printf("  %-10s %.3f s CPU alone\n", policies[i], cpu[i]);
+    }
+    /* compare's order: predictive, oracle (timers), then the rest */
+    static const int order[N_POLICIES] = {3, 4, 0, 1, 2};
+    double busy[2] = {0, 0};
+    for (int k = 0; k < N_POLICIES; k++)
+        busy[busy[0] <= busy[1] ? 0 : 1] += cpu[order[k]];
+    double span = busy[0] > busy[1] ? busy[0] : busy[1];
+    double wall[3] = {0, 0, 0};
+    for (int threads = 1; threads <= 2; threads++)
+        for (int rep = 0; rep < 3; rep++) {
+            gm_compare *c = NULL;
+            gm_err err = {0};
+            double t0 = gm_monotonic_s();
+            if (gm_compare_run(&cfg, (char *const *)policies, N_POLICIES, threads, &c, &err)) {
+                fprintf(stderr, "gmbench: %s\n", err.msg);
+                return 1;
+            }
+            double w = gm_monotonic_s() - t0;
+            if (!rep || w < wall[threads]) wall[threads] = w;
+            gm_compare_free(c);
+        }
+    printf("mode compare: 5 policies, best of 3 wall: 1 thread %.3f s, 2 threads %.3f s: %.2fx; "
+           "from the CPU times alone: %.3f s in all, %.3f s on 2 threads in compare's order: "
+           "%.2fx\n",
+           wall[1], wall[2], wall[1] / wall[2], total, span, total / span);
+    return 0;
+}
+
+static int bench_fit(const char *path)
+{
+    gm_sim_config cfg;
+    gm_tenant_spec spec;
+    file_config(&cfg, &spec, path);
+    gm_fit *f = NULL;
+    gm_err err = {0};
+    double t0 = thread_cpu_s();
+    if (gm_fit_capacity(&cfg, (char *const *)policies, N_POLICIES, 1, 0, &f, &err)) {
+        fprintf(stderr, "gmbench: %s\n", err.msg);
+        return 1;
+    }
+    double s = thread_cpu_s() - t0;
+    gm_sim_result *r = NULL;
+    double one;
+    gm_tenant_spec probe = spec;
+    if (simulate(&probe, 1, 80 * GM_GiB, "pytorch", &one, &r)) return 1;
+    uint64_t n = r->events;
+    gm_sim_result_free(r);
+    printf("mode fit: %.3f s CPU for 5 policies on 1 thread (one pytorch run: %.3f s)\n", s, one);
+    for (size_t i = 0; i < f->n; i++)
+        printf(
+            "  %-10s %2u simulations, %.2f full-run equivalents (%llu events), fits at %.2f GiB\n",
+            f->e[i].spec, f->e[i].runs, (double)f->e[i].events_simulated / (double)n,
+            (unsigned long long)f->e[i].events_simulated,
+            (double)f->e[i].capacity / (double)GM_GiB);
+    gm_fit_free(f);
+    return 0;
+}
+
 static int usage(void)
 {
     fprintf(stderr,
             "usage: gmbench mem EVENTS [POLICY] | gmbench file TRACE [POLICY] |\n"
-            "       gmbench tenants K EVENTS [POLICY] | gmbench cached N EVENTS [POLICY]\n");
+            "       gmbench tenants K EVENTS [POLICY] | gmbench cached N EVENTS [POLICY] |\n"
+            "       gmbench compare TRACE | gmbench fit TRACE\n");
     return 2;
 }
 
@@ -148,6 +248,8 @@ int main(int argc, char **argv)
 {
     if (argc < 3) return usage();
     const char *mode = argv[1];
+    if (!strcmp(mode, "compare")) return bench_compare(argv[2]);
+    if (!strcmp(mode, "fit")) return bench_fit(argv[2]);
     int two = !strcmp(mode, "tenants") || !strcmp(mode, "cached");
     if (strcmp(mode, "mem") && strcmp(mode, "file") && !two) return usage();
     if (two && argc < 4) return usage();

@@ -5,7 +5,8 @@
 
 uint64_t gm_pressure_need(const gm_alloc *a, const gm_pressure *p)
 {
-    const gm_device *d = a->dev;
+    gm_device *d = a->dev;
+    d->capacity_reads++; /* (a quota's refusal is not the device's) */
     uint64_t want = gm_device_round(p->alloc_size), need = 0;
     uint64_t used = d->used_bytes + d->overhead_bytes;
     uint64_t avail = d->capacity_bytes > used ? d->capacity_bytes - used : 0;
@@ -27,7 +28,8 @@ uint64_t gm_pressure_over(const gm_alloc *a, double frac, uint64_t incoming)
         uint64_t thr = (uint64_t)(frac * (double)lim);
         if (a->c.reserved_bytes + incoming > thr) over = a->c.reserved_bytes + incoming - thr;
     }
-    const gm_device *d = a->dev;
+    gm_device *d = a->dev;
+    d->capacity_reads++; /* a decision from the device's size (sim/device.h) */
     uint64_t thr = (uint64_t)(frac * (double)d->capacity_bytes);
     uint64_t used = d->used_bytes + d->overhead_bytes + incoming;
     if (used > thr && used - thr > over) over = used - thr;

@@ -131,7 +131,7 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
     res->trace_events = t->r ? gm_trace_nevents(t->r) : t->spec->n_events;
     gm_hash_init(&t->hash);
     gm_hash_bytes(&t->hash, res->source, strlen(res->source));
-    t->hashing = 1;
+    t->hashing = !cfg->no_hash;
     const char *conf = conf_for(cfg, meta);
     snprintf(res->alloc_conf, sizeof res->alloc_conf, "%s", conf);
 
@@ -569,6 +569,7 @@ static int scope_rescue(sim *s, tenant *t, const gm_event *e, uint64_t now, uint
         uint64_t need = UINT64_MAX;
         if (round == 0) {
             uint64_t want = gm_device_round(t->a->ops->block_size(t->a, e->size));
+            s->dev->capacity_reads++;
             uint64_t used = s->dev->used_bytes + s->dev->overhead_bytes;
             uint64_t avail = s->dev->capacity_bytes > used ? s->dev->capacity_bytes - used : 0;
             need = want > avail ? want - avail : want;
@@ -943,6 +944,10 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
         tenant *t = &s.t[i];
         if (t->a) t->res->c = t->a->c;
         tenant_close(t);
+    }
+    if (s.dev && !cfg->device) {
+        s.res->capacity_free = !s.dev->capacity_reads;
+        s.res->refused_calls = s.dev->refused;
     }
     if (!cfg->device) gm_device_destroy(s.dev);
     if (s.n == 1) s.res->device = s.res->t[0].m;
