@@ -36,9 +36,15 @@ typedef struct tenant {
     uint64_t next_t;  /* effective time of buf[pos]; UINT64_MAX: done */
     uint64_t timer_period, next_timer;
     uint64_t dev_q, dev_a, dev_r; /* its Q, A, R as last added into the device totals */
-    gm_addrmap live;              /* trace address key -> allocator handle       */
-    gm_addrmap pass_new;          /* addresses allocated in this pass (only with --repeat) */
-    gm_addrmap pending;           /* free_requested, not yet freed: key -> block bytes */
+    gm_addrmap live;              /* trace address key -> allocator handle: the allocations
+                                     without an id (/initial_state, traces without ids) */
+    /* the others by id (trace.h: dense_ids), not by hashing every event's
+     * address: handle + 1 (0 = none) and the address its free must repeat */
+    int ids;
+    uint64_t *slot, *slot_addr;
+    size_t n_slot;
+    gm_addrmap pass_new; /* addresses allocated in this pass (only with --repeat) */
+    gm_addrmap pending;  /* free_requested, not yet freed: key -> block bytes */
     uint64_t pending_bytes;
     gm_hash hash;
     int hashing;   /* still hashing pass 0 */
@@ -75,7 +81,8 @@ static int refill(sim *s, tenant *t, gm_err *err);
 static int retire(sim *s, tenant *t, uint64_t now, int status, gm_err *err);
 static void tenant_step_metrics(tenant *t, uint64_t now);
 static void update_device(sim *s, tenant *t, uint64_t t_ns);
-static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort, gm_err *err);
+static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t *slot, uint64_t now, int *abort,
+                  gm_err *err);
 
 /* The tenant's trace as people know it (spec->name, else its path): every
  * message and result names it so. */
@@ -129,6 +136,7 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
     snprintf(res->path, sizeof res->path, "%s", tname(t));
     snprintf(res->source, sizeof res->source, "%s", meta->source ? meta->source : "");
     res->trace_events = t->r ? gm_trace_nevents(t->r) : t->spec->n_events;
+    t->ids = meta->dense_ids; /* allocations by id, not by address (trace.h) */
     gm_hash_init(&t->hash);
     gm_hash_bytes(&t->hash, res->source, strlen(res->source));
     t->hashing = !cfg->no_hash;
@@ -311,7 +319,7 @@ static int tenant_start(sim *s, tenant *t, gm_err *err)
                       .size = live ? t->res->init_live_bytes : t->res->init_reserved_bytes,
                       .op = GM_OP_ALLOC};
         int abort = 0;
-        if ((rc = on_oom(s, t, &e, t0, &abort, err))) return rc;
+        if ((rc = on_oom(s, t, &e, NULL, t0, &abort, err))) return rc;
         return retire(s, t, t0, GM_TENANT_ABORTED, err);
     }
     return GM_OK;
@@ -324,20 +332,72 @@ static void settle(tenant *t, uint64_t key)
     if (t->pending_bytes && gm_addrmap_del(&t->pending, key, &bytes)) t->pending_bytes -= bytes;
 }
 
-/* Free the allocations listed in `which` (the live map itself, or the
- * addresses allocated in this pass) that are still live. */
-static void free_live(tenant *t, gm_addrmap *which, uint64_t now)
+/* Free every live allocation (the tenant ends; in no set order: its
+ * allocator is destroyed next) and forget them. */
+static void free_live(tenant *t, uint64_t now)
 {
-    for (size_t i = 0; i <= which->mask; i++) {
-        uint64_t key = which->slots[i].key, h;
+    for (size_t i = 0; i <= t->live.mask; i++) {
+        uint64_t key = t->live.slots[i].key, h = t->live.slots[i].val;
         if (!key) continue;
-        if (which == &t->live)
-            h = which->slots[i].val;
-        else if (!gm_addrmap_del(&t->live, key, &h))
-            continue; /* freed during the pass */
         settle(t, key);
         if (h != SKIPPED) t->a->ops->free(t->a, h, now);
     }
+    gm_addrmap_clear(&t->live);
+    for (size_t i = 0; i < t->n_slot; i++)
+        if (t->slot[i]) {
+            settle(t, gm_addrmap_key(t->slot_addr[i]));
+            if (t->slot[i] - 1 != SKIPPED) t->a->ops->free(t->a, t->slot[i] - 1, now);
+            t->slot[i] = 0;
+        }
+}
+
+typedef struct leftover {
+    uint64_t addr, h;
+} leftover;
+
+static int cmp_leftover(const void *x, const void *y)
+{
+    const leftover *a = x, *b = y;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+/* End of a --repeat pass: free what the pass allocated and did not free
+ * (everything live by id, and the addresses of pass_new), in address order,
+ * so the order does not depend on how they were found. */
+static int free_leftovers(tenant *t, uint64_t now, gm_err *err)
+{
+    size_t n = t->pass_new.count, k = 0;
+    for (size_t i = 0; i < t->n_slot; i++)
+        n += t->slot[i] != 0;
+    leftover *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v) return gm_errf(err, GM_ENOMEM, "out of memory");
+    for (size_t i = 0; i <= t->pass_new.mask; i++) {
+        uint64_t key = t->pass_new.slots[i].key, h;
+        if (key && gm_addrmap_del(&t->live, key, &h)) /* else freed during the pass */
+            v[k++] = (leftover){key - 1, h};
+    }
+    for (size_t i = 0; i < t->n_slot; i++) {
+        if (!t->slot[i]) continue;
+        if (t->slot[i] - 1 == SKIPPED) {
+            /* a skipped allocation that was never freed stays, as it does by
+             * address, but by address: the next pass numbers its slot anew */
+            if (gm_addrmap_put(&t->live, gm_addrmap_key(t->slot_addr[i]), SKIPPED)) {
+                free(v);
+                return gm_errf(err, GM_ENOMEM, "out of memory");
+            }
+        } else {
+            v[k++] = (leftover){t->slot_addr[i], t->slot[i] - 1};
+        }
+        t->slot[i] = 0;
+    }
+    qsort(v, k, sizeof *v, cmp_leftover);
+    for (size_t i = 0; i < k; i++) {
+        settle(t, gm_addrmap_key(v[i].addr));
+        if (v[i].h != SKIPPED) t->a->ops->free(t->a, v[i].h, now);
+    }
+    free(v);
+    gm_addrmap_clear(&t->pass_new);
+    return GM_OK;
 }
 
 static void tenant_close(tenant *t)
@@ -345,7 +405,7 @@ static void tenant_close(tenant *t)
     if (t->a) {
         if (t->a->seg_hook_ctx) free(t->a->seg_hook_ctx);
         t->a->seg_hook = NULL;
-        if (t->live.slots) free_live(t, &t->live, t->t_last);
+        if (t->live.slots) free_live(t, t->t_last);
         gm_alloc_destroy(t->a);
         t->a = NULL;
     }
@@ -359,6 +419,10 @@ static void tenant_close(tenant *t)
     t->r = NULL;
     gm_addrmap_free(&t->live);
     gm_addrmap_free(&t->pass_new);
+    free(t->slot);
+    free(t->slot_addr);
+    t->slot = t->slot_addr = NULL;
+    t->n_slot = 0;
     gm_addrmap_free(&t->pending);
     free(t->own);
     t->own = NULL;
@@ -427,12 +491,12 @@ static int end_pass(sim *s, tenant *t, gm_err *err)
     /* memory this pass allocated and never freed is given back, so each pass
      * starts from the same state (see docs: --repeat) */
     uint64_t requested = t->a->c.requested_bytes;
-    free_live(t, &t->pass_new, t->t_last);
+    int rc = free_leftovers(t, t->t_last, err);
+    if (rc) return rc;
     t->res->repeat_leftover_bytes += requested - t->a->c.requested_bytes;
     tenant_step_metrics(t, t->t_last);
     update_device(s, t, t->t_last);
-    gm_addrmap_clear(&t->pass_new);
-    int rc = src_rewind(t);
+    rc = src_rewind(t);
     if (rc) return gm_errf(err, rc, "%s: cannot rewind for --repeat", tname(t));
     t->pass++;
     t->index = 0;
@@ -500,8 +564,7 @@ static void tenant_step_metrics(tenant *t, uint64_t now)
 static int retire(sim *s, tenant *t, uint64_t now, int status, gm_err *err)
 {
     t->res->c = t->a->c;
-    free_live(t, &t->live, now);
-    gm_addrmap_clear(&t->live);
+    free_live(t, now);
     gm_metrics_step(&t->res->m, now, 0, 0, 0);
     void *hc = t->a->seg_hook_ctx;
     gm_alloc_destroy(t->a);
@@ -538,12 +601,20 @@ static void record_oom(sim *s, tenant *t, const gm_event *e, uint64_t now)
     if (s->n > 1) gm_metrics_oom(&s->res->device, &o);
 }
 
-/* Record the OOM; *abort says whether the tenant must stop. */
-static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort, gm_err *err)
+/* Record the OOM; *abort says whether the tenant must stop. A skipped
+ * allocation is remembered (in its id slot, else by address) so that its
+ * free is skipped too. */
+static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t *slot, uint64_t now, int *abort,
+                  gm_err *err)
 {
     record_oom(s, t, e, now);
     if (!s->cfg->on_oom_skip) {
         *abort = 1;
+        return GM_OK;
+    }
+    if (slot) {
+        *slot = SKIPPED + 1;
+        t->slot_addr[e->id] = e->addr;
         return GM_OK;
     }
     if (gm_addrmap_put(&t->live, gm_addrmap_key(e->addr), SKIPPED))
@@ -594,10 +665,53 @@ static int scope_rescue(sim *s, tenant *t, const gm_event *e, uint64_t now, uint
     return 0;
 }
 
+/* The id slots are numbered as the trace's writer numbered them (traces/
+ * event_ids.h); they grow to the largest id seen. */
+static int slots_grow(tenant *t, uint32_t id, gm_err *err)
+{
+    size_t n = t->n_slot ? 2 * t->n_slot : 1024;
+    if (n <= id) n = (size_t)id + 1;
+    uint64_t *v = realloc(t->slot, n * sizeof *v);
+    if (v) t->slot = v;
+    uint64_t *w = v ? realloc(t->slot_addr, n * sizeof *w) : NULL;
+    if (!w) return gm_errf(err, GM_ENOMEM, "out of memory");
+    t->slot_addr = w;
+    memset(t->slot + t->n_slot, 0, (n - t->n_slot) * sizeof *t->slot);
+    t->n_slot = n;
+    return GM_OK;
+}
+
+/* The live allocation of id e->id, or NULL when it has none (or the trace
+ * has no ids); an id that names another address is a damaged trace. */
+static uint64_t *live_slot(tenant *t, const gm_event *e, int *bad)
+{
+    *bad = 0;
+    if (!t->ids || !e->id || e->id >= t->n_slot || !t->slot[e->id]) return NULL;
+    *bad = t->slot_addr[e->id] != e->addr;
+    return &t->slot[e->id];
+}
+
+static int bad_id(const tenant *t, const gm_event *e, gm_err *err)
+{
+    return gm_errf(err, GM_EINVAL,
+                   "%s: event %" PRIu64 ": id %" PRIu32 " is the allocation at 0x%" PRIx64
+                   ", not 0x%" PRIx64 ": the trace's id column is damaged; re-import or "
+                   "re-generate the trace",
+                   tname(t), t->index, e->id, t->slot_addr[e->id], e->addr);
+}
+
 static int do_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort, gm_err *err)
 {
-    uint64_t key = gm_addrmap_key(e->addr);
-    uint64_t *old = gm_addrmap_get(&t->live, key);
+    uint64_t key = gm_addrmap_key(e->addr), h;
+    uint64_t *slot = NULL, *old;
+    int bad;
+    if (t->ids && e->id) {
+        if (e->id >= t->n_slot && slots_grow(t, e->id, err)) return GM_ENOMEM;
+        slot = &t->slot[e->id];
+    }
+    if ((old = live_slot(t, e, &bad)) && bad) return bad_id(t, e, err);
+    /* by id, the address map holds only what /initial_state left: rarely asked */
+    if (!old && (!slot || t->live.count)) old = gm_addrmap_get(&t->live, key);
     if (old) {
         if (!s->cfg->lenient)
             return gm_errf(err, GM_EINVAL,
@@ -606,17 +720,25 @@ static int do_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abo
                            "--lenient to free the old allocation first and count it",
                            tname(t), t->index, e->addr);
         t->res->live_reallocs++;
-        uint64_t h;
-        gm_addrmap_del(&t->live, key, &h);
+        if (old == slot) {
+            h = *slot - 1;
+            *slot = 0;
+        } else {
+            gm_addrmap_del(&t->live, key, &h);
+        }
         settle(t, key);
         if (h != SKIPPED) t->a->ops->free(t->a, h, now);
     }
-    uint64_t h;
     if (t->a->ops->malloc(t->a, e->size, e->stream, e->category, now, &h) != GM_OK &&
         !scope_rescue(s, t, e, now, &h))
-        return on_oom(s, t, e, now, abort, err);
+        return on_oom(s, t, e, slot, now, abort, err);
     if (s->cfg->alloc_hook) /* optional observer: where the model put this allocation */
         s->cfg->alloc_hook(s->cfg->alloc_hook_ctx, t->idx, t->index, e, t->a, h);
+    if (slot) { /* end of a pass: every live slot is the pass's (free_leftovers) */
+        *slot = h + 1;
+        t->slot_addr[e->id] = e->addr;
+        return GM_OK;
+    }
     if (gm_addrmap_put(&t->live, key, h)) return gm_errf(err, GM_ENOMEM, "out of memory");
     if (t->spec->repeat > 1 && gm_addrmap_put(&t->pass_new, key, 1))
         return gm_errf(err, GM_ENOMEM, "out of memory");
@@ -645,6 +767,16 @@ static int do_failed_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, g
 static int do_free(sim *s, tenant *t, const gm_event *e, uint64_t now, gm_err *err)
 {
     uint64_t key = gm_addrmap_key(e->addr), h;
+    int bad;
+    uint64_t *slot = live_slot(t, e, &bad);
+    if (bad) return bad_id(t, e, err);
+    if (slot) {
+        h = *slot - 1;
+        *slot = 0;
+        settle(t, key);
+        if (h != SKIPPED) t->a->ops->free(t->a, h, now);
+        return GM_OK;
+    }
     if (!gm_addrmap_del(&t->live, key, &h)) {
         /* in later passes, frees of blocks that existed before event 0 have
          * nothing to free: the first pass already did */
@@ -669,8 +801,14 @@ static int do_free(sim *s, tenant *t, const gm_event *e, uint64_t now, gm_err *e
  * reported next to its active_bytes (A). */
 static int do_free_requested(tenant *t, const gm_event *e, gm_err *err)
 {
-    uint64_t key = gm_addrmap_key(e->addr);
-    const uint64_t *h = gm_addrmap_get(&t->live, key);
+    uint64_t key = gm_addrmap_key(e->addr), hv;
+    int bad;
+    const uint64_t *slot = live_slot(t, e, &bad), *h = &hv;
+    if (bad) return bad_id(t, e, err);
+    if (slot)
+        hv = *slot - 1;
+    else
+        h = gm_addrmap_get(&t->live, key);
     t->res->free_requested_events++;
     if (!h || *h == SKIPPED || gm_addrmap_get(&t->pending, key)) return GM_OK;
     const gm_alloc_ops *o = t->a->ops;

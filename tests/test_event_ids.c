@@ -2,7 +2,9 @@
  * test_event_ids.c - dense allocation ids (traces/event_ids.h, FORMAT.md
  * column `id`): the numbering rules, the column written and read back, a
  * file of the layout before ids (35-byte rows) and one whose id column
- * gmsim did not write.
+ * gmsim did not write, and the engine: a replay by id gives the same
+ * result as one by address, a damaged id column is an error naming the
+ * event.
  */
 #include <hdf5.h>
 #include <stdio.h>
@@ -12,6 +14,8 @@
 
 #include "cu.h"
 #include "base/units.h"
+#include "sim/engine.h"
+#include "study/simulate.h"
 #include "traces/event_ids.h"
 #include "traces/trace.h"
 
@@ -206,6 +210,134 @@ static void test_old_and_foreign_layouts(void)
     free(e);
 }
 
+/* Simulate a trace file; its result (caller frees). */
+static gm_sim_result *simulate(const char *path, const char *policy, uint32_t repeat, int skip,
+                               uint64_t capacity, int *rc)
+{
+    static const gm_latency lat = GM_LATENCY_DEFAULT;
+    gm_tenant_spec t = {.path = path, .repeat = repeat};
+    gm_sim_config c = {0};
+    c.tenants = &t;
+    c.n_tenants = 1;
+    c.capacity_bytes = capacity;
+    c.latency = lat;
+    c.policy = policy;
+    c.on_oom_skip = skip;
+    c.lenient = 1;
+    gm_sim_result *r = NULL;
+    gm_err err = {0};
+    *rc = gm_simulate(&c, &r, &err);
+    if (*rc) fprintf(stderr, "\n  %s: %s\n", path, err.msg);
+    return r;
+}
+
+static int same_result(const gm_sim_result *a, const gm_sim_result *b)
+{
+    const gm_tenant_result *x = &a->t[0], *y = &b->t[0];
+    return a->events == b->events && x->m.peak_q == y->m.peak_q && x->m.peak_a == y->m.peak_a &&
+           x->m.peak_r == y->m.peak_r && x->m.int_a == y->m.int_a && x->m.int_r == y->m.int_r &&
+           x->m.n_oom == y->m.n_oom && x->c.n_driver_alloc == y->c.n_driver_alloc &&
+           x->c.n_driver_free == y->c.n_driver_free && x->unknown_frees == y->unknown_frees &&
+           x->live_reallocs == y->live_reallocs &&
+           x->repeat_leftover_bytes == y->repeat_leftover_bytes &&
+           !strcmp(x->trace_hash, y->trace_hash);
+}
+
+/* The same events written by gmsim (with ids), in the old layout and with an
+ * untrusted id column (both by address): every replay gives one result,
+ * with --repeat, OOMs skipped, a missing free and a double free in it. */
+static void test_replay_by_id_is_by_address(void)
+{
+    size_t n = 6000;
+    gm_event *e = churn(n);
+    e[100].op = GM_OP_FREE;          /* a free of an address never allocated ... */
+    e[100].addr = 0xdead000;         /* (counted: --lenient) */
+    for (size_t i = 200; i < n; i++) /* ... and an alloc at a live address */
+        if (e[i].op == GM_OP_ALLOC) {
+            for (size_t j = i + 1; j < n; j++)
+                if (e[j].op == GM_OP_FREE && e[j].addr == e[i].addr) {
+                    e[j].op = GM_OP_ALLOC; /* its free is missing: a live realloc */
+                    break;
+                }
+            break;
+        }
+    const char *with = gm_test_tmp("with-ids.h5"), *old = gm_test_tmp("old-layout.h5"),
+               *untrusted = gm_test_tmp("untrusted-ids.h5");
+    CU_ASSERT_EQUAL_FATAL(write_trace(with, e, n), GM_OK);
+    write_layout(old, e, n, 0);
+    write_layout(untrusted, e, n, 1);
+    int dense = 0;
+    gm_event *got = read_trace(old, n, &dense);
+    CU_ASSERT_PTR_NOT_NULL(got);
+    CU_ASSERT_EQUAL(dense, 0);
+    free(got);
+    got = read_trace(untrusted, n, &dense);
+    CU_ASSERT_PTR_NOT_NULL(got);
+    CU_ASSERT_EQUAL(dense, 0);
+    free(got);
+    static const struct {
+        const char *policy;
+        uint32_t repeat;
+        int skip;
+        uint64_t capacity;
+    } cases[] = {
+        {"pytorch", 1, 0, 80ull << 30},
+        {"pytorch", 3, 1, 200 * MiB},
+        {"lru", 2, 1, 160 * MiB},
+        {"oracle", 2, 0, 80ull << 30},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc1, rc2, rc3;
+        gm_sim_result *a = simulate(with, cases[i].policy, cases[i].repeat, cases[i].skip,
+                                    cases[i].capacity, &rc1);
+        gm_sim_result *b =
+            simulate(old, cases[i].policy, cases[i].repeat, cases[i].skip, cases[i].capacity, &rc2);
+        gm_sim_result *c = simulate(untrusted, cases[i].policy, cases[i].repeat, cases[i].skip,
+                                    cases[i].capacity, &rc3);
+        CU_ASSERT_EQUAL_FATAL(rc1, GM_OK);
+        CU_ASSERT_EQUAL_FATAL(rc2, GM_OK);
+        CU_ASSERT_EQUAL_FATAL(rc3, GM_OK);
+        CU_ASSERT(same_result(a, b));
+        CU_ASSERT(same_result(a, c));
+        CU_ASSERT(a->t[0].unknown_frees >= 1);
+        CU_ASSERT(a->t[0].live_reallocs >= 1);
+        if (cases[i].skip) CU_ASSERT(a->t[0].m.n_oom > 0); /* the OOM path was taken */
+        gm_sim_result_free(a);
+        gm_sim_result_free(b);
+        gm_sim_result_free(c);
+    }
+    unlink(with);
+    unlink(old);
+    unlink(untrusted);
+    free(e);
+}
+
+/* A trusted id column that names the wrong allocation: an error naming the
+ * event, not a silent wrong pairing. */
+static void test_damaged_ids(void)
+{
+    gm_event e[] = {ev(GM_OP_ALLOC, 0x1000, 4096), ev(GM_OP_ALLOC, 0x2000, 4096),
+                    ev(GM_OP_FREE, 0x1000, 0)};
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_ids_assign(e, 3, &err), GM_OK);
+    e[2].id = e[1].id; /* the free of 0x1000 names 0x2000's slot */
+    gm_trace_meta meta;
+    gm_trace_meta_init(&meta);
+    meta.dense_ids = 1;
+    static const gm_latency lat = GM_LATENCY_DEFAULT;
+    gm_tenant_spec t = {.path = "damaged", .events = e, .n_events = 3, .meta = &meta, .repeat = 1};
+    gm_sim_config c = {0};
+    c.tenants = &t;
+    c.n_tenants = 1;
+    c.capacity_bytes = 80ull << 30;
+    c.latency = lat;
+    gm_sim_result *r = NULL;
+    CU_ASSERT_EQUAL(gm_simulate(&c, &r, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "damaged: event 2:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "id column"));
+    gm_sim_result_free(r);
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("event_ids", NULL, NULL);
@@ -213,5 +345,7 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_numbering);
     GM_ADD_TEST(s, test_column_round_trip);
     GM_ADD_TEST(s, test_old_and_foreign_layouts);
+    GM_ADD_TEST(s, test_replay_by_id_is_by_address);
+    GM_ADD_TEST(s, test_damaged_ids);
     return CUE_SUCCESS;
 }
