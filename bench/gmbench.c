@@ -25,6 +25,11 @@
  *                                 policy the simulations and the events they
  *                                 processed, in full-run equivalents
  *
+ * In-memory traces get their allocation ids (traces/event_ids.h) as a
+ * written trace has them; GMBENCH_BY_ADDRESS=1 leaves them out, so the
+ * engine pairs allocations by hashing addresses (as for traces written
+ * before ids existed).
+ *
  * Each figure is the best of 3 runs of the simulating thread's CPU time
  * (CLOCK_THREAD_CPUTIME_ID): the machines are shared and noisy, and CPU
  * time does not count the time other processes take.
@@ -40,6 +45,7 @@
 #include "study/compare.h"
 #include "study/fit.h"
 #include "study/simulate.h"
+#include "traces/event_ids.h"
 #include "traces/gen_bert.h"
 
 typedef struct vec {
@@ -266,6 +272,15 @@ int main(int argc, char **argv)
         capacity = 1ull << 50; /* every copy fits: no OOM ends a tenant early */
     }
     if (strcmp(mode, "file") && bert(&ev, atof(argv[2 + two]) / (double)k)) return 1;
+    const char *by_addr = getenv("GMBENCH_BY_ADDRESS");
+    if (strcmp(mode, "file") && !(by_addr && *by_addr == '1')) {
+        gm_err err = {0};
+        if (gm_ids_assign(ev.v, ev.n, &err)) {
+            fprintf(stderr, "gmbench: %s\n", err.msg);
+            return 1;
+        }
+        meta.dense_ids = 1;
+    }
     gm_tenant_spec *spec = calloc(k, sizeof *spec);
     if (!spec) return 1;
     for (size_t i = 0; i < k; i++) {
