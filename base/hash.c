@@ -8,13 +8,6 @@ void gm_hash_init(gm_hash *h)
     h->h = 0x9e3779b97f4a7c15ull;
 }
 
-void gm_hash_u64(gm_hash *h, uint64_t v)
-{
-    /* one round of a multiply-xorshift mix per word: fast and order-sensitive */
-    uint64_t x = (h->h ^ v) * 0xbf58476d1ce4e5b9ull;
-    h->h = (x ^ (x >> 31)) + 0x94d049bb133111ebull;
-}
-
 void gm_hash_bytes(gm_hash *h, const void *p, size_t n)
 {
     const unsigned char *b = p;

@@ -12,7 +12,13 @@ typedef struct gm_hash {
     uint64_t h;
 } gm_hash;
 void gm_hash_init(gm_hash *h);
-void gm_hash_u64(gm_hash *h, uint64_t v);
+/* One round of a multiply-xorshift mix per word: fast and order-sensitive
+ * (inline: the engine hashes every event). */
+static inline void gm_hash_u64(gm_hash *h, uint64_t v)
+{
+    uint64_t x = (h->h ^ v) * 0xbf58476d1ce4e5b9ull;
+    h->h = (x ^ (x >> 31)) + 0x94d049bb133111ebull;
+}
 void gm_hash_bytes(gm_hash *h, const void *p, size_t n);
 static inline uint64_t gm_hash_final(const gm_hash *h)
 {

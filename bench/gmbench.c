@@ -8,22 +8,49 @@
  *                                 metrics; no file I/O): events/s
  *   gmbench file TRACE [POLICY]   simulate a trace file end to end (HDF5
  *                                 reading included): events/s and peak RSS
+ *   gmbench tenants K EVENTS [POLICY]
+ *                                 K copies of an in-memory BERT trace of about
+ *                                 EVENTS / K events each on one device (copy i
+ *                                 starts i ms later): ns per event
+ *   gmbench cached N EVENTS [POLICY]
+ *                                 N isolated free 512 B blocks cached in the
+ *                                 small pool (2N allocations, every other one
+ *                                 freed) before an in-memory BERT trace of
+ *                                 about EVENTS events: ns per event
+ *   gmbench compare TRACE         `gmsim compare` of the five policies on 1
+ *                                 and 2 threads: wall time (best of 3), and
+ *                                 what each policy's simulation takes alone
+ *                                 (CPU), with the speed-up those allow
+ *   gmbench fit TRACE             `gmsim fit` of the five policies: per
+ *                                 policy the simulations and the events they
+ *                                 processed, in full-run equivalents
  *   gmbench read TRACE            read every event and nothing else: the
  *                                 reader's own events/s
  *
  * The trace reader runs in its child process (traces/trace_isolate.c)
  * unless GMSIM_TRACE_INPROCESS=1: run both to see what isolation costs.
  *
- * Each figure is the best of 3 runs (the machines are shared and noisy).
+ * In-memory traces get their allocation ids (traces/event_ids.h) as a
+ * written trace has them; GMBENCH_BY_ADDRESS=1 leaves them out, so the
+ * engine pairs allocations by hashing addresses (as for traces written
+ * before ids existed).
+ *
+ * Each figure is the best of 3 runs of the simulating thread's CPU time
+ * (CLOCK_THREAD_CPUTIME_ID): the machines are shared and noisy, and CPU
+ * time does not count the time other processes take.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include "base/clock.h"
 #include "sim/engine.h"
+#include "study/compare.h"
+#include "study/fit.h"
 #include "study/simulate.h"
+#include "traces/event_ids.h"
 #include "traces/gen_bert.h"
 
 typedef struct vec {
@@ -53,27 +80,36 @@ static long rss_mib(void)
     return ru.ru_maxrss / 1024;
 }
 
-static int simulate(gm_tenant_spec *spec, const char *policy, double *best_rate,
-                    gm_sim_result **last)
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Best of 3: the smallest CPU time of the simulating thread. */
+static int simulate(gm_tenant_spec *spec, size_t n, uint64_t capacity, const char *policy,
+                    double *best_s, gm_sim_result **last)
 {
     gm_sim_config cfg = {0};
     static const gm_latency lat = GM_LATENCY_DEFAULT;
     cfg.tenants = spec;
-    cfg.n_tenants = 1;
+    cfg.n_tenants = n;
     cfg.policy = policy;
-    cfg.capacity_bytes = 80 * GM_GiB;
+    cfg.capacity_bytes = capacity;
     cfg.overhead_bytes = GM_DEFAULT_OVERHEAD;
     cfg.latency = lat;
-    *best_rate = 0;
+    *best_s = 0;
     for (int i = 0; i < 3; i++) {
         gm_err err = {0};
         gm_sim_result *r;
+        double t0 = thread_cpu_s();
         if (gm_simulate(&cfg, &r, &err) != GM_OK) {
             fprintf(stderr, "gmbench: %s\n", err.msg);
             return 1;
         }
-        double rate = (double)r->events / r->wall_s;
-        if (rate > *best_rate) *best_rate = rate;
+        double s = thread_cpu_s() - t0;
+        if (i == 0 || s < *best_s) *best_s = s;
         if (*last) gm_sim_result_free(*last);
         *last = r;
     }
@@ -113,51 +149,199 @@ static int read_only(const char *path)
     return 0;
 }
 
+/* A BERT trace of about `want` events, appended to ev. */
+static int bert(vec *ev, double want)
+{
+    gm_bert_params p;
+    gm_bert_defaults(&p);
+    p.iterations = 1;
+    gm_err err = {0};
+    gm_bert_stats st;
+    vec probe = {0};
+    if (gm_bert_generate(&p, sink, NULL, &probe, &st, &err) != GM_OK) {
+        fprintf(stderr, "gmbench: %s\n", err.msg);
+        return 1;
+    }
+    free(probe.v);
+    p.iterations = (int)(want / (double)st.events) + 1;
+    if (gm_bert_generate(&p, sink, NULL, ev, &st, &err) != GM_OK) {
+        fprintf(stderr, "gmbench: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}
+
+/* 2n allocations of 512 B, then every other one freed: n free blocks that
+ * cannot merge (each between two live ones), all at time 0. */
+static int cached_prefix(vec *ev, size_t n)
+{
+    const uint64_t base = 1ull << 62; /* away from the generator's addresses */
+    gm_event e = {.op = GM_OP_ALLOC, .size = 512, .category = GM_CAT_TEMPORARY};
+    gm_err err = {0};
+    for (size_t i = 0; i < 2 * n; i++) {
+        e.addr = base + 512 * i;
+        if (sink(ev, &e, 1, &err)) return 1;
+    }
+    e.op = GM_OP_FREE;
+    for (size_t i = 0; i < 2 * n; i += 2) {
+        e.addr = base + 512 * i;
+        if (sink(ev, &e, 1, &err)) return 1;
+    }
+    return 0;
+}
+
+static const char *const policies[] = {"pytorch", "lru", "priority", "predictive", "oracle"};
+#define N_POLICIES 5
+
+static void file_config(gm_sim_config *cfg, gm_tenant_spec *spec, const char *path)
+{
+    static const gm_latency lat = GM_LATENCY_DEFAULT;
+    *spec = (gm_tenant_spec){.path = path, .repeat = 1};
+    memset(cfg, 0, sizeof *cfg);
+    cfg->tenants = spec;
+    cfg->n_tenants = 1;
+    cfg->overhead_bytes = GM_DEFAULT_OVERHEAD;
+    cfg->latency = lat;
+}
+
+/* compare: wall time on 1 and 2 threads; each simulation's CPU time alone,
+ * and the 2-thread wall time those give when started in compare's order
+ * (timed policies first), each thread taking the next. */
+static int bench_compare(const char *path)
+{
+    gm_sim_config cfg;
+    gm_tenant_spec spec;
+    file_config(&cfg, &spec, path);
+    cfg.capacity_bytes = 80 * GM_GiB;
+    double cpu[N_POLICIES], total = 0;
+    for (int i = 0; i < N_POLICIES; i++) {
+        gm_sim_result *r = NULL;
+        gm_tenant_spec one = spec;
+        if (simulate(&one, 1, cfg.capacity_bytes, policies[i], &cpu[i], &r)) return 1;
+        gm_sim_result_free(r);
+        total += cpu[i];
+        printf("  %-10s %.3f s CPU alone\n", policies[i], cpu[i]);
+    }
+    /* compare's order: predictive, oracle (timers), then the rest */
+    static const int order[N_POLICIES] = {3, 4, 0, 1, 2};
+    double busy[2] = {0, 0};
+    for (int k = 0; k < N_POLICIES; k++)
+        busy[busy[0] <= busy[1] ? 0 : 1] += cpu[order[k]];
+    double span = busy[0] > busy[1] ? busy[0] : busy[1];
+    double wall[3] = {0, 0, 0};
+    for (int threads = 1; threads <= 2; threads++)
+        for (int rep = 0; rep < 3; rep++) {
+            gm_compare *c = NULL;
+            gm_err err = {0};
+            double t0 = gm_monotonic_s();
+            if (gm_compare_run(&cfg, (char *const *)policies, N_POLICIES, threads, &c, &err)) {
+                fprintf(stderr, "gmbench: %s\n", err.msg);
+                return 1;
+            }
+            double w = gm_monotonic_s() - t0;
+            if (!rep || w < wall[threads]) wall[threads] = w;
+            gm_compare_free(c);
+        }
+    printf("mode compare: 5 policies, best of 3 wall: 1 thread %.3f s, 2 threads %.3f s: %.2fx; "
+           "from the CPU times alone: %.3f s in all, %.3f s on 2 threads in compare's order: "
+           "%.2fx\n",
+           wall[1], wall[2], wall[1] / wall[2], total, span, total / span);
+    return 0;
+}
+
+static int bench_fit(const char *path)
+{
+    gm_sim_config cfg;
+    gm_tenant_spec spec;
+    file_config(&cfg, &spec, path);
+    gm_fit *f = NULL;
+    gm_err err = {0};
+    double t0 = thread_cpu_s();
+    if (gm_fit_capacity(&cfg, (char *const *)policies, N_POLICIES, 1, 0, &f, &err)) {
+        fprintf(stderr, "gmbench: %s\n", err.msg);
+        return 1;
+    }
+    double s = thread_cpu_s() - t0;
+    gm_sim_result *r = NULL;
+    double one;
+    gm_tenant_spec probe = spec;
+    if (simulate(&probe, 1, 80 * GM_GiB, "pytorch", &one, &r)) return 1;
+    uint64_t n = r->events;
+    gm_sim_result_free(r);
+    printf("mode fit: %.3f s CPU for 5 policies on 1 thread (one pytorch run: %.3f s)\n", s, one);
+    for (size_t i = 0; i < f->n; i++)
+        printf(
+            "  %-10s %2u simulations, %.2f full-run equivalents (%llu events), fits at %.2f GiB\n",
+            f->e[i].spec, f->e[i].runs, (double)f->e[i].events_simulated / (double)n,
+            (unsigned long long)f->e[i].events_simulated,
+            (double)f->e[i].capacity / (double)GM_GiB);
+    gm_fit_free(f);
+    return 0;
+}
+
+static int usage(void)
+{
+    fprintf(stderr,
+            "usage: gmbench mem EVENTS [POLICY] | gmbench file TRACE [POLICY] |\n"
+            "       gmbench tenants K EVENTS [POLICY] | gmbench cached N EVENTS [POLICY] |\n"
+            "       gmbench compare TRACE | gmbench fit TRACE | gmbench read TRACE\n");
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 3 ||
-        (strcmp(argv[1], "mem") && strcmp(argv[1], "file") && strcmp(argv[1], "read"))) {
-        fprintf(stderr, "usage: gmbench mem EVENTS [POLICY] | gmbench file TRACE [POLICY] | "
-                        "gmbench read TRACE\n");
-        return 2;
-    }
-    if (!strcmp(argv[1], "read")) return read_only(argv[2]);
-    const char *policy = argc > 3 ? argv[3] : "pytorch";
-    gm_tenant_spec spec = {.path = argv[2], .repeat = 1};
+    if (argc < 3) return usage();
+    const char *mode = argv[1];
+    if (!strcmp(mode, "compare")) return bench_compare(argv[2]);
+    if (!strcmp(mode, "fit")) return bench_fit(argv[2]);
+    if (!strcmp(mode, "read")) return read_only(argv[2]);
+    int two = !strcmp(mode, "tenants") || !strcmp(mode, "cached");
+    if (strcmp(mode, "mem") && strcmp(mode, "file") && !two) return usage();
+    if (two && argc < 4) return usage();
+    const char *policy = argc > 3 + two ? argv[3 + two] : "pytorch";
     vec ev = {0};
     gm_trace_meta meta;
     gm_trace_meta_init(&meta);
-    if (!strcmp(argv[1], "mem")) {
-        double want = atof(argv[2]);
-        gm_bert_params p;
-        gm_bert_defaults(&p);
-        p.iterations = 1;
+    size_t k = 1;
+    uint64_t capacity = 80 * GM_GiB;
+    if (!strcmp(mode, "cached") && cached_prefix(&ev, (size_t)atof(argv[2]))) return 1;
+    if (!strcmp(mode, "tenants")) {
+        k = (size_t)atoi(argv[2]);
+        if (k < 1) return usage();
+        capacity = 1ull << 50; /* every copy fits: no OOM ends a tenant early */
+    }
+    if (strcmp(mode, "file") && bert(&ev, atof(argv[2 + two]) / (double)k)) return 1;
+    const char *by_addr = getenv("GMBENCH_BY_ADDRESS");
+    if (strcmp(mode, "file") && !(by_addr && *by_addr == '1')) {
         gm_err err = {0};
-        gm_bert_stats st;
-        if (gm_bert_generate(&p, sink, NULL, &ev, &st, &err) != GM_OK) {
+        if (gm_ids_assign(ev.v, ev.n, &err)) {
             fprintf(stderr, "gmbench: %s\n", err.msg);
             return 1;
         }
-        p.iterations = (int)(want / (double)st.events) + 1;
-        ev.n = 0;
-        if (gm_bert_generate(&p, sink, NULL, &ev, &st, &err) != GM_OK) {
-            fprintf(stderr, "gmbench: %s\n", err.msg);
-            return 1;
+        meta.dense_ids = 1;
+    }
+    gm_tenant_spec *spec = calloc(k, sizeof *spec);
+    if (!spec) return 1;
+    for (size_t i = 0; i < k; i++) {
+        spec[i] = (gm_tenant_spec){.path = argv[2], .repeat = 1, .offset_ns = i * 1000000ull};
+        if (strcmp(mode, "file")) {
+            spec[i].path = "memory:bert";
+            spec[i].events = ev.v;
+            spec[i].n_events = ev.n;
+            spec[i].meta = &meta;
         }
-        spec.path = "memory:bert";
-        spec.events = ev.v;
-        spec.n_events = ev.n;
-        spec.meta = &meta;
     }
     gm_sim_result *r = NULL;
-    double rate;
-    if (simulate(&spec, policy, &rate, &r)) return 1;
-    printf("mode %s, policy %s: %llu events, best of 3: %.1f M events/s (%.3f s last), "
-           "peak reserved %.2f GiB, peak RSS %ld MiB%s\n",
-           argv[1], policy, (unsigned long long)r->events, rate / 1e6, r->wall_s,
+    double s;
+    if (simulate(spec, k, capacity, policy, &s, &r)) return 1;
+    printf("mode %s, policy %s, %zu tenant%s: %llu events, best of 3: %.1f M events/s, %.1f ns "
+           "per event (%.3f s CPU), peak reserved %.2f GiB, peak RSS %ld MiB%s\n",
+           mode, policy, k, k == 1 ? "" : "s", (unsigned long long)r->events,
+           (double)r->events / s / 1e6, s * 1e9 / (double)r->events, s,
            (double)r->device.peak_r / (double)GM_GiB, rss_mib(),
-           spec.events ? " (includes the in-memory trace)" : "");
+           spec[0].events ? " (includes the in-memory trace)" : "");
     gm_sim_result_free(r);
+    free(spec);
     free(ev.v);
     return 0;
 }

@@ -15,8 +15,9 @@
  * (S - 20 MiB, S] for a large one, any request of its pool for an
  * expandable segment. Streams are not distinguished. Distances are counted
  * in events, at the engine's replay position (env->event_index, ->pass), so
- * traces without timestamps work and --repeat passes wrap around. Memory:
- * 8 bytes per allocation event (an offline tool's price).
+ * traces without timestamps work and --repeat passes wrap around. The
+ * lists live in a temporary file (future.h), read as the replay advances:
+ * memory is a few bytes per thousand allocations, not 32 bytes each.
  *
  *  attempt 0     release releasable segments, furthest next use first
  *                (never used again first; ties: larger, then LRU), until the
@@ -36,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "future.h"
 #include "pressure.h"
 #include "sim/policy.h"
 #include "traces/trace.h"
@@ -47,10 +49,9 @@
 
 typedef struct or_key {
     uint8_t small;
-    uint64_t cls;  /* segment class; 0 = every request of the pool */
-    uint64_t *idx; /* event indices, ascending */
-    uint64_t *t;   /* their trace times */
-    size_t n, cap;
+    uint64_t cls; /* segment class; 0 = every request of the pool */
+    long fid;     /* its list in the future store: event indices and trace times */
+    uint64_t n;   /* entries */
 } or_key;
 
 typedef struct or_policy {
@@ -59,6 +60,8 @@ typedef struct or_policy {
     int attached;
     or_key *keys; /* sorted by (small, cls) */
     size_t nkeys, capkeys;
+    gm_future *fut;
+    uint64_t read_errors;     /* lookups the temporary file could not answer */
     uint64_t n_events;        /* per pass */
     uint64_t t_first, t_last; /* trace times of the first and last events */
     uint64_t horizon_ns;      /* proactive: release what is not reused within it */
@@ -110,10 +113,7 @@ static int create(const char *params, void **state, gm_err *err)
 static void destroy(void *state)
 {
     or_policy *p = state;
-    for (size_t i = 0; i < p->nkeys; i++) {
-        free(p->keys[i].idx);
-        free(p->keys[i].t);
-    }
+    gm_future_free(p->fut);
     free(p->keys);
     gm_seglist_free(&p->segs);
     gm_addr_list_free(&p->order);
@@ -153,38 +153,35 @@ static or_key *key_get(or_policy *p, int small, uint64_t cls)
         p->keys = k;
         p->capkeys = cap;
     }
+    long fid = gm_future_key(p->fut);
+    if (fid < 0) return NULL;
     memmove(&p->keys[i + 1], &p->keys[i], (p->nkeys - i) * sizeof *p->keys);
     p->nkeys++;
     memset(&p->keys[i], 0, sizeof p->keys[i]);
     p->keys[i].small = (uint8_t)small;
     p->keys[i].cls = cls;
+    p->keys[i].fid = fid;
     return &p->keys[i];
 }
 
-static int key_add(or_key *k, uint64_t index, uint64_t t)
+static int key_add(or_policy *p, or_key *k, uint64_t index, uint64_t t, gm_err *err)
 {
-    if (k->n == k->cap) {
-        size_t cap = k->cap ? k->cap * 2 : 16;
-        uint64_t *v = realloc(k->idx, cap * sizeof *v);
-        if (v) k->idx = v;
-        uint64_t *w = v ? realloc(k->t, cap * sizeof *w) : NULL;
-        if (!w) return GM_ENOMEM;
-        k->t = w;
-        k->cap = cap;
-    }
-    k->idx[k->n] = index;
-    k->t[k->n++] = t;
-    return GM_OK;
+    k->n++;
+    return gm_future_add(p->fut, k->fid, index, t, err);
 }
 
-static int note_alloc(or_policy *p, gm_alloc *a, const gm_event *e, uint64_t index)
+static int note_alloc(or_policy *p, gm_alloc *a, const gm_event *e, uint64_t index, gm_err *err)
 {
     int small;
     uint64_t cls = a->ops->segment_size(a, e->size, &small); /* the model's own rule */
     or_key *k = key_get(p, small, cls);
-    if (!k || key_add(k, index, e->t_ns)) return GM_ENOMEM;
-    k = key_get(p, small, 0);
-    return !k || key_add(k, index, e->t_ns) ? GM_ENOMEM : GM_OK;
+    int rc = k ? key_add(p, k, index, e->t_ns, err) : GM_ENOMEM;
+    if (rc == GM_OK) {
+        k = key_get(p, small, 0);
+        rc = k ? key_add(p, k, index, e->t_ns, err) : GM_ENOMEM;
+    }
+    if (rc == GM_ENOMEM) gm_errf(err, rc, "oracle: out of memory reading the trace's future");
+    return rc;
 }
 
 static void note_events(or_policy *p, gm_alloc *a, const gm_event *ev, size_t n, uint64_t *index,
@@ -193,8 +190,7 @@ static void note_events(or_policy *p, gm_alloc *a, const gm_event *ev, size_t n,
     for (size_t i = 0; i < n && *rc == GM_OK; i++, (*index)++) {
         if (*index == 0) p->t_first = ev[i].t_ns;
         p->t_last = ev[i].t_ns;
-        if (ev[i].op == GM_OP_ALLOC && note_alloc(p, a, &ev[i], *index))
-            *rc = gm_errf(err, GM_ENOMEM, "oracle: out of memory reading the trace's future");
+        if (ev[i].op == GM_OP_ALLOC) *rc = note_alloc(p, a, &ev[i], *index, err);
     }
 }
 
@@ -202,7 +198,8 @@ static int attach(void *state, gm_alloc *a, const gm_policy_env *env, gm_err *er
 {
     or_policy *p = state;
     uint64_t index = 0;
-    int rc = GM_OK;
+    int rc = gm_future_open(&p->fut, err);
+    if (rc) return rc;
     if (env->events) {
         note_events(p, a, env->events, env->n_events, &index, &rc, err);
     } else {
@@ -220,6 +217,7 @@ static int attach(void *state, gm_alloc *a, const gm_policy_env *env, gm_err *er
         free(buf);
         gm_trace_close(r);
     }
+    if (rc == GM_OK) rc = gm_future_seal(p->fut, err);
     p->n_events = index;
     p->shift = env->time_shift_ns;
     p->repeat = env->repeat ? env->repeat : 1;
@@ -231,24 +229,20 @@ static int attach(void *state, gm_alloc *a, const gm_policy_env *env, gm_err *er
 
 /* Distance from event `from` (pass-local), at trace time t_now, to the next
  * use of key k: in events (returned; NEVER if none) and in time (*dt). */
-static uint64_t key_next(const or_policy *p, const or_key *k, uint64_t from, uint64_t t_now,
+static uint64_t key_next(or_policy *p, const or_key *k, uint64_t from, uint64_t t_now,
                          uint32_t pass, uint64_t *dt)
 {
-    size_t lo = 0, hi = k->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (k->idx[mid] < from)
-            lo = mid + 1;
-        else
-            hi = mid;
+    uint64_t idx, t;
+    int r = gm_future_next(p->fut, k->fid, from, &idx, &t);
+    if (r > 0) {
+        *dt = t > t_now ? t - t_now : 0;
+        return idx - from;
     }
-    if (lo < k->n) {
-        *dt = k->t[lo] > t_now ? k->t[lo] - t_now : 0;
-        return k->idx[lo] - from;
-    }
-    if (k->n && pass + 1 < p->repeat && from <= p->n_events) { /* the next pass */
-        *dt = (p->t_last > t_now ? p->t_last - t_now : 0) + (k->t[0] - p->t_first);
-        return p->n_events - from + k->idx[0];
+    if (r < 0) p->read_errors++;
+    if (k->n && pass + 1 < p->repeat && from <= p->n_events &&
+        gm_future_first(p->fut, k->fid, &idx, &t)) { /* the next pass */
+        *dt = (p->t_last > t_now ? p->t_last - t_now : 0) + (t - p->t_first);
+        return p->n_events - from + idx;
     }
     *dt = NEVER;
     return NEVER;
@@ -256,7 +250,7 @@ static uint64_t key_next(const or_policy *p, const or_key *k, uint64_t from, uin
 
 /* Distance to the next request segment s would serve: events (returned)
  * and time (*dt). */
-static uint64_t next_use(const or_policy *p, const gm_seg_info *s, uint64_t from, uint64_t now,
+static uint64_t next_use(or_policy *p, const gm_seg_info *s, uint64_t from, uint64_t now,
                          uint64_t *dt)
 {
     uint32_t pass = p->pass ? *p->pass : 0;
@@ -299,8 +293,7 @@ static int cmp_furthest(const void *x, const void *y)
  * count. */
 static size_t rank(or_policy *p, gm_alloc *a, uint64_t from, uint64_t now, int idle_only)
 {
-    if (gm_seglist_fetch(&p->segs, a) != GM_OK) return 0;
-    gm_seglist_keep_releasable(&p->segs);
+    if (gm_seglist_fetch_releasable(&p->segs, a) != GM_OK) return 0;
     size_t j = 0;
     for (size_t i = 0; i < p->segs.n; i++) {
         gm_seg_info s = p->segs.v[i];
@@ -400,6 +393,8 @@ static void report(void *state, gm_report *o)
     gm_report_int(o, "proactive_released_bytes", GM_KV_BYTES, (int64_t)p->idle_bytes);
     gm_report_int(o, "foreign_released_bytes", GM_KV_BYTES, (int64_t)p->foreign_bytes);
     gm_report_int(o, "cache_flushes", GM_KV_PLAIN, (int64_t)p->flushes);
+    if (p->read_errors) /* the temporary file failed: those lookups saw no future */
+        gm_report_int(o, "future_read_errors", GM_KV_PLAIN, (int64_t)p->read_errors);
 }
 
 const gm_policy_ops gm_policy_oracle = {

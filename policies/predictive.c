@@ -64,6 +64,7 @@
 #include <string.h>
 
 #include "pressure.h"
+#include "base/addrmap.h"
 #include "sim/policy.h"
 
 #define NB 64            /* phase bins per period                    */
@@ -117,9 +118,14 @@ typedef struct pd_policy {
     pd_class *cls;
     size_t ncls, capcls;
     uint32_t *busy_now, *busy_tick; /* per class, this tick */
+    /* the classes last found, by a hash of (small, size): a tick looks up
+     * every segment's class; 0 = empty, else the class index + 1 */
+    uint64_t memo_size[64];
+    uint32_t memo_cls[64];
     /* predictions */
     pd_pending *pend;
     size_t npend, cappend;
+    gm_addrmap open; /* addresses of the predictions not yet released (one each) */
     uint64_t tp, fp, fn, tn, predictions;
     uint64_t released_bytes, released_needed_bytes;
     uint64_t proactive_bytes, fail_bytes, foreign_bytes, flushes;
@@ -155,6 +161,7 @@ static int create(const char *params, void **state, gm_err *err)
         rc = gm_parse_double(v, "--policy predictive:proactive", 0, 1, &d, err);
         p->proactive = d != 0;
     }
+    if (!rc && gm_addrmap_init(&p->open, 64)) rc = gm_errf(err, GM_ENOMEM, "out of memory");
     if (rc) {
         free(p);
         return rc;
@@ -170,6 +177,7 @@ static void destroy(void *state)
     free(p->busy_now);
     free(p->busy_tick);
     free(p->pend);
+    gm_addrmap_free(&p->open);
     gm_seglist_free(&p->view);
     gm_seglist_free(&p->rank);
     gm_addr_list_free(&p->order);
@@ -350,9 +358,17 @@ static size_t cls_lower(const pd_policy *p, int small, uint64_t size)
 /* The class index of (small, size), created when `add`; -1 if none. */
 static long cls_find(pd_policy *p, int small, uint64_t size, int add)
 {
+    uint64_t key = size ^ (uint64_t)small; /* sizes are even: small is the low bit */
+    size_t slot = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 58);
+    if (p->memo_cls[slot] && p->memo_size[slot] == key) return (long)p->memo_cls[slot] - 1;
     size_t i = cls_lower(p, small, size);
-    if (i < p->ncls && cls_cmp(&p->cls[i], small, size) == 0) return (long)i;
+    if (i < p->ncls && cls_cmp(&p->cls[i], small, size) == 0) {
+        p->memo_size[slot] = key;
+        p->memo_cls[slot] = (uint32_t)i + 1;
+        return (long)i;
+    }
     if (!add || p->ncls == MAX_CLASSES) return -1;
+    memset(p->memo_cls, 0, sizeof p->memo_cls); /* indices above i move up */
     if (p->ncls == p->capcls) {
         size_t cap = p->capcls ? p->capcls * 2 : 32;
         pd_class *c = realloc(p->cls, cap * sizeof *c);
@@ -432,15 +448,21 @@ static void outcome(pd_policy *p, const pd_pending *q, int reused)
     if (q->released && reused) p->released_needed_bytes += q->size;
 }
 
-static pd_pending *pending_of(pd_policy *p, uint64_t addr)
+/* Whether the segment at addr has a prediction that is not yet released. */
+static int pending_open(const pd_policy *p, uint64_t addr)
 {
-    for (size_t i = 0; i < p->npend; i++)
-        if (!p->pend[i].released && p->pend[i].addr == addr) return &p->pend[i];
-    return NULL;
+    return gm_addrmap_get(&p->open, gm_addrmap_key(addr)) != NULL;
+}
+
+static void pending_released(pd_policy *p, pd_pending *q)
+{
+    q->released = 1;
+    gm_addrmap_del(&p->open, gm_addrmap_key(q->addr), NULL);
 }
 
 static void pending_drop(pd_policy *p, size_t i)
 {
+    if (!p->pend[i].released) gm_addrmap_del(&p->open, gm_addrmap_key(p->pend[i].addr), NULL);
     p->pend[i] = p->pend[--p->npend];
 }
 
@@ -453,6 +475,7 @@ static void pending_add(pd_policy *p, const gm_seg_info *s, int predicted, uint6
         p->pend = v;
         p->cappend = cap;
     }
+    if (gm_addrmap_put(&p->open, gm_addrmap_key(s->addr), 1)) return;
     pd_pending *q = &p->pend[p->npend++];
     q->addr = s->addr;
     q->size = s->size;
@@ -499,7 +522,7 @@ static void note_released(pd_policy *p)
     for (size_t i = 0; i < p->npend; i++) {
         pd_pending *q = &p->pend[i];
         if (!q->released && !view_find(p, q->addr)) {
-            q->released = 1;
+            pending_released(p, q);
             p->released_bytes += q->size;
         }
     }
@@ -574,7 +597,7 @@ static size_t rank_segments(pd_policy *p, uint64_t now)
             s->gc_age = d;
             int reused = d <= h;
             not_reused += !reused;
-            if (!s->expandable && !pending_of(p, s->addr)) pending_add(p, s, reused, now);
+            if (!s->expandable && !pending_open(p, s->addr)) pending_add(p, s, reused, now);
         }
         gm_seg_sort(r->v, r->n, cmp_furthest);
     }

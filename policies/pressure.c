@@ -5,7 +5,8 @@
 
 uint64_t gm_pressure_need(const gm_alloc *a, const gm_pressure *p)
 {
-    const gm_device *d = a->dev;
+    gm_device *d = a->dev;
+    d->capacity_reads++; /* (a quota's refusal is not the device's) */
     uint64_t want = gm_device_round(p->alloc_size), need = 0;
     uint64_t used = d->used_bytes + d->overhead_bytes;
     uint64_t avail = d->capacity_bytes > used ? d->capacity_bytes - used : 0;
@@ -27,7 +28,8 @@ uint64_t gm_pressure_over(const gm_alloc *a, double frac, uint64_t incoming)
         uint64_t thr = (uint64_t)(frac * (double)lim);
         if (a->c.reserved_bytes + incoming > thr) over = a->c.reserved_bytes + incoming - thr;
     }
-    const gm_device *d = a->dev;
+    gm_device *d = a->dev;
+    d->capacity_reads++; /* a decision from the device's size (sim/device.h) */
     uint64_t thr = (uint64_t)(frac * (double)d->capacity_bytes);
     uint64_t used = d->used_bytes + d->overhead_bytes + incoming;
     if (used > thr && used - thr > over) over = used - thr;
@@ -36,7 +38,28 @@ uint64_t gm_pressure_over(const gm_alloc *a, double frac, uint64_t incoming)
 
 void gm_seg_sort(gm_seg_info *v, size_t n, int (*cmp)(const void *, const void *))
 {
-    if (n > 1) qsort(v, n, sizeof *v, cmp);
+    if (n < 2) return;
+    /* a view often comes in order, or in reverse (segments() lists the
+     * newest first, and the simulated driver's addresses grow): O(n) then.
+     * The orders policies use are total (ties go to the address), so any
+     * sort gives the same result. */
+    size_t i = 1;
+    while (i < n && cmp(&v[i - 1], &v[i]) < 0)
+        i++;
+    if (i == n) return;
+    if (i == 1) {
+        while (i < n && cmp(&v[i - 1], &v[i]) > 0)
+            i++;
+        if (i == n) {
+            for (size_t lo = 0, hi = n - 1; lo < hi; lo++, hi--) {
+                gm_seg_info x = v[lo];
+                v[lo] = v[hi];
+                v[hi] = x;
+            }
+            return;
+        }
+    }
+    qsort(v, n, sizeof *v, cmp);
 }
 
 /* Oldest last use first; ties by address, so runs are deterministic. */
@@ -74,21 +97,20 @@ uint64_t gm_release_in_order(gm_alloc *a, gm_seglist *l, const uint64_t *addrs, 
     if (got_each)
         for (size_t i = 0; i < n; i++)
             got_each[i] = 0;
-    int fresh = 0; /* l holds the current view, sorted by address */
+    /* l in the order given: the policy's ranked copy of the view */
+    int ranked = l->n >= n;
+    for (size_t i = 0; i < n && ranked; i++)
+        ranked = l->v[i].addr == addrs[i];
+    if (!ranked) {
+        if (gm_seglist_fetch(l, a) != GM_OK) return 0;
+        gm_seg_sort(l->v, l->n, cmp_addr);
+    }
     for (size_t i = 0; i < n && released < need; i++) {
-        if (!fresh) {
-            if (gm_seglist_fetch(l, a) != GM_OK) break;
-            gm_seg_sort(l->v, l->n, cmp_addr);
-            fresh = 1;
-        }
-        const gm_seg_info *s = find_addr(l, addrs[i]);
+        const gm_seg_info *s = ranked ? &l->v[i] : find_addr(l, addrs[i]);
         if (!s || !s->releasable) continue;
         uint64_t got = gm_alloc_release(a, s->id, now_ns);
         if (got_each) got_each[i] = got;
-        if (got) {
-            released += got;
-            fresh = 0; /* every id in l is stale now */
-        }
+        released += got;
     }
     return released;
 }

@@ -3,9 +3,9 @@
  * must be released for a failed request to fit, how far a tenant is over a
  * proactive threshold, and releasing segments in an order the policy chose.
  *
- * Segment ids are valid only until the next malloc/free/release (alloc.h),
- * so an ordered release names segments by address and re-reads the view
- * after every release; nothing here keeps an id across a release.
+ * Segment ids are valid until the next malloc or free, and a release
+ * changes only the segment it released (alloc.h), so one view serves a
+ * whole ordered release; nothing here keeps an id across a malloc or free.
  */
 #ifndef GM_POLICIES_PRESSURE_H
 #define GM_POLICIES_PRESSURE_H
@@ -26,9 +26,12 @@ uint64_t gm_pressure_need(const gm_alloc *a, const gm_pressure *p);
 uint64_t gm_pressure_over(const gm_alloc *a, double frac, uint64_t incoming);
 
 /* Release releasable segments named by address, in the order given, until
- * at least `need` bytes were released (UINT64_MAX: all of them). Re-reads
- * the view into l after every release. Returns the bytes released; with
- * got_each (n entries, may be NULL), also what each address gave. */
+ * at least `need` bytes were released (UINT64_MAX: all of them). When l's
+ * first n entries are those addresses in that order and were taken from
+ * the view since the last malloc or free (a policy's ranked copy), they are
+ * used as they are; else l is refilled with the current view. Returns the
+ * bytes released; with got_each (n entries, may be NULL), also what each
+ * address gave. */
 uint64_t gm_release_in_order(gm_alloc *a, gm_seglist *l, const uint64_t *addrs, size_t n,
                              uint64_t need, uint64_t now_ns, uint64_t *got_each);
 

@@ -135,8 +135,7 @@ static int cmp_rank(const void *x, const void *y)
 
 static uint64_t release_ranked(prio_policy *p, gm_alloc *a, uint64_t need, uint64_t now)
 {
-    if (gm_seglist_fetch(&p->segs, a) != GM_OK) return 0;
-    gm_seglist_keep_releasable(&p->segs);
+    if (gm_seglist_fetch_releasable(&p->segs, a) != GM_OK) return 0;
     for (size_t i = 0; i < p->segs.n; i++)
         p->segs.v[i].gc_age = (uint64_t)p->rank[seg_category(p, &p->segs.v[i])];
     gm_seg_sort(p->segs.v, p->segs.n, cmp_rank);

@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-int gm_seglist_fetch(gm_seglist *l, gm_alloc *a)
+static int fetch(gm_seglist *l, gm_alloc *a, size_t (*get)(gm_alloc *, gm_seg_info *, size_t))
 {
     if (!l->v) { /* never NULL after a fetch: qsort(NULL, 0) is undefined */
         l->v = malloc(16 * sizeof *l->v);
@@ -11,7 +11,7 @@ int gm_seglist_fetch(gm_seglist *l, gm_alloc *a)
         l->cap = 16;
     }
     for (;;) {
-        size_t n = gm_alloc_segments(a, l->v, l->cap);
+        size_t n = get(a, l->v, l->cap);
         if (n <= l->cap) {
             l->n = n;
             return GM_OK;
@@ -22,6 +22,25 @@ int gm_seglist_fetch(gm_seglist *l, gm_alloc *a)
         l->v = v;
         l->cap = cap;
     }
+}
+
+int gm_seglist_fetch(gm_seglist *l, gm_alloc *a)
+{
+    return fetch(l, a, a->ops->segments);
+}
+
+static int releasable(const gm_seg_info *s, const void *ctx)
+{
+    (void)ctx;
+    return s->releasable > 0;
+}
+
+int gm_seglist_fetch_releasable(gm_seglist *l, gm_alloc *a)
+{
+    if (a->ops->releasable) return fetch(l, a, a->ops->releasable);
+    int rc = fetch(l, a, a->ops->segments);
+    if (rc == GM_OK) gm_seglist_filter(l, releasable, NULL);
+    return rc;
 }
 
 void gm_seglist_free(gm_seglist *l)

@@ -15,6 +15,9 @@ typedef struct gm_seglist {
 
 /* Refresh the snapshot; returns GM_OK or GM_ENOMEM. */
 int gm_seglist_fetch(gm_seglist *l, gm_alloc *a);
+/* Only the releasable segments (releasable > 0), in no particular order:
+ * sort them (the model's releasable(), else segments() filtered). */
+int gm_seglist_fetch_releasable(gm_seglist *l, gm_alloc *a);
 void gm_seglist_free(gm_seglist *l);
 /* Keep only entries for which keep(info, ctx) is true. */
 void gm_seglist_filter(gm_seglist *l, int (*keep)(const gm_seg_info *, const void *),

@@ -31,8 +31,10 @@ int gm_alloc_create_for(const gm_alloc_ops *ops, gm_device *dev, const char *con
     a->limits.max_split_size = UINT64_MAX;
     a->limits.device_capacity = dev->capacity_bytes;
     /* setMemoryFraction: allowed_memory_maximum = fraction * total memory */
-    if (memory_fraction > 0)
+    if (memory_fraction > 0) {
         a->limits.memory_limit = (uint64_t)(memory_fraction * (double)dev->capacity_bytes);
+        dev->capacity_reads++;
+    }
     a->policy = policy;
     a->torch_version = torch_version;
     int rc = ops->create(a, conf ? conf : "", err);

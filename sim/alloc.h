@@ -55,7 +55,8 @@ typedef struct gm_seg_event {
 
 /* How a policy sees one segment. Never allocator internals beyond this. */
 typedef struct gm_seg_info {
-    uint64_t id;         /* opaque handle, valid until the next malloc/free/release */
+    uint64_t id;         /* opaque handle, valid until the next malloc or free; a release
+                            invalidates only the id it released (see release) */
     uint64_t addr, size; /* driver range (expandable: mapped bytes)   */
     uint64_t stream;
     uint8_t small_pool;       /* 1: small-block pool (<= 1 MiB requests)   */
@@ -123,7 +124,10 @@ typedef struct gm_alloc_ops {
     int (*restore)(gm_alloc *a, const gm_init_row *rows, size_t n, uint64_t *handles, gm_err *err);
     /* Policy view: fill up to cap infos, return the number of segments. */
     size_t (*segments)(gm_alloc *a, gm_seg_info *buf, size_t cap);
-    /* Give back what segment `id` can release now; returns bytes released. */
+    /* Give back what segment `id` can release now; returns bytes released.
+     * It changes segment `id` only: every other segment keeps its id and
+     * its view (segments()) until the next malloc or free, so a policy may
+     * release several segments from one view. */
     uint64_t (*release)(gm_alloc *a, uint64_t id, uint64_t now_ns);
     /* torch.cuda.empty_cache(): release every releasable segment. */
     uint64_t (*empty_cache)(gm_alloc *a, uint64_t now_ns);
@@ -137,6 +141,12 @@ typedef struct gm_alloc_ops {
     /* Bytes of a live allocation's block, as counted in allocated_bytes.
      * Optional: NULL means block_size() of the requested size. */
     uint64_t (*block_bytes)(gm_alloc *a, uint64_t handle);
+    /* The segments of segments() whose releasable is not 0, as segments()
+     * shows them but in any order (policies sort them), filling up to cap
+     * and returning how many there are. Optional: NULL means segments()
+     * filtered; a model that keeps them at hand answers without a walk of
+     * every segment (policies ask on every timer tick and grow). */
+    size_t (*releasable)(gm_alloc *a, gm_seg_info *buf, size_t cap);
 } gm_alloc_ops;
 
 struct gm_alloc {

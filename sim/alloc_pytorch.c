@@ -74,18 +74,21 @@
 typedef struct pt_block pt_block;
 typedef struct pt_segment pt_segment;
 typedef struct pt_pool pt_pool;
+typedef struct pt_index pt_index;
 
 struct pt_block {
-    RB_ENTRY(pt_block) node; /* in pool->blocks (free, mapped) or pool->unmapped */
-    uint64_t ptr, size, requested, stream;
+    uint64_t ptr, size;
     pt_block *prev, *next; /* address-ordered neighbours in the segment */
     pt_segment *seg;
+    RB_ENTRY(pt_block) node; /* in its bin's tree (free, mapped) or pool->unmapped */
+    uint64_t requested, stream;
     uint64_t gc_base; /* pool lookup count when it entered the pool (GC age) */
     uint8_t allocated, mapped, category;
 };
 
 struct pt_segment {
     uint64_t base, size, stream; /* driver range (expandable: whole VA range) */
+    pt_index *idx;               /* the free-block index of its pool and stream */
     uint8_t small, expandable;
     uint8_t priv;          /* a private pool's: outside the default pools and the policy view */
     uint64_t mapped_bytes; /* expandable: bytes of mapped pages; else size */
@@ -94,22 +97,65 @@ struct pt_segment {
     uint32_t n_blocks, n_alloc;
     uint64_t alloc_bytes, last_use_ns;
     uint32_t cat_mask;
-    pt_segment *lprev, *lnext; /* all segments of the allocator */
+    /* its policy view (seg_info), kept until a block of the segment changes
+     * (view_stale; the GC age is filled in each time) */
+    uint8_t view_stale;
+    gm_seg_info view;
+    size_t arr_idx;            /* in pt_state.arr */
+    uint8_t whole_free;        /* in pt_state.free_segs */
+    pt_segment *fprev, *fnext; /* pt_state.free_segs */
+    pt_segment *lprev, *lnext; /* all segments of the allocator, newest first */
 };
 
-RB_HEAD(pt_size_tree, pt_block);
+/*
+ * The free-block index. PyTorch keeps a pool's free blocks in one std::set
+ * ordered by (stream, size, address) and takes the first block not below
+ * (stream, size, 0): the best fit, the lowest address among equal sizes
+ * (BlockComparatorSize, get_free_block). Here each (pool, stream) has an
+ * index of its own, whose blocks are filed in size bins: below 32 KiB one
+ * bin per 512 B, above 64 bins per power of two (TLSF's two-level split).
+ * Bins hold disjoint, increasing size ranges, so the first block >= (size,
+ * 0) is the first such block of the request's own bin, or else the
+ * smallest block of the next non-empty bin, which two bitmap levels find
+ * in a few instructions. Inside a bin the blocks are a red-black tree by
+ * (size, address), with its minimum kept at hand; bins are narrow, so the
+ * trees are small (most hold one block) and a lookup rarely descends one.
+ * The order and therefore every choice is the same as PyTorch's std::set
+ * (tests/test_alloc_diff.c replays random traces and every snapshot through
+ * this and the tree the model used before, comparing every decision).
+ */
+#define BIN_SUB 6   /* sub-bins per power of two: 2^BIN_SUB */
+#define BIN_SHIFT 9 /* sizes in 512 B units (kMinBlockSize)  */
+#define NBINS ((64 - BIN_SHIFT - BIN_SUB + 1) << BIN_SUB) /* 3200: any 64-bit size */
+#define NWORDS ((NBINS + 63) / 64)
+
+RB_HEAD(pt_bin_tree, pt_block);
+
+typedef struct pt_bin {
+    struct pt_bin_tree t; /* by (size, ptr) */
+    pt_block *min;        /* its first block; NULL: the bin is empty */
+} pt_bin;
+
+struct pt_index {
+    uint64_t stream;
+    uint64_t top;         /* bit w: map[w] != 0 */
+    uint64_t map[NWORDS]; /* bit i of map[w]: bin 64 w + i is not empty */
+    pt_bin bin[NBINS];
+};
+
 RB_HEAD(pt_addr_tree, pt_block);
 
 struct pt_pool {
-    struct pt_size_tree blocks;   /* free mapped blocks, by (stream, size, ptr) */
+    pt_index **idx; /* one per stream that has had a segment here */
+    size_t n_idx, cap_idx;
+    pt_index *last;               /* the index malloc used last (one stream is common) */
     struct pt_addr_tree unmapped; /* unmapped expandable ranges, by (stream, ptr) */
     int small;
     uint64_t lookups; /* get_free_blocks_call_count (GC ages) */
 };
 
-static int cmp_size(const pt_block *a, const pt_block *b)
+static int cmp_bin(const pt_block *a, const pt_block *b)
 {
-    if (a->stream != b->stream) return a->stream < b->stream ? -1 : 1;
     if (a->size != b->size) return a->size < b->size ? -1 : 1;
     if (a->ptr != b->ptr) return a->ptr < b->ptr ? -1 : 1;
     return 0;
@@ -122,8 +168,132 @@ static int cmp_addr(const pt_block *a, const pt_block *b)
     return 0;
 }
 
-RB_GENERATE_STATIC(pt_size_tree, pt_block, node, cmp_size)
+RB_GENERATE_STATIC(pt_bin_tree, pt_block, node, cmp_bin)
 RB_GENERATE_STATIC(pt_addr_tree, pt_block, node, cmp_addr)
+
+static inline size_t bin_of(uint64_t size)
+{
+    uint64_t u = size >> BIN_SHIFT;
+    if (u < (1u << BIN_SUB)) return (size_t)u;
+    int fl = 63 - __builtin_clzll(u);
+    return ((size_t)(fl - BIN_SUB + 1) << BIN_SUB) |
+           (size_t)((u >> (fl - BIN_SUB)) & ((1u << BIN_SUB) - 1));
+}
+
+/* The first non-empty bin at or above `from`; NBINS if none. */
+static inline size_t next_bin(const pt_index *x, size_t from)
+{
+    if (from >= NBINS) return NBINS;
+    size_t w = from >> 6;
+    uint64_t bits = x->map[w] & (~0ull << (from & 63));
+    if (bits) return (w << 6) | (size_t)__builtin_ctzll(bits);
+    uint64_t up = w + 1 < 64 ? x->top & (~0ull << (w + 1)) : 0;
+    if (!up) return NBINS;
+    w = (size_t)__builtin_ctzll(up);
+    return (w << 6) | (size_t)__builtin_ctzll(x->map[w]);
+}
+
+static inline void index_insert(pt_index *x, pt_block *b)
+{
+    size_t i = bin_of(b->size);
+    pt_bin *bn = &x->bin[i];
+    if (!bn->min) { /* an empty bin: the block is its tree */
+        RB_SET(b, NULL, node);
+        RB_COLOR(b, node) = RB_BLACK;
+        RB_ROOT(&bn->t) = b;
+        bn->min = b;
+        x->map[i >> 6] |= 1ull << (i & 63);
+        x->top |= 1ull << (i >> 6);
+        return;
+    }
+    pt_bin_tree_RB_INSERT(&bn->t, b);
+    if (cmp_bin(b, bn->min) < 0) bn->min = b;
+}
+
+static inline void index_remove(pt_index *x, pt_block *b)
+{
+    size_t i = bin_of(b->size);
+    pt_bin *bn = &x->bin[i];
+    if (RB_ROOT(&bn->t) == b && !RB_LEFT(b, node) && !RB_RIGHT(b, node)) { /* its only block */
+        RB_ROOT(&bn->t) = NULL;
+        bn->min = NULL;
+        if (!(x->map[i >> 6] &= ~(1ull << (i & 63)))) x->top &= ~(1ull << (i >> 6));
+        return;
+    }
+    if (bn->min == b) bn->min = pt_bin_tree_RB_NEXT(b);
+    pt_bin_tree_RB_REMOVE(&bn->t, b);
+}
+
+/* The first block >= (size, 0): PyTorch's pool.blocks.lower_bound. */
+static inline pt_block *index_lower_bound(const pt_index *x, uint64_t size)
+{
+    size_t i = bin_of(size);
+    const pt_bin *bn = &x->bin[i];
+    if (bn->min) {
+        if (bn->min->size >= size) return bn->min;
+        pt_block key = {.size = size, .ptr = 0};
+        pt_block *c = pt_bin_tree_RB_NFIND((struct pt_bin_tree *)&bn->t, &key);
+        if (c) return c;
+    }
+    i = next_bin(x, i + 1);
+    return i < NBINS ? x->bin[i].min : NULL;
+}
+
+/* The block after b in (size, address) order, or NULL. */
+static pt_block *index_next(const pt_index *x, pt_block *b)
+{
+    pt_block *n = pt_bin_tree_RB_NEXT(b);
+    if (n) return n;
+    size_t i = next_bin(x, bin_of(b->size) + 1);
+    return i < NBINS ? x->bin[i].min : NULL;
+}
+
+/* The largest block, or 0 bytes. */
+static uint64_t index_largest(const pt_index *x)
+{
+    if (!x->top) return 0;
+    size_t w = (size_t)(63 - __builtin_clzll(x->top));
+    size_t i = (w << 6) | (size_t)(63 - __builtin_clzll(x->map[w]));
+    pt_block *m = pt_bin_tree_RB_MINMAX((struct pt_bin_tree *)&x->bin[i].t, RB_INF);
+    return m->size;
+}
+
+static pt_index *index_find(pt_pool *p, uint64_t stream)
+{
+    if (p->last && p->last->stream == stream) return p->last;
+    for (size_t i = 0; i < p->n_idx; i++)
+        if (p->idx[i]->stream == stream) return p->last = p->idx[i];
+    return NULL;
+}
+
+/* The index of (pool p, stream), made on first use; NULL when out of memory. */
+static pt_index *index_get(pt_pool *p, uint64_t stream)
+{
+    pt_index *x = index_find(p, stream);
+    if (x) return x;
+    if (p->n_idx == p->cap_idx) {
+        size_t cap = p->cap_idx ? 2 * p->cap_idx : 4;
+        pt_index **v = realloc(p->idx, cap * sizeof *v);
+        if (!v) return NULL;
+        p->idx = v;
+        p->cap_idx = cap;
+    }
+    x = calloc(1, sizeof *x);
+    if (!x) return NULL;
+    x->stream = stream;
+    p->idx[p->n_idx++] = x;
+    return x;
+}
+
+static void pool_free(pt_pool *p)
+{
+    for (size_t i = 0; i < p->n_idx; i++)
+        free(p->idx[i]);
+    free(p->idx);
+    p->idx = NULL;
+    p->n_idx = p->cap_idx = 0;
+    p->last = NULL;
+}
 
 typedef struct pt_state {
     gm_pt_conf conf;
@@ -131,6 +301,13 @@ typedef struct pt_state {
     pt_pool priv_small, priv_large; /* private pools' blocks: never searched */
     pt_segment *segs;               /* list head */
     uint32_t n_segs;
+    pt_segment **arr; /* the same segments in an array, oldest first (the view walks it) */
+    size_t cap_arr;
+    /* what a release can give back (pt_releasable): the whole free classic
+     * segments of the default pools, and the expandable ones */
+    pt_segment *free_segs;
+    pt_segment **exp;
+    size_t n_exp, cap_exp;
     pt_block *spare; /* free list of block structs */
 } pt_state;
 
@@ -195,28 +372,43 @@ static pt_pool *pool_of(pt_state *s, const pt_segment *seg)
     return seg->small ? &s->small : &s->large;
 }
 
-static void pool_insert(pt_pool *p, pt_block *b)
+static inline void pool_insert(pt_pool *p, pt_block *b)
 {
     b->gc_base = p->lookups;
     if (b->mapped)
-        pt_size_tree_RB_INSERT(&p->blocks, b);
+        index_insert(b->seg->idx, b);
     else
         pt_addr_tree_RB_INSERT(&p->unmapped, b);
 }
 
-static void pool_remove(pt_pool *p, pt_block *b)
+static inline void pool_remove(pt_pool *p, pt_block *b)
 {
     if (b->mapped)
-        pt_size_tree_RB_REMOVE(&p->blocks, b);
+        index_remove(b->seg->idx, b);
     else
         pt_addr_tree_RB_REMOVE(&p->unmapped, b);
 }
 
+/* A segment of the default pool (small or large) on stream; NULL when out
+ * of memory. */
 static pt_segment *segment_new(pt_state *s, uint64_t base, uint64_t size, uint64_t stream,
                                int small)
 {
+    pt_index *x = index_get(small ? &s->small : &s->large, stream);
+    if (!x) return NULL;
+    if (s->n_segs == s->cap_arr) {
+        size_t cap = s->cap_arr ? 2 * s->cap_arr : 64;
+        pt_segment **v = realloc(s->arr, cap * sizeof *v);
+        if (!v) return NULL;
+        s->arr = v;
+        s->cap_arr = cap;
+    }
     pt_segment *g = calloc(1, sizeof *g);
     if (!g) return NULL;
+    g->arr_idx = s->n_segs;
+    s->arr[s->n_segs] = g;
+    g->idx = x;
+    g->view_stale = 1;
     g->base = base;
     g->size = size;
     g->mapped_bytes = size;
@@ -229,6 +421,54 @@ static pt_segment *segment_new(pt_state *s, uint64_t base, uint64_t size, uint64
     return g;
 }
 
+/* Keep s->free_segs the classic segments of the default pools with one
+ * free block (PyTorch's releasable "non-split" blocks); called after every
+ * operation that changes a segment's blocks. */
+static void track_free_set(pt_state *s, pt_segment *g, int whole)
+{
+    if (whole == g->whole_free) return;
+    g->whole_free = (uint8_t)whole;
+    if (whole) {
+        g->fprev = NULL;
+        g->fnext = s->free_segs;
+        if (s->free_segs) s->free_segs->fprev = g;
+        s->free_segs = g;
+        return;
+    }
+    if (g->fprev)
+        g->fprev->fnext = g->fnext;
+    else
+        s->free_segs = g->fnext;
+    if (g->fnext) g->fnext->fprev = g->fprev;
+}
+
+static void track_free(pt_state *s, pt_segment *g)
+{
+    track_free_set(s, g, !g->expandable && !g->priv && g->n_alloc == 0 && g->n_blocks == 1);
+}
+
+/* Add (GM_OK or GM_ENOMEM) or remove an expandable segment of s->exp. */
+static int track_expandable(pt_state *s, pt_segment *g, int add)
+{
+    if (add) {
+        if (s->n_exp == s->cap_exp) {
+            size_t cap = s->cap_exp ? 2 * s->cap_exp : 8;
+            pt_segment **v = realloc(s->exp, cap * sizeof *v);
+            if (!v) return GM_ENOMEM;
+            s->exp = v;
+            s->cap_exp = cap;
+        }
+        s->exp[s->n_exp++] = g;
+        return GM_OK;
+    }
+    for (size_t i = 0; i < s->n_exp; i++)
+        if (s->exp[i] == g) {
+            s->exp[i] = s->exp[--s->n_exp];
+            break;
+        }
+    return GM_OK;
+}
+
 static void segment_unlink(pt_state *s, pt_segment *g)
 {
     if (g->lprev)
@@ -236,6 +476,12 @@ static void segment_unlink(pt_state *s, pt_segment *g)
     else
         s->segs = g->lnext;
     if (g->lnext) g->lnext->lprev = g->lprev;
+    track_free_set(s, g, 0);
+    if (g->expandable) track_expandable(s, g, 0);
+    for (size_t i = g->arr_idx + 1; i < s->n_segs; i++) { /* a driver call: rare */
+        s->arr[i - 1] = s->arr[i];
+        s->arr[i - 1]->arr_idx = i - 1;
+    }
     s->n_segs--;
     free(g);
 }
@@ -244,6 +490,7 @@ static void segment_unlink(pt_state *s, pt_segment *g)
 static void try_merge(pt_state *s, pt_block *dst, pt_block *src)
 {
     if (!src || src->allocated || dst->mapped != src->mapped) return;
+    dst->seg->view_stale = 1;
     pool_remove(pool_of(s, dst->seg), src);
     if (dst->prev == src) {
         dst->ptr = src->ptr;
@@ -326,6 +573,7 @@ static pt_block *split_at(pt_state *s, pt_block *b, uint64_t at)
     b->next = hi;
     b->size = at;
     b->seg->n_blocks++;
+    b->seg->view_stale = 1;
     return hi;
 }
 
@@ -348,6 +596,7 @@ static pt_block *map_block(gm_alloc *a, pt_state *s, pt_block *b, uint64_t size,
         if (rest) pool_insert(p, rest);
     }
     b->mapped = 1;
+    g->view_stale = 1;
     try_merge(s, b, b->prev);
     try_merge(s, b, b->next);
     pool_insert(p, b);
@@ -383,6 +632,7 @@ static uint64_t unmap_block(gm_alloc *a, pt_state *s, pt_block *b, uint64_t now)
     g->mapped_bytes -= b->size;
     uint64_t n = b->size;
     b->mapped = 0;
+    g->view_stale = 1;
     try_merge(s, b, b->prev);
     try_merge(s, b, b->next);
     pool_insert(p, b);
@@ -397,11 +647,16 @@ static pt_segment *new_expandable(gm_alloc *a, pt_state *s, int small, uint64_t 
 {
     uint64_t page = small ? kSmallBuffer : s->conf.large_segment_size;
     uint64_t cap = a->dev->capacity_bytes;
+    a->dev->capacity_reads++; /* the address range is sized from it */
     uint64_t va_size = (cap + cap / 8 + page - 1) / page * page, va;
     if (min_va > va_size) va_size = (min_va + page - 1) / page * page;
     if (a->dev->ops->va_reserve(a->dev, va_size, &va) != GM_OK) return NULL;
     pt_block *b = block_new(s);
     pt_segment *g = b ? segment_new(s, va, va_size, stream, small) : NULL;
+    if (g && track_expandable(s, g, 1) != GM_OK) {
+        segment_unlink(s, g);
+        g = NULL;
+    }
     if (!g) {
         free(b);
         a->dev->ops->va_release(a->dev, va, va_size);
@@ -489,17 +744,17 @@ static pt_block *get_free_block(gm_alloc *a, pt_state *s, pt_pool *p, uint64_t s
 {
     const gm_pt_conf *c = &s->conf;
     if (gc_enabled(a, s)) p->lookups++;
-    pt_block key = {.stream = stream, .size = size, .ptr = 0};
-    pt_block *b = pt_size_tree_RB_NFIND(&p->blocks, &key);
-    if (!b || b->stream != stream) return NULL;
+    pt_index *x = index_find(p, stream);
+    pt_block *b = x ? index_lower_bound(x, size) : NULL;
+    if (!b) return NULL;
     if (b->seg->expandable) {
         /* best fit counts what a block can grow into: its size plus an
          * unmapped range right after it */
-        pt_block *n = pt_size_tree_RB_NEXT(b);
+        pt_block *n = index_next(x, b);
 #define EXP_SIZE(x) ((x)->size + ((x)->next && !(x)->next->mapped ? (x)->next->size : 0))
-        while (b->seg->expandable && n && n->stream == stream && EXP_SIZE(n) < EXP_SIZE(b)) {
+        while (b->seg->expandable && n && EXP_SIZE(n) < EXP_SIZE(b)) {
             b = n;
-            n = pt_size_tree_RB_NEXT(n);
+            n = index_next(x, n);
         }
 #undef EXP_SIZE
     }
@@ -507,7 +762,7 @@ static pt_block *get_free_block(gm_alloc *a, pt_state *s, pt_pool *p, uint64_t s
         return NULL; /* do not hand an oversize block to a small request */
     if (size >= c->max_split_size && b->size >= size + c->max_non_split_rounding_size)
         return NULL; /* oversize requests may round up only a little */
-    pt_size_tree_RB_REMOVE(&p->blocks, b);
+    index_remove(x, b);
     return b;
 }
 
@@ -567,10 +822,12 @@ static int pt_malloc(gm_alloc *a, uint64_t req, uint64_t stream, uint8_t cat, ui
     b->requested = req;
     b->category = cat;
     pt_segment *g = b->seg;
+    g->view_stale = 1;
     g->n_alloc++;
     g->alloc_bytes += b->size;
     g->last_use_ns = now;
     g->cat_mask |= 1u << cat;
+    track_free(s, g);
     a->c.requested_bytes += req;
     a->c.allocated_bytes += b->size;
     *handle = (uint64_t)(uintptr_t)b;
@@ -587,37 +844,38 @@ static void pt_free(gm_alloc *a, uint64_t handle, uint64_t now)
     g->n_alloc--;
     g->alloc_bytes -= b->size;
     g->last_use_ns = now;
+    g->view_stale = 1;
     b->allocated = 0;
     b->requested = 0;
     try_merge(s, b, b->prev);
     try_merge(s, b, b->next);
     pool_insert(pool_of(s, g), b);
+    track_free(s, g);
 }
 
-static uint64_t largest_in(const struct pt_size_tree *t)
+static uint64_t largest_in(const pt_pool *p)
 {
     uint64_t best = 0;
-    pt_block *m = pt_size_tree_RB_MINMAX((struct pt_size_tree *)t, RB_INF);
-    if (!m) return 0;
-    pt_block *lo = pt_size_tree_RB_MINMAX((struct pt_size_tree *)t, RB_NEGINF);
-    if (lo->stream == m->stream) /* one stream: the maximum is the last block */
-        return m->size;
-    RB_FOREACH(m, pt_size_tree, (struct pt_size_tree *)t)
-    if (m->size > best) best = m->size;
+    for (size_t i = 0; i < p->n_idx; i++) {
+        uint64_t x = index_largest(p->idx[i]);
+        if (x > best) best = x;
+    }
     return best;
 }
 
 static uint64_t pt_largest_free(gm_alloc *a)
 {
     pt_state *s = a->impl;
-    uint64_t x = largest_in(&s->small.blocks), y = largest_in(&s->large.blocks);
+    uint64_t x = largest_in(&s->small), y = largest_in(&s->large);
     return x > y ? x : y;
 }
 
 /* ---------------- policy view ---------------- */
 
-static void seg_info(const pt_state *s, const pt_segment *g, gm_seg_info *o)
+/* Rebuild segment g's view (all but the GC age) from its blocks. */
+static void view_build(pt_segment *g)
 {
+    gm_seg_info *o = &g->view;
     memset(o, 0, sizeof *o);
     o->id = (uint64_t)(uintptr_t)g;
     o->addr = g->base;
@@ -638,9 +896,16 @@ static void seg_info(const pt_state *s, const pt_segment *g, gm_seg_info *o)
             if (hi > lo) o->releasable += hi - lo;
         }
     }
+    if (!g->expandable && g->n_alloc == 0 && g->n_blocks == 1) o->releasable = g->size;
+    g->view_stale = 0;
+}
+
+static void seg_info(const pt_state *s, pt_segment *g, gm_seg_info *o)
+{
+    if (g->view_stale) view_build(g); /* only when a block changed since the last view */
+    *o = g->view;
     if (!g->expandable && g->n_alloc == 0 && g->n_blocks == 1) {
         const pt_pool *p = g->small ? &s->small : &s->large;
-        o->releasable = g->size;
         o->gc_age = p->lookups - g->first->gc_base;
     }
 }
@@ -649,9 +914,28 @@ static size_t pt_segments(gm_alloc *a, gm_seg_info *buf, size_t cap)
 {
     pt_state *s = a->impl;
     size_t i = 0;
-    for (const pt_segment *g = s->segs; g; g = g->lnext) {
+    for (size_t k = s->n_segs; k-- > 0;) { /* newest first */
+        pt_segment *g = s->arr[k];
         if (g->priv) continue; /* a captured graph's memory: not the policy's to give back */
         if (i < cap) seg_info(s, g, &buf[i]);
+        i++;
+    }
+    return i;
+}
+
+/* What a release can give back now: the whole free classic segments, then
+ * the expandable segments with a free page (segments()' figures). */
+static size_t pt_releasable(gm_alloc *a, gm_seg_info *buf, size_t cap)
+{
+    pt_state *s = a->impl;
+    size_t i = 0;
+    for (pt_segment *g = s->free_segs; g; g = g->fnext, i++)
+        if (i < cap) seg_info(s, g, &buf[i]);
+    for (size_t k = 0; k < s->n_exp; k++) {
+        gm_seg_info o;
+        seg_info(s, s->exp[k], &o);
+        if (!o.releasable) continue;
+        if (i < cap) buf[i] = o;
         i++;
     }
     return i;
@@ -765,7 +1049,10 @@ static int restore_segment(gm_alloc *a, pt_state *s, const gm_init_row *r, rseg 
         g = b->seg;
     }
     g->priv = r->pool_id0 || r->pool_id1;
+    if (g->priv && !(g->idx = index_get(pool_of(s, g), g->stream))) return GM_ENOMEM;
+    if (g->priv && g->expandable) track_expandable(s, g, 0); /* not the policy's */
     pool_insert(pool_of(s, g), g->first);
+    track_free(s, g);
     *out = (rseg){.addr = r->addr, .size = r->size, .g = g, .cursor = NULL};
     return GM_OK;
 }
@@ -798,9 +1085,11 @@ static int carve(gm_alloc *a, pt_state *s, rseg *rs, const gm_init_row *r, uint6
     b->allocated = 1;
     b->requested = r->size;
     b->category = r->category;
+    g->view_stale = 1;
     g->n_alloc++;
     g->alloc_bytes += b->size;
     g->cat_mask |= 1u << r->category;
+    track_free(s, g);
     a->c.requested_bytes += r->size;
     a->c.allocated_bytes += b->size;
     rs->cursor = b;
@@ -903,13 +1192,9 @@ static int pt_create(gm_alloc *a, const char *conf, gm_err *err)
                        "chooses it)",
                        conf);
     }
-    RB_INIT(&s->small.blocks);
     RB_INIT(&s->small.unmapped);
-    RB_INIT(&s->large.blocks);
     RB_INIT(&s->large.unmapped);
-    RB_INIT(&s->priv_small.blocks);
     RB_INIT(&s->priv_small.unmapped);
-    RB_INIT(&s->priv_large.blocks);
     RB_INIT(&s->priv_large.unmapped);
     s->small.small = 1;
     s->priv_small.small = 1;
@@ -918,9 +1203,11 @@ static int pt_create(gm_alloc *a, const char *conf, gm_err *err)
     /* per_process_memory_fraction (2.10 on): the constructor's
      * setMemoryFraction; a later set_per_process_memory_fraction (the
      * run's --memory-fraction) wins */
-    if (s->conf.memory_fraction > 0 && !a->limits.memory_limit)
+    if (s->conf.memory_fraction > 0 && !a->limits.memory_limit) {
         a->limits.memory_limit =
             (uint64_t)(s->conf.memory_fraction * (double)a->dev->capacity_bytes);
+        a->dev->capacity_reads++;
+    }
     a->impl = s;
     return GM_OK;
 }
@@ -956,6 +1243,12 @@ static void pt_destroy(gm_alloc *a)
         free(b);
         b = bn;
     }
+    free(s->arr);
+    free(s->exp);
+    pool_free(&s->small);
+    pool_free(&s->large);
+    pool_free(&s->priv_small);
+    pool_free(&s->priv_large);
     free(s);
     a->impl = NULL;
 }
@@ -997,4 +1290,5 @@ const gm_alloc_ops gm_alloc_pytorch = {
     .segment_size = pt_segment_size,
     .block_addr = pt_block_addr,
     .block_bytes = pt_block_bytes,
+    .releasable = pt_releasable,
 };

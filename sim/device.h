@@ -64,6 +64,14 @@ struct gm_device {
     uint64_t used_bytes;      /* physical memory held by all tenants' allocators */
     uint64_t overhead_bytes;  /* context overhead of all registered tenants      */
     uint64_t peak_used_bytes; /* max of used + overhead                          */
+    /* What made the run depend on the device's size, so that `gmsim fit`
+     * knows whether a run is the same on any device of at least
+     * peak_used_bytes: driver calls refused for lack of memory
+     * (gm_device_take), and decisions taken from capacity_bytes (a memory
+     * fraction, a policy threshold, an address range sized from it). A
+     * model or policy that decides from capacity_bytes counts it here. */
+    uint64_t refused;
+    uint64_t capacity_reads;
 };
 
 /* Bytes a driver allocation of `bytes` really takes (granularity applied). */

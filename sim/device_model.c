@@ -26,8 +26,10 @@ int gm_device_take(gm_device *d, uint64_t bytes)
 {
     uint64_t phys = gm_device_round(bytes);
     if (d->overhead_bytes > d->capacity_bytes ||
-        phys > d->capacity_bytes - d->overhead_bytes - d->used_bytes)
+        phys > d->capacity_bytes - d->overhead_bytes - d->used_bytes) {
+        d->refused++;
         return GM_EOOM;
+    }
     d->used_bytes += phys;
     if (d->used_bytes + d->overhead_bytes > d->peak_used_bytes)
         d->peak_used_bytes = d->used_bytes + d->overhead_bytes;
@@ -126,7 +128,10 @@ int gm_device_model_create(uint64_t capacity_bytes, const gm_latency *lat, gm_de
 
 int gm_device_add_context(gm_device *d, uint64_t overhead_bytes)
 {
-    if (d->overhead_bytes + overhead_bytes + d->used_bytes > d->capacity_bytes) return GM_EOOM;
+    if (d->overhead_bytes + overhead_bytes + d->used_bytes > d->capacity_bytes) {
+        d->refused++;
+        return GM_EOOM;
+    }
     d->overhead_bytes += overhead_bytes;
     if (d->used_bytes + d->overhead_bytes > d->peak_used_bytes)
         d->peak_used_bytes = d->used_bytes + d->overhead_bytes;

@@ -35,7 +35,14 @@ typedef struct tenant {
     uint64_t t_last;  /* last effective time processed               */
     uint64_t next_t;  /* effective time of buf[pos]; UINT64_MAX: done */
     uint64_t timer_period, next_timer;
-    gm_addrmap live;     /* trace address key -> allocator handle       */
+    uint64_t dev_q, dev_a, dev_r; /* its Q, A, R as last added into the device totals */
+    gm_addrmap live;              /* trace address key -> allocator handle: the allocations
+                                     without an id (/initial_state, traces without ids) */
+    /* the others by id (trace.h: dense_ids), not by hashing every event's
+     * address: handle + 1 (0 = none) and the address its free must repeat */
+    int ids;
+    uint64_t *slot, *slot_addr;
+    size_t n_slot;
     gm_addrmap pass_new; /* addresses allocated in this pass (only with --repeat) */
     gm_addrmap pending;  /* free_requested, not yet freed: key -> block bytes */
     uint8_t last_phase;  /* --empty-cache-at-phase: the phase of the last event that had one */
@@ -55,9 +62,11 @@ typedef struct sim {
     tenant *t;
     size_t n;
     gm_sim_result *res;
-    uint64_t q, a, r;  /* device totals */
+    uint64_t q, a, r;  /* device totals (several tenants) */
     uint64_t overhead; /* context overhead per tenant, resolved in setup() */
     uint64_t next_progress;
+    uint64_t timer_min; /* several tenants: no timer of any is due before this */
+    size_t *heap;       /* several tenants: indices, a min-heap by (done, next_t, index) */
 } sim;
 
 /* ---------------- tenant lifecycle ---------------- */
@@ -72,9 +81,9 @@ typedef struct hook_ctx {
 static int refill(sim *s, tenant *t, gm_err *err);
 static int retire(sim *s, tenant *t, uint64_t now, int status, gm_err *err);
 static void tenant_step_metrics(tenant *t, uint64_t now);
-static void update_device(sim *s, uint64_t t_ns, const gm_alloc_counters *before,
-                          const gm_alloc_counters *after);
-static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort, gm_err *err);
+static void update_device(sim *s, tenant *t, uint64_t t_ns);
+static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t *slot, uint64_t now, int *abort,
+                  gm_err *err);
 
 /* The tenant's trace as people know it (spec->name, else its path): every
  * message and result names it so. */
@@ -128,9 +137,10 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
     snprintf(res->path, sizeof res->path, "%s", tname(t));
     snprintf(res->source, sizeof res->source, "%s", meta->source ? meta->source : "");
     res->trace_events = t->r ? gm_trace_nevents(t->r) : t->spec->n_events;
+    t->ids = meta->dense_ids; /* allocations by id, not by address (trace.h) */
     gm_hash_init(&t->hash);
     gm_hash_bytes(&t->hash, res->source, strlen(res->source));
-    t->hashing = 1;
+    t->hashing = !cfg->no_hash;
     const char *conf = conf_for(cfg, meta);
     snprintf(res->alloc_conf, sizeof res->alloc_conf, "%s", conf);
 
@@ -301,12 +311,11 @@ static int tenant_restore(sim *s, tenant *t, gm_err *err)
 static int tenant_start(sim *s, tenant *t, gm_err *err)
 {
     t->started = 1;
-    gm_alloc_counters before = t->a->c;
     uint64_t t0 = t->next_t == UINT64_MAX ? t->shift : t->next_t; /* no events: at its offset */
     int rc = tenant_restore(s, t, err);
     if (rc != GM_OK && rc != GM_EOOM) return rc;
     tenant_step_metrics(t, t0);
-    update_device(s, t0, &before, &t->a->c);
+    update_device(s, t, t0);
     if (rc == GM_EOOM) {
         /* not an OOM of the trace's event 0: what existed before it does not fit */
         int live = s->cfg->initial_state == GM_INITIAL_LIVE;
@@ -315,7 +324,7 @@ static int tenant_start(sim *s, tenant *t, gm_err *err)
                       .size = live ? t->res->init_live_bytes : t->res->init_reserved_bytes,
                       .op = GM_OP_ALLOC};
         int abort = 0;
-        if ((rc = on_oom(s, t, &e, t0, &abort, err))) return rc;
+        if ((rc = on_oom(s, t, &e, NULL, t0, &abort, err))) return rc;
         return retire(s, t, t0, GM_TENANT_ABORTED, err);
     }
     return GM_OK;
@@ -328,20 +337,72 @@ static void settle(tenant *t, uint64_t key)
     if (t->pending_bytes && gm_addrmap_del(&t->pending, key, &bytes)) t->pending_bytes -= bytes;
 }
 
-/* Free the allocations listed in `which` (the live map itself, or the
- * addresses allocated in this pass) that are still live. */
-static void free_live(tenant *t, gm_addrmap *which, uint64_t now)
+/* Free every live allocation (the tenant ends; in no set order: its
+ * allocator is destroyed next) and forget them. */
+static void free_live(tenant *t, uint64_t now)
 {
-    for (size_t i = 0; i <= which->mask; i++) {
-        uint64_t key = which->slots[i].key, h;
+    for (size_t i = 0; i <= t->live.mask; i++) {
+        uint64_t key = t->live.slots[i].key, h = t->live.slots[i].val;
         if (!key) continue;
-        if (which == &t->live)
-            h = which->slots[i].val;
-        else if (!gm_addrmap_del(&t->live, key, &h))
-            continue; /* freed during the pass */
         settle(t, key);
         if (h != SKIPPED) t->a->ops->free(t->a, h, now);
     }
+    gm_addrmap_clear(&t->live);
+    for (size_t i = 0; i < t->n_slot; i++)
+        if (t->slot[i]) {
+            settle(t, gm_addrmap_key(t->slot_addr[i]));
+            if (t->slot[i] - 1 != SKIPPED) t->a->ops->free(t->a, t->slot[i] - 1, now);
+            t->slot[i] = 0;
+        }
+}
+
+typedef struct leftover {
+    uint64_t addr, h;
+} leftover;
+
+static int cmp_leftover(const void *x, const void *y)
+{
+    const leftover *a = x, *b = y;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+/* End of a --repeat pass: free what the pass allocated and did not free
+ * (everything live by id, and the addresses of pass_new), in address order,
+ * so the order does not depend on how they were found. */
+static int free_leftovers(tenant *t, uint64_t now, gm_err *err)
+{
+    size_t n = t->pass_new.count, k = 0;
+    for (size_t i = 0; i < t->n_slot; i++)
+        n += t->slot[i] != 0;
+    leftover *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v) return gm_errf(err, GM_ENOMEM, "out of memory");
+    for (size_t i = 0; i <= t->pass_new.mask; i++) {
+        uint64_t key = t->pass_new.slots[i].key, h;
+        if (key && gm_addrmap_del(&t->live, key, &h)) /* else freed during the pass */
+            v[k++] = (leftover){key - 1, h};
+    }
+    for (size_t i = 0; i < t->n_slot; i++) {
+        if (!t->slot[i]) continue;
+        if (t->slot[i] - 1 == SKIPPED) {
+            /* a skipped allocation that was never freed stays, as it does by
+             * address, but by address: the next pass numbers its slot anew */
+            if (gm_addrmap_put(&t->live, gm_addrmap_key(t->slot_addr[i]), SKIPPED)) {
+                free(v);
+                return gm_errf(err, GM_ENOMEM, "out of memory");
+            }
+        } else {
+            v[k++] = (leftover){t->slot_addr[i], t->slot[i] - 1};
+        }
+        t->slot[i] = 0;
+    }
+    qsort(v, k, sizeof *v, cmp_leftover);
+    for (size_t i = 0; i < k; i++) {
+        settle(t, gm_addrmap_key(v[i].addr));
+        if (v[i].h != SKIPPED) t->a->ops->free(t->a, v[i].h, now);
+    }
+    free(v);
+    gm_addrmap_clear(&t->pass_new);
+    return GM_OK;
 }
 
 static void tenant_close(tenant *t)
@@ -349,7 +410,7 @@ static void tenant_close(tenant *t)
     if (t->a) {
         if (t->a->seg_hook_ctx) free(t->a->seg_hook_ctx);
         t->a->seg_hook = NULL;
-        if (t->live.slots) free_live(t, &t->live, t->t_last);
+        if (t->live.slots) free_live(t, t->t_last);
         gm_alloc_destroy(t->a);
         t->a = NULL;
     }
@@ -363,6 +424,10 @@ static void tenant_close(tenant *t)
     t->r = NULL;
     gm_addrmap_free(&t->live);
     gm_addrmap_free(&t->pass_new);
+    free(t->slot);
+    free(t->slot_addr);
+    t->slot = t->slot_addr = NULL;
+    t->n_slot = 0;
     gm_addrmap_free(&t->pending);
     free(t->own);
     t->own = NULL;
@@ -430,13 +495,13 @@ static int end_pass(sim *s, tenant *t, gm_err *err)
     if (t->pass + 1 >= t->spec->repeat) return retire(s, t, t->t_last, GM_TENANT_COMPLETED, err);
     /* memory this pass allocated and never freed is given back, so each pass
      * starts from the same state (see docs: --repeat) */
-    gm_alloc_counters before = t->a->c;
-    free_live(t, &t->pass_new, t->t_last);
-    t->res->repeat_leftover_bytes += before.requested_bytes - t->a->c.requested_bytes;
+    uint64_t requested = t->a->c.requested_bytes;
+    int rc = free_leftovers(t, t->t_last, err);
+    if (rc) return rc;
+    t->res->repeat_leftover_bytes += requested - t->a->c.requested_bytes;
     tenant_step_metrics(t, t->t_last);
-    update_device(s, t->t_last, &before, &t->a->c);
-    gm_addrmap_clear(&t->pass_new);
-    int rc = src_rewind(t);
+    update_device(s, t, t->t_last);
+    rc = src_rewind(t);
     if (rc) return gm_errf(err, rc, "%s: cannot rewind for --repeat", tname(t));
     t->pass++;
     t->index = 0;
@@ -457,22 +522,32 @@ static int refill(sim *s, tenant *t, gm_err *err)
     return GM_OK;
 }
 
-static void update_device(sim *s, uint64_t t_ns, const gm_alloc_counters *before,
-                          const gm_alloc_counters *after)
+/* Tenant t's counters changed (or it retired: t->a is NULL): with several
+ * tenants, fold the change into the device totals and step the device's
+ * series (one tenant: the device series is the tenant's, copied at the
+ * end). Then the device's peak use. */
+static void update_device(sim *s, tenant *t, uint64_t t_ns)
 {
-    s->q += after->requested_bytes - before->requested_bytes;
-    s->a += after->allocated_bytes - before->allocated_bytes;
-    s->r += after->reserved_bytes - before->reserved_bytes;
-    gm_metrics *d = &s->res->device;
-    /* one tenant: the device series is the tenant's, copied at the end */
-    if (s->n > 1 && gm_metrics_step(d, t_ns, s->q, s->a, s->r)) {
-        uint64_t lf = 0;
-        for (size_t i = 0; i < s->n; i++)
-            if (s->t[i].a) {
-                uint64_t x = s->t[i].a->ops->largest_free(s->t[i].a);
-                lf = x > lf ? x : lf;
-            }
-        gm_metrics_ext_sample(d, lf);
+    if (s->n > 1) {
+        const gm_alloc_counters *c = t->a ? &t->a->c : NULL;
+        uint64_t q = c ? c->requested_bytes : 0, a = c ? c->allocated_bytes : 0,
+                 r = c ? c->reserved_bytes : 0;
+        s->q += q - t->dev_q;
+        s->a += a - t->dev_a;
+        s->r += r - t->dev_r;
+        t->dev_q = q;
+        t->dev_a = a;
+        t->dev_r = r;
+        gm_metrics *d = &s->res->device;
+        if (gm_metrics_step(d, t_ns, s->q, s->a, s->r)) {
+            uint64_t lf = 0;
+            for (size_t i = 0; i < s->n; i++)
+                if (s->t[i].a) {
+                    uint64_t x = s->t[i].a->ops->largest_free(s->t[i].a);
+                    lf = x > lf ? x : lf;
+                }
+            gm_metrics_ext_sample(d, lf);
+        }
     }
     uint64_t used = s->dev->used_bytes + s->dev->overhead_bytes;
     if (used > s->res->peak_device_used) s->res->peak_device_used = used;
@@ -493,18 +568,15 @@ static void tenant_step_metrics(tenant *t, uint64_t now)
  * (cached or not), so other tenants can use it. */
 static int retire(sim *s, tenant *t, uint64_t now, int status, gm_err *err)
 {
-    gm_alloc_counters held = t->a->c;
-    t->res->c = held;
-    free_live(t, &t->live, now);
-    gm_addrmap_clear(&t->live);
+    t->res->c = t->a->c;
+    free_live(t, now);
     gm_metrics_step(&t->res->m, now, 0, 0, 0);
     void *hc = t->a->seg_hook_ctx;
     gm_alloc_destroy(t->a);
     free(hc);
     t->a = NULL;
     gm_device_remove_context(s->dev, s->overhead);
-    static const gm_alloc_counters none;
-    update_device(s, now, &held, &none);
+    update_device(s, t, now);
     t->res->status = status;
     if (status == GM_TENANT_ABORTED) t->res->abort_t_ns = now;
     t->done = 1;
@@ -542,12 +614,20 @@ static void record_oom(sim *s, tenant *t, const gm_event *e, uint64_t now)
     if (s->n > 1) gm_metrics_oom(&s->res->device, &o);
 }
 
-/* Record the OOM; *abort says whether the tenant must stop. */
-static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort, gm_err *err)
+/* Record the OOM; *abort says whether the tenant must stop. A skipped
+ * allocation is remembered (in its id slot, else by address) so that its
+ * free is skipped too. */
+static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t *slot, uint64_t now, int *abort,
+                  gm_err *err)
 {
     record_oom(s, t, e, now);
     if (!s->cfg->on_oom_skip) {
         *abort = 1;
+        return GM_OK;
+    }
+    if (slot) {
+        *slot = SKIPPED + 1;
+        t->slot_addr[e->id] = e->addr;
         return GM_OK;
     }
     if (gm_addrmap_put(&t->live, gm_addrmap_key(e->addr), SKIPPED))
@@ -573,6 +653,7 @@ static int scope_rescue(sim *s, tenant *t, const gm_event *e, uint64_t now, uint
         uint64_t need = UINT64_MAX;
         if (round == 0) {
             uint64_t want = gm_device_round(t->a->ops->block_size(t->a, e->size));
+            s->dev->capacity_reads++;
             uint64_t used = s->dev->used_bytes + s->dev->overhead_bytes;
             uint64_t avail = s->dev->capacity_bytes > used ? s->dev->capacity_bytes - used : 0;
             need = want > avail ? want - avail : want;
@@ -580,7 +661,6 @@ static int scope_rescue(sim *s, tenant *t, const gm_event *e, uint64_t now, uint
         for (size_t k = 1; k < s->n; k++) {
             tenant *o = &s->t[((size_t)t->idx + k) % s->n];
             if (o->done || !o->a) continue;
-            gm_alloc_counters before = o->a->c;
             const gm_policy_ops *po = o->pol->ops;
             uint64_t got = po->on_foreign_pressure
                                ? po->on_foreign_pressure(o->pol->state, o->a, need, now)
@@ -588,7 +668,7 @@ static int scope_rescue(sim *s, tenant *t, const gm_event *e, uint64_t now, uint
             if (!got) continue;
             o->res->scope_released_bytes += got;
             tenant_step_metrics(o, now);
-            update_device(s, now, &before, &o->a->c);
+            update_device(s, o, now);
             if (t->a->ops->malloc(t->a, e->size, e->stream, e->category, now, h) == GM_OK) {
                 t->res->scope_rescues++;
                 return 1;
@@ -598,10 +678,53 @@ static int scope_rescue(sim *s, tenant *t, const gm_event *e, uint64_t now, uint
     return 0;
 }
 
+/* The id slots are numbered as the trace's writer numbered them (traces/
+ * event_ids.h); they grow to the largest id seen. */
+static int slots_grow(tenant *t, uint32_t id, gm_err *err)
+{
+    size_t n = t->n_slot ? 2 * t->n_slot : 1024;
+    if (n <= id) n = (size_t)id + 1;
+    uint64_t *v = realloc(t->slot, n * sizeof *v);
+    if (v) t->slot = v;
+    uint64_t *w = v ? realloc(t->slot_addr, n * sizeof *w) : NULL;
+    if (!w) return gm_errf(err, GM_ENOMEM, "out of memory");
+    t->slot_addr = w;
+    memset(t->slot + t->n_slot, 0, (n - t->n_slot) * sizeof *t->slot);
+    t->n_slot = n;
+    return GM_OK;
+}
+
+/* The live allocation of id e->id, or NULL when it has none (or the trace
+ * has no ids); an id that names another address is a damaged trace. */
+static uint64_t *live_slot(tenant *t, const gm_event *e, int *bad)
+{
+    *bad = 0;
+    if (!t->ids || !e->id || e->id >= t->n_slot || !t->slot[e->id]) return NULL;
+    *bad = t->slot_addr[e->id] != e->addr;
+    return &t->slot[e->id];
+}
+
+static int bad_id(const tenant *t, const gm_event *e, gm_err *err)
+{
+    return gm_errf(err, GM_EINVAL,
+                   "%s: event %" PRIu64 ": id %" PRIu32 " is the allocation at 0x%" PRIx64
+                   ", not 0x%" PRIx64 ": the trace's id column is damaged; re-import or "
+                   "re-generate the trace",
+                   tname(t), t->index, e->id, t->slot_addr[e->id], e->addr);
+}
+
 static int do_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abort, gm_err *err)
 {
-    uint64_t key = gm_addrmap_key(e->addr);
-    uint64_t *old = gm_addrmap_get(&t->live, key);
+    uint64_t key = gm_addrmap_key(e->addr), h;
+    uint64_t *slot = NULL, *old;
+    int bad;
+    if (t->ids && e->id) {
+        if (e->id >= t->n_slot && slots_grow(t, e->id, err)) return GM_ENOMEM;
+        slot = &t->slot[e->id];
+    }
+    if ((old = live_slot(t, e, &bad)) && bad) return bad_id(t, e, err);
+    /* by id, the address map holds only what /initial_state left: rarely asked */
+    if (!old && (!slot || t->live.count)) old = gm_addrmap_get(&t->live, key);
     if (old) {
         if (!s->cfg->lenient)
             return gm_errf(err, GM_EINVAL,
@@ -610,17 +733,25 @@ static int do_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abo
                            "--lenient to free the old allocation first and count it",
                            tname(t), t->index, e->addr);
         t->res->live_reallocs++;
-        uint64_t h;
-        gm_addrmap_del(&t->live, key, &h);
+        if (old == slot) {
+            h = *slot - 1;
+            *slot = 0;
+        } else {
+            gm_addrmap_del(&t->live, key, &h);
+        }
         settle(t, key);
         if (h != SKIPPED) t->a->ops->free(t->a, h, now);
     }
-    uint64_t h;
     if (t->a->ops->malloc(t->a, e->size, e->stream, e->category, now, &h) != GM_OK &&
         !scope_rescue(s, t, e, now, &h))
-        return on_oom(s, t, e, now, abort, err);
+        return on_oom(s, t, e, slot, now, abort, err);
     if (s->cfg->alloc_hook) /* optional observer: where the model put this allocation */
         s->cfg->alloc_hook(s->cfg->alloc_hook_ctx, t->idx, t->index, e, t->a, h);
+    if (slot) { /* end of a pass: every live slot is the pass's (free_leftovers) */
+        *slot = h + 1;
+        t->slot_addr[e->id] = e->addr;
+        return GM_OK;
+    }
     if (gm_addrmap_put(&t->live, key, h)) return gm_errf(err, GM_ENOMEM, "out of memory");
     if (t->spec->repeat > 1 && gm_addrmap_put(&t->pass_new, key, 1))
         return gm_errf(err, GM_ENOMEM, "out of memory");
@@ -649,6 +780,16 @@ static int do_failed_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, g
 static int do_free(sim *s, tenant *t, const gm_event *e, uint64_t now, gm_err *err)
 {
     uint64_t key = gm_addrmap_key(e->addr), h;
+    int bad;
+    uint64_t *slot = live_slot(t, e, &bad);
+    if (bad) return bad_id(t, e, err);
+    if (slot) {
+        h = *slot - 1;
+        *slot = 0;
+        settle(t, key);
+        if (h != SKIPPED) t->a->ops->free(t->a, h, now);
+        return GM_OK;
+    }
     if (!gm_addrmap_del(&t->live, key, &h)) {
         /* in later passes, frees of blocks that existed before event 0 have
          * nothing to free: the first pass already did */
@@ -673,8 +814,14 @@ static int do_free(sim *s, tenant *t, const gm_event *e, uint64_t now, gm_err *e
  * reported next to its active_bytes (A). */
 static int do_free_requested(tenant *t, const gm_event *e, gm_err *err)
 {
-    uint64_t key = gm_addrmap_key(e->addr);
-    const uint64_t *h = gm_addrmap_get(&t->live, key);
+    uint64_t key = gm_addrmap_key(e->addr), hv;
+    int bad;
+    const uint64_t *slot = live_slot(t, e, &bad), *h = &hv;
+    if (bad) return bad_id(t, e, err);
+    if (slot)
+        hv = *slot - 1;
+    else
+        h = gm_addrmap_get(&t->live, key);
     t->res->free_requested_events++;
     if (!h || *h == SKIPPED || gm_addrmap_get(&t->pending, key)) return GM_OK;
     const gm_alloc_ops *o = t->a->ops;
@@ -692,20 +839,31 @@ static void fire_timers(tenant *t, uint64_t upto)
     }
 }
 
+/* Several tenants: the earliest tick any live tenant has due. */
+static void timer_min_update(sim *s)
+{
+    uint64_t m = UINT64_MAX;
+    for (size_t i = 0; i < s->n; i++) {
+        const tenant *o = &s->t[i];
+        if (!o->done && o->a && o->timer_period && o->next_timer < m) m = o->next_timer;
+    }
+    s->timer_min = m;
+}
+
 /* Timer ticks are events in global time order (engine.h), so before any
  * tenant's event at `now` every other live tenant's due ticks fire too (a
  * policy that releases on a timer frees memory the others can use at once,
- * not at its own next event). */
+ * not at its own next event). Called only when s->timer_min says one is due. */
 static void fire_other_timers(sim *s, const tenant *t, uint64_t now)
 {
     for (size_t i = 0; i < s->n; i++) {
         tenant *o = &s->t[i];
         if (o == t || o->done || !o->a || !o->timer_period || o->next_timer > now) continue;
-        gm_alloc_counters before = o->a->c;
         fire_timers(o, now);
         tenant_step_metrics(o, now);
-        update_device(s, now, &before, &o->a->c);
+        update_device(s, o, now);
     }
+    timer_min_update(s);
 }
 
 /* Process the tenant's next event. */
@@ -715,9 +873,11 @@ static int step(sim *s, tenant *t, gm_err *err)
     if (!t->started && ((rc = tenant_start(s, t, err)) || t->done)) return rc;
     const gm_event *e = &t->buf[t->pos];
     uint64_t now = t->next_t;
-    gm_alloc_counters before = t->a->c;
-    if (t->timer_period) fire_timers(t, now);
-    if (s->n > 1) fire_other_timers(s, t, now);
+    if (t->timer_period && t->next_timer <= now) {
+        fire_timers(t, now);
+        if (s->n > 1) timer_min_update(s);
+    }
+    if (s->n > 1 && s->timer_min <= now) fire_other_timers(s, t, now);
     int abort = 0;
     rc = GM_OK;
     if (s->cfg->event_hook) s->cfg->event_hook(s->cfg->event_hook_ctx, t->idx, t->index, e);
@@ -755,7 +915,7 @@ static int step(sim *s, tenant *t, gm_err *err)
     s->res->events++;
     t->t_last = now;
     tenant_step_metrics(t, now);
-    update_device(s, now, &before, &t->a->c);
+    update_device(s, t, now);
     if (abort) return retire(s, t, now, GM_TENANT_ABORTED, err);
     t->pos++;
     t->index++;
@@ -766,12 +926,53 @@ static int step(sim *s, tenant *t, gm_err *err)
     return refill(s, t, err);
 }
 
+/* The order in which tenants run (engine.h): the earliest next event,
+ * ties to the lower index; finished tenants last. */
+static int runs_before(const tenant *x, const tenant *y)
+{
+    if (x->done != y->done) return y->done;
+    if (x->next_t != y->next_t) return x->next_t < y->next_t;
+    return x->idx < y->idx;
+}
+
+/* Several tenants: restore the heap after the tenant at its top stepped
+ * (only the stepping tenant's next event moves). */
+static void heap_sift_top(sim *s)
+{
+    size_t i = 0, n = s->n, *h = s->heap;
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < n && runs_before(&s->t[h[l]], &s->t[h[m]])) m = l;
+        if (l + 1 < n && runs_before(&s->t[h[l + 1]], &s->t[h[m]])) m = l + 1;
+        if (m == i) return;
+        size_t x = h[i];
+        h[i] = h[m];
+        h[m] = x;
+        i = m;
+    }
+}
+
+static int heap_build(sim *s)
+{
+    s->heap = malloc(s->n * sizeof *s->heap);
+    if (!s->heap) return GM_ENOMEM;
+    for (size_t i = 0; i < s->n; i++) /* insertion keeps the heap property at every step */
+        for (size_t j = s->heap[i] = i; j > 0;) {
+            size_t up = (j - 1) / 2;
+            if (!runs_before(&s->t[s->heap[j]], &s->t[s->heap[up]])) break;
+            size_t x = s->heap[j];
+            s->heap[j] = s->heap[up];
+            s->heap[up] = x;
+            j = up;
+        }
+    timer_min_update(s);
+    return GM_OK;
+}
+
 static tenant *next_tenant(sim *s)
 {
-    tenant *best = NULL;
-    for (size_t i = 0; i < s->n; i++)
-        if (!s->t[i].done && (!best || s->t[i].next_t < best->next_t)) best = &s->t[i];
-    return best;
+    tenant *t = &s->t[s->heap[0]];
+    return t->done ? NULL : t;
 }
 
 /* ---------------- run ---------------- */
@@ -879,6 +1080,8 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
     gm_metrics_init(&s.res->device);
     s.next_progress = 1u << 20;
     int rc = setup(&s, err);
+    if (rc == GM_OK && s.n > 1 && heap_build(&s) != GM_OK)
+        rc = gm_errf(err, GM_ENOMEM, "out of memory");
     /* The hot loop, once per trace event of every tenant: take the tenant
      * whose next event is earliest (ties to the lower index; with one tenant
      * there is nothing to search) and step it: its due timers, the event
@@ -890,6 +1093,7 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
         tenant *t = s.n == 1 ? (s.t[0].done ? NULL : &s.t[0]) : next_tenant(&s);
         if (!t) break;
         rc = step(&s, t, err);
+        if (s.n > 1) heap_sift_top(&s);
         if (cfg->progress && s.res->events >= s.next_progress) {
             cfg->progress(cfg->progress_ctx, s.res->events);
             s.next_progress += 1u << 20;
@@ -900,9 +1104,14 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
         if (t->a) t->res->c = t->a->c;
         tenant_close(t);
     }
+    if (s.dev && !cfg->device) {
+        s.res->capacity_free = !s.dev->capacity_reads;
+        s.res->refused_calls = s.dev->refused;
+    }
     if (!cfg->device) gm_device_destroy(s.dev);
     if (s.n == 1) s.res->device = s.res->t[0].m;
     free(s.t);
+    free(s.heap);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     s.res->wall_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     if (rc != GM_OK) {

@@ -70,6 +70,8 @@ typedef struct gm_sim_config {
      * CUDA device); capacity_bytes is then the device's. Not destroyed. */
     gm_device *device;
     int on_oom_skip;          /* 1: skip the failing allocation; 0: abort the tenant  */
+    int no_hash;              /* 1: no trace hash (results' trace_hash ""): searches that
+                                 keep only a verdict (fit) */
     int lenient;              /* count and skip frees of unknown addresses             */
     int empty_cache_at_phase; /* 1: torch.cuda.empty_cache() before the first event of each
                                  new phase (forward, backward, optimizer) */
@@ -149,6 +151,12 @@ typedef struct gm_sim_result {
     int on_oom_skip;
     uint64_t events; /* trace events processed, all tenants */
     double wall_s;
+    /* 1: the run's decisions depended on the device's size only through
+     * whether its driver calls fitted (sim/device.h): the run is the same on
+     * any simulated device from peak_device_used bytes up to capacity_bytes,
+     * and above too when no call was refused (refused_calls 0) */
+    int capacity_free;
+    uint64_t refused_calls;
 } gm_sim_result;
 
 struct gm_policy_ops;

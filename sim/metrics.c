@@ -96,7 +96,7 @@ static int tl_add(gm_timeline *tl, uint64_t t, uint64_t q, uint64_t a, uint64_t 
     return fresh;
 }
 
-int gm_metrics_step(gm_metrics *m, uint64_t t, uint64_t q, uint64_t a, uint64_t r)
+int gm_metrics_step_slow(gm_metrics *m, uint64_t t, uint64_t q, uint64_t a, uint64_t r)
 {
     if (!m->started) {
         m->started = 1;

@@ -105,10 +105,53 @@ void gm_metrics_init(gm_metrics *m);
 
 /* Advance to time t and set the new values; returns 1 when a new timeline
  * bucket began (the caller may then sample external fragmentation). */
-int gm_metrics_step(gm_metrics *m, uint64_t t, uint64_t q, uint64_t a, uint64_t r);
+static inline int gm_metrics_step(gm_metrics *m, uint64_t t, uint64_t q, uint64_t a, uint64_t r);
+/* The same, for the rare cases: the first step, and a step that leaves the
+ * last timeline bucket. */
+int gm_metrics_step_slow(gm_metrics *m, uint64_t t, uint64_t q, uint64_t a, uint64_t r);
 /* Record an external-fragmentation sample (largest free block now). */
 void gm_metrics_ext_sample(gm_metrics *m, uint64_t largest_free);
 void gm_metrics_oom(gm_metrics *m, const gm_oom *o);
+
+/* The common step, once per event of every run: time moves within the last
+ * timeline bucket. Bytes and times are below 2^63, so converting them
+ * through int64_t gives the same doubles as converting them unsigned, in
+ * one instruction. */
+static inline int gm_metrics_step(gm_metrics *m, uint64_t t, uint64_t q, uint64_t a, uint64_t r)
+{
+    if (__builtin_expect(!m->started || t >= m->tl.end_t, 0))
+        return gm_metrics_step_slow(m, t, q, a, r);
+    if (t > m->t_last) {
+        double dt = (double)(int64_t)(t - m->t_last);
+        m->int_a += (double)(int64_t)m->a * dt;
+        m->int_r += (double)(int64_t)m->r * dt;
+        m->t_last = t;
+    }
+    m->q = q;
+    m->a = a;
+    m->r = r;
+    m->n_events++;
+    if (q > m->peak_q) {
+        m->peak_q = q;
+        m->peak_q_t = t;
+    }
+    if (a > m->peak_a) m->peak_a = a;
+    if (r > m->peak_r) {
+        m->peak_r = r;
+        m->peak_r_t = t;
+    }
+    gm_tl_point *p = &m->tl.p[m->tl.n - 1];
+    p->q_max = q > p->q_max ? q : p->q_max;
+    p->a_max = a > p->a_max ? a : p->a_max;
+    p->r_max = r > p->r_max ? r : p->r_max;
+    p->q_min = q < p->q_min ? q : p->q_min;
+    p->a_min = a < p->a_min ? a : p->a_min;
+    p->r_min = r < p->r_min ? r : p->r_min;
+    p->q_end = q;
+    p->a_end = a;
+    p->r_end = r;
+    return 0;
+}
 
 /* Derived figures. */
 double gm_metrics_fragmentation(const gm_metrics *m);      /* 1 - peak A / peak R */

@@ -11,8 +11,10 @@
 #include "traces/trace.h"
 
 /* Outcome of one simulation for fit: 1 fits (no OOM, every tenant done),
- * 0 does not (an OOM, or the contexts alone do not fit), <0 an error. */
-static int try_run(const gm_sim_config *cfg, gm_fit_entry *e, gm_sim_result **keep)
+ * 0 does not (an OOM, or the contexts alone do not fit), <0 an error. The
+ * result goes to *keep when keep is given and it fits (or `always`),
+ * replacing what was there; else it is freed. */
+static int try_run_as(const gm_sim_config *cfg, gm_fit_entry *e, gm_sim_result **keep, int always)
 {
     gm_sim_result *r = NULL;
     gm_err err = {0};
@@ -24,14 +26,20 @@ static int try_run(const gm_sim_config *cfg, gm_fit_entry *e, gm_sim_result **ke
         e->err = err;
         return rc;
     }
+    e->events_simulated += r->events;
     int ok = r->device.n_oom == 0 && gm_sim_completed(r) == r->n_tenants;
-    if (keep) {
+    if (keep && (ok || always)) {
         gm_sim_result_free(*keep);
         *keep = r;
     } else {
         gm_sim_result_free(r);
     }
     return ok;
+}
+
+static int try_run(const gm_sim_config *cfg, gm_fit_entry *e, gm_sim_result **keep)
+{
+    return try_run_as(cfg, e, keep, 0);
 }
 
 typedef struct fit_ctx {
@@ -45,6 +53,23 @@ static uint64_t step_down(uint64_t v)
     return v / GM_FIT_STEP * GM_FIT_STEP;
 }
 
+static uint64_t step_up(uint64_t v)
+{
+    return (v + GM_FIT_STEP - 1) / GM_FIT_STEP * GM_FIT_STEP;
+}
+
+/* A run at capacity c fitted, with result r: the smallest capacity known
+ * to fit. A run whose decisions the device's size changed only through
+ * which driver calls fitted is the same run on every device from its peak
+ * use up to c (sim/device.h: a call refused at c is refused below it, one
+ * that fitted stays within the peak), so that fits too, unsimulated. */
+static uint64_t fitted(uint64_t c, const gm_sim_result *r)
+{
+    if (!r->capacity_free) return c;
+    uint64_t p = step_up(r->peak_device_used);
+    return p < c ? p : c;
+}
+
 static void fit_capacity_one(void *arg, size_t i)
 {
     fit_ctx *x = arg;
@@ -53,7 +78,8 @@ static void fit_capacity_one(void *arg, size_t i)
     cfg.policy = e->spec;
     cfg.progress = NULL;
     cfg.device = NULL;
-    gm_sim_result *best = NULL;
+    cfg.no_hash = 1;            /* fit reports no trace hash: the searches skip it */
+    gm_sim_result *best = NULL; /* the run that showed `hi` fits */
     int ok;
     uint64_t start = x->base_capacity, max_capacity = x->max_capacity;
     if (!start) { /* no device known: start from what the run uses on one that never runs out */
@@ -64,21 +90,41 @@ static void fit_capacity_one(void *arg, size_t i)
             goto out; /* not even the probe fits */
         }
         start = best->peak_device_used + GM_FIT_STEP;
-        gm_sim_result_free(best);
-        best = NULL;
         if (!max_capacity) max_capacity = start * 16;
+        if (best->capacity_free) { /* the same run on any device from its peak up */
+            e->max_capacity = step_up(start);
+            start = step_up(best->peak_device_used);
+        } else {
+            gm_sim_result_free(best);
+            best = NULL;
+        }
     }
     /* an upper end that fits */
-    uint64_t hi = (start + GM_FIT_STEP - 1) / GM_FIT_STEP * GM_FIT_STEP, lo = 0;
-    for (;;) {
-        cfg.capacity_bytes = hi;
-        e->max_capacity = hi;
+    uint64_t hi = step_up(start), lo = 0;
+    if (!best)
+        for (;;) {
+            cfg.capacity_bytes = hi;
+            e->max_capacity = hi;
+            if ((ok = try_run(&cfg, e, &best)) < 0) goto out;
+            if (ok) {
+                hi = fitted(hi, best);
+                break;
+            }
+            lo = hi;
+            if (hi >= max_capacity) goto out; /* not found */
+            hi = hi * 2 > max_capacity ? step_down(max_capacity) : hi * 2;
+            if (hi <= lo) goto out;
+        }
+    /* just below it first: often the smallest device is the one the run
+     * reaches when nothing presses it, and this one run (which fails late)
+     * settles it; else a lower end, and the bisection */
+    if (lo == 0 && hi > GM_FIT_STEP) {
+        cfg.capacity_bytes = hi - GM_FIT_STEP;
         if ((ok = try_run(&cfg, e, &best)) < 0) goto out;
-        if (ok) break;
-        lo = hi;
-        if (hi >= max_capacity) goto out; /* not found */
-        hi = hi * 2 > max_capacity ? step_down(max_capacity) : hi * 2;
-        if (hi <= lo) goto out;
+        if (!ok)
+            lo = hi - GM_FIT_STEP;
+        else
+            hi = fitted(hi - GM_FIT_STEP, best);
     }
     /* a lower end that does not: below peak live + contexts nothing fits */
     if (lo == 0) {
@@ -88,30 +134,41 @@ static void fit_capacity_one(void *arg, size_t i)
         for (;;) {
             if (lo == 0) break; /* 0 bytes never fit */
             cfg.capacity_bytes = lo;
-            if ((ok = try_run(&cfg, e, NULL)) < 0) goto out;
+            if ((ok = try_run(&cfg, e, &best)) < 0) goto out;
             if (!ok) break;
-            hi = lo; /* fits lower than expected: keep going down */
+            hi = fitted(lo, best); /* fits lower than expected: keep going down */
             lo = step_down(lo / 2);
         }
     }
     while (hi - lo > GM_FIT_STEP) {
         uint64_t mid = lo + step_down((hi - lo) / 2);
         cfg.capacity_bytes = mid;
-        if ((ok = try_run(&cfg, e, NULL)) < 0) goto out;
+        if ((ok = try_run(&cfg, e, &best)) < 0) goto out;
         if (ok)
-            hi = mid;
+            hi = fitted(mid, best);
         else
             lo = mid;
     }
-    cfg.capacity_bytes = hi; /* the result's own figures */
-    if ((ok = try_run(&cfg, e, &best)) < 0) goto out;
-    e->found = ok == 1;
+    /* the result's own figures: those of the run that showed hi fits (the
+     * same run as one at hi) */
+    e->found = 1;
     e->capacity = hi;
     e->oom_capacity = lo;
     e->peak_live = best->device.peak_q;
     e->peak_reserved = best->device.peak_r;
 out:
     gm_sim_result_free(best);
+}
+
+/* The policies with a timer first (they take longest; see compare.c);
+ * NULL (then in order) when out of memory. */
+static size_t *timed_first(char *const *specs, size_t n)
+{
+    size_t *order = malloc((n ? n : 1) * sizeof *order), k = 0;
+    for (int timed = 1; order && timed >= 0; timed--)
+        for (size_t i = 0; i < n; i++)
+            if (gm_policy_spec_timed(specs[i]) == timed) order[k++] = i;
+    return order;
 }
 
 static gm_fit *fit_new(char *const *specs, size_t n)
@@ -174,8 +231,10 @@ int gm_fit_capacity(const gm_sim_config *base, char *const *specs, size_t n, int
     f->capacity_bytes = cap;
     fit_ctx x = {base, f, cap, max_capacity ? max_capacity : cap * 16};
     f->probed = cap == 0;
+    size_t *order = timed_first(specs, n);
     double t0 = gm_monotonic_s();
-    gm_parallel_for(n, f->threads, fit_capacity_one, &x);
+    gm_parallel_for_order(n, order, f->threads, fit_capacity_one, &x);
+    free(order);
     f->wall_s = gm_monotonic_s() - t0;
     return fit_finish(f, out, err);
 }
@@ -201,10 +260,11 @@ static void fit_tenants_one(void *arg, size_t i)
     cfg.progress = NULL;
     cfg.tenants = ts;
     cfg.capacity_bytes = x->base_capacity;
+    cfg.no_hash = 1; /* fit reports no trace hash */
     for (uint32_t k = 1; k <= f->max_copies; k++) {
         cfg.n_tenants = group * k;
         gm_sim_result *r = NULL;
-        int ok = try_run(&cfg, e, &r);
+        int ok = try_run_as(&cfg, e, &r, 1);
         e->copies_tried = k;
         if (ok < 0) break;
         if (!ok) {
@@ -234,8 +294,10 @@ int gm_fit_tenants(const gm_sim_config *base, char *const *specs, size_t n, int 
     f->capacity_bytes = cap;
     f->threads = threads > 0 ? threads : gm_default_threads();
     fit_ctx x = {base, f, cap, 0};
+    size_t *order = timed_first(specs, n);
     double t0 = gm_monotonic_s();
-    gm_parallel_for(n, f->threads, fit_tenants_one, &x);
+    gm_parallel_for_order(n, order, f->threads, fit_tenants_one, &x);
+    free(order);
     f->wall_s = gm_monotonic_s() - t0;
     return fit_finish(f, out, err);
 }

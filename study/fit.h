@@ -31,6 +31,9 @@ typedef struct gm_fit_entry {
     uint32_t copies_tried;
     uint32_t first_fail_completed; /* tenants that completed at copies_fit + 1 */
     uint32_t runs;                 /* simulations this entry needed                */
+    uint64_t events_simulated;     /* trace events they processed (a run that hits an
+                                      OOM stops there): runs in full-run equivalents
+                                      = events_simulated / the trace's events      */
 } gm_fit_entry;
 
 typedef struct gm_fit {

@@ -85,16 +85,27 @@ int gm_policy_list_split(const char *list, char ***specs, size_t *n, gm_err *err
     return GM_OK;
 }
 
-int gm_policy_spec_realizable(const char *spec)
+static const gm_policy_ops *spec_ops(const char *spec)
 {
     char name[64];
     const char *colon = strchr(spec, ':');
     size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
-    if (len >= sizeof name) return 1;
+    if (len >= sizeof name) return NULL;
     memcpy(name, spec, len);
     name[len] = 0;
-    const gm_policy_ops *o = gm_policy_find(name);
+    return gm_policy_find(name);
+}
+
+int gm_policy_spec_realizable(const char *spec)
+{
+    const gm_policy_ops *o = spec_ops(spec);
     return o ? o->realizable : 1;
+}
+
+int gm_policy_spec_timed(const char *spec)
+{
+    const gm_policy_ops *o = spec_ops(spec);
+    return o && o->timer_period_ns;
 }
 
 int gm_policies_append(char *buf, size_t cap, const char *arg, gm_err *err)

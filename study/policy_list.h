@@ -23,5 +23,8 @@ int gm_policies_append(char *buf, size_t cap, const char *arg, gm_err *err);
 
 /* 0 when spec names an unrealizable policy (the oracle), else 1. */
 int gm_policy_spec_realizable(const char *spec);
+/* 1 when spec names a policy with a timer (work on every tick: predictive,
+ * oracle), the ones that take longest; else 0. */
+int gm_policy_spec_timed(const char *spec);
 
 #endif

@@ -8,6 +8,7 @@
 typedef struct pool {
     pthread_mutex_t mu;
     size_t next, n;
+    const size_t *order;
     void (*fn)(void *ctx, size_t i);
     void *ctx;
 } pool;
@@ -20,7 +21,7 @@ static void *worker(void *arg)
         size_t i = p->next < p->n ? p->next++ : p->n;
         pthread_mutex_unlock(&p->mu);
         if (i == p->n) return NULL;
-        p->fn(p->ctx, i);
+        p->fn(p->ctx, p->order ? p->order[i] : i);
     }
 }
 
@@ -32,12 +33,18 @@ int gm_default_threads(void)
 
 void gm_parallel_for(size_t n, int threads, void (*fn)(void *ctx, size_t i), void *ctx)
 {
+    gm_parallel_for_order(n, NULL, threads, fn, ctx);
+}
+
+void gm_parallel_for_order(size_t n, const size_t *order, int threads,
+                           void (*fn)(void *ctx, size_t i), void *ctx)
+{
     if (threads <= 0) threads = gm_default_threads();
     if ((size_t)threads > n) threads = (int)n;
-    pool p = {.next = 0, .n = n, .fn = fn, .ctx = ctx};
+    pool p = {.next = 0, .n = n, .order = order, .fn = fn, .ctx = ctx};
     if (threads <= 1) {
         for (size_t i = 0; i < n; i++)
-            fn(ctx, i);
+            fn(ctx, order ? order[i] : i);
         return;
     }
     pthread_mutex_init(&p.mu, NULL);

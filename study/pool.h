@@ -11,6 +11,11 @@
 
 /* Run fn(ctx, i) for i in [0, n) on `threads` threads (0 = one per core). */
 void gm_parallel_for(size_t n, int threads, void (*fn)(void *ctx, size_t i), void *ctx);
+/* The same, starting the indices in the order given (order[0] first; a
+ * permutation of [0, n), or NULL for 0, 1, ...): the longest jobs first, so
+ * that none starts last and runs alone. */
+void gm_parallel_for_order(size_t n, const size_t *order, int threads,
+                           void (*fn)(void *ctx, size_t i), void *ctx);
 int gm_default_threads(void);
 
 #endif

@@ -432,6 +432,57 @@ static void test_bad_settings(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "--capacity"));
 }
 
+/* What made a run depend on the device's size (engine.h: capacity_free,
+ * refused_calls), and the claim behind fit's use of it: such a run is the
+ * same on every device from its peak use up. A 30 MiB block is freed and
+ * cached, then 40 MiB are needed: 70 MiB with no pressure; on 60 MiB the
+ * driver refuses, PyTorch's policy flushes the cache and retries. */
+static void test_capacity_dependence(void)
+{
+    gm_event a[] = {ev_alloc(0, 1, 30 * MiB), ev_free(10, 1), ev_alloc(20, 2, 40 * MiB)};
+    gm_tenant_spec t = {.path = "a", .events = a, .n_events = 3, .repeat = 1};
+    gm_sim_config c;
+    gm_sim_result *r;
+    gm_err err = {0};
+    config(&c, &t, 1, GiB);
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(r->capacity_free, 1);
+    CU_ASSERT_EQUAL(r->refused_calls, 0);
+    CU_ASSERT_EQUAL(r->peak_device_used, 70 * MiB);
+    gm_alloc_counters big = gm_sim_totals(r);
+    gm_sim_result_free(r);
+    c.capacity_bytes = 70 * MiB; /* at its peak use: the same run */
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    gm_alloc_counters at_peak = gm_sim_totals(r);
+    CU_ASSERT_EQUAL(r->refused_calls, 0);
+    CU_ASSERT_EQUAL(at_peak.n_driver_alloc, big.n_driver_alloc);
+    CU_ASSERT_EQUAL(at_peak.n_driver_free, big.n_driver_free);
+    CU_ASSERT_EQUAL(r->device.peak_r, 70 * MiB);
+    gm_sim_result_free(r);
+    c.capacity_bytes = 60 * MiB; /* refused, flushed, retried: still only the calls decide */
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(r->device.n_oom, 0);
+    CU_ASSERT_EQUAL(r->refused_calls, 1);
+    CU_ASSERT_EQUAL(r->capacity_free, 1);
+    CU_ASSERT_EQUAL(r->peak_device_used, 40 * MiB);
+    gm_sim_result_free(r);
+    c.policy = "lru"; /* it releases what the device lacks: read from its size */
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(r->capacity_free, 0);
+    gm_sim_result_free(r);
+    c.policy = NULL;
+    c.capacity_bytes = GiB;
+    c.memory_fraction = 0.5; /* a limit taken from the size */
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(r->capacity_free, 0);
+    gm_sim_result_free(r);
+    c.memory_fraction = 0;
+    c.alloc_conf = "expandable_segments:True"; /* an address range sized from it */
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(r->capacity_free, 0);
+    gm_sim_result_free(r);
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("engine", NULL, NULL);
@@ -446,5 +497,6 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_initial_state_file);
     GM_ADD_TEST(s, test_bad_files);
     GM_ADD_TEST(s, test_bad_settings);
+    GM_ADD_TEST(s, test_capacity_dependence);
     return CUE_SUCCESS;
 }

@@ -643,6 +643,30 @@ static void test_fit_capacity(void)
     gm_fit_free(f);
 }
 
+/* The same trace fitted with few simulations: on 1 GiB it reaches 70 MiB
+ * and nothing else depends on the size, so 70 MiB fits unsimulated; 68 MiB
+ * fits by flushing the cached 30 MiB (peak 40 MiB, which so fits too), and
+ * 38 MiB, below the live 40 MiB, does not: 40 MiB in 3 simulations. */
+static void test_fit_few_runs(void)
+{
+    gm_event a[] = {ev_alloc(0, 1, 30 * MiB, 0), ev_free(10, 1), ev_alloc(20, 2, 40 * MiB, 0)};
+    gm_tenant_spec t = {.path = "a", .events = a, .n_events = 3, .repeat = 1};
+    gm_sim_config c;
+    config(&c, &t, 1, GiB, NULL);
+    char *specs[] = {"pytorch"};
+    gm_fit *f = NULL;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_fit_capacity(&c, specs, 1, 1, 0, &f, &err), GM_OK);
+    CU_ASSERT(f->e[0].found);
+    CU_ASSERT_EQUAL(f->e[0].capacity, 40 * MiB);
+    CU_ASSERT_EQUAL(f->e[0].oom_capacity, 38 * MiB);
+    CU_ASSERT_EQUAL(f->e[0].runs, 3);
+    CU_ASSERT_EQUAL(f->e[0].peak_reserved, 40 * MiB);
+    CU_ASSERT(!oom_at(&c, "pytorch", 40 * MiB));
+    CU_ASSERT(oom_at(&c, "pytorch", 38 * MiB));
+    gm_fit_free(f);
+}
+
 static void test_fit_tenants(void)
 {
     gm_event a[] = {ev_alloc(0, 1, 100 * MiB, 0), ev_free(10 * MS, 1)};
@@ -681,6 +705,7 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_names_threads);
     GM_ADD_TEST(s, test_compare_deterministic);
     GM_ADD_TEST(s, test_fit_capacity);
+    GM_ADD_TEST(s, test_fit_few_runs);
     GM_ADD_TEST(s, test_fit_tenants);
     return CUE_SUCCESS;
 }

@@ -176,6 +176,7 @@ static void round_trip(size_t n, const gm_trace_write_opts *opts, size_t cap)
     m.device_avail_min_bytes = 20 * GM_GiB;
     m.device_avail_max_bytes = 22 * GM_GiB;
     gm_trace_meta_set(&m.device_avail_source, "2 release-and-retry bursts");
+    gm_trace_meta_set(&m.torch_version, "2.3-2.8");
 
     gm_event *ev = make_events(n);
     gm_init_row init[4] = {
@@ -232,6 +233,8 @@ static void round_trip(size_t n, const gm_trace_write_opts *opts, size_t cap)
     CU_ASSERT_EQUAL(g->device_avail_min_bytes, 20 * GM_GiB);
     CU_ASSERT_EQUAL(g->device_avail_max_bytes, 22 * GM_GiB);
     CU_ASSERT_STRING_EQUAL(g->device_avail_source, "2 release-and-retry bursts");
+    CU_ASSERT_STRING_EQUAL(g->torch_version, "2.3-2.8"); /* through the isolated reader too */
+    CU_ASSERT_EQUAL(g->dense_ids, 1);                    /* gmsim's writer numbered them */
     CU_ASSERT_STRING_EQUAL(gm_trace_path(r), path);
     CU_ASSERT_EQUAL(gm_trace_nevents(r), n);
 

@@ -113,6 +113,8 @@ typedef struct gm_event {
     uint8_t op;       /* enum gm_op                                          */
     uint8_t category; /* enum gm_category                                    */
     uint8_t phase;    /* enum gm_phase                                       */
+    uint32_t id;      /* the allocation's live slot, 0 = none (FORMAT.md, column id;
+                         event_ids.h); the writer sets it, a reader passes it on */
 } gm_event;
 
 /* One row of /initial_state: memory that existed before the first event.
@@ -180,6 +182,10 @@ typedef struct gm_trace_meta {
     uint64_t device_avail_max_bytes; /* ... and less than this (0 = no bound) */
     char *device_avail_source;       /* how it was inferred, "" if unknown  */
     char *torch_version; /* PyTorch that recorded it: "2.9", a range "2.3-2.8", "" unknown */
+    /* the events' ids pair allocations and frees as their addresses do
+     * (gmsim wrote the id column, or gm_ids_assign numbered them): a replay
+     * may index by id instead of hashing addresses. Not an attribute. */
+    int dense_ids;
 } gm_trace_meta;
 
 void gm_trace_meta_init(gm_trace_meta *m); /* all strings "" and numbers 0, version 2 */

@@ -36,6 +36,7 @@
  * library never prints, so every entry point silences it for the calling
  * thread (the stack is per thread in Debian's thread-safe HDF5).
  */
+#include "event_ids.h"
 #include "trace.h"
 #include "trace_int.h"
 #include "base/outfile.h"
@@ -89,7 +90,7 @@ static void free_fapl(hid_t fapl)
 
 /* ---------------- tables ---------------- */
 
-enum col_kind { COL_U64, COL_U8, COL_NAME };
+enum col_kind { COL_U64, COL_U8, COL_NAME, COL_U32 };
 
 struct col {
     const char *name;
@@ -114,8 +115,10 @@ struct table {
 static const struct col event_cols[] = {
     COL(gm_event, t_ns, COL_U64), COL(gm_event, op, COL_U8),      COL(gm_event, addr, COL_U64),
     COL(gm_event, size, COL_U64), COL(gm_event, stream, COL_U64), COL(gm_event, category, COL_U8),
-    COL(gm_event, phase, COL_U8),
+    COL(gm_event, phase, COL_U8), OPT(gm_event, id, COL_U32), /* FORMAT.md: optional */
 };
+/* /events@id_scheme: the id column pairs allocations as event_ids.h numbers them */
+#define ID_SCHEME "gmsim-live-slot/1"
 static const struct col init_cols[] = {
     COL(gm_init_row, addr, COL_U64),       COL(gm_init_row, size, COL_U64),
     COL(gm_init_row, block_size, COL_U64), COL(gm_init_row, stream, COL_U64),
@@ -139,13 +142,14 @@ static const struct table markers_table = {"markers", marker_cols, NCOLS(marker_
 
 static size_t col_bytes(enum col_kind k)
 {
-    return k == COL_U64 ? 8 : k == COL_U8 ? 1 : GM_MARKER_NAME_LEN;
+    return k == COL_U64 ? 8 : k == COL_U32 ? 4 : k == COL_U8 ? 1 : GM_MARKER_NAME_LEN;
 }
 
 static hid_t col_type(enum col_kind k, int file)
 {
     if (k == COL_U64) return H5Tcopy(file ? H5T_STD_U64LE : H5T_NATIVE_UINT64);
     if (k == COL_U8) return H5Tcopy(file ? H5T_STD_U8LE : H5T_NATIVE_UINT8);
+    if (k == COL_U32) return H5Tcopy(file ? H5T_STD_U32LE : H5T_NATIVE_UINT32);
     hid_t s = H5Tcopy(H5T_C_S1);
     if (s >= 0 && (H5Tset_size(s, GM_MARKER_NAME_LEN) < 0 ||
                    H5Tset_strpad(s, H5T_STR_NULLTERM) < 0 || H5Tset_cset(s, H5T_CSET_UTF8) < 0))
@@ -173,21 +177,23 @@ static herr_t name_cset(hid_t from, const char *name, hid_t m)
 
 /* The compound type of a table: packed file layout (file=1) or its struct.
  * With a file type `from` (reading), optional columns it lacks are left
- * out of the struct type, so they keep the zeros of the caller's buffer. */
+ * out of the struct type, so they keep the zeros of the caller's buffer
+ * (and out of the packed layout, which is then the layout without them). */
 static hid_t table_type_from(const struct table *t, int file, hid_t from)
 {
     size_t size = t->mem_size;
     if (file) {
         size = 0;
         for (size_t i = 0; i < t->ncols; i++)
-            size += col_bytes(t->cols[i].kind);
+            if (from < 0 || !t->cols[i].optional || has_member(from, t->cols[i].name))
+                size += col_bytes(t->cols[i].kind);
     }
     hid_t ct = H5Tcreate(H5T_COMPOUND, size);
     size_t off = 0;
     for (size_t i = 0; ct >= 0 && i < t->ncols; i++) {
         const struct col *c = &t->cols[i];
         if (from >= 0 && c->optional && !has_member(from, c->name)) {
-            off += col_bytes(c->kind);
+            if (!file) off += col_bytes(c->kind);
             continue;
         }
         hid_t m = col_type(c->kind, file);
@@ -263,7 +269,8 @@ static int check_table(hid_t ds, const struct table *t, const char *path, gm_err
  * exactly that layout; other layouts (say from h5py) go through HDF5's conversion. Byte order is
  * explicit, so this works on any host.
  */
-enum { EV_PACKED = 35 }; /* bytes per packed row; offsets follow event_cols */
+enum { EV_PACKED = 39 };     /* bytes per packed row; offsets follow event_cols */
+enum { EV_PACKED_OLD = 35 }; /* the same without id (gmsim before issue 12) */
 
 static inline uint64_t get_le64(const unsigned char *p)
 {
@@ -283,11 +290,17 @@ static inline void put_le64(unsigned char *p, uint64_t v)
     memcpy(p, &v, 8);
 }
 
-static void unpack_events(const unsigned char *raw, gm_event *ev, size_t n)
+static inline uint32_t get_le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Rows of `row` bytes: EV_PACKED (with id) or EV_PACKED_OLD. */
+static void unpack_events(const unsigned char *raw, size_t row, gm_event *ev, size_t n)
 {
     gm_event e;
     memset(&e, 0, sizeof e); /* padding stays zero, so events can be hashed */
-    for (size_t i = 0; i < n; i++, raw += EV_PACKED) {
+    for (size_t i = 0; i < n; i++, raw += row) {
         e.t_ns = get_le64(raw + 0);
         e.op = raw[8];
         e.addr = get_le64(raw + 9);
@@ -295,13 +308,17 @@ static void unpack_events(const unsigned char *raw, gm_event *ev, size_t n)
         e.stream = get_le64(raw + 25);
         e.category = raw[33];
         e.phase = raw[34];
+        if (row == EV_PACKED) e.id = get_le32(raw + 35);
         ev[i] = e;
     }
 }
 
-static void pack_events(const gm_event *ev, unsigned char *raw, size_t n)
+/* Pack n events, numbering their allocations on the way (event_ids.h). */
+static int pack_events(gm_ids *ids, const gm_event *ev, unsigned char *raw, size_t n)
 {
     for (size_t i = 0; i < n; i++, raw += EV_PACKED) {
+        int64_t id = gm_ids_next(ids, &ev[i]);
+        if (id < 0) return GM_ENOMEM;
         put_le64(raw + 0, ev[i].t_ns);
         raw[8] = ev[i].op;
         put_le64(raw + 9, ev[i].addr);
@@ -309,7 +326,10 @@ static void pack_events(const gm_event *ev, unsigned char *raw, size_t n)
         put_le64(raw + 25, ev[i].stream);
         raw[33] = ev[i].category;
         raw[34] = ev[i].phase;
+        for (int k = 0; k < 4; k++)
+            raw[35 + k] = (unsigned char)((uint64_t)id >> (8 * k));
     }
+    return GM_OK;
 }
 
 /* ---------------- meta ---------------- */
@@ -518,6 +538,7 @@ struct gm_h5r {
     hid_t fspace;       /* /events dataspace, re-selected for each piece  */
     hid_t mspace;       /* GM_TRACE_CHUNK_EVENTS rows, the first n selected */
     hid_t raw_type;     /* fast path: the packed file type, or invalid      */
+    size_t raw_row;     /* fast path: its bytes per row (with or without id) */
     hid_t dxpl;         /* transfers: conversion refuses out-of-range values */
     int range_error;    /* set by conv_range_cb: the last read hit one      */
     unsigned char *raw; /* fast path: GM_TRACE_CHUNK_EVENTS packed rows     */
@@ -833,16 +854,32 @@ static int open_table(gm_h5r *r, const struct table *t, hid_t *ds, hsize_t *nrow
     return GM_OK;
 }
 
+/* The packed layout the file has, with the optional id or without it (the
+ * packed type built from the file's own columns), or none. */
 static void setup_fast_path(gm_h5r *r)
 {
-    hid_t packed = table_type(&events_table, 1), ft = H5Dget_type(r->events);
-    if (packed >= 0 && ft >= 0 && H5Tget_size(packed) == EV_PACKED && H5Tequal(ft, packed) > 0 &&
-        (r->raw = malloc((size_t)GM_TRACE_CHUNK_EVENTS * EV_PACKED))) {
+    hid_t ft = H5Dget_type(r->events), packed = table_type_from(&events_table, 1, ft);
+    size_t row = packed >= 0 ? H5Tget_size(packed) : 0;
+    if (ft >= 0 && (row == EV_PACKED || row == EV_PACKED_OLD) && H5Tequal(ft, packed) > 0 &&
+        (r->raw = malloc((size_t)GM_TRACE_CHUNK_EVENTS * row))) {
         r->raw_type = packed;
+        r->raw_row = row;
         packed = H5I_INVALID_HID;
     }
     h5_close(&packed, H5Tclose);
     h5_close(&ft, H5Tclose);
+}
+
+/* The id column is trusted only as gmsim's writer numbered it (FORMAT.md). */
+static int ids_trusted(hid_t events)
+{
+    char *scheme = NULL;
+    gm_err ignore = {0};
+    int ok = H5Aexists(events, "id_scheme") > 0 &&
+             read_str_attr(events, "", "id_scheme", &scheme, &ignore) == GM_OK && scheme &&
+             !strcmp(scheme, ID_SCHEME);
+    free(scheme);
+    return ok;
 }
 
 /*
@@ -887,7 +924,10 @@ static int open_events(gm_h5r *r, gm_err *err)
                        p);
     r->nevents = n;
     hsize_t piece = GM_TRACE_CHUNK_EVENTS;
-    r->ev_type = table_type(&events_table, 0);
+    hid_t ft = H5Dget_type(r->events);
+    r->ev_type = table_type_from(&events_table, 0, ft);
+    r->meta.dense_ids = has_member(ft, "id") && ids_trusted(r->events);
+    h5_close(&ft, H5Tclose);
     r->fspace = H5Dget_space(r->events);
     r->mspace = H5Screate_simple(1, &piece, NULL);
     if (r->ev_type < 0 || r->fspace < 0 || r->mspace < 0)
@@ -1075,7 +1115,7 @@ static herr_t read_rows(gm_h5r *r, uint64_t first, gm_event *buf, size_t n)
         H5Dread(r->events, fast ? r->raw_type : r->ev_type, r->mspace, r->fspace, r->dxpl,
                 fast ? (void *)r->raw : (void *)buf) < 0)
         return -1;
-    if (fast) unpack_events(r->raw, buf, n);
+    if (fast) unpack_events(r->raw, r->raw_row, buf, n);
     return 0;
 }
 
@@ -1234,6 +1274,7 @@ struct gm_trace_writer {
     hid_t raw_type, init_type, mk_type; /* memory types: packed events, structs */
     unsigned char *raw;                 /* events not yet written, packed */
     size_t nbuf, chunk;
+    gm_ids ids;                           /* the allocations' live slots (column id) */
     gm_trace_write_opts opts;             /* for /events, created at the first flush */
     uint64_t nevents, ninitial, nmarkers; /* rows written           */
     uint64_t dropped;
@@ -1329,7 +1370,7 @@ static hid_t create_table(hid_t file, const struct table *t, hsize_t chunk,
 static int create_events(gm_trace_writer *w, size_t chunk, gm_err *err)
 {
     w->events = create_table(w->file, &events_table, chunk ? chunk : 1, &w->opts);
-    if (w->events >= 0) return GM_OK;
+    if (w->events >= 0 && write_str_attr(w->events, "id_scheme", ID_SCHEME) == 0) return GM_OK;
     w->failed = 1;
     return gm_errf(err, GM_EIO, "%s: cannot create /events (HDF5 error)", w->tmp);
 }
@@ -1379,6 +1420,7 @@ static int writer_close_h5(gm_trace_writer *w)
 
 static void writer_free(gm_trace_writer *w)
 {
+    gm_ids_free(&w->ids);
     free(w->raw);
     free(w->tmp);
     free(w->path);
@@ -1439,7 +1481,7 @@ int gm_trace_create(const char *path, const gm_trace_meta *meta, const gm_trace_
     w->plan.fd = -1;
     w->path = strdup(path);
     w->raw = malloc(w->chunk * EV_PACKED);
-    if (!w->path || !w->raw) rc = gm_errf(err, GM_ENOMEM, "%s: out of memory", path);
+    if (!w->path || !w->raw || gm_ids_init(&w->ids)) rc = gm_errf(err, GM_ENOMEM, "%s: out of memory", path);
     if (!rc) rc = create_file(w, err);
     if (!rc) rc = write_meta(w, meta, err);
     if (!rc) rc = create_tables(w, err);
@@ -1482,7 +1524,10 @@ int gm_trace_append(gm_trace_writer *w, const gm_event *ev, size_t n, gm_err *er
     int rc = check_writable(w, ev, n, err);
     while (!rc && n > 0) {
         size_t k = w->chunk - w->nbuf < n ? w->chunk - w->nbuf : n;
-        pack_events(ev, w->raw + w->nbuf * EV_PACKED, k);
+        if (pack_events(&w->ids, ev, w->raw + w->nbuf * EV_PACKED, k)) {
+            rc = gm_errf(err, GM_ENOMEM, "%s: out of memory numbering allocations", w->path);
+            break;
+        }
         w->nbuf += k;
         ev += k;
         n -= k;

@@ -194,12 +194,13 @@ static void wput(struct wbuf *w, const void *v, size_t n)
 }
 
 /* The strings and numbers of gm_trace_meta, in one order for both sides. */
-#define META_NSTR 7
+#define META_NSTR 8
 #define META_NU64 5
 static char **meta_strs(gm_trace_meta *m, int i)
 {
-    char **s[META_NSTR] = {&m->source,   &m->device_name, &m->created_utc,        &m->command,
-                           &m->workload, &m->alloc_conf,  &m->device_avail_source};
+    char **s[META_NSTR] = {
+        &m->source,   &m->device_name, &m->created_utc,         &m->command,
+        &m->workload, &m->alloc_conf,  &m->device_avail_source, &m->torch_version};
     return s[i];
 }
 static uint64_t *meta_nums(gm_trace_meta *m, int i)
@@ -212,8 +213,9 @@ static uint64_t *meta_nums(gm_trace_meta *m, int i)
 static void meta_put(struct wbuf *w, const gm_trace_meta *cm)
 {
     gm_trace_meta *m = (gm_trace_meta *)cm;
-    int32_t version = m->version;
+    int32_t version = m->version, dense = m->dense_ids != 0;
     wput(w, &version, sizeof version);
+    wput(w, &dense, sizeof dense);
     for (int i = 0; i < META_NU64; i++)
         wput(w, meta_nums(m, i), 8);
     for (int i = 0; i < META_NSTR; i++) {
@@ -228,11 +230,14 @@ static void meta_put(struct wbuf *w, const gm_trace_meta *cm)
 static int meta_get(const char *p, size_t len, gm_trace_meta *m)
 {
     size_t off = 0;
-    int32_t version;
-    if (len < sizeof version + 8 * META_NU64) return -1;
+    int32_t version, dense;
+    if (len < sizeof version + sizeof dense + 8 * META_NU64) return -1;
     memcpy(&version, p, sizeof version), off += sizeof version;
-    if (version < GM_TRACE_MIN_VERSION || version > GM_TRACE_VERSION) return -1;
+    memcpy(&dense, p + off, sizeof dense), off += sizeof dense;
+    if (version < GM_TRACE_MIN_VERSION || version > GM_TRACE_VERSION || (dense != 0 && dense != 1))
+        return -1;
     m->version = version;
+    m->dense_ids = dense; /* a hint only: the engine checks each id's address at the free */
     for (int i = 0; i < META_NU64; i++, off += 8)
         memcpy(meta_nums(m, i), p + off, 8);
     for (int i = 0; i < META_NSTR; i++) {

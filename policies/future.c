@@ -1,0 +1,288 @@
+/* future.c - see future.h. */
+#define _GNU_SOURCE /* O_TMPFILE */
+#include "future.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BLOCK 64           /* entries per block                       */
+#define MAX_ENTRY_BYTES 20 /* two varints of a 64-bit delta at most   */
+#define MAX_BLOCK_BYTES (BLOCK * MAX_ENTRY_BYTES)
+
+typedef struct fblock {
+    uint64_t offset; /* in the file                               */
+    uint64_t first_idx, last_idx;
+    uint64_t first_t;
+    uint32_t bytes, n;
+} fblock;
+
+typedef struct fkey {
+    fblock *blocks;
+    size_t n_blocks, cap_blocks;
+    uint64_t count;
+    uint64_t *idx, *t; /* build: the block being filled; read: the block loaded */
+    uint32_t n_buf;
+    long loaded; /* read: the block in idx/t, -1 none */
+} fkey;
+
+struct gm_future {
+    int fd;
+    uint64_t file_bytes;
+    fkey *keys;
+    size_t n_keys, cap_keys;
+    int sealed;
+};
+
+int gm_future_open(gm_future **out, gm_err *err)
+{
+    *out = NULL;
+    gm_future *f = calloc(1, sizeof *f);
+    if (!f) return gm_errf(err, GM_ENOMEM, "oracle: out of memory");
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir) dir = "/tmp";
+    f->fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (f->fd < 0) { /* no O_TMPFILE here: a named file, unlinked at once */
+        char path[4096];
+        snprintf(path, sizeof path, "%s/gmsim-oracle-XXXXXX", dir);
+        f->fd = mkstemp(path);
+        if (f->fd >= 0) unlink(path);
+    }
+    if (f->fd < 0) {
+        int e = errno;
+        free(f);
+        return gm_errf(err, GM_EIO,
+                       "oracle: cannot create a temporary file in %s for the trace's future (%s); "
+                       "point TMPDIR at a writable folder",
+                       dir, strerror(e));
+    }
+    *out = f;
+    return GM_OK;
+}
+
+long gm_future_key(gm_future *f)
+{
+    if (f->n_keys == f->cap_keys) {
+        size_t cap = f->cap_keys ? 2 * f->cap_keys : 16;
+        fkey *k = realloc(f->keys, cap * sizeof *k);
+        if (!k) return -1;
+        f->keys = k;
+        f->cap_keys = cap;
+    }
+    fkey *k = &f->keys[f->n_keys];
+    memset(k, 0, sizeof *k);
+    k->loaded = -1;
+    return (long)f->n_keys++;
+}
+
+static size_t put_varint(unsigned char *p, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (unsigned char)v;
+    return n;
+}
+
+static size_t get_varint(const unsigned char *p, size_t len, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (size_t n = 0; n < len && n < 10; n++) {
+        x |= (uint64_t)(p[n] & 0x7f) << (7 * n);
+        if (!(p[n] & 0x80)) {
+            *v = x;
+            return n + 1;
+        }
+    }
+    return 0; /* damaged */
+}
+
+/* Times never go back in a valid trace, but a delta is stored zigzagged so
+ * that any order survives the round trip. */
+static uint64_t zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static int64_t unzigzag(uint64_t v)
+{
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* Write key k's buffered entries as one block at the end of the file. */
+static int flush_key(gm_future *f, fkey *k, gm_err *err)
+{
+    if (!k->n_buf) return GM_OK;
+    unsigned char buf[MAX_BLOCK_BYTES];
+    size_t len = 0;
+    for (uint32_t i = 1; i < k->n_buf; i++) {
+        len += put_varint(buf + len, k->idx[i] - k->idx[i - 1]);
+        len += put_varint(buf + len, zigzag((int64_t)(k->t[i] - k->t[i - 1])));
+    }
+    if (k->n_blocks == k->cap_blocks) {
+        size_t cap = k->cap_blocks ? 2 * k->cap_blocks : 4;
+        fblock *b = realloc(k->blocks, cap * sizeof *b);
+        if (!b) return gm_errf(err, GM_ENOMEM, "oracle: out of memory filing the trace's future");
+        k->blocks = b;
+        k->cap_blocks = cap;
+    }
+    for (size_t done = 0; done < len;) {
+        ssize_t w = pwrite(f->fd, buf + done, len - done, (off_t)(f->file_bytes + done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0)
+            return gm_errf(err, GM_EIO,
+                           "oracle: cannot write the trace's future to its temporary file (%s); "
+                           "free some disk space or point TMPDIR elsewhere",
+                           w < 0 ? strerror(errno) : "no space");
+        done += (size_t)w;
+    }
+    k->blocks[k->n_blocks++] = (fblock){.offset = f->file_bytes,
+                                        .first_idx = k->idx[0],
+                                        .last_idx = k->idx[k->n_buf - 1],
+                                        .first_t = k->t[0],
+                                        .bytes = (uint32_t)len,
+                                        .n = k->n_buf};
+    f->file_bytes += len;
+    k->n_buf = 0;
+    return GM_OK;
+}
+
+int gm_future_add(gm_future *f, long key, uint64_t idx, uint64_t t, gm_err *err)
+{
+    fkey *k = &f->keys[key];
+    if (!k->idx) {
+        k->idx = malloc(BLOCK * sizeof *k->idx);
+        k->t = malloc(BLOCK * sizeof *k->t);
+        if (!k->idx || !k->t)
+            return gm_errf(err, GM_ENOMEM, "oracle: out of memory filing the trace's future");
+    }
+    k->idx[k->n_buf] = idx;
+    k->t[k->n_buf++] = t;
+    k->count++;
+    return k->n_buf == BLOCK ? flush_key(f, k, err) : GM_OK;
+}
+
+int gm_future_seal(gm_future *f, gm_err *err)
+{
+    for (size_t i = 0; i < f->n_keys; i++) {
+        int rc = flush_key(f, &f->keys[i], err);
+        if (rc) return rc;
+        f->keys[i].loaded = -1;
+    }
+    f->sealed = 1;
+    return GM_OK;
+}
+
+uint64_t gm_future_count(const gm_future *f, long key)
+{
+    return f->keys[key].count;
+}
+
+int gm_future_first(const gm_future *f, long key, uint64_t *idx, uint64_t *t)
+{
+    const fkey *k = &f->keys[key];
+    if (!k->n_blocks) return 0;
+    *idx = k->blocks[0].first_idx;
+    *t = k->blocks[0].first_t;
+    return 1;
+}
+
+/* Read and decode block b of key k into k->idx / k->t. */
+static int load(gm_future *f, fkey *k, size_t b)
+{
+    const fblock *bl = &k->blocks[b];
+    unsigned char buf[MAX_BLOCK_BYTES];
+    for (size_t done = 0; done < bl->bytes;) {
+        ssize_t r = pread(f->fd, buf + done, bl->bytes - done, (off_t)(bl->offset + done));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return -1;
+        done += (size_t)r;
+    }
+    k->idx[0] = bl->first_idx;
+    k->t[0] = bl->first_t;
+    size_t pos = 0;
+    for (uint32_t i = 1; i < bl->n; i++) {
+        uint64_t di, dt;
+        size_t n1 = get_varint(buf + pos, bl->bytes - pos, &di);
+        size_t n2 = n1 ? get_varint(buf + pos + n1, bl->bytes - pos - n1, &dt) : 0;
+        if (!n2) return -1;
+        pos += n1 + n2;
+        k->idx[i] = k->idx[i - 1] + di;
+        k->t[i] = k->t[i - 1] + (uint64_t)unzigzag(dt);
+    }
+    k->loaded = (long)b;
+    return 0;
+}
+
+int gm_future_next(gm_future *f, long key, uint64_t from, uint64_t *idx, uint64_t *t)
+{
+    fkey *k = &f->keys[key];
+    if (!k->n_blocks || from > k->blocks[k->n_blocks - 1].last_idx) return 0;
+    /* the first block whose last index is >= from */
+    size_t b;
+    if (k->loaded >= 0 && from <= k->blocks[k->loaded].last_idx &&
+        (k->loaded == 0 || from > k->blocks[k->loaded - 1].last_idx)) {
+        b = (size_t)k->loaded; /* the replay is still in the block it last used */
+    } else {
+        size_t lo = 0, hi = k->n_blocks - 1;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (k->blocks[mid].last_idx < from)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        b = lo;
+    }
+    const fblock *bl = &k->blocks[b];
+    if (from <= bl->first_idx) { /* its first entry: in the table, no read */
+        *idx = bl->first_idx;
+        *t = bl->first_t;
+        return 1;
+    }
+    if (k->loaded != (long)b && load(f, k, b)) return -1;
+    size_t lo = 0, hi = bl->n - 1; /* idx[hi] = last_idx >= from */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (k->idx[mid] < from)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *idx = k->idx[lo];
+    *t = k->t[lo];
+    return 1;
+}
+
+uint64_t gm_future_file_bytes(const gm_future *f)
+{
+    return f->file_bytes;
+}
+
+uint64_t gm_future_mem_bytes(const gm_future *f)
+{
+    uint64_t n = sizeof *f + f->cap_keys * sizeof *f->keys;
+    for (size_t i = 0; i < f->n_keys; i++) {
+        const fkey *k = &f->keys[i];
+        n += k->cap_blocks * sizeof *k->blocks + (k->idx ? BLOCK * 2 * sizeof(uint64_t) : 0);
+    }
+    return n;
+}
+
+void gm_future_free(gm_future *f)
+{
+    if (!f) return;
+    for (size_t i = 0; i < f->n_keys; i++) {
+        free(f->keys[i].blocks);
+        free(f->keys[i].idx);
+        free(f->keys[i].t);
+    }
+    free(f->keys);
+    if (f->fd >= 0) close(f->fd);
+    free(f);
+}

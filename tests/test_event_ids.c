@@ -1,0 +1,351 @@
+/*
+ * test_event_ids.c - dense allocation ids (traces/event_ids.h, FORMAT.md
+ * column `id`): the numbering rules, the column written and read back, a
+ * file of the layout before ids (35-byte rows) and one whose id column
+ * gmsim did not write, and the engine: a replay by id gives the same
+ * result as one by address, a damaged id column is an error naming the
+ * event.
+ */
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cu.h"
+#include "base/units.h"
+#include "sim/engine.h"
+#include "study/simulate.h"
+#include "traces/event_ids.h"
+#include "traces/trace.h"
+
+#define MiB GM_MiB
+
+static gm_event ev(int op, uint64_t addr, uint64_t size)
+{
+    static uint64_t t;
+    return (gm_event){.t_ns = t += 10, .op = (uint8_t)op, .addr = addr, .size = size};
+}
+
+/* The rules of event_ids.h, worked by hand. */
+static void test_numbering(void)
+{
+    gm_event e[] = {
+        ev(GM_OP_ALLOC, 0xa, 1),               /* 1 */
+        ev(GM_OP_ALLOC, 0xb, 1),               /* 2 */
+        ev(GM_OP_FREE, 0xa, 0),                /* 1, now free */
+        ev(GM_OP_ALLOC, 0xc, 1),               /* 1 again: the last freed */
+        ev(GM_OP_FREE_REQUESTED, 0xb, 0),      /* 2, still live */
+        ev(GM_OP_ALLOC, 0xb, 1),               /* 2: live, a missing free keeps its slot */
+        ev(GM_OP_FREE, 0xd, 0),                /* 0: not live (initial state, or a bad free) */
+        ev(GM_OP_SEGMENT_ALLOC, 0xe, 2 * MiB), /* 0 */
+        ev(GM_OP_OOM, 0xf, 1),                 /* 0 */
+        ev(GM_OP_EMPTY_CACHE, 0, 0),           /* 0 */
+        ev(GM_OP_FREE, 0xb, 0),                /* 2 */
+        ev(GM_OP_FREE, 0xc, 0),                /* 1 */
+        ev(GM_OP_ALLOC, 0xd, 1),               /* 1: freed last */
+        ev(GM_OP_ALLOC, 0xe, 1),               /* 2 */
+        ev(GM_OP_ALLOC, 0xf, 1),               /* 3: none free */
+    };
+    static const uint32_t want[] = {1, 2, 1, 1, 2, 2, 0, 0, 0, 0, 2, 1, 1, 2, 3};
+    size_t n = sizeof e / sizeof e[0];
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_ids_assign(e, n, &err), GM_OK);
+    for (size_t i = 0; i < n; i++)
+        CU_ASSERT_EQUAL(e[i].id, want[i]);
+}
+
+static int write_trace(const char *path, const gm_event *e, size_t n)
+{
+    gm_err err = {0};
+    gm_trace_writer *w = NULL;
+    int rc = gm_trace_create(path, NULL, NULL, &w, &err);
+    if (!rc) rc = gm_trace_append(w, e, n, &err);
+    if (!rc) return gm_trace_finish(w, &err);
+    if (w) gm_trace_abort(w);
+    return rc;
+}
+
+/* Read the whole trace; *dense the reader's dense_ids. */
+static gm_event *read_trace(const char *path, size_t n, int *dense)
+{
+    gm_trace_reader *r;
+    gm_err err = {0};
+    if (gm_trace_open(path, &r, &err) != GM_OK) return NULL;
+    *dense = gm_trace_meta_get(r)->dense_ids;
+    gm_event *buf = calloc(n + 1, sizeof *buf);
+    int64_t k = gm_trace_read(r, buf, n + 1, &err);
+    gm_trace_close(r);
+    if (k != (int64_t)n) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* A trace of allocations and frees; the writer numbers what it writes (the
+ * caller's ids are not used), and the reader hands the numbers back. */
+static gm_event *churn(size_t n)
+{
+    gm_event *e = calloc(n, sizeof *e);
+    uint64_t x = 12345, live[64] = {0}, next = 0x1000;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t k = x % 64;
+        e[i].t_ns = i;
+        e[i].size = 512 + x % (16 * MiB);
+        if (live[k]) {
+            e[i].op = GM_OP_FREE;
+            e[i].addr = live[k];
+            live[k] = 0;
+        } else {
+            e[i].op = GM_OP_ALLOC;
+            e[i].addr = live[k] = next += 4096;
+        }
+        e[i].id = 77; /* ignored by the writer */
+    }
+    return e;
+}
+
+static void test_column_round_trip(void)
+{
+    const char *path = gm_test_tmp("ids.h5");
+    size_t n = 5000;
+    gm_event *e = churn(n);
+    CU_ASSERT_EQUAL_FATAL(write_trace(path, e, n), GM_OK);
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_ids_assign(e, n, &err), GM_OK);
+    int dense = 0;
+    gm_event *got = read_trace(path, n, &dense);
+    CU_ASSERT_FATAL(got != NULL);
+    CU_ASSERT_EQUAL(dense, 1);
+    size_t same = 0, max = 0;
+    for (size_t i = 0; i < n; i++) {
+        same += got[i].id == e[i].id && got[i].addr == e[i].addr && got[i].op == e[i].op;
+        max = got[i].id > max ? got[i].id : max;
+    }
+    CU_ASSERT_EQUAL(same, n);
+    CU_ASSERT(max >= 1 && max <= 64); /* slots are reused: at most 64 live at once */
+    free(got);
+    free(e);
+    unlink(path);
+}
+
+/* Write rows of the packed layout gmsim wrote before ids (35 bytes), or
+ * that with an id column but without the attribute gmsim's writer adds. */
+static void write_layout(const char *path, const gm_event *e, size_t n, int with_id)
+{
+    size_t row = with_id ? 39 : 35;
+    unsigned char *raw = calloc(n, row);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char *p = raw + i * row;
+        memcpy(p, &e[i].t_ns, 8); /* little-endian host */
+        p[8] = e[i].op;
+        memcpy(p + 9, &e[i].addr, 8);
+        memcpy(p + 17, &e[i].size, 8);
+        memcpy(p + 25, &e[i].stream, 8);
+        p[33] = e[i].category;
+        p[34] = e[i].phase;
+        if (with_id) {
+            uint32_t bogus = 1; /* every event "slot 1": would pair wrongly if trusted */
+            memcpy(p + 35, &bogus, 4);
+        }
+    }
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t t = H5Tcreate(H5T_COMPOUND, row);
+    H5Tinsert(t, "t_ns", 0, H5T_STD_U64LE);
+    H5Tinsert(t, "op", 8, H5T_STD_U8LE);
+    H5Tinsert(t, "addr", 9, H5T_STD_U64LE);
+    H5Tinsert(t, "size", 17, H5T_STD_U64LE);
+    H5Tinsert(t, "stream", 25, H5T_STD_U64LE);
+    H5Tinsert(t, "category", 33, H5T_STD_U8LE);
+    H5Tinsert(t, "phase", 34, H5T_STD_U8LE);
+    if (with_id) H5Tinsert(t, "id", 35, H5T_STD_U32LE);
+    hsize_t dims = n, chunk = 1024, maxd = H5S_UNLIMITED;
+    hid_t sp = H5Screate_simple(1, &dims, &maxd);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 1, &chunk);
+    hid_t ds = H5Dcreate2(f, "events", t, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    CU_ASSERT(H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw) >= 0);
+    hid_t asp = H5Screate(H5S_SCALAR);
+    int version = 2;
+    hid_t a = H5Acreate2(f, "gmtrace_version", H5T_STD_I32LE, asp, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(a, H5T_NATIVE_INT, &version);
+    H5Aclose(a);
+    H5Sclose(asp);
+    H5Pclose(dcpl);
+    H5Dclose(ds);
+    H5Sclose(sp);
+    H5Tclose(t);
+    H5Fclose(f);
+    free(raw);
+}
+
+/* A file of the layout before ids, and one whose id column gmsim did not
+ * write (no id_scheme): both read, and by address (dense_ids 0). */
+static void test_old_and_foreign_layouts(void)
+{
+    size_t n = 3000;
+    gm_event *e = churn(n);
+    const char *old = gm_test_tmp("old-layout.h5"), *untrusted = gm_test_tmp("untrusted-ids.h5");
+    write_layout(old, e, n, 0);
+    write_layout(untrusted, e, n, 1);
+    int dense = 1;
+    gm_event *got = read_trace(old, n, &dense);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+    CU_ASSERT_EQUAL(dense, 0);
+    size_t same = 0;
+    for (size_t i = 0; i < n; i++)
+        same += got[i].addr == e[i].addr && got[i].op == e[i].op && got[i].size == e[i].size &&
+                got[i].id == 0;
+    CU_ASSERT_EQUAL(same, n);
+    free(got);
+    got = read_trace(untrusted, n, &dense);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+    CU_ASSERT_EQUAL(dense, 0);
+    free(got);
+    unlink(old);
+    unlink(untrusted);
+    free(e);
+}
+
+/* Simulate a trace file; its result (caller frees). */
+static gm_sim_result *simulate(const char *path, const char *policy, uint32_t repeat, int skip,
+                               uint64_t capacity, int *rc)
+{
+    static const gm_latency lat = GM_LATENCY_DEFAULT;
+    gm_tenant_spec t = {.path = path, .repeat = repeat};
+    gm_sim_config c = {0};
+    c.tenants = &t;
+    c.n_tenants = 1;
+    c.capacity_bytes = capacity;
+    c.latency = lat;
+    c.policy = policy;
+    c.on_oom_skip = skip;
+    c.lenient = 1;
+    gm_sim_result *r = NULL;
+    gm_err err = {0};
+    *rc = gm_simulate(&c, &r, &err);
+    if (*rc) fprintf(stderr, "\n  %s: %s\n", path, err.msg);
+    return r;
+}
+
+static int same_result(const gm_sim_result *a, const gm_sim_result *b)
+{
+    const gm_tenant_result *x = &a->t[0], *y = &b->t[0];
+    return a->events == b->events && x->m.peak_q == y->m.peak_q && x->m.peak_a == y->m.peak_a &&
+           x->m.peak_r == y->m.peak_r && x->m.int_a == y->m.int_a && x->m.int_r == y->m.int_r &&
+           x->m.n_oom == y->m.n_oom && x->c.n_driver_alloc == y->c.n_driver_alloc &&
+           x->c.n_driver_free == y->c.n_driver_free && x->unknown_frees == y->unknown_frees &&
+           x->live_reallocs == y->live_reallocs &&
+           x->repeat_leftover_bytes == y->repeat_leftover_bytes &&
+           !strcmp(x->trace_hash, y->trace_hash);
+}
+
+/* The same events written by gmsim (with ids), in the old layout and with an
+ * untrusted id column (both by address): every replay gives one result,
+ * with --repeat, OOMs skipped, a missing free and a double free in it. */
+static void test_replay_by_id_is_by_address(void)
+{
+    size_t n = 6000;
+    gm_event *e = churn(n);
+    e[100].op = GM_OP_FREE;          /* a free of an address never allocated ... */
+    e[100].addr = 0xdead000;         /* (counted: --lenient) */
+    for (size_t i = 200; i < n; i++) /* ... and an alloc at a live address */
+        if (e[i].op == GM_OP_ALLOC) {
+            for (size_t j = i + 1; j < n; j++)
+                if (e[j].op == GM_OP_FREE && e[j].addr == e[i].addr) {
+                    e[j].op = GM_OP_ALLOC; /* its free is missing: a live realloc */
+                    break;
+                }
+            break;
+        }
+    const char *with = gm_test_tmp("with-ids.h5"), *old = gm_test_tmp("old-layout.h5"),
+               *untrusted = gm_test_tmp("untrusted-ids.h5");
+    CU_ASSERT_EQUAL_FATAL(write_trace(with, e, n), GM_OK);
+    write_layout(old, e, n, 0);
+    write_layout(untrusted, e, n, 1);
+    int dense = 0;
+    gm_event *got = read_trace(old, n, &dense);
+    CU_ASSERT_PTR_NOT_NULL(got);
+    CU_ASSERT_EQUAL(dense, 0);
+    free(got);
+    got = read_trace(untrusted, n, &dense);
+    CU_ASSERT_PTR_NOT_NULL(got);
+    CU_ASSERT_EQUAL(dense, 0);
+    free(got);
+    static const struct {
+        const char *policy;
+        uint32_t repeat;
+        int skip;
+        uint64_t capacity;
+    } cases[] = {
+        {"pytorch", 1, 0, 80ull << 30},
+        {"pytorch", 3, 1, 200 * MiB},
+        {"lru", 2, 1, 160 * MiB},
+        {"oracle", 2, 0, 80ull << 30},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc1, rc2, rc3;
+        gm_sim_result *a = simulate(with, cases[i].policy, cases[i].repeat, cases[i].skip,
+                                    cases[i].capacity, &rc1);
+        gm_sim_result *b =
+            simulate(old, cases[i].policy, cases[i].repeat, cases[i].skip, cases[i].capacity, &rc2);
+        gm_sim_result *c = simulate(untrusted, cases[i].policy, cases[i].repeat, cases[i].skip,
+                                    cases[i].capacity, &rc3);
+        CU_ASSERT_EQUAL_FATAL(rc1, GM_OK);
+        CU_ASSERT_EQUAL_FATAL(rc2, GM_OK);
+        CU_ASSERT_EQUAL_FATAL(rc3, GM_OK);
+        CU_ASSERT(same_result(a, b));
+        CU_ASSERT(same_result(a, c));
+        CU_ASSERT(a->t[0].unknown_frees >= 1);
+        CU_ASSERT(a->t[0].live_reallocs >= 1);
+        if (cases[i].skip) CU_ASSERT(a->t[0].m.n_oom > 0); /* the OOM path was taken */
+        gm_sim_result_free(a);
+        gm_sim_result_free(b);
+        gm_sim_result_free(c);
+    }
+    unlink(with);
+    unlink(old);
+    unlink(untrusted);
+    free(e);
+}
+
+/* A trusted id column that names the wrong allocation: an error naming the
+ * event, not a silent wrong pairing. */
+static void test_damaged_ids(void)
+{
+    gm_event e[] = {ev(GM_OP_ALLOC, 0x1000, 4096), ev(GM_OP_ALLOC, 0x2000, 4096),
+                    ev(GM_OP_FREE, 0x1000, 0)};
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_ids_assign(e, 3, &err), GM_OK);
+    e[2].id = e[1].id; /* the free of 0x1000 names 0x2000's slot */
+    gm_trace_meta meta;
+    gm_trace_meta_init(&meta);
+    meta.dense_ids = 1;
+    static const gm_latency lat = GM_LATENCY_DEFAULT;
+    gm_tenant_spec t = {.path = "damaged", .events = e, .n_events = 3, .meta = &meta, .repeat = 1};
+    gm_sim_config c = {0};
+    c.tenants = &t;
+    c.n_tenants = 1;
+    c.capacity_bytes = 80ull << 30;
+    c.latency = lat;
+    gm_sim_result *r = NULL;
+    CU_ASSERT_EQUAL(gm_simulate(&c, &r, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "damaged: event 2:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "id column"));
+    gm_sim_result_free(r);
+}
+
+int gm_test_register(void)
+{
+    CU_pSuite s = CU_add_suite("event_ids", NULL, NULL);
+    if (!s) return CU_get_error();
+    GM_ADD_TEST(s, test_numbering);
+    GM_ADD_TEST(s, test_column_round_trip);
+    GM_ADD_TEST(s, test_old_and_foreign_layouts);
+    GM_ADD_TEST(s, test_replay_by_id_is_by_address);
+    GM_ADD_TEST(s, test_damaged_ids);
+    return CUE_SUCCESS;
+}

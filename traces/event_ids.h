@@ -1,0 +1,48 @@
+/*
+ * event_ids.h - dense allocation ids (FORMAT.md, column `id` of /events).
+ *
+ * Each allocation is given a small integer, its live slot, once, when the
+ * trace is written (or, for an in-memory trace, before it is replayed), so
+ * that the engine finds a live allocation by indexing an array instead of
+ * hashing its address on every event. The slot follows the address exactly
+ * as the engine's address map would (sim/engine.c), so a replay by id and
+ * one by address make the same pairs:
+ *
+ *   alloc          an address not live takes a free slot (the most recently
+ *                  freed one first: it is warm in the engine's caches), else
+ *                  slots 1, 2, ...; an address still live keeps its slot
+ *                  (a missing free: the engine repairs it or refuses it)
+ *   free           the address's slot, which becomes free; 0 when it is not
+ *                  live (a block from /initial_state, or a bad free: the
+ *                  engine then goes by address)
+ *   free_requested the address's slot, or 0
+ *   anything else  0
+ *
+ * Slots stop at 2^32 - 1 live allocations; past that an allocation gets 0
+ * and is paired by address. Memory: O(live allocations).
+ */
+#ifndef GM_EVENT_IDS_H
+#define GM_EVENT_IDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace.h"
+#include "base/addrmap.h"
+#include "base/err.h"
+
+typedef struct gm_ids {
+    gm_addrmap live; /* address key -> slot */
+    uint32_t *free;  /* freed slots, the last freed on top */
+    size_t n_free, cap_free;
+    uint32_t next; /* slots handed out so far */
+} gm_ids;
+
+int gm_ids_init(gm_ids *m); /* GM_OK or GM_ENOMEM */
+void gm_ids_free(gm_ids *m);
+/* The id of event e (the next in trace order), or -1 when out of memory. */
+int64_t gm_ids_next(gm_ids *m, const gm_event *e);
+/* Set the id of every event of an in-memory trace, in order. */
+int gm_ids_assign(gm_event *ev, size_t n, gm_err *err);
+
+#endif
