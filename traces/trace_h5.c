@@ -1481,7 +1481,8 @@ int gm_trace_create(const char *path, const gm_trace_meta *meta, const gm_trace_
     w->plan.fd = -1;
     w->path = strdup(path);
     w->raw = malloc(w->chunk * EV_PACKED);
-    if (!w->path || !w->raw || gm_ids_init(&w->ids)) rc = gm_errf(err, GM_ENOMEM, "%s: out of memory", path);
+    if (!w->path || !w->raw || gm_ids_init(&w->ids))
+        rc = gm_errf(err, GM_ENOMEM, "%s: out of memory", path);
     if (!rc) rc = create_file(w, err);
     if (!rc) rc = write_meta(w, meta, err);
     if (!rc) rc = create_tables(w, err);
