@@ -21,6 +21,52 @@ static int bad_option(int c, char **argv, gm_err *err)
     return gm_errf(err, GM_EUSAGE, "unknown option '-%c'", optopt);
 }
 
+/*
+ * The value of an output option (--json, --html, -o/--output) is the file to
+ * write: never an option (`--json --html r.html`); for --json and --html
+ * never a trace or snapshot that exists (`gmsim run --json trace.h5` would
+ * take the trace as the output and then find no trace). "-" is standard
+ * output.
+ */
+static int check_output(const char *opt, const char *value, gm_err *err)
+{
+    if (!value || !strcmp(value, "-")) return GM_OK;
+    if (!*value)
+        return gm_errf(err, GM_EUSAGE, "%s needs a file name to write (or - for standard output)",
+                       opt);
+    if (value[0] == '-')
+        return gm_errf(err, GM_EUSAGE,
+                       "%s %s: that is an option, not a file to write; give the file first, e.g. "
+                       "%s out.%s (or %s - for standard output)",
+                       opt, value, opt, strcmp(opt, "--html") ? "json" : "html", opt);
+    /* -o writes traces too (import, gen, scale): an old trace may be replaced */
+    const char *kind = opt[1] == '-' && strcmp(opt, "--output") ? gm_cli_sniff(value) : "";
+    if (!strcmp(kind, "hdf5") || !strcmp(kind, "torch") || !strcmp(kind, "rmm"))
+        return gm_errf(err, GM_EUSAGE,
+                       "%s %s: that is a %s, not a file to write; %s takes the output file (e.g. "
+                       "%s out.%s, or %s - for standard output), and the trace goes after the "
+                       "options",
+                       opt, value,
+                       !strcmp(kind, "hdf5")    ? "trace (an HDF5 file)"
+                       : !strcmp(kind, "torch") ? "PyTorch memory snapshot"
+                                                : "RMM log",
+                       opt, opt, strcmp(opt, "--html") ? "json" : "html", opt);
+    return GM_OK;
+}
+
+/* The output option the last getopt_long result was, or NULL. */
+static const char *output_option(int c, int index, const struct option *longopts)
+{
+    if (c == 'o') return "-o";
+    if (index < 0) return NULL;
+    const char *n = longopts[index].name;
+    if (longopts[index].has_arg != required_argument) return NULL;
+    if (!strcmp(n, "json")) return "--json";
+    if (!strcmp(n, "html")) return "--html";
+    if (!strcmp(n, "output")) return "--output";
+    return NULL;
+}
+
 int gm_cli_parse(int argc, char **argv, const char *shortopts, const struct option *longopts,
                  gm_cli_fn fn, void *ctx, gm_err *err)
 {
@@ -29,9 +75,12 @@ int gm_cli_parse(int argc, char **argv, const char *shortopts, const struct opti
     snprintf(opts, sizeof opts, "-:%s", shortopts);
     optind = 0; /* glibc: full re-initialisation, should a process parse twice */
     opterr = 0;
-    int c, rc;
-    while ((c = getopt_long(argc, argv, opts, longopts, NULL)) != -1) {
+    int c, rc, index = -1;
+    while ((c = getopt_long(argc, argv, opts, longopts, &index)) != -1) {
         if (c == '?' || c == ':') return bad_option(c, argv, err);
+        const char *out = output_option(c, index, longopts);
+        index = -1;
+        if (out && (rc = check_output(out, optarg, err)) != GM_OK) return rc;
         if ((rc = fn(ctx, c, optarg, err)) != GM_OK) return rc;
     }
     for (; optind < argc; optind++) /* after "--" */
@@ -183,6 +232,11 @@ int gm_cli_output_not_input(const char *opt, const char *out, const char *const 
                            "choose another file",
                            opt, out, in[i]);
     return GM_OK;
+}
+
+FILE *gm_cli_text_out(const char *json, const char *html)
+{
+    return (json && gm_out_is_stdout(json)) || (html && gm_out_is_stdout(html)) ? stderr : stdout;
 }
 
 int gm_cli_output_not_trace(const char *opt, const char *out, const gm_run_opts *o, gm_err *err)

@@ -13,6 +13,7 @@
 #define GM_CLI_H
 
 #include <getopt.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "base/err.h"
@@ -63,6 +64,10 @@ int gm_cli_resolve_tenants(gm_run_opts *o, gm_err *err);
  * (no such output). The second form checks the traces of o. */
 int gm_cli_output_not_input(const char *opt, const char *out, const char *const *in, size_t n,
                             gm_err *err);
+/* Where a command's own text (table, -q verdict) goes: stdout, or stderr
+ * when one of its outputs (json, html; NULL = none) is standard output, so
+ * that `--json -` prints only the JSON. */
+FILE *gm_cli_text_out(const char *json, const char *html);
 int gm_cli_output_not_trace(const char *opt, const char *out, const gm_run_opts *o, gm_err *err);
 
 /* Print the failure as above; returns the exit code (2 for GM_EUSAGE, else 1). */

@@ -188,9 +188,9 @@ int cmd_compare(int argc, char **argv)
                 : gm_compare_run(&cfg, specs, n, threads, &cmp, &err);
     n = cmp ? cmp->n : n;
     if (rc == GM_OK && !args.no_fit) rc = gm_compare_fit(&cfg, cmp, threads, 0, &err);
-    if (rc == GM_OK && !quiet) gm_table_compare(stdout, &cfg, cmp);
+    if (rc == GM_OK && !quiet) gm_table_compare(gm_cli_text_out(json_path, html_path), &cfg, cmp);
     int oom = rc == GM_OK && (cmp->winner < 0 || cmp->e[cmp->winner].r->device.n_oom > 0);
-    if (rc == GM_OK && quiet) gm_compare_verdict(stdout, cmp);
+    if (rc == GM_OK && quiet) gm_compare_verdict(gm_cli_text_out(json_path, html_path), cmp);
     if (rc == GM_OK && (json_path || html_path)) {
         json_t *j = gm_compare_json(&cfg, cmp);
         rc = j ? GM_OK : gm_errf(&err, GM_ENOMEM, "out of memory");

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "fit_largest.h"
 #include "policies/registry.h"
+#include "reports/html.h"
 #include "reports/results.h"
 #include "reports/table.h"
 #include "study/compare.h"
@@ -48,7 +49,8 @@ static void usage(FILE *f)
     gm_run_opts_help(f, 0);
     fprintf(f, "\n"
                "output:\n"
-               "  --json FILE            results (schema gmsim-fit/1)\n"
+               "  --json FILE            results (schema gmsim-fit/1); - for standard output\n"
+               "  --html FILE            the same as a self-contained HTML page\n"
                "  -q, --quiet            one line: the verdict and the best realizable answer\n"
                "  -h, --help             this text\n"
                "\n"
@@ -63,6 +65,7 @@ static void usage(FILE *f)
 
 enum {
     OPT_JSON = 1000,
+    OPT_HTML,
     OPT_POLICIES,
     OPT_THREADS,
     OPT_MAXCAP,
@@ -72,7 +75,7 @@ enum {
 };
 
 typedef struct fit_args {
-    const char *json_path;
+    const char *json_path, *html_path;
     char list[4096];
     int quiet, threads;
     uint64_t max_cap, stagger;
@@ -93,6 +96,9 @@ static int fit_opt(void *ctx, int c, const char *arg, gm_err *err)
         return GM_OK;
     case OPT_JSON:
         a->json_path = arg;
+        return GM_OK;
+    case OPT_HTML:
+        a->html_path = arg;
         return GM_OK;
     case OPT_POLICIES:
         return gm_policies_append(a->list, sizeof a->list, arg, err);
@@ -122,6 +128,7 @@ int cmd_fit(int argc, char **argv)
     gm_run_opts_init(&o);
     static const struct option extra[] = {
         {"json", required_argument, NULL, OPT_JSON},
+        {"html", required_argument, NULL, OPT_HTML},
         {"policies", required_argument, NULL, OPT_POLICIES},
         {"threads", required_argument, NULL, OPT_THREADS},
         {"max-capacity", required_argument, NULL, OPT_MAXCAP},
@@ -168,7 +175,9 @@ int cmd_fit(int argc, char **argv)
         gm_run_opts_free(&o);
         return gm_cmd_usage("fit", "--stagger only applies with --tenants N");
     }
-    if (gm_cli_output_not_trace("--json", json_path, &o, &err)) {
+    const char *html_path = args.html_path;
+    if (gm_cli_output_not_trace("--json", json_path, &o, &err) ||
+        gm_cli_output_not_trace("--html", html_path, &o, &err)) {
         gm_run_opts_free(&o);
         return gm_cmd_fail("fit", GM_EUSAGE, err.msg);
     }
@@ -185,11 +194,14 @@ int cmd_fit(int argc, char **argv)
         rc = gm_fit_tenants(&cfg, specs, n, threads, tenants, stagger, &f, &err);
     else
         rc = gm_fit_capacity(&cfg, specs, n, threads, max_cap, &f, &err);
-    if (rc == GM_OK && !quiet) gm_table_fit(stdout, &cfg, f);
-    int fits = rc == GM_OK && gm_fit_verdict(quiet ? stdout : NULL, f);
-    if (rc == GM_OK && json_path) {
+    FILE *text = gm_cli_text_out(json_path, html_path);
+    if (rc == GM_OK && !quiet) gm_table_fit(text, &cfg, f);
+    int fits = rc == GM_OK && gm_fit_verdict(quiet ? text : NULL, f);
+    if (rc == GM_OK && (json_path || html_path)) {
         json_t *j = gm_fit_json(&cfg, f);
-        rc = j ? gm_json_write(j, json_path, &err) : gm_errf(&err, GM_ENOMEM, "out of memory");
+        rc = j ? GM_OK : gm_errf(&err, GM_ENOMEM, "out of memory");
+        if (rc == GM_OK && json_path) rc = gm_json_write(j, json_path, &err);
+        if (rc == GM_OK && html_path) rc = gm_html_write_file(j, html_path, &err);
         json_decref(j);
     }
     if (rc == GM_OK && isatty(2))

@@ -1,5 +1,5 @@
 /*
- * cmd_info.c - `gmsim info TRACE [--json]`: one streaming pass over a trace
+ * cmd_info.c - `gmsim info TRACE [--json FILE|-]`: one streaming pass over a trace
  * (traces/trace_scan.c) and a summary of what is in it.
  *
  * info describes, it does not judge: a free of an unknown address or an
@@ -24,26 +24,26 @@
 
 static void info_usage(FILE *f)
 {
-    fprintf(f, "usage: gmsim info TRACE [--json]\n"
+    fprintf(f, "usage: gmsim info TRACE [--json FILE|-]\n"
                "\n"
                "Summarizes a trace in one streaming pass: events by op, time span, allocations,\n"
                "peak live requested bytes (including /initial_state blocks), bytes allocated,\n"
                "a size histogram, bytes by category and phase, markers and the metadata.\n"
                "\n"
                "options:\n"
-               "      --json      print the summary as one JSON object\n"
+               "      --json FILE write the summary as one JSON object to FILE (- for stdout)\n"
                "  -h, --help      show this help\n");
 }
 
 static const struct option info_options[] = {
-    {"json", no_argument, NULL, 'j'},
+    {"json", required_argument, NULL, 'j'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
 
 typedef struct info_args {
     const char *path;
-    int json;
+    const char *json; /* --json FILE, "-" for stdout */
 } info_args;
 
 static int info_opt(void *ctx, int c, const char *arg, gm_err *err)
@@ -55,7 +55,7 @@ static int info_opt(void *ctx, int c, const char *arg, gm_err *err)
         a->path = arg;
         return GM_OK;
     case 'j':
-        a->json = 1;
+        a->json = arg;
         return GM_OK;
     case 'h':
         info_usage(stdout);
@@ -85,7 +85,8 @@ int cmd_info(int argc, char **argv)
     gm_err err;
     int rc = gm_cli_parse(argc, argv, "h", info_options, info_opt, &a, &err);
     if (rc != GM_OK) return rc == GM_CLI_DONE ? 0 : gm_cmd_fail("info", GM_EUSAGE, err.msg);
-    if (!a.path) return gm_cmd_usage("info", "missing TRACE; usage: gmsim info TRACE [--json]");
+    if (!a.path)
+        return gm_cmd_usage("info", "missing TRACE; usage: gmsim info TRACE [--json FILE|-]");
     gm_trace_reader *r = NULL;
     gm_trace_scan s = {0};
     const char *trace; /* a snapshot is imported for this */
@@ -96,10 +97,7 @@ int cmd_info(int argc, char **argv)
         warn_anomalies(&s, a.path);
         if (a.json) {
             json_t *j = gm_trace_info_json(&s, r, trace != a.path ? a.path : NULL);
-            if (!j || json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0)
-                rc = gm_errf(&err, GM_EIO, "cannot write the JSON summary to stdout");
-            else
-                printf("\n");
+            rc = j ? gm_json_write(j, a.json, &err) : gm_errf(&err, GM_ENOMEM, "out of memory");
             json_decref(j);
         } else {
             gm_table_info(stdout, &s, r, trace != a.path ? a.path : NULL);

@@ -114,6 +114,7 @@ int cmd_run(int argc, char **argv)
     }
     const char *json_path = args.json_path, *html_path = args.html_path;
     int quiet = args.quiet;
+    FILE *text = gm_cli_text_out(json_path, html_path);
     if (o.n_tenants == 0) {
         gm_run_opts_free(&o);
         return gm_cmd_usage("run", "no trace given; e.g. gmsim run traces/bert.h5");
@@ -135,7 +136,7 @@ int cmd_run(int argc, char **argv)
         gm_run_opts_free(&o);
         return gm_cmd_fail("run", rc, err.msg);
     }
-    if (!quiet) gm_table_run(stdout, &cfg, r);
+    if (!quiet) gm_table_run(text, &cfg, r);
     /* an OOM: what was live, and which single change would have avoided it */
     int explained = 0;
     gm_live_set at, peak;
@@ -151,7 +152,7 @@ int cmd_run(int argc, char **argv)
             return gm_cmd_fail("run", rc, err.msg);
         }
         explained = 1;
-        if (!quiet) gm_table_explain(stdout, &r->device.ooms[0], &at, &peak, &fixes);
+        if (!quiet) gm_table_explain(text, &r->device.ooms[0], &at, &peak, &fixes);
     }
     if (json_path || html_path) {
         json_t *j = gm_result_json(&cfg, r, "run");
@@ -169,14 +170,14 @@ int cmd_run(int argc, char **argv)
     int code = 0;
     if (quiet && !r->device.n_oom) {
         char b1[32], b2[32];
-        printf("fits: no OOM; peak reserved %s on %s\n",
-               gm_fmt_bytes(r->device.peak_r, b1, sizeof b1),
-               gm_fmt_bytes(r->capacity_bytes, b2, sizeof b2));
+        fprintf(text, "fits: no OOM; peak reserved %s on %s\n",
+                gm_fmt_bytes(r->device.peak_r, b1, sizeof b1),
+                gm_fmt_bytes(r->capacity_bytes, b2, sizeof b2));
     }
     if (r->device.n_oom) { /* a job that ran out of memory failed */
         char what[640];
         gm_oom_describe(&r->device.ooms[0], r->n_tenants > 1, what, sizeof what);
-        fprintf(quiet ? stdout : stderr,
+        fprintf(quiet ? text : stderr,
                 "%s%llu OOM%s under allocator %s, policy %s; the first: %s\n",
                 quiet ? "OOM: " : "gmsim run: ", (unsigned long long)r->device.n_oom,
                 r->device.n_oom == 1 ? "" : "s", r->allocator, r->policy, what);

@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "reports/html.h"
 #include "reports/results.h"
 #include "reports/table.h"
 #include "study/run_opts.h"
@@ -38,23 +39,25 @@ static void usage(FILE *f)
                "  --max-capacity SIZE    the smallest-card search goes no higher\n"
                "\n");
     gm_run_opts_help(f, 1);
-    fprintf(f, "\n"
-               "output:\n"
-               "  --json FILE            every setting's figures (schema gmsim-tune/1)\n"
-               "  -q, --quiet            one line: the verdict and the setting\n"
-               "  -h, --help             this text\n"
-               "\n"
-               "exit status: 0 a setting runs without OOM, 3 none does, 1 bad input, 2 usage\n"
-               "\n"
-               "examples:\n"
-               "  gmsim tune --capacity 5GiB traces/bert.h5\n"
-               "  gmsim tune --gpu l4 snapshot.pickle\n");
+    fprintf(f,
+            "\n"
+            "output:\n"
+            "  --json FILE            every setting's figures (schema gmsim-tune/1); - for stdout\n"
+            "  --html FILE            the ranked settings as a self-contained HTML page\n"
+            "  -q, --quiet            one line: the verdict and the setting\n"
+            "  -h, --help             this text\n"
+            "\n"
+            "exit status: 0 a setting runs without OOM, 3 none does, 1 bad input, 2 usage\n"
+            "\n"
+            "examples:\n"
+            "  gmsim tune --capacity 5GiB traces/bert.h5\n"
+            "  gmsim tune --gpu l4 snapshot.pickle\n");
 }
 
-enum { OPT_JSON = 1000, OPT_THREADS, OPT_NOFIT, OPT_MAXCAP };
+enum { OPT_JSON = 1000, OPT_HTML, OPT_THREADS, OPT_NOFIT, OPT_MAXCAP };
 
 typedef struct tune_args {
-    const char *json_path;
+    const char *json_path, *html_path;
     int quiet, threads, no_fit;
     uint64_t max_cap;
 } tune_args;
@@ -68,6 +71,9 @@ static int tune_opt(void *ctx, int c, const char *arg, gm_err *err)
         return GM_CLI_DONE;
     case 'q':
         a->quiet = 1;
+        return GM_OK;
+    case OPT_HTML:
+        a->html_path = arg;
         return GM_OK;
     case OPT_JSON:
         a->json_path = arg;
@@ -90,6 +96,7 @@ int cmd_tune(int argc, char **argv)
     gm_run_opts_init(&o);
     static const struct option extra[] = {
         {"json", required_argument, NULL, OPT_JSON},
+        {"html", required_argument, NULL, OPT_HTML},
         {"threads", required_argument, NULL, OPT_THREADS},
         {"no-fit", no_argument, NULL, OPT_NOFIT},
         {"max-capacity", required_argument, NULL, OPT_MAXCAP},
@@ -116,6 +123,11 @@ int cmd_tune(int argc, char **argv)
         return gm_cmd_usage("tune", "no trace given; e.g. gmsim tune --capacity 5GiB "
                                     "traces/bert.h5");
     }
+    if (gm_cli_output_not_trace("--json", a.json_path, &o, &err) ||
+        gm_cli_output_not_trace("--html", a.html_path, &o, &err)) {
+        gm_run_opts_free(&o);
+        return gm_cmd_fail("tune", GM_EUSAGE, err.msg);
+    }
     gm_sim_config cfg;
     gm_run_opts_config(&o, &cfg);
     gm_tune *t = NULL;
@@ -123,14 +135,16 @@ int cmd_tune(int argc, char **argv)
     if (rc == GM_OK && !a.no_fit) rc = gm_tune_fit(&cfg, t, a.threads, a.max_cap, &err);
     if (rc == GM_OK && a.quiet && t->best >= 0) {
         const gm_tune_entry *b = &t->e[t->best];
-        printf("%s: %s\n", b->ooms ? "OOM" : "fits",
-               b->is_default ? "(PyTorch's defaults)" : b->conf);
+        fprintf(gm_cli_text_out(a.json_path, a.html_path), "%s: %s\n", b->ooms ? "OOM" : "fits",
+                b->is_default ? "(PyTorch's defaults)" : b->conf);
     } else if (rc == GM_OK && !a.quiet) {
-        gm_table_tune(stdout, &cfg, t);
+        gm_table_tune(gm_cli_text_out(a.json_path, a.html_path), &cfg, t);
     }
-    if (rc == GM_OK && a.json_path) {
+    if (rc == GM_OK && (a.json_path || a.html_path)) {
         json_t *j = gm_tune_json(&cfg, t);
-        rc = j ? gm_json_write(j, a.json_path, &err) : gm_errf(&err, GM_ENOMEM, "out of memory");
+        rc = j ? GM_OK : gm_errf(&err, GM_ENOMEM, "out of memory");
+        if (rc == GM_OK && a.json_path) rc = gm_json_write(j, a.json_path, &err);
+        if (rc == GM_OK && a.html_path) rc = gm_html_write_file(j, a.html_path, &err);
         json_decref(j);
     }
     int oom = rc == GM_OK && (t->best < 0 || t->e[t->best].ooms > 0);

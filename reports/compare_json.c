@@ -173,6 +173,7 @@ json_t *gm_fit_json(const gm_sim_config *base, const gm_fit *f)
         json_t *o = json_object();
         json_object_set_new(o, "policy", gm_json_text(e->spec));
         json_object_set_new(o, "realizable", json_boolean(e->realizable));
+        json_object_set_new(o, "deployable", json_boolean(e->deployable));
         if (f->tenants_mode) {
             json_object_set_new(o, "copies_fit", json_integer(e->copies_fit));
             json_object_set_new(o, "copies_tried", json_integer(e->copies_tried));

@@ -966,10 +966,37 @@ static const rep_run *same_line(const rep *p, size_t i)
     return NULL;
 }
 
+/* ------------------------------------------- pages of other documents */
+
+void rep_page_open(gm_strbuf *b, const char *title, char *nce, size_t len)
+{
+    nonce(nce, len);
+    gm_sb_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                  "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">");
+    gm_sb_printf(b,
+                 "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+                 "style-src 'unsafe-inline'; script-src 'nonce-%s'; img-src data:\">",
+                 nce);
+    gm_sb_puts(b, "<meta name=\"generator\" content=\"gmsim " GM_VERSION "\"><title>");
+    esc(b, title);
+    gm_sb_printf(b, "</title><style>%s</style></head><body><main>\n", css);
+}
+
+void rep_page_close(gm_strbuf *b, const char *nce)
+{
+    gm_sb_printf(b,
+                 "<p class=\"note\">Made by gmsim %s; this file is self-contained and "
+                 "works offline.</p></main><script nonce=\"%s\">%s</script></body></html>\n",
+                 GM_VERSION, nce, script);
+}
+
 /* ---------------------------------------------------------------- API */
 
 int gm_html_render(json_t *result, gm_strbuf *out, gm_err *err)
 {
+    const char *schema = rep_str(result, "schema");
+    if (schema && !strcmp(schema, "gmsim-fit/1")) return rep_fit_page(result, out, err);
+    if (schema && !strcmp(schema, "gmsim-tune/1")) return rep_tune_page(result, out, err);
     rep p;
     char msg[512];
     if (rep_build(&p, result, msg, sizeof msg) != 0) {

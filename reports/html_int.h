@@ -73,6 +73,17 @@ typedef struct rep {
     double capacity, usable; /* shared by every run; NaN when runs differ     */
 } rep;
 
+/* html.c: the head (CSP with a fresh nonce written to nce, the style) and
+ * the foot (the note, the hover script) of every page */
+void rep_page_open(gm_strbuf *b, const char *title, char *nce, size_t len);
+void rep_page_close(gm_strbuf *b, const char *nce);
+
+/* html_search.c: the pages of `gmsim fit --html` (gmsim-fit/1) and
+ * `gmsim tune --html` (gmsim-tune/1) */
+#include "base/err.h"
+int rep_fit_page(json_t *fit, gm_strbuf *out, gm_err *err);
+int rep_tune_page(json_t *tune, gm_strbuf *out, gm_err *err);
+
 /* html_model.c */
 int rep_build(rep *p, json_t *root, char *err, size_t errlen);
 void rep_free(rep *p);

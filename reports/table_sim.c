@@ -463,6 +463,23 @@ void gm_table_compare(FILE *f, const gm_sim_config *cfg, const gm_compare *c)
 
 /* ---------------------------------------------------------------- fit */
 
+/* The best realizable entry (most copies, or the smallest capacity), only
+ * among the deployable ones when deployable_only; -1 if none fits. */
+static long fit_best(const gm_fit *fit, int deployable_only)
+{
+    long best = -1;
+    for (size_t i = 0; i < fit->n; i++) {
+        const gm_fit_entry *e = &fit->e[i];
+        if (!e->realizable || e->rc != GM_OK || (deployable_only && !e->deployable)) continue;
+        int better =
+            fit->tenants_mode
+                ? e->copies_fit > 0 && (best < 0 || e->copies_fit > fit->e[best].copies_fit)
+                : e->found && (best < 0 || e->capacity < fit->e[best].capacity);
+        if (better) best = (long)i;
+    }
+    return best;
+}
+
 static void print_capacity(FILE *f, const gm_sim_config *cfg, const gm_fit *fit)
 {
     char b1[32], b2[32], b3[32], b4[32];
@@ -512,6 +529,12 @@ static void print_capacity(FILE *f, const gm_sim_config *cfg, const gm_fit *fit)
             fprintf(f, ", %s less than pytorch",
                     gm_fmt_bytes(fit->e[base].capacity - fit->e[best].capacity, b2, sizeof b2));
         fprintf(f, "\n");
+        long dep = fit_best(fit, 1);
+        if (!fit->e[best].deployable) /* a custom allocator's answer: and today? */
+            fprintf(f, "  (%s needs a custom allocator; as deployed today: %s%s%s)\n",
+                    fit->e[best].spec, dep >= 0 ? fit->e[dep].spec : "nothing fits",
+                    dep >= 0 ? " at " : "",
+                    dep >= 0 ? gm_fmt_bytes(fit->e[dep].capacity, b3, sizeof b3) : "");
     }
 }
 
@@ -543,17 +566,8 @@ static void print_tenants(FILE *f, const gm_sim_config *cfg, const gm_fit *fit, 
 
 int gm_fit_verdict(FILE *f, const gm_fit *fit)
 {
-    char b1[32];
-    long best = -1;
-    for (size_t i = 0; i < fit->n; i++) {
-        const gm_fit_entry *e = &fit->e[i];
-        if (!e->realizable || e->rc != GM_OK) continue;
-        int better =
-            fit->tenants_mode
-                ? e->copies_fit > 0 && (best < 0 || e->copies_fit > fit->e[best].copies_fit)
-                : e->found && (best < 0 || e->capacity < fit->e[best].capacity);
-        if (better) best = (long)i;
-    }
+    char b1[32], b2[32];
+    long best = fit_best(fit, 0), dep = fit_best(fit, 1);
     if (!f) return best >= 0;
     if (best < 0 && fit->tenants_mode)
         fprintf(f, "OOM: not even one copy runs without OOM on %s\n",
@@ -566,8 +580,17 @@ int gm_fit_verdict(FILE *f, const gm_fit *fit)
                 gm_fmt_bytes(max, b1, sizeof b1));
     } else if (fit->tenants_mode)
         fprintf(f, "fits: %u copies (%s)\n", fit->e[best].copies_fit, fit->e[best].spec);
-    else
+    else if (best == dep || fit->e[best].deployable)
         fprintf(f, "fits: the smallest card is %s (%s)\n",
+                gm_fmt_bytes(fit->e[best].capacity, b1, sizeof b1), fit->e[best].spec);
+    else if (dep >= 0)
+        fprintf(f,
+                "fits: the smallest card is %s as deployed today (%s); %s with a custom "
+                "allocator (%s)\n",
+                gm_fmt_bytes(fit->e[dep].capacity, b1, sizeof b1), fit->e[dep].spec,
+                gm_fmt_bytes(fit->e[best].capacity, b2, sizeof b2), fit->e[best].spec);
+    else
+        fprintf(f, "fits: the smallest card is %s with a custom allocator (%s)\n",
                 gm_fmt_bytes(fit->e[best].capacity, b1, sizeof b1), fit->e[best].spec);
     return best >= 0;
 }

@@ -62,7 +62,7 @@ cases() {
         c "$cmd" --help
     done
     c info "$bert"
-    c info --json "$bert"
+    c info --json - "$bert"
     c run "$bert"
     c run --json r.json --html r.html "$bert"
     for p in pytorch lru priority predictive oracle "lru:threshold=0.8"; do
@@ -91,14 +91,14 @@ cases() {
     c validate r.json r.json --json v.json --html v.html
     c validate r.json oom.json
     c gen bert --iterations 2 --seed 7 -o gen.h5
-    c info --json gen.h5
+    c info --json - gen.h5
     c run --json gen.json gen.h5
     for s in "$snaps"/*.pickle "$snaps"/*.pkl; do
         [ -e "$s" ] || continue
         b=$(basename "$s")
         c import "$s" -o "$b.h5"
         c info "$b.h5"
-        c info --json "$b.h5"
+        c info --json - "$b.h5"
         c fidelity "$s"
         c fidelity --json "$b.fid.json" "$s"
         [ -e "$b.h5" ] || continue

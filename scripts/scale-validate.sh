@@ -11,7 +11,7 @@ gmsim=${1:-build/gmsim}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-live() { "$gmsim" info --json "$1" | sed -n 's/^  "peak_live_bytes": \([0-9]*\),*$/\1/p'; }
+live() { "$gmsim" info --json - "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["peak_live_bytes"])'; }
 reserved() {
     "$gmsim" run --capacity 80GiB --json "$tmp/r.json" "$1" >/dev/null
     grep -m1 '"peak_reserved_bytes"' "$tmp/r.json" | sed 's/[^0-9]//g'

@@ -61,12 +61,6 @@ static void rank_entries(gm_compare *c)
     }
 }
 
-/* The policy `pytorch` (with or without parameters): the allocator's own behaviour. */
-static int is_deployable(const char *spec)
-{
-    return !strncmp(spec, "pytorch", 7) && (spec[7] == 0 || spec[7] == ':');
-}
-
 int gm_compare_fit(const gm_sim_config *base, gm_compare *c, int threads, uint64_t max_capacity,
                    gm_err *err)
 {
@@ -116,7 +110,7 @@ int gm_compare_run_allocators(const gm_sim_config *base, const gm_alloc_choice *
             gm_compare_entry *e = &c->e[a * n + i];
             snprintf(e->spec, sizeof e->spec, "%s", specs[i]);
             e->realizable = gm_policy_spec_realizable(specs[i]);
-            e->deployable = e->realizable && is_deployable(specs[i]);
+            e->deployable = e->realizable && gm_policy_spec_deployable(specs[i]);
             if (!allocs) {
                 snprintf(e->label, sizeof e->label, "%s", specs[i]);
                 continue;

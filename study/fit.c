@@ -183,6 +183,7 @@ static gm_fit *fit_new(char *const *specs, size_t n)
     for (size_t i = 0; i < n; i++) {
         snprintf(f->e[i].spec, sizeof f->e[i].spec, "%s", specs[i]);
         f->e[i].realizable = gm_policy_spec_realizable(specs[i]);
+        f->e[i].deployable = f->e[i].realizable && gm_policy_spec_deployable(specs[i]);
     }
     return f;
 }

@@ -17,6 +17,7 @@
 typedef struct gm_fit_entry {
     char spec[320];
     int realizable;
+    int deployable; /* the policy pytorch: runs on stock PyTorch (gm_policy_spec_deployable) */
     int rc; /* GM_OK or the error of a failed simulation (err) */
     gm_err err;
     /* capacity mode */

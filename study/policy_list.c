@@ -108,6 +108,11 @@ int gm_policy_spec_timed(const char *spec)
     return o && o->timer_period_ns;
 }
 
+int gm_policy_spec_deployable(const char *spec)
+{
+    return !strncmp(spec, "pytorch", 7) && (spec[7] == 0 || spec[7] == ':');
+}
+
 int gm_policies_append(char *buf, size_t cap, const char *arg, gm_err *err)
 {
     size_t n = strlen(buf);

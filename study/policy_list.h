@@ -26,5 +26,9 @@ int gm_policy_spec_realizable(const char *spec);
 /* 1 when spec names a policy with a timer (work on every tick: predictive,
  * oracle), the ones that take longest; else 0. */
 int gm_policy_spec_timed(const char *spec);
+/* 1 when spec is the policy `pytorch` (with or without parameters): the
+ * allocator's own behaviour, what a user can deploy today; the others need
+ * a custom allocator (policies/README.md, "Deployable today"). */
+int gm_policy_spec_deployable(const char *spec);
 
 #endif

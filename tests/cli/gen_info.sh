@@ -65,7 +65,7 @@ expect_line '^  [0-9]+ (B|KiB|MiB) - [0-9]+ (B|KiB|MiB) +[0-9]+ .*#' "$tmp/info.
 # parameter bytes: the analytic count for this shape, fp32
 H=128 L=2 I=512 V=30522 P=512 T=2 C=2
 params=$((V * H + P * H + T * H + 2 * H + L * (4 * (H * H + H) + 2 * H + H * I + I + I * H + H + 2 * H) + H * H + H + C * H + C))
-"$gmsim" info --json "$tmp/small.h5" >"$tmp/info.json" || fail "info --json exited $?"
+"$gmsim" info --json - "$tmp/small.h5" >"$tmp/info.json" || fail "info --json exited $?"
 if command -v python3 >/dev/null; then
     python3 - "$tmp/info.json" "$params" <<'EOF' || fail "info --json content"
 import json, sys

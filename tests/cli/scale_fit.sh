@@ -28,7 +28,7 @@ expect_fail() {
 
 # field FILE KEY: a top-level integer of `gmsim info --json`
 field() {
-    "$gmsim" info --json "$1" | sed -n "s/^  \"$2\": \([0-9]*\),*$/\1/p"
+    "$gmsim" info --json - "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$2"
 }
 
 same_trace() { # same_trace A B WHAT: the same events, sizes and peak

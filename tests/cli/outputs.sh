@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# outputs.sh GMSIM SOURCE_DIR - where results go: --json FILE|- on every
+# command (info included), an output option never swallows a trace or
+# another option, fit --html and tune --html pages (self-contained, read
+# back from their JSON), and fit's verdict keeps what runs on stock PyTorch
+# apart from what needs a custom allocator.
+set -u
+gmsim=$1
+src=${2:-.}
+bert=$src/traces/bert.h5
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+
+fail() {
+    echo "FAIL: $*" >&2
+    fails=$((fails + 1))
+}
+
+# run WANT_RC WHAT -- CMD...: stdout in $tmp/out, stderr in $tmp/err
+run() {
+    local want=$1 what=$2
+    shift 3
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    [ "$rc" -eq "$want" ] || fail "$what: exit $rc, expected $want ($(head -c 400 "$tmp/err"))"
+}
+
+has() { grep -Eq -- "$1" "$2" || fail "no line matching '$1' in $(basename "$2"): $(head -c 600 "$2")"; }
+
+# --- a trace given where an output file belongs: exit 2, the fix named ---
+for c in "run" "compare --policies lru" "fit --policies pytorch" "info" "tune"; do
+    # shellcheck disable=SC2086
+    run 2 "$c --json TRACE" -- "$gmsim" $c --json "$bert"
+    has "--json .*bert.h5: that is a trace \(an HDF5 file\), not a file to write; --json takes the output file \(e.g. --json out.json, or --json - for standard output\)" "$tmp/err"
+done
+run 2 "run --html SNAPSHOT" -- "$gmsim" run --html "$src/tests/data/small-with-segments.pickle" "$bert"
+has "that is a PyTorch memory snapshot, not a file to write" "$tmp/err"
+run 2 "run --json --html" -- "$gmsim" run "$bert" --json --html "$tmp/r.html"
+has "--json --html: that is an option, not a file to write" "$tmp/err"
+[ ! -e "$tmp/r.html" ] || fail "run --json --html wrote a page anyway"
+run 2 "--json ''" -- "$gmsim" run "$bert" --json ""
+has "--json needs a file name to write \(or - for standard output\)" "$tmp/err"
+# -o may replace an old trace (import, gen): not refused as a trace
+run 0 "gen -o an existing trace" -- "$gmsim" gen bert --layers 1 --hidden 64 --heads 2 --vocab 100 --seq 8 --batch 1 --iterations 1 -o "$tmp/g.h5"
+run 0 "gen -o it again" -- "$gmsim" gen bert --layers 1 --hidden 64 --heads 2 --vocab 100 --seq 8 --batch 1 --iterations 2 -o "$tmp/g.h5"
+
+# --- --json - is standard output, for info as for the others ---
+run 0 "info --json -" -- "$gmsim" info --json - "$bert"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["events"] > 0, d' "$tmp/out" ||
+    fail "info --json - did not print the summary as JSON"
+run 0 "info --json FILE" -- "$gmsim" info "$bert" --json "$tmp/info.json"
+cmp -s "$tmp/out" /dev/null || fail "info --json FILE also printed to stdout"
+run 0 "the same summary again, to stdout" -- "$gmsim" info --json - "$bert"
+cmp -s "$tmp/out" "$tmp/info.json" || fail "info --json FILE and --json - differ"
+# with --json -, stdout is the JSON alone; the table or verdict goes to stderr
+run 0 "run --json -" -- "$gmsim" run -q "$bert" --json -
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["schema"] == "gmsim-result/1"' \
+    "$tmp/out" || fail "run --json - did not print the result alone"
+has "^fits: no OOM; peak reserved" "$tmp/err"
+run 0 "fit --json -" -- "$gmsim" fit "$bert" --policies pytorch --json -
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["schema"] == "gmsim-fit/1"' \
+    "$tmp/out" || fail "fit --json - did not print the result alone"
+has "^smallest device: pytorch at" "$tmp/err"
+
+# --- fit: stock PyTorch apart from custom allocators; --html ---
+run 0 "fit -q" -- "$gmsim" fit -q "$bert" --json "$tmp/f.json" --html "$tmp/f.html"
+has "^fits: the smallest card is [0-9.]+ GiB as deployed today \(pytorch\); [0-9.]+ GiB with a custom allocator \(predictive\)$" "$tmp/out"
+python3 - "$tmp/f.json" "$tmp/f.html" <<'PY' || fail "fit --html does not show fit --json's answers"
+import json, sys
+d = json.load(open(sys.argv[1]))
+page = open(sys.argv[2]).read()
+rows = {r["policy"]: r for r in d["results"]}
+assert rows["pytorch"]["deployable"] is True and rows["predictive"]["deployable"] is False, rows
+assert rows["oracle"]["deployable"] is False
+dep = rows["pytorch"]["capacity_bytes"] / 2**30
+best = rows["predictive"]["capacity_bytes"] / 2**30
+assert best < dep, (best, dep)
+assert "as deployed today: %.3f GiB" % dep in page, "deployable answer missing"
+assert "%.3f GiB with a custom allocator" % best in page, "custom answer missing"
+assert "default-src 'none'" in page and "http" not in page.split("</head>")[1], "not self-contained"
+PY
+run 0 "fit table" -- "$gmsim" fit "$bert"
+has "^  \(predictive needs a custom allocator; as deployed today: pytorch at [0-9.]+ GiB\)$" "$tmp/out"
+
+# --- tune --html: the paste line and every setting, from the JSON ---
+run 0 "tune --html" -- "$gmsim" tune -q "$bert" --capacity 5GiB --json "$tmp/t.json" --html "$tmp/t.html"
+python3 - "$tmp/t.json" "$tmp/t.html" <<'PY' || fail "tune --html does not show tune --json's ranking"
+import json, sys, html
+d = json.load(open(sys.argv[1]))
+page = open(sys.argv[2]).read()
+assert html.escape(d["paste"], quote=False) in page, "paste line missing"
+rows = page.count("<tr") - 1
+assert rows == len(d["settings"]), (rows, len(d["settings"]))
+first = page.index("<tr class=\"win\">")
+assert html.escape(d["best"], quote=False) in page[first:first + 400], "rank 1 is not the best"
+PY
+run 2 "tune --html TRACE" -- "$gmsim" tune --capacity 5GiB --html "$bert"
+
+[ "$fails" -eq 0 ] && echo "outputs: all passed"
+exit $((fails > 0))
