@@ -59,6 +59,9 @@ int gm_cli_input_trace(const char *path, const char **trace, gm_err *err);
 /* The same for every tenant of o (gm_cli_parse_sim does it): the tenant's
  * name stays the snapshot's, its path becomes the temporary trace. */
 int gm_cli_resolve_tenants(gm_run_opts *o, gm_err *err);
+/* Remove path when gmsim exits or is killed by SIGINT/SIGTERM/SIGHUP (a
+ * trace writer's temporary file: gm_trace_write_opts.on_temp). */
+void gm_cli_remove_on_exit(void *ctx, const char *path);
 /* Refuse an output that is one of the inputs (same device and inode, so
  * another name or a link counts): GM_EUSAGE naming both. out may be NULL
  * (no such output). The second form checks the traces of o. */

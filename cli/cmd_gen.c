@@ -241,7 +241,8 @@ int cmd_gen(int argc, char **argv)
     gen_args a;
     memset(&a, 0, sizeof a);
     gm_bert_defaults(&a.p);
-    a.wopts.compress = GM_COMPRESS_NONE; /* traces/FORMAT.md: read 3x faster end to end */
+    a.wopts.compress = GM_COMPRESS_NONE;     /* traces/FORMAT.md: read 3x faster end to end */
+    a.wopts.on_temp = gm_cli_remove_on_exit; /* no TARGET.tmp.<pid> left if killed */
     a.wopts.deflate_level = 4;
     a.wopts.chunk_events = GM_TRACE_CHUNK_EVENTS;
     char *command = gm_cli_join_command(argc, argv); /* recorded in the trace */

@@ -193,7 +193,8 @@ int cmd_import(int argc, char **argv)
                                              {"quiet", no_argument, NULL, 'q'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
-    import_args a = {.device = -1, .wo = {.compress = GM_COMPRESS_NONE}};
+    import_args a = {.device = -1,
+                     .wo = {.compress = GM_COMPRESS_NONE, .on_temp = gm_cli_remove_on_exit}};
     char cmd[2048];
     command_line(argc, argv, cmd, sizeof cmd);
     gm_err err;

@@ -34,7 +34,7 @@ static void usage(FILE *f)
                "      --to VALUE         the value to write the trace at (required)\n"
                "  -o, --output FILE      trace to write (required)\n"
                "      --device N         which device of multi-GPU snapshots\n"
-               "      --compress C       none or deflate (deflate)\n"
+               "      --compress C       none (default: read fastest) or deflate (smallest)\n"
                "  -h, --help             this text\n"
                "\n"
                "example:\n"
@@ -165,7 +165,8 @@ int cmd_scale(int argc, char **argv)
     args a;
     memset(&a, 0, sizeof a);
     a.device = -1;
-    a.wopts.compress = GM_COMPRESS_DEFLATE;
+    a.wopts.compress = GM_COMPRESS_NONE;     /* as gen bert and import (traces/FORMAT.md) */
+    a.wopts.on_temp = gm_cli_remove_on_exit; /* no TARGET.tmp.<pid> left if killed */
     a.wopts.deflate_level = 4;
     a.wopts.chunk_events = GM_TRACE_CHUNK_EVENTS;
     gm_err err;

@@ -189,7 +189,7 @@ static void usage(FILE *f, int w)
                "      --no-cublas-workspace  leave out the 8519680-byte cuBLAS workspace\n"
                "      --stream N         stream handle recorded on every event (0)\n"
                "      --device-total SIZE  device memory recorded in the trace (80GiB)\n"
-               "      --compress C       none or deflate (deflate)\n"
+               "      --compress C       none (default: read fastest) or deflate (smallest)\n"
                "  -h, --help             show this help\n\n"
                "Every tensor the generator makes is listed in traces/GENERATORS.md.\n");
 }
@@ -374,7 +374,8 @@ int gm_gen_model_cmd(const char *name, int argc, char **argv, const char *comman
     gm_llama_defaults(&a.llama);
     gm_resnet_defaults(&a.resnet);
     a.t = a.w == W_GPT ? &a.gpt.t : a.w == W_LLAMA ? &a.llama.t : &a.resnet.t;
-    a.wopts.compress = GM_COMPRESS_DEFLATE;
+    a.wopts.compress = GM_COMPRESS_NONE;     /* as gen bert and import (traces/FORMAT.md) */
+    a.wopts.on_temp = gm_cli_remove_on_exit; /* no TARGET.tmp.<pid> left if killed */
     a.wopts.deflate_level = 4;
     a.wopts.chunk_events = GM_TRACE_CHUNK_EVENTS;
     struct option longopts[NDEFS + 1];

@@ -3,8 +3,10 @@
  * a trace: `gmsim run snapshot.pickle --capacity 24GiB` imports it exactly
  * as `gmsim import` would, into a private temporary folder, and replays the
  * result. The folder and its traces are removed when gmsim exits, also on
- * SIGINT, SIGTERM and SIGHUP. Results and messages name the snapshot, not
- * the temporary file (gm_tenant_spec.name).
+ * SIGINT, SIGTERM and SIGHUP; so are the temporary files of the traces gen,
+ * import and scale write (gm_cli_remove_on_exit: a killed `gmsim gen` leaves
+ * no TARGET.tmp.<pid> behind; a finished one has renamed it already). Results and messages name the
+ * snapshot, not the temporary file (gm_tenant_spec.name).
  *
  * The temporary files are the CLI's own state (one process, one list), so
  * it lives here, in the executable, not in a library.
@@ -41,6 +43,25 @@ static void on_signal(int sig)
     raise(sig);
 }
 
+static void install_handlers(void)
+{
+    static int installed; /* the executable's own state, once */
+    if (installed++) return;
+    atexit(remove_temp);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGHUP, on_signal);
+}
+
+void gm_cli_remove_on_exit(void *ctx, const char *path)
+{
+    (void)ctx;
+    if (n_temp >= MAX_TEMP) return; /* then only the writer's own cleanup */
+    install_handlers();
+    snprintf(temp_files[n_temp], sizeof temp_files[0], "%s", path);
+    n_temp++; /* after the name is complete: a signal sees it whole or not at all */
+}
+
 static int make_temp_dir(gm_err *err)
 {
     if (temp_dir[0]) return GM_OK;
@@ -51,10 +72,7 @@ static int make_temp_dir(gm_err *err)
         temp_dir[0] = 0;
         return gm_errf(err, GM_EIO, "cannot create a temporary folder under %s; set TMPDIR", tmp);
     }
-    atexit(remove_temp);
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    signal(SIGHUP, on_signal);
+    install_handlers();
     return GM_OK;
 }
 

@@ -202,6 +202,11 @@ typedef struct gm_trace_write_opts {
     enum gm_compress compress;
     int deflate_level;   /* 1..9, default 4                   */
     size_t chunk_events; /* default GM_TRACE_CHUNK_EVENTS     */
+    /* optional: told the temporary file's path as soon as it exists, so a
+     * program can remove it should it be killed before gm_trace_finish
+     * (the CLI does on SIGINT, SIGTERM, SIGHUP) */
+    void (*on_temp)(void *ctx, const char *tmp_path);
+    void *on_temp_ctx;
 } gm_trace_write_opts;
 
 #define GM_TRACE_CHUNK_EVENTS (64u * 1024u)

@@ -1283,9 +1283,11 @@ struct gm_trace_writer {
 static int resolve_opts(const char *path, const gm_trace_write_opts *in, gm_trace_write_opts *o,
                         gm_err *err)
 {
-    *o = (gm_trace_write_opts){GM_COMPRESS_NONE, 4, GM_TRACE_CHUNK_EVENTS};
+    *o = (gm_trace_write_opts){GM_COMPRESS_NONE, 4, GM_TRACE_CHUNK_EVENTS, NULL, NULL};
     if (in) {
         o->compress = in->compress;
+        o->on_temp = in->on_temp;
+        o->on_temp_ctx = in->on_temp_ctx;
         if (in->deflate_level) o->deflate_level = in->deflate_level;
         if (in->chunk_events) o->chunk_events = in->chunk_events;
     }
@@ -1456,6 +1458,7 @@ static int create_file(gm_trace_writer *w, gm_err *err)
         return gm_errf(err, GM_EIO, "%s: cannot create %s: %s", w->path, w->tmp, strerror(errno));
     close(fd);
     w->created = 1;
+    if (w->opts.on_temp) w->opts.on_temp(w->opts.on_temp_ctx, w->tmp);
     hid_t fapl = make_fapl();
     w->file = H5Fcreate(w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     free_fapl(fapl);

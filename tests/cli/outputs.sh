@@ -97,5 +97,26 @@ assert html.escape(d["best"], quote=False) in page[first:first + 400], "rank 1 i
 PY
 run 2 "tune --html TRACE" -- "$gmsim" tune --capacity 5GiB --html "$bert"
 
+# --- a killed gen leaves no temporary file (and no half trace) ---
+for sig in INT TERM; do
+    for model in "bert --iterations 20000" "gpt --model gpt2 --iterations 4000"; do
+        rm -f "$tmp"/big.h5*
+        # shellcheck disable=SC2086
+        "$gmsim" gen $model -o "$tmp/big.h5" >/dev/null 2>&1 &
+        pid=$!
+        for _ in $(seq 1 200); do # until its temporary file exists (at most 10 s)
+            ls "$tmp"/big.h5.tmp.* >/dev/null 2>&1 && break
+            sleep 0.05
+        done
+        ls "$tmp"/big.h5.tmp.* >/dev/null 2>&1 || fail "gen $model: no temporary file seen"
+        kill -s "$sig" "$pid"
+        wait "$pid"
+        rc=$?
+        [ "$rc" -ne 0 ] || fail "gen $model finished before SIG$sig; make it longer"
+        left=$(ls "$tmp"/big.h5* 2>/dev/null)
+        [ -z "$left" ] || fail "gen $model killed by SIG$sig left: $left"
+    done
+done
+
 [ "$fails" -eq 0 ] && echo "outputs: all passed"
 exit $((fails > 0))
