@@ -94,9 +94,15 @@ typedef struct sim_ctx {
     void *ctx;
 } sim_ctx;
 
+enum { OPT_PROGRESS = 3000, OPT_NO_PROGRESS };
+
 static int sim_opt(void *arg, int c, const char *value, gm_err *err)
 {
     sim_ctx *s = arg;
+    if (c == OPT_PROGRESS || c == OPT_NO_PROGRESS) {
+        gm_cli_progress_set(c == OPT_PROGRESS);
+        return GM_OK;
+    }
     if (gm_run_opts_owns(c)) return gm_run_opts_parse(s->o, c, value, err);
     return s->fn(s->ctx, c, value, err);
 }
@@ -105,7 +111,13 @@ int gm_cli_parse_sim(gm_run_opts *o, int argc, char **argv, const struct option 
                      gm_cli_fn fn, void *ctx, gm_err *err)
 {
     struct option longopts[64];
-    gm_run_opts_longopts(longopts, 64, extra);
+    gm_run_opts_longopts(longopts, 62, extra);
+    size_t n = 0;
+    while (longopts[n].name)
+        n++;
+    longopts[n++] = (struct option){"progress", no_argument, NULL, OPT_PROGRESS};
+    longopts[n++] = (struct option){"no-progress", no_argument, NULL, OPT_NO_PROGRESS};
+    longopts[n] = (struct option){NULL, 0, NULL, 0};
     sim_ctx s = {o, fn, ctx};
     int rc = gm_cli_parse(argc, argv, "qh", longopts, sim_opt, &s, err);
     if (rc != GM_OK) return rc;

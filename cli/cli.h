@@ -59,6 +59,14 @@ int gm_cli_input_trace(const char *path, const char **trace, gm_err *err);
 /* The same for every tenant of o (gm_cli_parse_sim does it): the tenant's
  * name stays the snapshot's, its path becomes the temporary trace. */
 int gm_cli_resolve_tenants(gm_run_opts *o, gm_err *err);
+/* Progress on stderr (progress.c): --progress (on=1) / --no-progress (0)
+ * as parsed by gm_cli_parse_sim; begin() hooks cfg when progress is on
+ * (a terminal and not quiet, unless set), overwrite = one line rewritten in
+ * place; end() clears that line. */
+void gm_cli_progress_set(int on);
+int gm_cli_progress_begin(const char *cmd, int quiet, gm_sim_config *cfg, int overwrite);
+void gm_cli_progress_end(void);
+
 /* Remove path when gmsim exits or is killed by SIGINT/SIGTERM/SIGHUP (a
  * trace writer's temporary file: gm_trace_write_opts.on_temp). */
 void gm_cli_remove_on_exit(void *ctx, const char *path);

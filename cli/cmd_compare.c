@@ -61,6 +61,8 @@ static void usage(FILE *f)
                "  --no-fit               when even the winner runs out of memory, do not search\n"
                "                         for the smallest card that runs it\n"
                "  -q, --quiet            one line: the verdict (fits / OOM) and the winner\n"
+               "      --progress, --no-progress  progress on stderr after the first second\n"
+               "                         (default: when stderr is a terminal and not -q)\n"
                "  -h, --help             this text\n"
                "\n"
                "exit status: 0 the winner runs without OOM; 3 nothing realizable does; 1 bad\n"
@@ -184,6 +186,7 @@ int cmd_compare(int argc, char **argv)
     gm_sim_config cfg;
     gm_run_opts_config(&o, &cfg);
     gm_compare *cmp = NULL;
+    gm_cli_progress_begin("compare", quiet, &cfg, 0);
     rc = allocs ? gm_compare_run_allocators(&cfg, allocs, n_allocs, specs, n, threads, &cmp, &err)
                 : gm_compare_run(&cfg, specs, n, threads, &cmp, &err);
     n = cmp ? cmp->n : n;

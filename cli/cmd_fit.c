@@ -52,6 +52,8 @@ static void usage(FILE *f)
                "  --json FILE            results (schema gmsim-fit/1); - for standard output\n"
                "  --html FILE            the same as a self-contained HTML page\n"
                "  -q, --quiet            one line: the verdict and the best realizable answer\n"
+               "      --progress, --no-progress  progress on stderr after the first second\n"
+               "                         (default: when stderr is a terminal and not -q)\n"
                "  -h, --help             this text\n"
                "\n"
                "exit status: 0 something realizable fits; 3 nothing does (up to --max-capacity;\n"
@@ -190,6 +192,7 @@ int cmd_fit(int argc, char **argv)
     gm_sim_config cfg;
     gm_run_opts_config(&o, &cfg);
     gm_fit *f = NULL;
+    gm_cli_progress_begin("fit", quiet, &cfg, 0);
     if (tenants)
         rc = gm_fit_tenants(&cfg, specs, n, threads, tenants, stagger, &f, &err);
     else

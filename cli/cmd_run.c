@@ -40,6 +40,8 @@ static void usage(FILE *f)
                "                         and the re-simulation of each single PyTorch setting\n"
                "                         change that might avoid it\n"
                "  -q, --quiet            one line: the verdict (fits / OOM) and its figures\n"
+               "      --progress, --no-progress  progress on stderr after the first second\n"
+               "                         (default: when stderr is a terminal and not -q)\n"
                "\n"
                "exit status: 0 ran, no OOM; 3 ran, an OOM is predicted (the first and its\n"
                "verdict on stderr); 1 bad input; 2 usage\n"
@@ -49,12 +51,6 @@ static void usage(FILE *f)
                "  gmsim run --policy pytorch --capacity 24GiB traces/bert.h5\n"
                "  gmsim run --allocator rmm-pool --alloc-conf initial_pool_size:4GiB,\n"
                "      maximum_pool_size:4GiB --capacity 80GiB --repeat 3 rmm.h5\n");
-}
-
-static void progress(void *ctx, uint64_t done)
-{
-    (void)ctx;
-    fprintf(stderr, "\r  %llu M events...", (unsigned long long)(done >> 20));
 }
 
 enum { OPT_JSON = 1000, OPT_HTML, OPT_NO_EXPLAIN };
@@ -126,12 +122,10 @@ int cmd_run(int argc, char **argv)
     }
     gm_sim_config cfg;
     gm_run_opts_config(&o, &cfg);
-    if (!quiet && isatty(2)) {
-        cfg.progress = progress;
-    }
+    gm_cli_progress_begin("run", quiet, &cfg, 1);
     gm_sim_result *r;
     rc = gm_simulate(&cfg, &r, &err);
-    if (cfg.progress) fprintf(stderr, "\r                         \r");
+    gm_cli_progress_end();
     if (rc != GM_OK) {
         gm_run_opts_free(&o);
         return gm_cmd_fail("run", rc, err.msg);

@@ -45,6 +45,8 @@ static void usage(FILE *f)
             "  --json FILE            every setting's figures (schema gmsim-tune/1); - for stdout\n"
             "  --html FILE            the ranked settings as a self-contained HTML page\n"
             "  -q, --quiet            one line: the verdict and the setting\n"
+            "      --progress, --no-progress  progress on stderr after the first second\n"
+            "                         (default: when stderr is a terminal and not -q)\n"
             "  -h, --help             this text\n"
             "\n"
             "exit status: 0 a setting runs without OOM, 3 none does, 1 bad input, 2 usage\n"
@@ -131,8 +133,10 @@ int cmd_tune(int argc, char **argv)
     gm_sim_config cfg;
     gm_run_opts_config(&o, &cfg);
     gm_tune *t = NULL;
+    gm_cli_progress_begin("tune", a.quiet, &cfg, 1);
     rc = gm_tune_run(&cfg, a.threads, &t, &err);
     if (rc == GM_OK && !a.no_fit) rc = gm_tune_fit(&cfg, t, a.threads, a.max_cap, &err);
+    gm_cli_progress_end();
     if (rc == GM_OK && a.quiet && t->best >= 0) {
         const gm_tune_entry *b = &t->e[t->best];
         fprintf(gm_cli_text_out(a.json_path, a.html_path), "%s: %s\n", b->ooms ? "OOM" : "fits",

@@ -96,6 +96,11 @@ typedef struct gm_sim_config {
     /* optional: called about every million events */
     void (*progress)(void *ctx, uint64_t events_done);
     void *progress_ctx;
+    /* optional: a study of many runs (compare, fit, tune) says each
+     * finished step in one line ("lru: done, no OOM, ..."); called from the
+     * worker threads, so it must be thread-safe. The engine never calls it. */
+    void (*step_done)(void *ctx, const char *line);
+    void *step_ctx;
 } gm_sim_config;
 
 enum gm_tenant_status { GM_TENANT_COMPLETED = 0, GM_TENANT_ABORTED = 1 };

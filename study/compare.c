@@ -11,6 +11,7 @@
 #include "pool.h"
 #include "simulate.h"
 #include "base/clock.h"
+#include "base/units.h"
 
 typedef struct compare_ctx {
     const gm_sim_config *base;
@@ -26,7 +27,16 @@ static void compare_one(void *arg, size_t i)
     if (e->allocator[0]) cfg.allocator = e->allocator;
     if (e->conf_given) cfg.alloc_conf = e->alloc_conf;
     cfg.progress = NULL;
+    double t0 = gm_monotonic_s();
     e->rc = gm_simulate(&cfg, &e->r, &e->err);
+    if (x->base->step_done && e->rc == GM_OK) {
+        char line[1200], b[32];
+        const gm_sim_result *r = e->r;
+        snprintf(line, sizeof line, "%s: done in %.2f s, %llu OOM%s, peak reserved %s", e->label,
+                 gm_monotonic_s() - t0, (unsigned long long)r->device.n_oom,
+                 r->device.n_oom == 1 ? "" : "s", gm_fmt_bytes(r->device.peak_r, b, sizeof b));
+        x->base->step_done(x->base->step_ctx, line);
+    }
 }
 
 static void rank_entries(gm_compare *c)

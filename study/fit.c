@@ -1,6 +1,8 @@
 /* fit.c - see fit.h. */
 #include "fit.h"
 
+#include "base/units.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -28,6 +30,15 @@ static int try_run_as(const gm_sim_config *cfg, gm_fit_entry *e, gm_sim_result *
     }
     e->events_simulated += r->events;
     int ok = r->device.n_oom == 0 && gm_sim_completed(r) == r->n_tenants;
+    if (cfg->step_done) {
+        char line[480];
+        if (cfg->n_tenants > 1 || !cfg->capacity_bytes)
+            snprintf(line, sizeof line, "%s: run %u: %s", e->spec, e->runs, ok ? "no OOM" : "OOM");
+        else
+            snprintf(line, sizeof line, "%s: run %u: %s at %.3f GiB", e->spec, e->runs,
+                     ok ? "fits" : "OOM", (double)cfg->capacity_bytes / (double)GM_GiB);
+        cfg->step_done(cfg->step_ctx, line);
+    }
     if (keep && (ok || always)) {
         gm_sim_result_free(*keep);
         *keep = r;

@@ -120,6 +120,7 @@ static int build(grid *g, const gm_sim_config *base, const char *recorded)
 typedef struct tune_ctx {
     const gm_sim_config *base;
     gm_tune *t;
+    size_t done; /* settings simulated (atomic): for step_done */
 } tune_ctx;
 
 static void summarize(gm_tune_entry *e, const gm_sim_result *r)
@@ -156,6 +157,12 @@ static void tune_one(void *arg, size_t i)
         snprintf(x->t->policy, sizeof x->t->policy, "%s", r->policy);
     }
     gm_sim_result_free(r); /* 120 runs: keep the figures, not the timelines */
+    if (x->base->step_done) {
+        char line[64];
+        snprintf(line, sizeof line, "%zu of %zu settings simulated",
+                 __atomic_add_fetch(&x->done, 1, __ATOMIC_RELAXED), x->t->n);
+        x->base->step_done(x->base->step_ctx, line);
+    }
 }
 
 static uint64_t three_digits(uint64_t v)
@@ -217,7 +224,7 @@ int gm_tune_run(const gm_sim_config *base, int threads, gm_tune **out, gm_err *e
     }
     t->threads = threads > 0 ? threads : gm_default_threads();
     double t0 = gm_monotonic_s();
-    tune_ctx x = {base, t};
+    tune_ctx x = {base, t, 0};
     gm_parallel_for(t->n, t->threads, tune_one, &x);
     t->wall_s = gm_monotonic_s() - t0;
     for (size_t i = 0; i < t->n; i++) /* the defaults must run: else the input is bad */

@@ -97,6 +97,24 @@ assert html.escape(d["best"], quote=False) in page[first:first + 400], "rank 1 i
 PY
 run 2 "tune --html TRACE" -- "$gmsim" tune --capacity 5GiB --html "$bert"
 
+# --- progress: off when stderr is not a terminal, on with --progress ---
+run 0 "compare, not a terminal" -- env GMSIM_PROGRESS_AFTER=0 "$gmsim" compare -q "$bert"
+grep -q "done in" "$tmp/err" && fail "compare printed progress to a file"
+run 0 "compare --progress" -- env GMSIM_PROGRESS_AFTER=0 "$gmsim" compare -q --progress "$bert"
+for p in pytorch lru priority predictive oracle; do
+    has "^gmsim compare: $p: done in [0-9.]+ s, 0 OOMs, peak reserved [0-9.]+ GiB$" "$tmp/err"
+done
+run 0 "compare --progress --no-progress" -- env GMSIM_PROGRESS_AFTER=0 "$gmsim" compare -q --progress --no-progress "$bert"
+grep -q "done in" "$tmp/err" && fail "--no-progress still printed progress"
+run 0 "compare --progress, quick" -- "$gmsim" compare -q --progress --policies pytorch "$bert"
+grep -q "done in" "$tmp/err" && fail "progress in the first second (quick commands stay quiet)"
+run 0 "fit --progress" -- env GMSIM_PROGRESS_AFTER=0 "$gmsim" fit -q --progress --policies pytorch "$bert"
+has "^gmsim fit: pytorch: run 1: fits at 80.000 GiB$" "$tmp/err"
+has "^gmsim fit: pytorch: run [0-9]+: OOM at [0-9.]+ GiB$" "$tmp/err"
+run 0 "tune --progress" -- env GMSIM_PROGRESS_AFTER=0 "$gmsim" tune -q --progress --no-fit --capacity 5GiB "$bert"
+tr '\r' '\n' <"$tmp/err" >"$tmp/err.lines"
+has "^gmsim tune: 120 of 120 settings simulated" "$tmp/err.lines"
+
 # --- a killed gen leaves no temporary file (and no half trace) ---
 for sig in INT TERM; do
     for model in "bert --iterations 20000" "gpt --model gpt2 --iterations 4000"; do
