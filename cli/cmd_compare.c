@@ -22,6 +22,7 @@
 #include "study/alloc_list.h"
 #include "study/compare.h"
 #include "study/policy_list.h"
+#include "study/preload.h"
 #include "study/run_opts.h"
 
 static void usage(FILE *f)
@@ -187,6 +188,11 @@ int cmd_compare(int argc, char **argv)
     gm_run_opts_config(&o, &cfg);
     gm_compare *cmp = NULL;
     gm_cli_progress_begin("compare", quiet, &cfg, 0);
+    gm_preload pre; /* every run replays the traces from memory (study/preload.h) */
+    if (gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, &err) != GM_OK) {
+        gm_run_opts_free(&o);
+        return gm_cmd_fail("compare", GM_ENOMEM, err.msg);
+    }
     rc = allocs ? gm_compare_run_allocators(&cfg, allocs, n_allocs, specs, n, threads, &cmp, &err)
                 : gm_compare_run(&cfg, specs, n, threads, &cmp, &err);
     n = cmp ? cmp->n : n;
@@ -208,6 +214,7 @@ int cmd_compare(int argc, char **argv)
     gm_compare_free(cmp);
     free(specs);
     free(allocs);
+    gm_preload_free(&pre);
     gm_run_opts_free(&o);
     if (rc != GM_OK) return gm_cmd_fail("compare", rc, err.msg);
     return oom ? 3 : 0;

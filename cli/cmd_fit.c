@@ -20,6 +20,7 @@
 #include "study/compare.h"
 #include "study/fit.h"
 #include "study/policy_list.h"
+#include "study/preload.h"
 #include "study/run_opts.h"
 
 static void usage(FILE *f)
@@ -193,6 +194,11 @@ int cmd_fit(int argc, char **argv)
     gm_run_opts_config(&o, &cfg);
     gm_fit *f = NULL;
     gm_cli_progress_begin("fit", quiet, &cfg, 0);
+    gm_preload pre; /* every run replays the traces from memory (study/preload.h) */
+    if (gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, &err) != GM_OK) {
+        gm_run_opts_free(&o);
+        return gm_cmd_fail("fit", GM_ENOMEM, err.msg);
+    }
     if (tenants)
         rc = gm_fit_tenants(&cfg, specs, n, threads, tenants, stagger, &f, &err);
     else
@@ -212,6 +218,7 @@ int cmd_fit(int argc, char **argv)
                 f->wall_s);
     gm_fit_free(f);
     free(specs);
+    gm_preload_free(&pre);
     gm_run_opts_free(&o);
     if (rc != GM_OK) return gm_cmd_fail("fit", rc, err.msg);
     return fits ? 0 : 3;

@@ -16,6 +16,7 @@
 #include "reports/html.h"
 #include "reports/results.h"
 #include "reports/table.h"
+#include "study/preload.h"
 #include "study/run_opts.h"
 #include "study/tune.h"
 
@@ -134,6 +135,11 @@ int cmd_tune(int argc, char **argv)
     gm_run_opts_config(&o, &cfg);
     gm_tune *t = NULL;
     gm_cli_progress_begin("tune", a.quiet, &cfg, 1);
+    gm_preload pre; /* every run replays the traces from memory (study/preload.h) */
+    if (gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, &err) != GM_OK) {
+        gm_run_opts_free(&o);
+        return gm_cmd_fail("tune", GM_ENOMEM, err.msg);
+    }
     rc = gm_tune_run(&cfg, a.threads, &t, &err);
     if (rc == GM_OK && !a.no_fit) rc = gm_tune_fit(&cfg, t, a.threads, a.max_cap, &err);
     gm_cli_progress_end();
@@ -153,6 +159,7 @@ int cmd_tune(int argc, char **argv)
     }
     int oom = rc == GM_OK && (t->best < 0 || t->e[t->best].ooms > 0);
     gm_tune_free(t);
+    gm_preload_free(&pre);
     gm_run_opts_free(&o);
     if (rc != GM_OK) return gm_cmd_fail("tune", rc, err.msg);
     return oom ? 3 : 0;

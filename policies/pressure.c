@@ -59,7 +59,7 @@ void gm_seg_sort(gm_seg_info *v, size_t n, int (*cmp)(const void *, const void *
             return;
         }
     }
-    qsort(v, n, sizeof *v, cmp);
+    if (n > 1) qsort(v, n, sizeof *v, cmp);
 }
 
 /* Oldest last use first; ties by address, so runs are deterministic. */

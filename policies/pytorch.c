@@ -73,7 +73,7 @@ static void before_grow(void *state, gm_alloc *a, const gm_pressure *pr)
     uint64_t target = a->c.reserved_bytes - threshold, reclaimed = 0;
     if (gm_seglist_fetch_releasable(&p->segs, a)) return;
     gm_seglist_filter(&p->segs, keep_gc, NULL);
-    qsort(p->segs.v, p->segs.n, sizeof *p->segs.v, gm_seg_cmp_pool_order);
+    if (p->segs.n > 1) qsort(p->segs.v, p->segs.n, sizeof *p->segs.v, gm_seg_cmp_pool_order);
     uint64_t total_age = 0;
     size_t count = p->segs.n;
     for (size_t i = 0; i < count; i++)
@@ -116,7 +116,7 @@ static int release_available(pt_policy *p, gm_alloc *a, const gm_pressure *pr)
     pool_key k = {pr->stream, pr->small_pool, max_split};
     if (gm_seglist_fetch_releasable(&p->segs, a)) return GM_POLICY_NEXT;
     gm_seglist_filter(&p->segs, keep_oversize, &k);
-    qsort(p->segs.v, p->segs.n, sizeof *p->segs.v, gm_seg_cmp_pool_order);
+    if (p->segs.n > 1) qsort(p->segs.v, p->segs.n, sizeof *p->segs.v, gm_seg_cmp_pool_order);
     for (size_t i = 0; i < p->segs.n; i++) /* smallest one that is large enough */
         if (p->segs.v[i].size >= key) {
             gm_alloc_release(a, p->segs.v[i].id, pr->now_ns);
@@ -140,7 +140,7 @@ static int release_cached(pt_policy *p, gm_alloc *a, const gm_pressure *pr)
 {
     a->c.n_cache_flushes++;
     if (gm_seglist_fetch_releasable(&p->segs, a)) return GM_POLICY_RETRY;
-    qsort(p->segs.v, p->segs.n, sizeof *p->segs.v, cmp_flush_order);
+    if (p->segs.n > 1) qsort(p->segs.v, p->segs.n, sizeof *p->segs.v, cmp_flush_order);
     for (size_t i = 0; i < p->segs.n; i++)
         gm_alloc_release(a, p->segs.v[i].id, pr->now_ns);
     return GM_POLICY_RETRY;

@@ -13,9 +13,11 @@ json_t *gm_compare_inputs_json(const gm_sim_config *base, char *const *specs, si
     json_t *tr = json_array();
     for (size_t i = 0; i < base->n_tenants; i++) {
         const gm_tenant_spec *t = &base->tenants[i];
-        json_t *o = json_pack("{s:o,s:I,s:I,s:I}", "trace", gm_json_text(t->path), "offset_ns",
-                              (json_int_t)t->offset_ns, "repeat", (json_int_t)t->repeat,
-                              "quota_bytes", (json_int_t)t->quota_bytes);
+        /* the snapshot's name, not the temporary trace it was imported into */
+        json_t *o =
+            json_pack("{s:o,s:I,s:I,s:I}", "trace", gm_json_text(t->name ? t->name : t->path),
+                      "offset_ns", (json_int_t)t->offset_ns, "repeat", (json_int_t)t->repeat,
+                      "quota_bytes", (json_int_t)t->quota_bytes);
         if (any && i < any->n_tenants)
             json_object_set_new(o, "trace_hash", json_string(any->t[i].trace_hash));
         json_array_append_new(tr, o);

@@ -1132,7 +1132,7 @@ static int pt_restore(gm_alloc *a, const gm_init_row *rows, size_t n, uint64_t *
         ord[i] = &rows[i];
         handles[i] = 0;
     }
-    qsort(ord, n, sizeof *ord, cmp_rows);
+    if (n > 1) qsort(ord, n, sizeof *ord, cmp_rows);
     size_t nseg = 0, nloose = 0;
     rseg *cur = NULL; /* the last segment whose range starts at or below the row */
     int rc = GM_OK;

@@ -130,7 +130,7 @@ static const char *conf_for(const gm_sim_config *cfg, const gm_trace_meta *meta)
 static int tenant_open(sim *s, tenant *t, gm_err *err)
 {
     const gm_sim_config *cfg = s->cfg;
-    int rc = t->spec->events ? GM_OK : gm_trace_open(t->spec->path, &t->r, err);
+    int rc = t->spec->events || t->r ? GM_OK : gm_trace_open(t->spec->path, &t->r, err);
     if (rc) return rc;
     const gm_trace_meta *meta = src_meta(t);
     gm_tenant_result *res = t->res;
@@ -260,8 +260,16 @@ static int tenant_restore(sim *s, tenant *t, gm_err *err)
 {
     gm_init_row *rows = NULL;
     size_t n = 0;
-    if (!t->r) return GM_OK; /* in-memory traces have no initial state */
-    int rc = gm_trace_read_initial(t->r, &rows, &n, err);
+    int rc = GM_OK;
+    if (!t->r) { /* in memory: the spec's rows, if any (copied: the model may keep them) */
+        if (!t->spec->n_initial) return GM_OK;
+        rows = malloc(t->spec->n_initial * sizeof *rows);
+        if (!rows) return gm_errf(err, GM_ENOMEM, "out of memory");
+        memcpy(rows, t->spec->initial, t->spec->n_initial * sizeof *rows);
+        n = t->spec->n_initial;
+    } else {
+        rc = gm_trace_read_initial(t->r, &rows, &n, err);
+    }
     if (rc || n == 0) {
         free(rows);
         return rc;
@@ -395,7 +403,7 @@ static int free_leftovers(tenant *t, uint64_t now, gm_err *err)
         }
         t->slot[i] = 0;
     }
-    qsort(v, k, sizeof *v, cmp_leftover);
+    if (k > 1) qsort(v, k, sizeof *v, cmp_leftover);
     for (size_t i = 0; i < k; i++) {
         settle(t, gm_addrmap_key(v[i].addr));
         if (v[i].h != SKIPPED) t->a->ops->free(t->a, v[i].h, now);
@@ -1017,10 +1025,11 @@ static int setup(sim *s, gm_err *err)
     if (!cap) {
         gm_trace_reader *r0 = NULL;
         if (!t0->events && (rc = gm_trace_open(t0->path, &r0, err))) return rc;
+        s->t[0].r = r0; /* tenant_open reads on from it: one open per trace (each
+                           starts a reader process, ~10 ms: FORMAT.md, "Isolation") */
         const gm_trace_meta *m0 = r0 ? gm_trace_meta_get(r0) : t0->meta;
         cap = gm_engine_default_capacity(cfg, m0, &s->overhead, s->res->capacity_source,
                                          sizeof s->res->capacity_source);
-        gm_trace_close(r0);
     }
     if (!cap)
         return gm_errf(err, GM_EINVAL,

@@ -30,10 +30,12 @@ typedef struct gm_tenant_spec {
      * events must already be valid (the file reader's checks are skipped) */
     const gm_event *events;
     size_t n_events;
-    const gm_trace_meta *meta; /* with `events`: metadata (may be NULL)  */
-    uint64_t offset_ns;        /* start time on the device                       */
-    uint32_t repeat;           /* passes over the trace (>= 1)                   */
-    uint64_t quota_bytes;      /* cap on this tenant's reserved bytes (0 = none) */
+    const gm_trace_meta *meta;  /* with `events`: metadata (may be NULL)  */
+    const gm_init_row *initial; /* with `events`: its /initial_state rows (may be NULL) */
+    size_t n_initial;
+    uint64_t offset_ns;   /* start time on the device                       */
+    uint32_t repeat;      /* passes over the trace (>= 1)                   */
+    uint64_t quota_bytes; /* cap on this tenant's reserved bytes (0 = none) */
 } gm_tenant_spec;
 
 /* What of a trace's /initial_state a replay starts from (--initial-state;

@@ -80,8 +80,8 @@ static int read_initial(gm_trace_reader *r, recorded *rc, gm_fidelity *out, gm_e
             out->init_reserved += w->size;
         }
     }
-    qsort(rc->init, rc->ninit, sizeof *rc->init, cmp_span);
-    qsort(rc->vinit, rc->nvinit, sizeof *rc->vinit, cmp_span);
+    if (rc->ninit > 1) qsort(rc->init, rc->ninit, sizeof *rc->init, cmp_span);
+    if (rc->nvinit > 1) qsort(rc->vinit, rc->nvinit, sizeof *rc->vinit, cmp_span);
     free(rows);
     return GM_OK;
 }

@@ -218,7 +218,7 @@ static int align_one(rec *r, gm_err *err)
             pb[*v & ~PRE].freed = freed++;
     }
     /* the pre-existing slots in aligned order; each block's address maps to its slot */
-    qsort(pb, np, sizeof *pb, cmp_pre);
+    if (np > 1) qsort(pb, np, sizeof *pb, cmp_pre);
     for (size_t k = 0; k < np; k++) {
         r->slots[k] = (slot){pb[k].row.size, pb[k].row.stream, pb[k].row.category};
         *gm_addrmap_get(&live, gm_addrmap_key(pb[k].row.addr)) = k + 1;

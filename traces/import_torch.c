@@ -421,7 +421,7 @@ static keyed *sorted_map(const gm_addrmap *m, size_t *n)
     if (!k) return NULL;
     for (size_t i = 0; i <= m->mask; i++)
         if (m->slots[i].key) k[j++] = (keyed){m->slots[i].key - 1, (uint32_t)m->slots[i].val};
-    qsort(k, j, sizeof *k, cmp_keyed);
+    if (j > 1) qsort(k, j, sizeof *k, cmp_keyed);
     *n = j;
     return k;
 }
@@ -450,7 +450,7 @@ static span *initial_spans(const dev *d, const keyed *sg, size_t ns, size_t *n)
     for (size_t i = 0; i < d->nx; i++)
         v[ns + i] = (span){d->x[i].addr, d->x[i].size, d->x[i].small, 1};
     *n = ns + d->nx;
-    qsort(v, *n, sizeof *v, cmp_span);
+    if (*n > 1) qsort(v, *n, sizeof *v, cmp_span);
     return v;
 }
 

@@ -102,8 +102,8 @@ static void check_initial(const gm_import_trace *t)
     check(seg && blk);
     memcpy(seg, t->init, nseg * sizeof *seg);
     memcpy(blk, t->init + nseg, (t->n_init - nseg) * sizeof *blk);
-    qsort(seg, nseg, sizeof *seg, by_addr);
-    qsort(blk, t->n_init - nseg, sizeof *blk, by_addr);
+    if (nseg > 1) qsort(seg, nseg, sizeof *seg, by_addr);
+    if (t->n_init - nseg > 1) qsort(blk, t->n_init - nseg, sizeof *blk, by_addr);
     for (size_t i = 0; i < nseg; i++) {
         check(seg[i].size > 0 && seg[i].addr + seg[i].size > seg[i].addr);
         if (i) check(seg[i - 1].addr + seg[i - 1].size <= seg[i].addr);

@@ -1,0 +1,116 @@
+/*
+ * test_preload.c - a study's runs replay their traces from memory
+ * (study/preload.h); that must be the same run as from the file: same trace
+ * hash, events, peaks, driver calls and OOMs, with the initial state rebuilt
+ * as live tensors or as recorded, under a policy that reads the future
+ * (oracle) and one that does not.
+ */
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cu.h"
+#include "base/units.h"
+#include "study/preload.h"
+#include "study/simulate.h"
+#include "traces/import_torch.h"
+
+static gm_sim_result *simulate(const gm_tenant_spec *spec, const char *policy, int initial,
+                               uint64_t cap)
+{
+    static const gm_latency lat = GM_LATENCY_DEFAULT;
+    gm_sim_config cfg = {.tenants = spec,
+                         .n_tenants = 1,
+                         .policy = policy,
+                         .capacity_bytes = cap,
+                         .overhead_bytes = GM_DEFAULT_OVERHEAD,
+                         .latency = lat,
+                         .initial_state = initial};
+    gm_sim_result *r = NULL;
+    gm_err err = {0};
+    int rc = gm_simulate(&cfg, &r, &err);
+    if (rc) fprintf(stderr, "simulate: %s\n", err.msg);
+    CU_ASSERT_EQUAL(rc, GM_OK);
+    return r;
+}
+
+static void same_run(const char *snapshot, uint64_t cap)
+{
+    char rel[256];
+    snprintf(rel, sizeof rel, "tests/data/%s", snapshot);
+    gm_torch_import *imp;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_torch_import_file(gm_test_path(rel), NULL, &imp, &err), GM_OK);
+    const char *path = gm_test_tmp("preload.h5");
+    CU_ASSERT_EQUAL_FATAL(gm_import_trace_write(&imp->dev[0], path, NULL, &err), GM_OK);
+    gm_torch_import_free(imp);
+
+    gm_tenant_spec file = {.path = path, .repeat = 2};
+    gm_sim_config cfg = {.tenants = &file, .n_tenants = 1};
+    gm_preload pre;
+    CU_ASSERT_EQUAL_FATAL(gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, &err), GM_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cfg.tenants[0].events); /* it was loaded */
+    CU_ASSERT_STRING_EQUAL(cfg.tenants[0].path, path);   /* and keeps its name */
+
+    static const char *const policies[] = {"pytorch", "oracle"};
+    for (int initial = GM_INITIAL_LIVE; initial <= GM_INITIAL_RECORDED; initial++)
+        for (size_t k = 0; k < 2; k++) {
+            gm_sim_result *a = simulate(&file, policies[k], initial, cap);
+            gm_sim_result *b = simulate(&cfg.tenants[0], policies[k], initial, cap);
+            if (!a || !b) {
+                gm_sim_result_free(a);
+                gm_sim_result_free(b);
+                continue;
+            }
+            CU_ASSERT_STRING_EQUAL(a->t[0].trace_hash, b->t[0].trace_hash);
+            CU_ASSERT_EQUAL(a->events, b->events);
+            CU_ASSERT_EQUAL(a->t[0].init_reserved_bytes, b->t[0].init_reserved_bytes);
+            CU_ASSERT_EQUAL(a->device.peak_q, b->device.peak_q);
+            CU_ASSERT_EQUAL(a->device.peak_a, b->device.peak_a);
+            CU_ASSERT_EQUAL(a->device.peak_r, b->device.peak_r);
+            CU_ASSERT_EQUAL(a->device.n_oom, b->device.n_oom);
+            CU_ASSERT_EQUAL(a->device.n_events, b->device.n_events);
+            CU_ASSERT_EQUAL(a->device.int_r, b->device.int_r); /* the whole reserved curve */
+            if (initial == GM_INITIAL_RECORDED) /* a warm cache: the run starts from it */
+                CU_ASSERT_TRUE(a->t[0].init_reserved_bytes > 0);
+            gm_sim_result_free(a);
+            gm_sim_result_free(b);
+        }
+    gm_preload_free(&pre);
+    unlink(path);
+}
+
+static void test_same_as_file(void)
+{
+    same_run("device-full-retry-10-streams.pickle", 80 * GM_GiB); /* warm cache, streams */
+    same_run("expandable-segments-fwd.pickle", 80 * GM_GiB);      /* expandable segments */
+    same_run("gpt-medium-ctx128-train.pickle", 8 * GM_GiB);       /* OOMs on 8 GiB */
+}
+
+/* Above the limit a trace stays on disk; the runs read the file. */
+static void test_large_stays_on_disk(void)
+{
+    gm_tenant_spec file = {.path = gm_test_path("traces/bert.h5"), .repeat = 1};
+    gm_sim_config cfg = {.tenants = &file, .n_tenants = 1};
+    gm_preload pre;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_preload_config(&cfg, &pre, 1000, &err), GM_OK);
+    CU_ASSERT_PTR_NULL(cfg.tenants[0].events);
+    gm_preload_free(&pre);
+    /* a file that cannot be read stays a path: the run reports its error */
+    gm_tenant_spec missing = {.path = "/nonexistent/x.h5", .repeat = 1};
+    cfg = (gm_sim_config){.tenants = &missing, .n_tenants = 1};
+    CU_ASSERT_EQUAL_FATAL(gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, &err), GM_OK);
+    CU_ASSERT_PTR_NULL(cfg.tenants[0].events);
+    gm_preload_free(&pre);
+}
+
+int gm_test_register(void)
+{
+    CU_pSuite s = CU_add_suite("preload", NULL, NULL);
+    if (!s) return CU_get_error();
+    GM_ADD_TEST(s, test_same_as_file);
+    GM_ADD_TEST(s, test_large_stays_on_disk);
+    return CUE_SUCCESS;
+}
