@@ -104,6 +104,7 @@ void gm_leak_fit_line(const double *y, size_t first, size_t n, uint64_t min_grow
     double scale = fabs(gsl_stats_mean(y, 1, n)) + 1;
     if (sumsq < 1e-18 * scale * scale * (double)n) sumsq = 0, cov11 = 0;
     f->r2 = tss > 0 ? 1 - sumsq / tss : 1;
+    f->sse = sumsq;
     f->slope_se = n > 2 ? sqrt(cov11) : 0;
     if (n < 3) return;
     f->t = f->slope_se > 0 ? c1 / f->slope_se : (c1 > 0 ? HUGE_VAL : 0);
@@ -377,6 +378,14 @@ static int period_bounds(const pass1 *p, uint64_t N, gm_leak_report *rep, bounds
                 s += p->sum[k], c += (double)p->cnt[k];
             x[i] = c > 0 ? s / c : (i ? x[i - 1] : 0);
         }
+        /* a leak's trend would correlate every lag: take the line out first */
+        double *t = w->fft; /* scratch for the abscissae */
+        for (size_t i = 0; i < ns; i++)
+            t[i] = (double)i;
+        double c0, c1, cov00, cov01, cov11, sumsq;
+        gsl_fit_linear(t, 1, x, 1, ns, &c0, &c1, &cov00, &cov01, &cov11, &sumsq);
+        for (size_t i = 0; i < ns; i++)
+            x[i] -= c0 + c1 * (double)i;
         lag = gm_period_lag(w, x, ns, &conf);
     }
     free(x);
@@ -388,7 +397,7 @@ static int period_bounds(const pass1 *p, uint64_t N, gm_leak_report *rep, bounds
     if (!least_in(p, N, 0, P, &at)) return GM_OK;
     bounds tmp = {0};
     rc = bounds_add(&tmp, at);
-    while (rc == GM_OK && (double)at + P <= (double)N) {
+    while (rc == GM_OK && (double)at + 1.25 * P <= (double)N) { /* a whole window */
         uint64_t next;
         if (!least_in(p, N, (double)at + 0.75 * P, (double)at + 1.25 * P, &next) || next <= at)
             break;
@@ -598,17 +607,23 @@ static void judge(gm_leak_report *rep, uint64_t min_growth)
     size_t m = n - w;
     gm_leak_fit_line(y + w, w, m, min_growth, &rep->fit);
     rep->verdict = rep->fit.growing ? GM_LEAK_GROWING : GM_LEAK_STEADY;
-    /* stopped: a growing prefix [w, j], a tail [j, n) that is not */
+    /* stopped: the change point, a growing prefix [w, j], a tail [j, n) that is not */
+    size_t best_j = 0;
+    double best_sse = HUGE_VAL;
+    gm_leak_fit pre, tail;
     for (size_t j = w + 2; j + GM_LEAK_MIN_POINTS <= n; j++) {
-        gm_leak_fit pre, tail;
         gm_leak_fit_line(y + w, w, j - w + 1, min_growth, &pre);
-        if (!pre.growing) continue;
         gm_leak_fit_line(y + j, j, n - j, min_growth, &tail);
-        if (tail.growing || tail.slope >= 0.25 * pre.slope) continue;
-        rep->verdict = GM_LEAK_STOPPED;
-        rep->growth_end = j;
-        rep->fit = pre;
-        break;
+        if (pre.sse + tail.sse < best_sse) best_sse = pre.sse + tail.sse, best_j = j;
+    }
+    if (best_j) {
+        gm_leak_fit_line(y + w, w, best_j - w + 1, min_growth, &pre);
+        gm_leak_fit_line(y + best_j, best_j, n - best_j, min_growth, &tail);
+        if (pre.growing && !tail.growing && tail.slope < 0.25 * pre.slope) {
+            rep->verdict = GM_LEAK_STOPPED;
+            rep->growth_end = best_j;
+            rep->fit = pre;
+        }
     }
     for (size_t g = 0; g < rep->ngroups; g++) {
         for (size_t k = 0; k < rep->fit.n; k++)
@@ -616,7 +631,7 @@ static void judge(gm_leak_report *rep, uint64_t min_growth)
         gm_leak_fit_line(y, rep->fit.first, rep->fit.n, min_growth, &rep->group_fit[g]);
     }
     free(y);
-    for (size_t k = 0; k < n; k++)
+    for (size_t k = w; k < n; k++)
         if (rep->pt[k].peak_bytes - rep->pt[k].live_bytes > rep->rise_bytes)
             rep->rise_bytes = rep->pt[k].peak_bytes - rep->pt[k].live_bytes;
     if (rep->verdict == GM_LEAK_GROWING && rep->capacity_bytes) {

@@ -13,7 +13,8 @@
  *      by name without trailing digits, the most frequent group seen at
  *      least twice.
  *   4. the period of live bytes (policies/period.h, the detector the
- *      predictive policy learns with), sampled per event (iterations repeat
+ *      predictive policy learns with) with its least-squares line taken out
+ *      (a leak's trend correlates every lag), sampled per event (iterations repeat
  *      the same operations, so their length in events is steadier than in
  *      time): the first boundary is the least live memory within the first
  *      period, each next one the least live memory within +-25 % of one
@@ -43,14 +44,15 @@
  *            (gsl_cdf_tdist_Qinv(0.01, n - 2); an exact line counts), and
  *            the fitted growth over the points at least min_growth_bytes
  *            (default 1 MiB: a few bytes per step are noise, not an OOM).
- *   stopped  some boundary j splits the points into a growing prefix
- *            (>= 3 points, the rule above) and a tail (>= 3 points) that is
- *            not growing and whose slope is under a quarter of the
- *            prefix's: growth ended at iteration j.
+ *   stopped  the change point j (the split into a prefix [.., j] and a
+ *            tail [j, ..] of >= 3 points each whose two lines leave the least
+ *            squared residuals, first such j) has a growing prefix (the rule
+ *            above) and a tail that is not growing, with a slope under a
+ *            quarter of the prefix's: growth ended at iteration j.
  *   steady   otherwise.
  * Run-out: for a growing trace and a capacity, the first iteration k whose
  * projected boundary live bytes plus the largest rise within one observed
- * iteration (peak - boundary) exceed the capacity.
+ * iteration after warm-up (peak - boundary) exceed the capacity.
  *
  * Groups: each allocation's live bytes are kept under a group key
  * (leak.c, leak_group: the tensor category today); per group the same fit
@@ -105,6 +107,7 @@ typedef struct gm_leak_fit {
     size_t first, n;
     double slope, intercept; /* bytes per iteration; bytes at iteration 0 */
     double slope_se, r2;     /* standard error of the slope; R^2 (1 for a flat series) */
+    double sse;              /* sum of squared residuals                           */
     double t;                /* slope / slope_se; HUGE_VAL for an exact rising line */
     int growing;             /* the growing rule of the file comment */
 } gm_leak_fit;
