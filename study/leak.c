@@ -110,7 +110,10 @@ void gm_leak_fit_line(const double *y, size_t first, size_t n, uint64_t min_grow
     f->t = f->slope_se > 0 ? c1 / f->slope_se : (c1 > 0 ? HUGE_VAL : 0);
     double growth = c1 * (double)(n - 1);
     uint64_t floor_b = min_growth ? min_growth : GM_LEAK_MIN_GROWTH;
-    f->growing = c1 > 0 && growth >= (double)floor_b &&
+    size_t ups = 0; /* a leak adds in many steps; one jump is a level shift */
+    for (size_t i = 0; i + 1 < n; i++)
+        ups += y[i + 1] > y[i];
+    f->growing = c1 > 0 && growth >= (double)floor_b && 3 * ups >= n - 1 &&
                  (f->slope_se == 0 || f->t > gsl_cdf_tdist_Qinv(0.01, (double)(n - 2)));
 }
 

@@ -43,7 +43,10 @@
  *            t-test slope / se above the t distribution's 99th percentile
  *            (gsl_cdf_tdist_Qinv(0.01, n - 2); an exact line counts), and
  *            the fitted growth over the points at least min_growth_bytes
- *            (default 1 MiB: a few bytes per step are noise, not an OOM).
+ *            (default 1 MiB: a few bytes per step are noise, not an OOM),
+ *            and live bytes rising in at least a third of the steps (a leak
+ *            adds in many steps; one jump is a level shift, e.g. a buffer
+ *            made once in a later phase, not a leak).
  *   stopped  the change point j (the split into a prefix [.., j] and a
  *            tail [j, ..] of >= 3 points each whose two lines leave the least
  *            squared residuals, first such j) has a growing prefix (the rule
