@@ -396,12 +396,12 @@ static int period_bounds(const pass1 *p, uint64_t N, gm_leak_report *rep, bounds
     if (rc != GM_OK || lag <= 0) return rc;
     double P = lag * (double)d * (double)N / (double)p->nb; /* events per iteration */
     if (P < 2) return GM_OK;
-    uint64_t at;
+    uint64_t at = 0;
     if (!least_in(p, N, 0, P, &at)) return GM_OK;
     bounds tmp = {0};
     rc = bounds_add(&tmp, at);
     while (rc == GM_OK && (double)at + 1.25 * P <= (double)N) { /* a whole window */
-        uint64_t next;
+        uint64_t next = 0;
         if (!least_in(p, N, (double)at + 0.75 * P, (double)at + 1.25 * P, &next) || next <= at)
             break;
         at = next;
