@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "base/units.h"
+#include "study/leak.h"
 #include "reports/results.h"
 #include "reports/table.h"
 #include "traces/trace.h"
@@ -24,19 +25,29 @@
 
 static void info_usage(FILE *f)
 {
-    fprintf(f, "usage: gmsim info TRACE [--json FILE|-]\n"
-               "\n"
-               "Summarizes a trace in one streaming pass: events by op, time span, allocations,\n"
-               "peak live requested bytes (including /initial_state blocks), bytes allocated,\n"
-               "a size histogram, bytes by category and phase, markers and the metadata.\n"
-               "\n"
-               "options:\n"
-               "      --json FILE write the summary as one JSON object to FILE (- for stdout)\n"
-               "  -h, --help      show this help\n");
+    fprintf(f,
+            "usage: gmsim info TRACE [--json FILE|-] [--iteration-marker NAME] [--capacity SIZE]\n"
+            "\n"
+            "Summarizes a trace in one streaming pass: events by op, time span, allocations,\n"
+            "peak live requested bytes (including /initial_state blocks), bytes allocated,\n"
+            "a size histogram, bytes by category and phase, markers and the metadata.\n"
+            "Then the iterations (from iteration markers, a repeated NVTX range, or the\n"
+            "period of live bytes): live bytes at each iteration boundary, and whether\n"
+            "they grow (a leak: bytes per iteration, fit quality, when the card runs out).\n"
+            "\n"
+            "options:\n"
+            "      --json FILE write the summary as one JSON object to FILE (- for stdout)\n"
+            "      --iteration-marker NAME  iterations start at the markers named NAME\n"
+            "                  (or starting with it: \"step\" matches \"step 3\")\n"
+            "      --capacity SIZE  card for the run-out estimate (default: the memory the\n"
+            "                  trace records for its process or device)\n"
+            "  -h, --help      show this help\n");
 }
 
 static const struct option info_options[] = {
     {"json", required_argument, NULL, 'j'},
+    {"iteration-marker", required_argument, NULL, 'm'},
+    {"capacity", required_argument, NULL, 'c'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -44,6 +55,7 @@ static const struct option info_options[] = {
 typedef struct info_args {
     const char *path;
     const char *json; /* --json FILE, "-" for stdout */
+    gm_leak_opts leak;
 } info_args;
 
 static int info_opt(void *ctx, int c, const char *arg, gm_err *err)
@@ -57,6 +69,14 @@ static int info_opt(void *ctx, int c, const char *arg, gm_err *err)
     case 'j':
         a->json = arg;
         return GM_OK;
+    case 'm':
+        if (!*arg || strlen(arg) >= GM_MARKER_NAME_LEN)
+            return gm_errf(err, GM_EUSAGE, "--iteration-marker needs a name of 1 to %d bytes",
+                           GM_MARKER_NAME_LEN - 1);
+        a->leak.marker = arg;
+        return GM_OK;
+    case 'c':
+        return gm_parse_size(arg, "--capacity", &a->leak.capacity_bytes, err) ? GM_EUSAGE : GM_OK;
     case 'h':
         info_usage(stdout);
         return GM_CLI_DONE;
@@ -93,18 +113,23 @@ int cmd_info(int argc, char **argv)
     rc = gm_cli_input_trace(a.path, &trace, &err);
     if (rc == GM_OK) rc = gm_trace_open(trace, &r, &err);
     if (rc == GM_OK) rc = gm_trace_scan_run(r, &s, &err);
+    gm_leak_report lk = {0};
+    if (rc == GM_OK) rc = gm_leak_analyze_trace(r, &a.leak, &lk, &err);
     if (rc == GM_OK) {
         warn_anomalies(&s, a.path);
         if (a.json) {
             json_t *j = gm_trace_info_json(&s, r, trace != a.path ? a.path : NULL);
+            if (j) json_object_set_new(j, "iterations", gm_leak_json(&lk));
             rc = j ? gm_json_write(j, a.json, &err) : gm_errf(&err, GM_ENOMEM, "out of memory");
             json_decref(j);
         } else {
             gm_table_info(stdout, &s, r, trace != a.path ? a.path : NULL);
+            gm_table_leak(stdout, &lk);
         }
     }
     if (rc == GM_OK && fflush(stdout) != 0) rc = gm_errf(&err, GM_EIO, "cannot write to stdout");
     if (r) gm_trace_close(r);
     gm_trace_scan_free(&s);
+    gm_leak_report_free(&lk);
     return rc == GM_OK ? 0 : gm_cmd_fail("info", rc, err.msg);
 }

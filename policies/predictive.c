@@ -6,15 +6,13 @@
  *
  * Period. Every sample=TIME (default 1 ms) a timer records the tenant's
  * allocated bytes. The period is the lag of the autocorrelation peak of that
- * series: for each lag, the Pearson correlation of the series with itself
- * shifted (what gsl_stats_correlation gives, computed for all lags at once
- * from GSL's FFT, gsl_fft_real_radix2_transform, and prefix sums). Past the
- * first lag where it falls below 0.2, the smallest local maximum within 70 %
- * of the highest one, refined by a parabola through its neighbours, is the
- * period; accepted when that highest correlation is >= 0.5. The
- * series keeps 1024 samples; while no period is found, a full series is
- * halved (pairs averaged), so periods up to ~2^16 samples are found.
- * Training iterations repeat, so this finds the iteration length; an
+ * series (period.h, shared with study/leak.c): for each lag, the Pearson correlation of the series
+ * with itself shifted (what gsl_stats_correlation gives, computed for all lags at once from GSL's
+ * FFT, gsl_fft_real_radix2_transform, and prefix sums). Past the first lag where it falls below
+ * 0.2, the smallest local maximum within 70 % of the highest one, refined by a parabola through its
+ * neighbours, is the period; accepted when that highest correlation is >= 0.5. The series keeps
+ * 1024 samples; while no period is found, a full series is halved (pairs averaged), so periods up
+ * to ~2^16 samples are found. Training iterations repeat, so this finds the iteration length; an
  * estimate more than 5 % away from the current period replaces it (and the
  * profile below starts again). Estimates run every 16 samples until four
  * in a row agree, then every 256: an early estimate that caught a harmonic
@@ -55,23 +53,21 @@
  * The engine's replay position (env->event_index) is used only to skip
  * timer ticks at which no event happened since the previous tick.
  */
-#include <gsl/gsl_fft_halfcomplex.h>
-#include <gsl/gsl_fft_real.h>
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "period.h"
 #include "pressure.h"
 #include "base/addrmap.h"
 #include "sim/policy.h"
 
-#define NB 64            /* phase bins per period                    */
-#define WIN 1024         /* samples kept for period detection        */
-#define FFT_N (2 * WIN)  /* zero-padded FFT length (a power of two)  */
-#define MAX_DECIM 65536  /* most ticks averaged into one sample      */
-#define MAX_CLASSES 4096 /* tracked segment classes                  */
+#define NB 64             /* phase bins per period                    */
+#define WIN GM_PERIOD_WIN /* samples kept for period detection      */
+#define MAX_DECIM 65536   /* most ticks averaged into one sample      */
+#define MAX_CLASSES 4096  /* tracked segment classes                  */
 #define LARGE_BUFFER (20ull * GM_MiB)
 #define NEVER UINT64_MAX
 
@@ -106,9 +102,7 @@ typedef struct pd_policy {
     size_t nx, since_est;
     uint32_t decim, acc_n;
     double acc;
-    double r[WIN / 2 + 1];
-    double fft[FFT_N];
-    double ps1[WIN + 1], ps2[WIN + 1];
+    gm_period_work pw; /* the autocorrelation's scratch (period.h) */
     uint64_t period_ns, anchor_ns, n_estimates, n_period_changes;
     uint32_t confirmed; /* consecutive estimates that agreed with period_ns */
     double period_r;
@@ -204,78 +198,9 @@ static void reset_profile(pd_policy *p)
     p->wraps = 0;
 }
 
-/* Lagged cross sums c[L] = sum_i v_i v_(i+L) of the mean-removed series,
- * L = 0..n/2, through GSL's FFT (zero-padded, so not circular): O(n log n)
- * instead of O(n^2), so a re-estimate every 16 samples stays cheap. */
-static void cross_sums(pd_policy *p, size_t n, double m)
-{
-    double *v = p->fft;
-    for (size_t i = 0; i < FFT_N; i++)
-        v[i] = i < n ? p->x[i] - m : 0.0;
-    gsl_fft_real_radix2_transform(v, 1, FFT_N);
-    v[0] *= v[0]; /* power spectrum, in GSL's half-complex order */
-    v[FFT_N / 2] *= v[FFT_N / 2];
-    for (size_t k = 1; k < FFT_N / 2; k++) {
-        v[k] = v[k] * v[k] + v[FFT_N - k] * v[FFT_N - k];
-        v[FFT_N - k] = 0.0;
-    }
-    gsl_fft_halfcomplex_radix2_inverse(v, 1, FFT_N);
-}
-
-/* r[L] = Pearson correlation of x[0..n-L) with x[L..n) (what
- * gsl_stats_correlation would give for each lag), from the FFT's cross sums
- * and prefix sums of v and v^2. */
-static void lag_correlations(pd_policy *p, size_t n)
-{
-    double m = gsl_stats_mean(p->x, 1, n);
-    cross_sums(p, n, m);
-    double *s1 = p->ps1, *s2 = p->ps2; /* prefix sums of v, v^2 */
-    s1[0] = s2[0] = 0;
-    for (size_t i = 0; i < n; i++) {
-        double v = p->x[i] - m;
-        s1[i + 1] = s1[i] + v;
-        s2[i + 1] = s2[i] + v * v;
-    }
-    for (size_t L = 1; L <= n / 2; L++) {
-        double k = (double)(n - L);
-        double a1 = s1[n - L], a2 = s2[n - L];         /* v[0..n-L) */
-        double b1 = s1[n] - s1[L], b2 = s2[n] - s2[L]; /* v[L..n)   */
-        double cov = p->fft[L] - a1 * b1 / k;
-        double va = a2 - a1 * a1 / k, vb = b2 - b1 * b1 / k;
-        p->r[L] = va > 0 && vb > 0 ? cov / sqrt(va * vb) : 0;
-    }
-}
-
-/* Autocorrelation peak of x[0..n) (see the file comment); 0 if none. */
-static double find_period_lag(pd_policy *p, double *conf)
-{
-    size_t n = p->nx, maxlag = n / 2;
-    *conf = 0;
-    if (n < 16 || gsl_stats_variance(p->x, 1, n) <= 0) return 0;
-    lag_correlations(p, n);
-    size_t l0 = 0;
-    for (size_t L = 1; L <= maxlag && !l0; L++)
-        if (p->r[L] < 0.2) l0 = L;
-    if (!l0 || l0 >= maxlag) return 0;
-    double best = -1;
-    for (size_t L = l0; L <= maxlag; L++)
-        best = p->r[L] > best ? p->r[L] : best;
-    if (best < 0.5) return 0;
-    for (size_t L = l0 + 1; L < maxlag; L++) {
-        double r = p->r[L];
-        if (r < 0.7 * best || r < p->r[L - 1] || r < p->r[L + 1]) continue;
-        double den = p->r[L - 1] - 2 * r + p->r[L + 1], delta = 0;
-        if (den < 0) delta = 0.5 * (p->r[L - 1] - p->r[L + 1]) / den;
-        if (delta > 0.5 || delta < -0.5) delta = 0;
-        *conf = r;
-        return (double)L + delta;
-    }
-    return 0;
-}
-
 static void estimate(pd_policy *p, uint64_t now)
 {
-    double conf, lag = find_period_lag(p, &conf);
+    double conf, lag = gm_period_lag(&p->pw, p->x, p->nx, &conf);
     p->since_est = 0;
     p->n_estimates++;
     if (lag <= 0) return;

@@ -22,6 +22,7 @@
 #include "study/compare.h"
 #include "study/fidelity.h"
 #include "study/fit.h"
+#include "study/leak.h"
 #include "study/explain.h"
 #include "study/largest.h"
 #include "study/tune.h"
@@ -80,6 +81,9 @@ json_t *gm_fidelity_json(const gm_fidelity *f);
 
 /* trace_info.c: `gmsim info --json`, the summary of one trace scan. */
 json_t *gm_trace_info_json(const gm_trace_scan *s, const gm_trace_reader *r, const char *name);
+/* leak_out.c: the "iterations" object of info --json and of the report's
+ * trace statistics (study/leak.h). */
+json_t *gm_leak_json(const gm_leak_report *r);
 
 /* measured_json.c: gmreplay's "measured" object (sim/measured.h has the
  * schema) and its whole result: gm_result_json(cfg, r, "replay") with

@@ -16,6 +16,7 @@
 #include "study/compare.h"
 #include "study/fidelity.h"
 #include "study/fit.h"
+#include "study/leak.h"
 #include "study/explain.h"
 #include "study/tune.h"
 #include "traces/trace_scan.h"
@@ -47,13 +48,16 @@ void gm_table_tune(FILE *f, const gm_sim_config *cfg, const gm_tune *t);
 /* table_explain.c: after `gmsim run`'s table when it had OOMs: the live
  * tensors at the first OOM by category, the trace's peak, and each single
  * change re-simulated (fx may be NULL). */
-void gm_table_explain(FILE *f, const gm_oom *first, const gm_live_set *at,
-                      const gm_live_set *peak, const gm_fixes *fx);
+void gm_table_explain(FILE *f, const gm_oom *first, const gm_live_set *at, const gm_live_set *peak,
+                      const gm_fixes *fx);
 
 /* trace_info.c: `gmsim info`, a trace summary (with the metadata, the
  * size histogram as bars, bytes by category and phase). */
 /* name: what to call the trace (NULL: its path), e.g. the snapshot it was imported from. */
 void gm_table_info(FILE *f, const gm_trace_scan *s, const gm_trace_reader *r, const char *name);
+/* leak_out.c: `gmsim info`'s iterations (boundaries, the first and last ten
+ * when there are many) and the leak verdict with its evidence. */
+void gm_table_leak(FILE *f, const gm_leak_report *r);
 
 /* table_checks.c: one device of `gmsim fidelity` (input name, CUDA device);
  * `gmsim validate`'s table, and its one-line verdict. */

@@ -1,0 +1,35 @@
+/*
+ * period.h - the period of a repeating series: the lag of its
+ * autocorrelation peak. The predictive policy learns a training job's
+ * iteration length with it (predictive.c), and study/leak.c finds
+ * iterations in a trace that has no iteration markers.
+ *
+ * For each lag L the Pearson correlation r[L] of x[0..n-L) with x[L..n)
+ * (what gsl_stats_correlation gives, computed for all lags at once from
+ * GSL's FFT and prefix sums). Past the first lag where r falls below 0.2,
+ * the smallest local maximum within 70 % of the highest one, refined by a
+ * parabola through its neighbours, is the period; accepted when that
+ * highest correlation is >= 0.5.
+ */
+#ifndef GM_PERIOD_H
+#define GM_PERIOD_H
+
+#include <stddef.h>
+
+/* Most samples one call looks at. */
+#define GM_PERIOD_WIN 1024
+
+/* Scratch space (about 40 KiB): keep one per user, never shared between threads. */
+typedef struct gm_period_work {
+    double r[GM_PERIOD_WIN / 2 + 1]; /* r[L], L = 1..n/2              */
+    double fft[2 * GM_PERIOD_WIN];   /* zero-padded FFT buffer        */
+    double ps1[GM_PERIOD_WIN + 1];   /* prefix sums of x - mean       */
+    double ps2[GM_PERIOD_WIN + 1];   /* ... and of its square         */
+} gm_period_work;
+
+/* The period of x[0..n) in samples (fractional), 0 when there is none (n <
+ * 16, a constant series, no peak); n is at most GM_PERIOD_WIN. *conf
+ * receives the correlation at the chosen lag (0 when none). */
+double gm_period_lag(gm_period_work *w, const double *x, size_t n, double *conf);
+
+#endif

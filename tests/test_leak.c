@@ -1,0 +1,302 @@
+/* test_leak.c - study/leak.h: iterations found four ways, and the leak
+ * verdict on generated training loops with and without planted leaks. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cu.h"
+#include "base/units.h"
+#include "study/leak.h"
+
+/* A training loop: parameters before the first iteration; per iteration an
+ * input, then the planted leak (kept), then activations (freed at its end);
+ * optimizer states made in iteration 0 and kept (warm-up). */
+typedef struct loop {
+    int iters;
+    uint64_t params, opt, act; /* bytes                                       */
+    int nact;                  /* activations per iteration                   */
+    uint64_t leak;             /* planted per iteration, category leak_cat     */
+    int leak_until;            /* iterations that leak (0: all)               */
+    int leak_cat;
+    uint64_t noise; /* 0..noise bytes of input kept over a boundary */
+    int marks;      /* 0 none, 1 iteration markers, 2 "step N" instants, 3 NVTX */
+} loop;
+
+typedef struct built {
+    gm_event *ev;
+    size_t n, cap;
+    gm_marker *mk;
+    size_t nm, capm;
+    uint64_t t, addr;
+} built;
+
+static void push(built *b, int op, uint64_t addr, uint64_t size, int cat)
+{
+    if (b->n == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 1024;
+        b->ev = realloc(b->ev, b->cap * sizeof *b->ev);
+    }
+    gm_event e = {.t_ns = b->t += 10,
+                  .addr = addr,
+                  .size = size,
+                  .op = (uint8_t)op,
+                  .category = (uint8_t)cat};
+    b->ev[b->n++] = e;
+}
+
+static void mark(built *b, int kind, const char *name)
+{
+    if (b->nm == b->capm) {
+        b->capm = b->capm ? b->capm * 2 : 64;
+        b->mk = realloc(b->mk, b->capm * sizeof *b->mk);
+    }
+    gm_marker m = {.t_ns = b->t + 1, .kind = (uint8_t)kind};
+    snprintf(m.name, sizeof m.name, "%s", name);
+    b->mk[b->nm++] = m;
+}
+
+static uint64_t alloc(built *b, uint64_t size, int cat)
+{
+    uint64_t a = b->addr += 1ull << 32;
+    push(b, GM_OP_ALLOC, a, size, cat);
+    return a;
+}
+
+static void build(const loop *L, built *b)
+{
+    memset(b, 0, sizeof *b);
+    uint32_t rng = 12345;
+    alloc(b, L->params, GM_CAT_PARAMETER);
+    uint64_t kept = 0; /* the input kept over the previous boundary (noise) */
+    for (int i = 0; i < L->iters; i++) {
+        char name[32];
+        snprintf(name, sizeof name, L->marks == 3 ? "train_step" : "step %d", i);
+        if (L->marks == 1) mark(b, GM_MARK_ITERATION, name);
+        if (L->marks == 2) mark(b, GM_MARK_INSTANT, name);
+        if (L->marks == 3) mark(b, GM_MARK_RANGE_PUSH, name);
+        if (kept) push(b, GM_OP_FREE, kept, 0, GM_CAT_INPUT);
+        kept = 0;
+        uint64_t in = alloc(b, 1 << 20, GM_CAT_INPUT);
+        if (L->leak && (!L->leak_until || i < L->leak_until)) alloc(b, L->leak, L->leak_cat);
+        uint64_t acts[64];
+        for (int k = 0; k < L->nact; k++) {
+            if (L->marks == 3 && k == 0) mark(b, GM_MARK_RANGE_PUSH, "forward");
+            acts[k] = alloc(b, L->act, GM_CAT_ACTIVATION);
+            if (L->marks == 3 && k == 0) mark(b, GM_MARK_RANGE_POP, "forward");
+        }
+        for (int k = L->nact - 1; k >= 0; k--)
+            push(b, GM_OP_FREE, acts[k], 0, GM_CAT_ACTIVATION);
+        if (i == 0 && L->opt) alloc(b, L->opt, GM_CAT_OPTIMIZER_STATE);
+        push(b, GM_OP_FREE, in, 0, GM_CAT_INPUT);
+        if (L->noise) {
+            rng = rng * 1103515245u + 12345u;
+            kept = alloc(b, 512 + (rng >> 8) % L->noise, GM_CAT_INPUT);
+        }
+        if (L->marks == 3) mark(b, GM_MARK_RANGE_POP, name);
+    }
+}
+
+static void built_free(built *b)
+{
+    free(b->ev);
+    free(b->mk);
+}
+
+static loop base_loop(void)
+{
+    loop L = {.iters = 12,
+              .params = 400 * GM_MiB,
+              .opt = 800 * GM_MiB,
+              .act = 30 * GM_MiB,
+              .nact = 20,
+              .leak_cat = GM_CAT_ACTIVATION,
+              .marks = 1};
+    return L;
+}
+
+static int analyze(const loop *L, const gm_leak_opts *o, gm_leak_report *r)
+{
+    built b;
+    build(L, &b);
+    gm_err err;
+    int rc = gm_leak_analyze_events(b.ev, b.n, NULL, 0, b.mk, b.nm, o, r, &err);
+    built_free(&b);
+    return rc;
+}
+
+/* Steady with warm-up: the optimizer's states at the first step are not a leak. */
+static void test_steady_warmup(void)
+{
+    for (int marks = 0; marks <= 1; marks++) {
+        loop L = base_loop();
+        L.marks = marks;
+        gm_leak_report r;
+        CU_ASSERT_EQUAL_FATAL(analyze(&L, NULL, &r), GM_OK);
+        CU_ASSERT_EQUAL(r.source, marks ? GM_ITER_MARKERS : GM_ITER_PERIOD);
+        CU_ASSERT(r.n >= 10);
+        /* markers: iteration 0 makes the states; by period, the first
+         * boundary is also the empty start, before the parameters */
+        CU_ASSERT_EQUAL(r.warmup, marks ? 1 : 2);
+        CU_ASSERT_EQUAL(r.verdict, GM_LEAK_STEADY);
+        CU_ASSERT(fabs(r.fit.slope) < 1);
+        CU_ASSERT_EQUAL(r.runout_iteration, -1);
+        /* boundary 1 on: parameters and optimizer states, nothing else */
+        CU_ASSERT_EQUAL(r.pt[3].live_bytes, L.params + L.opt);
+        CU_ASSERT_EQUAL(r.group_bytes[3 * r.ngroups + GM_CAT_OPTIMIZER_STATE], L.opt);
+        /* the optimizer states were made in iteration 0: carried from boundary 2 */
+        if (marks) {
+            CU_ASSERT_EQUAL(r.pt[1].carried_bytes, 0);
+            CU_ASSERT_EQUAL(r.pt[2].carried_bytes, L.opt);
+            CU_ASSERT_EQUAL(r.pt[2].carried_count, 1);
+        }
+        gm_leak_report_free(&r);
+    }
+}
+
+/* Several planted rates, with markers and without: each found, at its rate. */
+static void test_leak_rates(void)
+{
+    const uint64_t rates[] = {2 * GM_MiB, 8 * GM_MiB, 118 * GM_MiB};
+    for (int marks = 0; marks <= 1; marks++)
+        for (size_t i = 0; i < sizeof rates / sizeof *rates; i++) {
+            loop L = base_loop();
+            L.marks = marks;
+            L.leak = rates[i];
+            L.leak_cat = GM_CAT_TEMPORARY;
+            gm_leak_report r;
+            CU_ASSERT_EQUAL_FATAL(analyze(&L, NULL, &r), GM_OK);
+            CU_ASSERT_EQUAL_FATAL(r.verdict, GM_LEAK_GROWING);
+            CU_ASSERT(fabs(r.fit.slope - (double)rates[i]) < 1);
+            CU_ASSERT(r.fit.r2 > 0.999);
+            /* only the planted group grows */
+            for (size_t g = 0; g < r.ngroups; g++)
+                CU_ASSERT_EQUAL(r.group_fit[g].growing, g == GM_CAT_TEMPORARY);
+            /* carried: the leaks of iterations before the previous one */
+            if (marks) CU_ASSERT_EQUAL(r.pt[5].carried_bytes, L.opt + 4 * rates[i]);
+            gm_leak_report_free(&r);
+        }
+}
+
+/* A leak that stops growing is told so, at the boundary where it stopped. */
+static void test_leak_stops(void)
+{
+    for (int marks = 0; marks <= 1; marks++) {
+        loop L = base_loop();
+        L.iters = 16;
+        L.marks = marks;
+        L.leak = 16 * GM_MiB;
+        L.leak_until = 6;
+        gm_leak_report r;
+        CU_ASSERT_EQUAL_FATAL(analyze(&L, NULL, &r), GM_OK);
+        CU_ASSERT_EQUAL(r.verdict, GM_LEAK_STOPPED);
+        if (marks) CU_ASSERT_EQUAL(r.growth_end, 6);
+        CU_ASSERT(fabs(r.fit.slope - (double)L.leak) < 1);
+        gm_leak_report_free(&r);
+    }
+}
+
+/* Boundaries that wander (an input of random size kept over each) are not a
+ * leak; a leak under that noise still is. */
+static void test_noise(void)
+{
+    loop L = base_loop();
+    L.iters = 24;
+    L.noise = 4 * GM_MiB;
+    gm_leak_report r;
+    CU_ASSERT_EQUAL_FATAL(analyze(&L, NULL, &r), GM_OK);
+    CU_ASSERT_EQUAL(r.verdict, GM_LEAK_STEADY);
+    CU_ASSERT(r.fit.slope_se > 0);
+    gm_leak_report_free(&r);
+    L.leak = 3 * GM_MiB;
+    CU_ASSERT_EQUAL_FATAL(analyze(&L, NULL, &r), GM_OK);
+    CU_ASSERT_EQUAL(r.verdict, GM_LEAK_GROWING);
+    CU_ASSERT(fabs(r.fit.slope - (double)L.leak) < 1.5 * GM_MiB);
+    gm_leak_report_free(&r);
+}
+
+/* "at +118 MiB per iteration, a 24 GiB card runs out at iteration K". */
+static void test_runout(void)
+{
+    loop L = base_loop();
+    L.leak = 118 * GM_MiB;
+    gm_leak_opts o = {.capacity_bytes = 24 * GM_GiB};
+    gm_leak_report r;
+    CU_ASSERT_EQUAL_FATAL(analyze(&L, &o, &r), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(r.verdict, GM_LEAK_GROWING);
+    /* boundary k holds params + opt + k leaks; within an iteration, the
+     * input, this iteration's leak and the activations come on top */
+    uint64_t rise = (1ull << 20) + L.leak + (uint64_t)L.nact * L.act;
+    CU_ASSERT_EQUAL(r.rise_bytes, rise);
+    int64_t k = (int64_t)((o.capacity_bytes - rise - L.params - L.opt) / L.leak) + 1;
+    CU_ASSERT_EQUAL(r.runout_iteration, k);
+    gm_leak_report_free(&r);
+}
+
+/* --iteration-marker, NVTX ranges, and a name that matches nothing. */
+static void test_sources(void)
+{
+    loop L = base_loop();
+    L.marks = 2;
+    L.leak = 4 * GM_MiB;
+    gm_leak_opts o = {.marker = "step"};
+    gm_leak_report r;
+    CU_ASSERT_EQUAL_FATAL(analyze(&L, &o, &r), GM_OK);
+    CU_ASSERT_EQUAL(r.source, GM_ITER_USER);
+    CU_ASSERT_EQUAL(r.n, (size_t)L.iters);
+    CU_ASSERT_EQUAL(r.verdict, GM_LEAK_GROWING);
+    gm_leak_report_free(&r);
+    o.marker = "epoch";
+    built b;
+    build(&L, &b);
+    gm_err err;
+    CU_ASSERT_EQUAL(gm_leak_analyze_events(b.ev, b.n, NULL, 0, b.mk, b.nm, &o, &r, &err),
+                    GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "'step 0'"));
+    gm_leak_report_free(&r);
+    built_free(&b);
+    L.marks = 3; /* train_step ranges with a nested forward range */
+    CU_ASSERT_EQUAL_FATAL(analyze(&L, NULL, &r), GM_OK);
+    CU_ASSERT_EQUAL(r.source, GM_ITER_NVTX);
+    CU_ASSERT_STRING_EQUAL(r.marker, "train_step");
+    CU_ASSERT_EQUAL(r.n, (size_t)L.iters);
+    CU_ASSERT_EQUAL(r.verdict, GM_LEAK_GROWING);
+    gm_leak_report_free(&r);
+}
+
+/* Too little to judge, and nothing periodic. */
+static void test_too_few(void)
+{
+    loop L = base_loop();
+    L.iters = 3;
+    L.opt = 0; /* no warm-up: three points on a line */
+    L.leak = 64 * GM_MiB;
+    gm_leak_report r;
+    CU_ASSERT_EQUAL_FATAL(analyze(&L, NULL, &r), GM_OK);
+    CU_ASSERT_EQUAL(r.n, 3);
+    CU_ASSERT_EQUAL(r.verdict, GM_LEAK_GROWING);
+    gm_leak_report_free(&r);
+    L.iters = 2;
+    CU_ASSERT_EQUAL_FATAL(analyze(&L, NULL, &r), GM_OK);
+    CU_ASSERT_EQUAL(r.verdict, GM_LEAK_UNKNOWN);
+    gm_leak_report_free(&r);
+    gm_event one = {.t_ns = 1, .addr = 4096, .size = 10, .op = GM_OP_ALLOC};
+    gm_err err;
+    CU_ASSERT_EQUAL(gm_leak_analyze_events(&one, 1, NULL, 0, NULL, 0, NULL, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(r.source, GM_ITER_NONE);
+    CU_ASSERT_EQUAL(r.n, 0);
+    gm_leak_report_free(&r);
+}
+
+int gm_test_register(void)
+{
+    CU_pSuite s = CU_add_suite("leak", NULL, NULL);
+    if (!s) return CU_get_error();
+    GM_ADD_TEST(s, test_steady_warmup);
+    GM_ADD_TEST(s, test_leak_rates);
+    GM_ADD_TEST(s, test_leak_stops);
+    GM_ADD_TEST(s, test_noise);
+    GM_ADD_TEST(s, test_runout);
+    GM_ADD_TEST(s, test_sources);
+    GM_ADD_TEST(s, test_too_few);
+    return 0;
+}
