@@ -5,6 +5,7 @@
  */
 #include "cu.h"
 #include "base/units.h"
+#include "traces/site_tally.h"
 #include "traces/trace.h"
 
 #include <hdf5.h>
@@ -361,6 +362,39 @@ static void test_sites(void)
     free(long_stack);
     free(ev);
     unlink(path);
+}
+
+/* Live bytes by site, now and at the last peak taken; top k largest first. */
+static void test_site_tally(void)
+{
+    gm_site_tally t;
+    CU_ASSERT_EQUAL_FATAL(gm_site_tally_init(&t, 4), GM_OK);
+    CU_ASSERT_EQUAL(gm_site_tally_add(&t, 0x10, 100, 1), GM_OK);
+    CU_ASSERT_EQUAL(gm_site_tally_add(&t, 0x20, 300, 2), GM_OK);
+    CU_ASSERT_EQUAL(gm_site_tally_add(&t, 0x30, 50, 2), GM_OK);
+    CU_ASSERT_EQUAL(gm_site_tally_add(&t, 0x40, 7, 0), GM_OK);  /* unknown */
+    CU_ASSERT_EQUAL(gm_site_tally_add(&t, 0x50, 9, 99), GM_OK); /* beyond the table: unknown */
+    gm_site_tally_peak(&t);
+    gm_site_tally_drop(&t, 0x20, 300); /* after the peak */
+    CU_ASSERT_EQUAL(gm_site_tally_add(&t, 0x60, 200, 3), GM_OK);
+    CU_ASSERT_EQUAL(gm_site_tally_add(&t, 0x70, 200, 4), GM_OK);
+    gm_site_live top[3];
+    size_t n = gm_site_tally_top(&t, 1, top, 3); /* at the peak */
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT(top[0].site == 2 && top[0].bytes == 350 && top[0].count == 2);
+    CU_ASSERT(top[1].site == 1 && top[1].bytes == 100 && top[1].count == 1);
+    CU_ASSERT(t.pbytes[0] == 16 && t.pcount[0] == 2);
+    n = gm_site_tally_top(&t, 0, top, 2); /* now: 3 and 4 tie at 200, the lower first */
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT(top[0].site == 3 && top[0].bytes == 200 && top[1].site == 4);
+    n = gm_site_tally_top(&t, 0, top, 3);
+    CU_ASSERT(n == 3 && top[2].site == 1 && top[2].bytes == 100);
+    gm_site_tally_drop(&t, 0x50, 9); /* an unknown site's bytes leave unknown */
+    CU_ASSERT(t.bytes[0] == 7 && t.count[0] == 1);
+    gm_site_tally_peak(&t); /* the changed sites only are copied, all of them */
+    n = gm_site_tally_top(&t, 1, top, 3);
+    CU_ASSERT(n == 3 && top[0].site == 3 && top[2].site == 1 && t.pbytes[2] == 50);
+    gm_site_tally_free(&t);
 }
 
 static void test_round_trip_small_chunks(void)
@@ -934,6 +968,7 @@ int gm_test_register(void)
     CU_pSuite s = CU_add_suite("trace", NULL, NULL);
     if (!s) return CU_get_error();
     GM_ADD_TEST(s, test_sites);
+    GM_ADD_TEST(s, test_site_tally);
     GM_ADD_TEST(s, test_names);
     GM_ADD_TEST(s, test_meta);
     GM_ADD_TEST(s, test_round_trip_small_chunks);

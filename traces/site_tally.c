@@ -45,8 +45,8 @@ static void touch(gm_site_tally *t, uint32_t s)
 int gm_site_tally_add(gm_site_tally *t, uint64_t addr, uint64_t size, uint32_t site)
 {
     if (site >= t->n) site = 0;
-    uint64_t key = gm_addrmap_key(addr), old;
-    if (gm_addrmap_del(&t->live, key, &old)) site = site ? site : 0; /* a stale entry */
+    uint64_t key = gm_addrmap_key(addr);
+    gm_addrmap_del(&t->live, key, NULL); /* callers drop a live address first; never twice */
     if (site && gm_addrmap_put(&t->live, key, site)) return GM_ENOMEM;
     touch(t, site);
     t->bytes[site] += size;
