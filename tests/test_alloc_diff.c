@@ -182,8 +182,8 @@ static void pair_check(pair *p, int full)
         DIFF(p, "%zu releasable segments vs %zu", nr, k);
         return;
     }
-    qsort(p->view[0], nr, sizeof *p->view[0], cmp_view_addr);
-    qsort(p->view[1], k, sizeof *p->view[1], cmp_view_addr);
+    if (nr > 1) qsort(p->view[0], nr, sizeof *p->view[0], cmp_view_addr);
+    if (k > 1) qsort(p->view[1], k, sizeof *p->view[1], cmp_view_addr);
     for (size_t i = 0; i < nr; i++)
         if (!view_same(&p->view[0][i], &p->view[1][i])) {
             DIFF(p, "releasable segment 0x%" PRIx64 " differs", p->view[0][i].addr);

@@ -336,6 +336,7 @@ static void test_damaged_ids(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "damaged: event 2:"));
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "id column"));
     gm_sim_result_free(r);
+    gm_trace_meta_free(&meta);
 }
 
 int gm_test_register(void)

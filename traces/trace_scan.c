@@ -84,7 +84,7 @@ static int cmp_row_addr(const void *x, const void *y)
  * mapped ranges of expandable ones) that no live block covers. Sorts rows. */
 static uint64_t largest_free(gm_init_row *rows, size_t n)
 {
-    if (n > 1) qsort(rows, n, sizeof *rows, cmp_row_addr); /* rows is NULL when n is 0 */
+    if (n > 1) qsort(rows, n, sizeof *rows, cmp_row_addr); /* rows may be NULL when n is 0 */
     uint64_t best = 0, pos = 0, end = 0; /* inside memory [.., end), free from pos */
     for (size_t i = 0; i < n; i++) {
         const gm_init_row *w = &rows[i];
