@@ -19,5 +19,6 @@ int cmd_fidelity(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_scale(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 #endif

@@ -17,6 +17,7 @@ static const struct command commands[] = {
     {"info", cmd_info, "summarize a trace: events, span, peak live, sizes, categories"},
     {"gen", cmd_gen, "write a synthetic workload trace (bert, gpt, llama, resnet50)"},
     {"scale", cmd_scale, "a trace at a new batch / sequence length from 2-3 recordings"},
+    {"export", cmd_export, "a simulated run as a PyTorch memory snapshot (its viewer)"},
     {"import", cmd_import, "PyTorch memory snapshot or RMM log -> trace (with initial state)"},
     {"fidelity", cmd_fidelity, "replay a snapshot in the pytorch model, compare driver calls"},
     {"compare", cmd_compare, "rank release policies on the same trace(s), in parallel"},

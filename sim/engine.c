@@ -302,6 +302,8 @@ static int tenant_restore(sim *s, tenant *t, gm_err *err)
                          tname(t), rows[i].addr);
         else if (gm_addrmap_put(&t->live, key, handles[i]))
             rc = gm_errf(err, GM_ENOMEM, "out of memory");
+        else if (s->cfg->init_hook && handles[i] != SKIPPED)
+            s->cfg->init_hook(s->cfg->init_hook_ctx, t->idx, &rows[i], t->a, handles[i]);
     }
     if (rc && rc != GM_ENOMEM && !strstr(err->msg, tname(t))) {
         char msg[sizeof err->msg];
@@ -577,6 +579,7 @@ static void tenant_step_metrics(tenant *t, uint64_t now)
 static int retire(sim *s, tenant *t, uint64_t now, int status, gm_err *err)
 {
     t->res->c = t->a->c;
+    if (s->cfg->end_hook) s->cfg->end_hook(s->cfg->end_hook_ctx, t->idx, t->a, status);
     free_live(t, now);
     gm_metrics_step(&t->res->m, now, 0, 0, 0);
     void *hc = t->a->seg_hook_ctx;

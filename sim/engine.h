@@ -95,6 +95,18 @@ typedef struct gm_sim_config {
      * device hands out the addresses recorded for that event) */
     void (*event_hook)(void *ctx, int tenant, uint64_t event_index, const gm_event *ev);
     void *event_hook_ctx;
+    /* optional: every block of the initial state the model rebuilt (row of
+     * /initial_state, the allocator instance and the handle restore() gave
+     * it), once, before the first event (gmsim export: where the model put
+     * the pre-existing tensors) */
+    void (*init_hook)(void *ctx, int tenant, const gm_init_row *row, gm_alloc *a, uint64_t handle);
+    void *init_hook_ctx;
+    /* optional: a tenant's last moment with its allocator, when it completed
+     * or aborted, before its live blocks are freed and its segments given
+     * back (gmsim export: the end state; the seg_hook calls that follow are
+     * the teardown, no decision of the run) */
+    void (*end_hook)(void *ctx, int tenant, gm_alloc *a, int status);
+    void *end_hook_ctx;
     /* optional: called about every million events */
     void (*progress)(void *ctx, uint64_t events_done);
     void *progress_ctx;
