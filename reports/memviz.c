@@ -8,6 +8,7 @@
  * them into the snapshot's entries and end state; the layout is PyTorch's
  * (traces/SNAPSHOTS.md §3-§7, which the importer reads).
  */
+#define _GNU_SOURCE /* memmem */
 #include "memviz.h"
 
 #include <inttypes.h>
@@ -358,12 +359,28 @@ static void frames(writer *w, uint32_t f)
     if (!stack || !*stack) {
         frame_text(k, name, strlen(name));
     } else {
+        /* one frame a line; a line without " in " continues the name before
+         * it (a name with a newline: the stack text cannot tell, so it is
+         * joined with '?', as the short text shows a control character) */
+        gm_strbuf fr;
+        gm_sb_init(&fr);
         for (const char *s = stack; *s;) {
             const char *nl = strchr(s, '\n');
             size_t n = nl ? (size_t)(nl - s) : strlen(s);
-            if (n && !(n == 3 && !memcmp(s, "...", 3))) frame_text(k, s, n);
+            int cont = fr.len && !memmem(s, n, " in ", 4);
+            if (!cont && fr.len) {
+                frame_text(k, fr.s, fr.len);
+                fr.len = 0;
+            }
+            if (n && !(n == 3 && !memcmp(s, "...", 3))) {
+                if (cont) gm_sb_putn(&fr, "?", 1);
+                gm_sb_putn(&fr, s, n);
+            }
             s += n + (nl != NULL);
         }
+        if (fr.len) frame_text(k, fr.s, fr.len);
+        if (fr.failed) k->b.failed = 1;
+        gm_sb_free(&fr);
     }
     gm_pko_list_end(k);
     w->memo[f] = gm_pko_put(k) + 1;
