@@ -11,6 +11,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "html_int.h"
@@ -171,6 +172,106 @@ int rep_fit_page(json_t *fit, gm_strbuf *out, gm_err *err)
 
 /* ----------------------------------------------------------------- tune */
 
+/* Peak reserved against driver time, one point per setting: the Pareto
+ * front (no other setting has both less reserved and less driver time)
+ * joined by a line, the best and the default marked. The y axis spans the
+ * data, not 0..max: settings differ by a few percent. */
+static void tune_pareto(gm_strbuf *b, json_t *set, json_t *best, json_t *dflt)
+{
+    size_t n = json_array_size(set), i;
+    double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+    json_t *e;
+    json_array_foreach(set, i, e)
+    {
+        double x = rep_num(e, "driver_ns"), y = rep_num(e, "peak_reserved_bytes");
+        if (isnan(x) || isnan(y)) continue;
+        x0 = fmin(x0, x), x1 = fmax(x1, x), y0 = fmin(y0, y), y1 = fmax(y1, y);
+    }
+    if (!(x1 >= x0) || n == 0) return;
+    double dx = x1 > x0 ? (x1 - x0) * 0.06 : fmax(x0 * 0.05, 1.0);
+    double dy = y1 > y0 ? (y1 - y0) * 0.08 : fmax(y0 * 0.01, 1.0);
+    gm_scale sx = {x0 - dx, x1 + dx, REP_PX0, REP_PX1}, sy = {y0 - dy, y1 + dy, 262, 14};
+    gm_unit ux = gm_unit_time(sx.d1), uy = gm_unit_bytes(sy.d1);
+    double stx, sty;
+    gm_nice_top(sx.d1 - sx.d0, 6, &stx);
+    gm_nice_top(sy.d1 - sy.d0, 5, &sty);
+    gm_sb_puts(b,
+               "<h2>Peak reserved against driver time</h2><svg class=\"chart\" viewBox=\"0 0 960 "
+               "300\" role=\"img\" aria-label=\"peak reserved against driver time, per "
+               "setting\">");
+    /* grid at multiples of the step inside the span */
+    for (double v = ceil(sy.d0 / sty) * sty; v <= sy.d1; v += sty) {
+        char l[48];
+        gm_sb_printf(b, "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>",
+                     REP_PX0, REP_PX1, gm_scale_px(&sy, v), gm_scale_px(&sy, v));
+        gm_sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>", REP_PX0 - 6,
+                     gm_scale_px(&sy, v) + 4, gm_fmt_unit(v, uy, 2, l, sizeof l));
+    }
+    for (double v = ceil(sx.d0 / stx) * stx; v <= sx.d1; v += stx) {
+        char l[48];
+        gm_sb_printf(b, "<text x=\"%.1f\" y=\"282\" text-anchor=\"middle\">%s</text>",
+                     gm_scale_px(&sx, v), gm_fmt_unit(v, ux, 2, l, sizeof l));
+    }
+    gm_sb_printf(b,
+                 "<text x=\"%.1f\" y=\"298\" text-anchor=\"end\">time in the driver "
+                 "(cudaMalloc/cudaFree)</text>",
+                 REP_PX1);
+    /* the front: sorted by x, keep each point below every earlier one */
+    size_t *ord = malloc(n * sizeof *ord), m = 0;
+    if (ord) {
+        for (i = 0; i < n; i++)
+            ord[i] = i;
+        for (size_t a = 1; a < n; a++) /* insertion sort by (driver time, reserved) */
+            for (size_t k = a; k > 0; k--) {
+                json_t *p = json_array_get(set, ord[k - 1]), *q = json_array_get(set, ord[k]);
+                double px = rep_num(p, "driver_ns"), qx = rep_num(q, "driver_ns");
+                if (px < qx || (px == qx && rep_num(p, "peak_reserved_bytes") <=
+                                                rep_num(q, "peak_reserved_bytes")))
+                    break;
+                size_t t = ord[k];
+                ord[k] = ord[k - 1], ord[k - 1] = t;
+            }
+        double low = INFINITY;
+        gm_sb_puts(b, "<path class=\"s-r\" d=\"");
+        for (i = 0; i < n; i++) {
+            json_t *p = json_array_get(set, ord[i]);
+            double y = rep_num(p, "peak_reserved_bytes"), x = rep_num(p, "driver_ns");
+            if (isnan(x) || isnan(y) || !(y < low)) continue;
+            low = y;
+            gm_sb_printf(b, "%s%.1f %.1f", m++ ? " L" : "M", gm_scale_px(&sx, x),
+                         gm_scale_px(&sy, y));
+        }
+        gm_sb_puts(b, "\"/>");
+        free(ord);
+    }
+    json_array_foreach(set, i, e)
+    {
+        double x = rep_num(e, "driver_ns"), y = rep_num(e, "peak_reserved_bytes");
+        if (isnan(x) || isnan(y)) continue;
+        int oom = rep_num(e, "oom_count") > 0;
+        const char *fill = e == best   ? "#2f9e4f"
+                           : e == dflt ? "#1f2933"
+                           : oom       ? "#c53030"
+                                       : "#7aa7d9";
+        char r[48], t[48];
+        gm_sb_printf(b,
+                     "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\" fill-opacity=\"%s\">"
+                     "<title>",
+                     gm_scale_px(&sx, x), gm_scale_px(&sy, y), e == best || e == dflt ? "6" : "3.5",
+                     fill, e == best || e == dflt ? "1" : ".65");
+        const char *conf = rep_str(e, "alloc_conf");
+        esc(b, conf && *conf ? conf : "(default)");
+        gm_sb_printf(b, ": %s reserved, %s in the driver%s</title></circle>",
+                     gm_fmt_bytes_auto(y, r, sizeof r), gm_fmt_time_auto(x, t, sizeof t),
+                     oom ? ", OOM" : "");
+    }
+    gm_sb_puts(b, "</svg><div class=\"legend\"><span><i class=\"sw\" style=\"background:#2f9e4f\">"
+                  "</i>the best</span><span><i class=\"sw\" style=\"background:#1f2933\"></i>the "
+                  "default</span><span><i class=\"sw\" style=\"background:#c53030\"></i>OOMs</span>"
+                  "<span><i class=\"key\" style=\"border-color:#dd6b20\"></i>Pareto front: no "
+                  "setting has both less reserved and less driver time</span></div>\n");
+}
+
 int rep_tune_page(json_t *tune, gm_strbuf *out, gm_err *err)
 {
     json_t *set = json_object_get(tune, "settings");
@@ -223,7 +324,9 @@ int rep_tune_page(json_t *tune, gm_strbuf *out, gm_err *err)
                      "<p>Smallest device that runs it: %s with this setting, %s with the "
                      "default.</p>",
                      gib(fb, a, sizeof a), gib(fd, c, sizeof c));
-    gm_sb_puts(out, "</div>\n<h2>Every setting tried, ranked</h2><table><tr><th>rank</th>"
+    gm_sb_puts(out, "</div>\n");
+    tune_pareto(out, set, best, dflt);
+    gm_sb_puts(out, "<h2>Every setting tried, ranked</h2><table><tr><th>rank</th>"
                     "<th class=\"l\">PYTORCH_CUDA_ALLOC_CONF</th><th>OOMs</th>"
                     "<th>peak reserved</th><th>peak allocated</th><th>fragmentation</th>"
                     "<th>driver calls</th><th>driver time</th></tr>");

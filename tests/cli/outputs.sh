@@ -94,6 +94,9 @@ rows = page.count("<tr") - 1
 assert rows == len(d["settings"]), (rows, len(d["settings"]))
 first = page.index("<tr class=\"win\">")
 assert html.escape(d["best"], quote=False) in page[first:first + 400], "rank 1 is not the best"
+# the chart: one point per setting, each named in its tooltip
+assert "Peak reserved against driver time" in page
+assert page.count("<circle") == len(d["settings"]), (page.count("<circle"), len(d["settings"]))
 PY
 run 2 "tune --html TRACE" -- "$gmsim" tune --capacity 5GiB --html "$bert"
 
