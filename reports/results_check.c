@@ -6,8 +6,9 @@
  *
  * What gmsim writes: every number is finite, at least 0 and below 2^63; the
  * fractions (fragmentation, utilization, precision, ...) lie in [0, 1]; the
- * one exception is the timeline's ext_frag column, -1 where a bucket had no
- * free memory to measure.
+ * exceptions are the timeline's ext_frag column, -1 where a bucket had no
+ * free memory to measure, and memory_stats' max_split_size, -1 when unset
+ * (as PyTorch writes it).
  */
 #include "results.h"
 
@@ -52,6 +53,7 @@ static int walk(json_t *v, const char *key, const char *col, char *path, size_t 
         int frag = col && !strcmp(col, "ext_frag");
         if (!isfinite(x)) return bad(name, path, x, "a finite number", err);
         if (frag && (x < -1 || x > 1)) return bad(name, path, x, "-1 (none) or from 0 to 1", err);
+        if (!col && key && !strcmp(key, "max_split_size") && x == -1) return GM_OK;
         if (!frag && (x < 0 || x >= LIMIT))
             return bad(name, path, x, "a number from 0 to 2^63", err);
         if (!col && is_fraction(key) && x > 1) return bad(name, path, x, "from 0 to 1", err);
