@@ -545,6 +545,7 @@ static int emit_event(gmc_recorder *r, gmc_rows *rows, uint64_t t, uint8_t op, c
 {
     gm_event *e = rows_ev(rows);
     if (!e) return GM_ENOMEM;
+    *e = (gm_event){0}; /* id and site: none (the writer numbers ids) */
     e->t_ns = t;
     e->addr = p->addr;
     e->size = size;

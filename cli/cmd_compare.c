@@ -204,7 +204,7 @@ int cmd_compare(int argc, char **argv)
         json_t *j = gm_compare_json(&cfg, cmp);
         rc = j ? GM_OK : gm_errf(&err, GM_ENOMEM, "out of memory");
         if (rc == GM_OK && json_path) rc = gm_json_write(j, json_path, &err);
-        if (rc == GM_OK && html_path && (rc = gm_trace_stats_attach(j, &err)) == GM_OK)
+        if (rc == GM_OK && html_path && (rc = gm_trace_stats_attach(j, &cfg, &err)) == GM_OK)
             rc = gm_html_write_file(j, html_path, &err);
         json_decref(j);
     }

@@ -129,7 +129,7 @@ int cmd_report(int argc, char **argv)
     json_t *j = n == 1 ? load(a.files[0], &err) : combine(a.files, n, &err);
     free(a.files);
     if (!j) return gm_cmd_fail("report", err.code, err.msg);
-    if (stats && gm_trace_stats_attach(j, &err) != GM_OK)
+    if (stats && gm_trace_stats_attach(j, NULL, &err) != GM_OK)
         fprintf(stderr, "gmsim report: warning: no trace statistics: %s\n", err.msg);
     rc = gm_html_write_file(j, out, &err);
     json_decref(j);

@@ -16,6 +16,19 @@ static json_t *live_json(const gm_live_set *s)
                                 json_pack("{s:I,s:I}", "bytes", (json_int_t)s->bytes[c], "count",
                                           (json_int_t)s->count[c]));
     json_object_set_new(o, "by_category", cats);
+    if (s->n_trace_sites) { /* the trace names call sites: the top ones, largest first */
+        json_t *a = json_array();
+        for (size_t i = 0; i < s->n_sites; i++)
+            json_array_append_new(a,
+                                  json_pack("{s:o,s:I,s:I}", "site", gm_json_text(s->sites[i].name),
+                                            "bytes", (json_int_t)s->sites[i].bytes, "count",
+                                            (json_int_t)s->sites[i].count));
+        json_object_set_new(o, "top_sites", a);
+        json_object_set_new(o, "unknown_site_bytes",
+                            json_integer((json_int_t)s->unknown_site_bytes));
+        json_object_set_new(o, "unknown_site_count",
+                            json_integer((json_int_t)s->unknown_site_count));
+    }
     return o;
 }
 

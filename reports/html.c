@@ -303,6 +303,27 @@ static void first_oom(gm_strbuf *b, json_t *m)
                      gm_fmt_bytes((uint64_t)(res), v4, sizeof v4));
 }
 
+/* The call sites holding the most at the first OOM (a run's "explain",
+ * when its trace names sites). */
+static void oom_sites(gm_strbuf *b, json_t *doc)
+{
+    json_t *at = json_object_get(json_object_get(doc, "explain"), "live_at_first_oom");
+    json_t *top = json_object_get(at, "top_sites");
+    if (!json_is_array(top) || !json_array_size(top)) return;
+    char v1[32], v2[32];
+    gm_sb_puts(b, "<p>Live at it, by call site: ");
+    for (size_t i = 0; i < json_array_size(top); i++) {
+        json_t *e = json_array_get(top, i);
+        const char *site = rep_str(e, "site");
+        gm_sb_puts(b, i ? ", <code>" : "<code>");
+        esc(b, site ? site : "?");
+        gm_sb_printf(b, "</code> %s (%s)",
+                     gm_fmt_bytes((uint64_t)rep_num(e, "bytes"), v1, sizeof v1),
+                     gm_fmt_count(rep_num(e, "count"), v2, sizeof v2));
+    }
+    gm_sb_puts(b, ".</p>");
+}
+
 static void verdict(gm_strbuf *b, const rep *p)
 {
     char v1[32], v2[32], v3[32];
@@ -325,6 +346,7 @@ static void verdict(gm_strbuf *b, const rep *p)
                  gm_fmt_pct(rep_num(r->m, "utilization"), v2, sizeof v2),
                  ms_s(rep_num(r->m, "driver.total_ns"), v3, sizeof v3));
     first_oom(b, r->m);
+    oom_sites(b, r->j);
     const rep_run *base = find_policy(p, "pytorch");
     if (p->winner >= 0 && base && base != r) {
         double d = rep_num(r->m, "peak_reserved_bytes") - rep_num(base->m, "peak_reserved_bytes");

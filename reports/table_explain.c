@@ -31,6 +31,15 @@ static void live(FILE *f, const char *title, const gm_live_set *s)
         fprintf(f, "%s%s %s (%" PRIu64 ")", i ? ", " : ": ", gm_category_name(order[i]),
                 gm_fmt_bytes(s->bytes[order[i]], b1, sizeof b1), s->count[order[i]]);
     fprintf(f, "\n");
+    if (!s->n_trace_sites) return;
+    for (size_t i = 0; i < s->n_sites; i++)
+        fprintf(f, "    %-44s %10s in %" PRIu64 " tensor%s\n", s->sites[i].name,
+                gm_fmt_bytes(s->sites[i].bytes, b1, sizeof b1), s->sites[i].count,
+                s->sites[i].count == 1 ? "" : "s");
+    if (s->unknown_site_count)
+        fprintf(f, "    %-44s %10s in %" PRIu64 " tensor%s\n", "(no site recorded)",
+                gm_fmt_bytes(s->unknown_site_bytes, b1, sizeof b1), s->unknown_site_count,
+                s->unknown_site_count == 1 ? "" : "s");
 }
 
 static void signed_bytes(FILE *f, uint64_t now, uint64_t was)
@@ -51,6 +60,7 @@ void gm_table_explain(FILE *f, const gm_oom *first, const gm_live_set *at, const
     fprintf(f, "\nwhy the first OOM (tenant %d, event %" PRIu64 ", %s):\n", at->tenant,
             at->event_index, gm_oom_verdict_name(first->verdict));
     live(f, "live then", at);
+    if (peak && peak->n_trace_sites) live(f, "live at the peak", peak);
     if (peak && peak->total > first->limit)
         fprintf(f,
                 "  and later more: the live tensors peak at %s (event %" PRIu64 "), above the %s "

@@ -71,6 +71,13 @@ void gm_oom_describe(const gm_oom *o, int tenant, char *buf, size_t len)
 {
     char b1[32], b2[32], b3[32], t[32], who[32] = "", cause[400];
     if (tenant) snprintf(who, sizeof who, "tenant %d, ", o->tenant);
+    if (o->initial) { /* not an event's OOM: the live set never fitted */
+        snprintf(buf, len,
+                 "%sbefore the first event: the %s alive at the start of the trace do not fit in "
+                 "the %s this job may hold; nothing was replayed",
+                 who, gm_fmt_bytes(o->size, b1, sizeof b1), gm_fmt_bytes(o->limit, b2, sizeof b2));
+        return;
+    }
     gm_oom_cause(o, cause, sizeof cause);
     snprintf(buf, len, "%sevent %llu of pass %u at %s: %s requested, %s reserved, %s allocated; %s",
              who, (unsigned long long)o->event_index, o->pass + 1, gm_fmt_ns(o->t_ns, t, sizeof t),

@@ -24,6 +24,25 @@ static void fmt_edge(uint64_t v, char *buf, size_t len)
     snprintf(buf, len, "%" PRIu64 " %s", v, units[u]);
 }
 
+#define INFO_TOP_SITES 10
+
+/* The call sites holding the most bytes at the peak (trace.h, /sites). */
+static void print_sites(FILE *f, const gm_trace_scan *s)
+{
+    if (!s->sites.n) return;
+    gm_site_live top[INFO_TOP_SITES];
+    size_t n = gm_site_tally_top(&s->tally, 1, top, INFO_TOP_SITES);
+    char b1[32];
+    fprintf(f, "top call sites at peak (%zu sites in the trace):  live bytes  allocations\n",
+            s->sites.n);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "  %-44s %12s %11" PRIu64 "\n", gm_sites_name(&s->sites, top[i].site),
+                gm_fmt_bytes(top[i].bytes, b1, sizeof b1), top[i].count);
+    if (s->tally.pcount[0])
+        fprintf(f, "  %-44s %12s %11" PRIu64 "\n", "(no site recorded)",
+                gm_fmt_bytes(s->tally.pbytes[0], b1, sizeof b1), s->tally.pcount[0]);
+}
+
 static void print_histogram(FILE *f, const gm_trace_scan *s)
 {
     size_t lo = GM_SCAN_HIST_BINS, hi = 0;
@@ -150,6 +169,7 @@ void gm_table_info(FILE *f, const gm_trace_scan *s, const gm_trace_reader *r, co
         fprintf(f, "  %-20s %11" PRIu64 " %12s %14s\n", gm_category_name(c), s->cat_count[c],
                 gm_fmt_bytes(s->cat_bytes[c], b1, sizeof b1),
                 gm_fmt_bytes(s->peak_cat[c], b2, sizeof b2));
+    print_sites(f, s);
     fprintf(f, "by phase:                 allocs        bytes\n");
     for (int p = 0; p < GM_PHASE_COUNT; p++)
         fprintf(f, "  %-20s %11" PRIu64 " %12s\n", gm_phase_name(p), s->phase_count[p],
@@ -158,6 +178,19 @@ void gm_table_info(FILE *f, const gm_trace_scan *s, const gm_trace_reader *r, co
 }
 
 /* ------------------------------------------------------------------ JSON */
+
+static json_t *sites_json(const gm_trace_scan *s)
+{
+    gm_site_live top[INFO_TOP_SITES];
+    size_t n = gm_site_tally_top(&s->tally, 1, top, INFO_TOP_SITES);
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(
+            a, json_pack("{s:I,s:o,s:I,s:I}", "site", (json_int_t)top[i].site, "name",
+                         gm_json_text(gm_sites_name(&s->sites, top[i].site)), "bytes",
+                         (json_int_t)top[i].bytes, "count", (json_int_t)top[i].count));
+    return a;
+}
 
 static json_t *json_u64(uint64_t v)
 {
@@ -261,6 +294,10 @@ json_t *gm_trace_info_json(const gm_trace_scan *s, const gm_trace_reader *r, con
     for (int c = 0; c < GM_CAT_COUNT; c++)
         json_object_set_new(pk, gm_category_name(c), json_u64(s->peak_cat[c]));
     json_object_set_new(o, "live_at_peak_by_category", pk);
+    json_object_set_new(o, "sites", json_u64(s->sites.n));
+    json_object_set_new(o, "live_at_peak_by_site", sites_json(s)); /* the top ones, largest first */
+    json_object_set_new(o, "live_at_peak_unknown_site_bytes",
+                        json_u64(s->tally.n ? s->tally.pbytes[0] : 0));
     json_object_set_new(o, "size_histogram", histogram_json(s));
     return o;
 }

@@ -95,8 +95,18 @@ int gm_trace_stats_json(const char *path, json_t **out, gm_err *err)
     return rc;
 }
 
+/* The file a result's trace name stands for: a snapshot's temporary trace
+ * (cfg's tenant named so), else the name itself. */
+static const char *file_of(const char *name, const gm_sim_config *cfg)
+{
+    for (size_t i = 0; cfg && i < cfg->n_tenants; i++)
+        if (cfg->tenants[i].name && !strcmp(cfg->tenants[i].name, name))
+            return cfg->tenants[i].path;
+    return name;
+}
+
 /* Attach to the tenants of one gmsim-result/1; cache maps path -> stats. */
-static int attach_result(json_t *res, json_t *cache, gm_err *err)
+static int attach_result(json_t *res, json_t *cache, const gm_sim_config *cfg, gm_err *err)
 {
     size_t i;
     json_t *t;
@@ -106,7 +116,7 @@ static int attach_result(json_t *res, json_t *cache, gm_err *err)
         if (!path || json_object_get(t, "trace_stats")) continue;
         json_t *st = json_object_get(cache, path);
         if (!st) {
-            int rc = gm_trace_stats_json(path, &st, err);
+            int rc = gm_trace_stats_json(file_of(path, cfg), &st, err);
             if (rc != GM_OK) return rc;
             json_object_set_new(cache, path, st);
         }
@@ -115,7 +125,7 @@ static int attach_result(json_t *res, json_t *cache, gm_err *err)
     return GM_OK;
 }
 
-int gm_trace_stats_attach(json_t *result, gm_err *err)
+int gm_trace_stats_attach(json_t *result, const gm_sim_config *cfg, gm_err *err)
 {
     json_t *cache = json_object();
     int rc = GM_OK;
@@ -125,10 +135,10 @@ int gm_trace_stats_attach(json_t *result, gm_err *err)
         json_t *r;
         json_array_foreach(results, i, r)
         {
-            if ((rc = attach_result(r, cache, err)) != GM_OK) break;
+            if ((rc = attach_result(r, cache, cfg, err)) != GM_OK) break;
         }
     } else {
-        rc = attach_result(result, cache, err);
+        rc = attach_result(result, cache, cfg, err);
     }
     json_decref(cache);
     return rc;

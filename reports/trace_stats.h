@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "base/err.h"
+#include "sim/engine.h"
 
 /* Read the trace at path once; *out is a new JSON object (see above). */
 int gm_trace_stats_json(const char *path, json_t **out, gm_err *err);
@@ -31,8 +32,9 @@ int gm_trace_stats_json(const char *path, json_t **out, gm_err *err);
  * gmsim-compare/1) that has none a "trace_stats" member, computed from the
  * trace file its "trace" names; each distinct path is read once. Returns
  * the first error (a trace no longer readable); tenants done before it keep
- * their statistics.
+ * their statistics. cfg (may be NULL) maps a tenant's name (a snapshot) to
+ * the trace it was imported into for this run.
  */
-int gm_trace_stats_attach(json_t *result, gm_err *err);
+int gm_trace_stats_attach(json_t *result, const gm_sim_config *cfg, gm_err *err);
 
 #endif

@@ -26,5 +26,6 @@ done
 echo "== fuzz_trace (clang, build-fuzz)"
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON >/dev/null
-cmake --build build-fuzz -j"$jobs" --target fuzz_trace >/dev/null
-(cd build-fuzz && ctest --output-on-failure -R '^fuzz_trace')
+cmake --build build-fuzz -j"$jobs" --target fuzz_trace fuzz_import fuzz_unpickle >/dev/null
+# and the importer's and unpickler's harnesses over their seeds (seconds)
+(cd build-fuzz && ctest --output-on-failure -R '^fuzz_(trace|import_seeds|unpickle_seeds)')

@@ -1,6 +1,7 @@
 /* explain.c - see explain.h. */
 #include "explain.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "tune.h"
 #include "base/addrmap.h"
 #include "base/clock.h"
+#include "traces/site_tally.h"
 #include "traces/alloc_conf.h"
 
 /* ---------------- the live set, from the trace ---------------- */
@@ -22,6 +24,8 @@
 typedef struct scan {
     gm_addrmap live;
     gm_live_set now;
+    gm_sites sites;      /* the trace's /sites */
+    gm_site_tally tally; /* live bytes by site, now and at the peak */
 } scan;
 
 static void add(gm_live_set *s, uint64_t size, int cat)
@@ -48,11 +52,17 @@ static int apply(scan *sc, const gm_event *e)
 {
     uint64_t key = gm_addrmap_key(e->addr), old;
     if (e->op == GM_OP_ALLOC) {
-        if (gm_addrmap_del(&sc->live, key, &old)) drop(&sc->now, old); /* --lenient realloc */
-        if (gm_addrmap_put(&sc->live, key, PACK(e->size, e->category))) return GM_ENOMEM;
+        if (gm_addrmap_del(&sc->live, key, &old)) { /* --lenient realloc */
+            drop(&sc->now, old);
+            gm_site_tally_drop(&sc->tally, e->addr, SIZE_OF(old));
+        }
+        if (gm_addrmap_put(&sc->live, key, PACK(e->size, e->category)) ||
+            gm_site_tally_add(&sc->tally, e->addr, e->size, e->site))
+            return GM_ENOMEM;
         add(&sc->now, e->size, e->category);
     } else if (e->op == GM_OP_FREE && gm_addrmap_del(&sc->live, key, &old)) {
         drop(&sc->now, old);
+        gm_site_tally_drop(&sc->tally, e->addr, SIZE_OF(old));
     }
     return GM_OK;
 }
@@ -66,13 +76,30 @@ static int initial(scan *sc, gm_trace_reader *r, const gm_sim_config *cfg, gm_er
     for (size_t i = 0; rc == GM_OK && i < n; i++)
         if (rows[i].kind == GM_INIT_BLOCK) {
             if (gm_addrmap_put(&sc->live, gm_addrmap_key(rows[i].addr),
-                               PACK(rows[i].size, rows[i].category)))
+                               PACK(rows[i].size, rows[i].category)) ||
+                gm_site_tally_add(&sc->tally, rows[i].addr, rows[i].size, rows[i].site))
                 rc = gm_errf(err, GM_ENOMEM, "out of memory");
             else
                 add(&sc->now, rows[i].size, rows[i].category);
         }
     free(rows);
     return rc;
+}
+
+/* The top sites of the tally (now, or at its peak) into s. */
+static void top_sites(const scan *sc, int peak, gm_live_set *s)
+{
+    gm_site_live top[GM_LIVE_TOP_SITES];
+    s->n_trace_sites = sc->sites.n;
+    s->n_sites = sc->sites.n ? gm_site_tally_top(&sc->tally, peak, top, GM_LIVE_TOP_SITES) : 0;
+    for (size_t i = 0; i < s->n_sites; i++) {
+        snprintf(s->sites[i].name, sizeof s->sites[i].name, "%s",
+                 gm_sites_name(&sc->sites, top[i].site));
+        s->sites[i].bytes = top[i].bytes;
+        s->sites[i].count = top[i].count;
+    }
+    s->unknown_site_bytes = sc->sites.n ? (peak ? sc->tally.pbytes : sc->tally.bytes)[0] : 0;
+    s->unknown_site_count = sc->sites.n ? (peak ? sc->tally.pcount : sc->tally.count)[0] : 0;
 }
 
 int gm_live_at(const gm_sim_config *cfg, int tenant, uint64_t event_index, gm_live_set *at,
@@ -94,8 +121,12 @@ int gm_live_at(const gm_sim_config *cfg, int tenant, uint64_t event_index, gm_li
         if (rc == GM_OK && !(buf = malloc(GM_TRACE_CHUNK_EVENTS * sizeof *buf)))
             rc = gm_errf(err, GM_ENOMEM, "out of memory");
     }
+    if (rc == GM_OK && r) rc = gm_trace_read_sites(r, &sc.sites, err);
+    if (rc == GM_OK && gm_site_tally_init(&sc.tally, sc.sites.n))
+        rc = gm_errf(err, GM_ENOMEM, "out of memory");
     if (rc == GM_OK) rc = initial(&sc, r, cfg, err);
     if (peak && rc == GM_OK) *peak = sc.now;
+    gm_site_tally_peak(&sc.tally);
     uint64_t idx = 0;
     int have_at = 0;
     for (size_t pos = 0; rc == GM_OK;) {
@@ -114,22 +145,30 @@ int gm_live_at(const gm_sim_config *cfg, int tenant, uint64_t event_index, gm_li
         for (int64_t i = 0; i < got && rc == GM_OK; i++, idx++) {
             if (idx == event_index) {
                 *at = sc.now;
+                top_sites(&sc, 0, at);
                 have_at = 1;
             }
             rc = apply(&sc, &ev[i]) ? gm_errf(err, GM_ENOMEM, "out of memory") : GM_OK;
             if (peak && sc.now.total > peak->total) {
-                *peak = sc.now;
+                memcpy(peak, &sc.now, offsetof(gm_live_set, n_trace_sites)); /* sites: at the end */
                 peak->event_index = idx + 1;
+                gm_site_tally_peak(&sc.tally);
             }
         }
     }
-    if (rc == GM_OK && !have_at) *at = sc.now; /* past the end: the state at the end */
+    if (rc == GM_OK && !have_at) { /* past the end: the state at the end */
+        *at = sc.now;
+        top_sites(&sc, 0, at);
+    }
+    if (rc == GM_OK && peak) top_sites(&sc, 1, peak);
     at->tenant = tenant;
     at->event_index = event_index;
     if (peak) peak->tenant = tenant;
     free(buf);
     gm_trace_close(r);
     gm_addrmap_free(&sc.live);
+    gm_site_tally_free(&sc.tally);
+    gm_sites_free(&sc.sites);
     return rc;
 }
 

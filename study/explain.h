@@ -16,6 +16,13 @@
 #include "base/err.h"
 #include "sim/engine.h"
 
+/* One call site of a live set (trace.h, /sites). */
+#define GM_LIVE_TOP_SITES 5
+typedef struct gm_live_site {
+    char name[GM_SITE_NAME_MAX]; /* "train.py:42 in forward" */
+    uint64_t bytes, count;
+} gm_live_site;
+
 /* Live tensors at one event of one tenant's trace. */
 typedef struct gm_live_set {
     int tenant;
@@ -23,6 +30,12 @@ typedef struct gm_live_set {
     uint64_t bytes[GM_CAT_COUNT]; /* requested bytes by category                */
     uint64_t count[GM_CAT_COUNT];
     uint64_t total, n;
+    /* the call sites holding the most bytes, largest first (the trace names
+     * n_trace_sites; 0: it records none, and the rest is empty) */
+    uint64_t n_trace_sites;
+    size_t n_sites;
+    gm_live_site sites[GM_LIVE_TOP_SITES];
+    uint64_t unknown_site_bytes, unknown_site_count; /* tensors with no site */
 } gm_live_set;
 
 /* The live set of tenant t (a spec of cfg) just before its event

@@ -106,6 +106,22 @@ static int copy_meta(gm_trace_meta *dst, const gm_trace_meta *src)
     return GM_OK;
 }
 
+/* Copies of n sites into *dst (owned strings, as gm_import_trace keeps them). */
+static int copy_sites(const gm_site *src, size_t n, gm_site **dst, size_t *nd)
+{
+    *dst = NULL, *nd = 0;
+    if (!n) return GM_OK;
+    gm_site *d = calloc(n, sizeof *d);
+    if (!d) return GM_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        d[i].name = strdup(src[i].name);
+        d[i].stack = strdup(src[i].stack);
+        *dst = d, *nd = i + 1; /* freed with the trace if the next fails */
+        if (!d[i].name || !d[i].stack) return GM_ENOMEM;
+    }
+    return GM_OK;
+}
+
 /* A whole HDF5 trace into t. */
 static int load_trace(const char *path, gm_import_trace *t, gm_err *err)
 {
@@ -126,6 +142,11 @@ static int load_trace(const char *path, gm_import_trace *t, gm_err *err)
     }
     if (rc == GM_OK) rc = gm_trace_read_initial(r, &t->init, &t->n_init, err);
     if (rc == GM_OK) rc = gm_trace_read_markers(r, &t->markers, &t->n_markers, err);
+    gm_sites st = {0};
+    if (rc == GM_OK) rc = gm_trace_read_sites(r, &st, err);
+    if (rc == GM_OK && copy_sites(st.rows, st.n, &t->sites, &t->n_sites))
+        rc = gm_errf(err, GM_ENOMEM, "out of memory");
+    gm_sites_free(&st);
     gm_trace_close(r);
     if (rc) gm_import_trace_free(t);
     return rc;
@@ -588,6 +609,12 @@ int gm_scale_at(gm_scale *s, int64_t x, gm_import_trace *out, gm_err *err)
         }
     }
     out->n_events = ra->nsteps;
+    /* the events are the first recording's, so are the sites they name */
+    if (copy_sites(ra->t.sites, ra->t.n_sites, &out->sites, &out->n_sites)) {
+        free(size);
+        gm_import_trace_free(out);
+        return gm_errf(err, GM_ENOMEM, "out of memory");
+    }
     /* markers: at the new time of the first event at or after theirs */
     for (size_t m = 0; m < ra->t.n_markers; m++) {
         gm_marker mk = ra->t.markers[m];

@@ -388,6 +388,85 @@ static void set_attr(const char *path, const char *name, hid_t type, long long v
     H5Fclose(f);
 }
 
+/* /sites as another tool might write it: columns in another order, ASCII
+ * null-padded (h5py's numpy 'S'), a name longer than the limit (cut to 255
+ * bytes), a stack with a control character ('?'); a variable-length string
+ * column is refused when the trace is opened. */
+static void sites_with(const char *path, hid_t name_t, hid_t stack_t, const char *name,
+                       const char *stack)
+{
+    write_trace(path, 4);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    CU_ASSERT_FATAL(f >= 0);
+    size_t ws = H5Tis_variable_str(stack_t) > 0 ? sizeof(char *) : H5Tget_size(stack_t);
+    size_t wn = H5Tget_size(name_t);
+    hid_t t = H5Tcreate(H5T_COMPOUND, ws + wn);
+    H5Tinsert(t, "stack", 0, stack_t);
+    H5Tinsert(t, "name", ws, name_t);
+    char *row = calloc(1, ws + wn);
+    if (H5Tis_variable_str(stack_t) > 0)
+        memcpy(row, &stack, sizeof stack);
+    else
+        memcpy(row, stack, strlen(stack) < ws ? strlen(stack) : ws);
+    memcpy(row + ws, name, strlen(name) < wn ? strlen(name) : wn);
+    hsize_t one = 1;
+    hid_t sp = H5Screate_simple(1, &one, NULL);
+    hid_t ds = H5Dcreate2(f, "sites", t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    CU_ASSERT(ds >= 0 && H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, row) >= 0);
+    H5Dclose(ds);
+    H5Sclose(sp);
+    H5Tclose(t);
+    H5Fclose(f);
+    free(row);
+}
+
+static hid_t fixed_str(size_t n, H5T_cset_t cs)
+{
+    hid_t s = H5Tcopy(H5T_C_S1);
+    H5Tset_size(s, n);
+    H5Tset_strpad(s, H5T_STR_NULLPAD);
+    H5Tset_cset(s, cs);
+    return s;
+}
+
+static void test_sites_strings(void)
+{
+    const char *path = gm_test_tmp("sites.h5");
+    char name[301];
+    memset(name, 'n', 300);
+    name[300] = 0;
+    hid_t nt = fixed_str(300, H5T_CSET_ASCII), st = fixed_str(40, H5T_CSET_ASCII);
+    sites_with(path, nt, st, name, "a.py:1 in f\nb\x01.py:2 in g");
+    H5Tclose(nt);
+    H5Tclose(st);
+    for (int iso = 0; iso < 2; iso++) {
+        gm_err err = {0};
+        gm_trace_reader *r = NULL;
+        int rc = iso ? gm_trace_open(path, &r, &err) : gm_trace_open_inprocess(path, &r, &err);
+        CU_ASSERT_EQUAL_FATAL(rc, GM_OK);
+        CU_ASSERT_EQUAL(gm_trace_meta_get(r)->n_sites, 1);
+        gm_sites s;
+        CU_ASSERT_EQUAL_FATAL(gm_trace_read_sites(r, &s, &err), GM_OK);
+        CU_ASSERT_EQUAL_FATAL(s.n, 1);
+        CU_ASSERT_EQUAL(strlen(s.rows[0].name), GM_SITE_NAME_MAX - 1);
+        CU_ASSERT_STRING_EQUAL(s.rows[0].stack, "a.py:1 in f\nb?.py:2 in g");
+        gm_sites_free(&s);
+        gm_trace_close(r);
+    }
+    hid_t vs = H5Tcopy(H5T_C_S1);
+    H5Tset_size(vs, H5T_VARIABLE);
+    nt = fixed_str(8, H5T_CSET_UTF8);
+    sites_with(path, nt, vs, "x.py", "x.py:1 in f");
+    H5Tclose(vs);
+    H5Tclose(nt);
+    gm_err err = {0};
+    gm_trace_reader *r = NULL;
+    CU_ASSERT_EQUAL(gm_trace_open(path, &r, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "/sites column 'stack' is a variable-length string"));
+    unlink(path);
+}
+
 static void test_integer_attributes(void)
 {
     const char *path = gm_test_tmp("attrs.h5");
@@ -736,6 +815,7 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_unbacked_rows);
     GM_ADD_TEST(s, test_zero_size_segment);
     GM_ADD_TEST(s, test_marker_strings);
+    GM_ADD_TEST(s, test_sites_strings);
     GM_ADD_TEST(s, test_integer_attributes);
     GM_ADD_TEST(s, test_isolated_equals_inprocess);
     GM_ADD_TEST(s, test_isolated_crash_and_hang);

@@ -568,7 +568,7 @@ static void test_end_to_end_hostile(void)
     CU_ASSERT_EQUAL_FATAL(gm_simulate(&cfg, &r, &err), GM_OK);
     json_t *j = gm_result_json(&cfg, r, "run");
     gm_sim_result_free(r);
-    CU_ASSERT_EQUAL_FATAL(gm_trace_stats_attach(j, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(gm_trace_stats_attach(j, NULL, &err), GM_OK);
     const char *out = gm_test_tmp("evil.html");
     CU_ASSERT_EQUAL_FATAL(gm_html_write_file(j, out, &err), GM_OK);
     json_decref(j);

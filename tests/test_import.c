@@ -1032,11 +1032,68 @@ static void test_cases(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "lies in no segment"));
 }
 
+/* The frame rule of IMPORT.md "Call sites": which frames are the user's. */
+static void test_frame_kind(void)
+{
+    CU_ASSERT_EQUAL(gm_frame_kind("/home/u/train.py"), GM_FRAME_USER);
+    CU_ASSERT_EQUAL(gm_frame_kind("train.py"), GM_FRAME_USER);
+    CU_ASSERT_EQUAL(gm_frame_kind("/venv/lib/python3.12/site-packages/transformers/models/gpt2.py"),
+                    GM_FRAME_USER); /* other libraries count as the program's */
+    CU_ASSERT_EQUAL(gm_frame_kind("<stdin>"), GM_FRAME_USER);
+    CU_ASSERT_EQUAL(gm_frame_kind("/venv/lib/python3.12/site-packages/torch/nn/modules/module.py"),
+                    GM_FRAME_TORCH);
+    CU_ASSERT_EQUAL(gm_frame_kind("/src/pytorch/torch/_tensor.py"), GM_FRAME_TORCH);
+    CU_ASSERT_EQUAL(gm_frame_kind("torch/autograd/__init__.py"), GM_FRAME_TORCH);
+    CU_ASSERT_EQUAL(gm_frame_kind("/home/u/functorch_demo.py"), GM_FRAME_USER);
+    CU_ASSERT_EQUAL(gm_frame_kind("??"), GM_FRAME_CPP);
+    CU_ASSERT_EQUAL(gm_frame_kind(""), GM_FRAME_CPP);
+    CU_ASSERT_EQUAL(gm_frame_kind(NULL), GM_FRAME_CPP);
+    CU_ASSERT_EQUAL(gm_frame_kind("CUDACachingAllocator.cpp"), GM_FRAME_CPP);
+    CU_ASSERT_EQUAL(gm_frame_kind("/usr/include/c10/util/Exception.h"), GM_FRAME_CPP);
+    CU_ASSERT_EQUAL(gm_frame_kind("kernel.cc"), GM_FRAME_CPP);
+    CU_ASSERT_EQUAL(gm_frame_kind("<frozen runpy>"), GM_FRAME_PYTHON_INTERNAL);
+    CU_ASSERT_EQUAL(gm_frame_kind("<string>"), GM_FRAME_PYTHON_INTERNAL);
+    CU_ASSERT_EQUAL(gm_frame_kind("/usr/lib/python3.12/threading.py"), GM_FRAME_PYTHON_INTERNAL);
+    CU_ASSERT_EQUAL(gm_frame_kind("/usr/lib/python3.12/contextlib.py"), GM_FRAME_PYTHON_INTERNAL);
+    CU_ASSERT_EQUAL(gm_frame_kind("/opt/conda/lib/python3.10/runpy.py"), GM_FRAME_PYTHON_INTERNAL);
+}
+
+/* A real snapshot's sites: deduplicated, each named by a user frame. */
+static void test_real_sites(void)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/device-full-retry-10-streams.pickle", GM_SOURCE_DIR);
+    gm_torch_opts o = {.device = -1};
+    gm_torch_import *imp;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_torch_import_file(path, &o, &imp, &err), GM_OK);
+    const gm_import_trace *t = &imp->dev[0];
+    CU_ASSERT(t->n_sites > 10);
+    size_t named = 0, llama = 0;
+    for (size_t i = 0; i < t->n_events; i++) {
+        CU_ASSERT(t->events[i].site <= t->n_sites);
+        named += t->events[i].site != 0;
+    }
+    CU_ASSERT(named > t->n_events / 2);
+    for (size_t i = 0; i < t->n_sites; i++) {
+        for (size_t j = 0; j < i; j++) /* deduplicated */
+            CU_ASSERT(strcmp(t->sites[i].name, t->sites[j].name) != 0);
+        CU_ASSERT(strstr(t->sites[i].name, ".py") != NULL);
+        CU_ASSERT(strncmp(t->sites[i].name, "module.py", 9) != 0); /* torch's: skipped */
+        llama += strstr(t->sites[i].name, "modeling_llama.py:") == t->sites[i].name;
+        CU_ASSERT(strlen(t->sites[i].stack) < GM_SITE_STACK_MAX);
+    }
+    CU_ASSERT(llama > 0);
+    gm_torch_import_free(imp);
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("import", NULL, NULL);
     if (!s) return CU_get_error();
     GM_ADD_TEST(s, test_real_snapshots);
+    GM_ADD_TEST(s, test_frame_kind);
+    GM_ADD_TEST(s, test_real_sites);
     GM_ADD_TEST(s, test_real_categories);
     GM_ADD_TEST(s, test_fidelity_recorded_segments);
     GM_ADD_TEST(s, test_fidelity_warm_cache);

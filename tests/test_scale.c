@@ -83,7 +83,8 @@ static const char *write_rec(int64_t x, uint64_t stream, int iterations, int cat
     size_t n = 0;
     uint64_t time = 1000;
     t.events[n++] = (gm_event){time,       0x9000000,        (uint64_t)x * GM_KiB, 0,
-                               GM_OP_FREE, GM_CAT_TEMPORARY, GM_PHASE_FORWARD,     0};
+                               GM_OP_FREE, GM_CAT_TEMPORARY, GM_PHASE_FORWARD,     0,
+                               0};
     for (int it = 0; it < iterations; it++) {
         uint64_t a = 0x20000000 + (uint64_t)it * 0x10000000, b = a + 0x8000000;
         time += 1000 * (uint64_t)x;
@@ -94,6 +95,7 @@ static const char *write_rec(int64_t x, uint64_t stream, int iterations, int cat
                                    GM_OP_ALLOC,
                                    (uint8_t)cat_act,
                                    GM_PHASE_FORWARD,
+                                   0,
                                    0};
         t.events[n++] = (gm_event){time,
                                    b,
@@ -102,6 +104,7 @@ static const char *write_rec(int64_t x, uint64_t stream, int iterations, int cat
                                    GM_OP_ALLOC,
                                    GM_CAT_TEMPORARY,
                                    GM_PHASE_FORWARD,
+                                   0,
                                    0};
         time += 500;
         t.events[n++] = (gm_event){time,
@@ -111,6 +114,7 @@ static const char *write_rec(int64_t x, uint64_t stream, int iterations, int cat
                                    GM_OP_FREE,
                                    GM_CAT_TEMPORARY,
                                    GM_PHASE_BACKWARD,
+                                   0,
                                    0};
         t.events[n++] = (gm_event){time,
                                    a,
@@ -119,6 +123,7 @@ static const char *write_rec(int64_t x, uint64_t stream, int iterations, int cat
                                    GM_OP_FREE,
                                    (uint8_t)cat_act,
                                    GM_PHASE_BACKWARD,
+                                   0,
                                    0};
     }
     t.n_events = n;

@@ -5,6 +5,7 @@
  */
 #include "cu.h"
 #include "base/units.h"
+#include "traces/site_tally.h"
 #include "traces/trace.h"
 
 #include <hdf5.h>
@@ -42,7 +43,8 @@ static gm_event *make_events(size_t n)
 static int event_eq(const gm_event *a, const gm_event *b)
 {
     return a->t_ns == b->t_ns && a->op == b->op && a->addr == b->addr && a->size == b->size &&
-           a->stream == b->stream && a->category == b->category && a->phase == b->phase;
+           a->stream == b->stream && a->category == b->category && a->phase == b->phase &&
+           a->site == b->site;
 }
 
 static int write_trace(const char *path, const gm_event *ev, size_t n,
@@ -279,6 +281,120 @@ static void round_trip(size_t n, const gm_trace_write_opts *opts, size_t cap)
     free(ev);
     gm_trace_meta_free(&m);
     unlink(path);
+}
+
+/* /sites and the site columns, through the isolated reader and in process:
+ * texts as written (a long stack cut at a line, bad bytes made '?'), every
+ * event's and block's site; a site beyond the table is refused. */
+static void check_sites_read(const char *path, int isolated, const gm_event *ev, size_t n,
+                             const char *long_stack)
+{
+    gm_err err = {0};
+    gm_trace_reader *r;
+    int rc = isolated ? gm_trace_open(path, &r, &err) : gm_trace_open_inprocess(path, &r, &err);
+    CU_ASSERT_EQUAL_FATAL(rc, GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_meta_get(r)->n_sites, 3);
+    gm_sites st;
+    CU_ASSERT_EQUAL_FATAL(gm_trace_read_sites(r, &st, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(st.n, 3);
+    CU_ASSERT_STRING_EQUAL(st.rows[0].name, "train.py:42 in forward");
+    CU_ASSERT_STRING_EQUAL(st.rows[0].stack, "/home/u/train.py:42 in forward\n?? in at::empty");
+    CU_ASSERT_STRING_EQUAL(st.rows[1].name, "bad?by?e.py:1 in f"); /* 0xff, a tab */
+    CU_ASSERT_STRING_EQUAL(st.rows[1].stack, "");
+    size_t l = strlen(st.rows[2].stack);
+    CU_ASSERT(l < GM_SITE_STACK_MAX && l > GM_SITE_STACK_MAX - 200);
+    CU_ASSERT(!strncmp(st.rows[2].stack, long_stack, l) && long_stack[l] == '\n'); /* at a line */
+    CU_ASSERT_PTR_NULL(gm_sites_name(&st, 0));
+    CU_ASSERT_PTR_NULL(gm_sites_name(&st, 4));
+    CU_ASSERT_STRING_EQUAL(gm_sites_name(&st, 1), "train.py:42 in forward");
+    gm_sites_free(&st);
+    gm_event *buf = calloc(n, sizeof *buf);
+    CU_ASSERT_EQUAL(gm_trace_read(r, buf, n, &err), (int64_t)n);
+    size_t same = 0;
+    for (size_t i = 0; i < n; i++)
+        same += event_eq(&buf[i], &ev[i]);
+    CU_ASSERT_EQUAL(same, n);
+    gm_init_row *ir;
+    size_t nir;
+    CU_ASSERT_EQUAL_FATAL(gm_trace_read_initial(r, &ir, &nir, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(nir, 1);
+    CU_ASSERT_EQUAL(ir[0].site, 2);
+    free(ir);
+    free(buf);
+    gm_trace_close(r);
+}
+
+static void test_sites(void)
+{
+    const char *path = gm_test_tmp("sites.h5");
+    size_t n = 1000;
+    gm_event *ev = make_events(n);
+    for (size_t i = 0; i < n; i++)
+        ev[i].site = (uint32_t)(i % 4);
+    char *long_stack = malloc(2 * GM_SITE_STACK_MAX);
+    size_t used = 0;
+    for (int k = 0; used < 2 * GM_SITE_STACK_MAX - 64; k++)
+        used += (size_t)snprintf(long_stack + used, 2 * GM_SITE_STACK_MAX - used,
+                                 "%s/lib/frame%d.py:%d in f", k ? "\n" : "", k, k);
+    gm_site sites[3] = {
+        {"train.py:42 in forward", "/home/u/train.py:42 in forward\n?? in at::empty"},
+        {"bad\xff"
+         "by\te.py:1 in f",
+         ""},
+        {"deep.py:1 in g", long_stack}};
+    gm_init_row init = {.addr = 0x100, .size = 64, .kind = GM_INIT_BLOCK, .site = 2};
+    gm_err err = {0};
+    gm_trace_writer *w;
+    CU_ASSERT_EQUAL_FATAL(gm_trace_create(path, NULL, NULL, &w, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_append(w, ev, n, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_write_initial(w, &init, 1, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_write_sites(w, sites, 3, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_write_sites(w, sites, 3, &err), GM_EINVAL); /* once */
+    CU_ASSERT_EQUAL_FATAL(gm_trace_finish(w, &err), GM_OK);
+    check_sites_read(path, 1, ev, n, long_stack);
+    check_sites_read(path, 0, ev, n, long_stack);
+
+    /* a site with no table row: refused, naming the event */
+    ev[7].site = 9;
+    CU_ASSERT_EQUAL_FATAL(write_trace(path, ev, n, NULL), GM_OK); /* no /sites */
+    CU_ASSERT_EQUAL(read_all(path, 100, &err), GM_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "event 1: site is 1 but /sites has 0 rows"));
+    free(long_stack);
+    free(ev);
+    unlink(path);
+}
+
+/* Live bytes by site, now and at the last peak taken; top k largest first. */
+static void test_site_tally(void)
+{
+    gm_site_tally t;
+    CU_ASSERT_EQUAL_FATAL(gm_site_tally_init(&t, 4), GM_OK);
+    CU_ASSERT_EQUAL(gm_site_tally_add(&t, 0x10, 100, 1), GM_OK);
+    CU_ASSERT_EQUAL(gm_site_tally_add(&t, 0x20, 300, 2), GM_OK);
+    CU_ASSERT_EQUAL(gm_site_tally_add(&t, 0x30, 50, 2), GM_OK);
+    CU_ASSERT_EQUAL(gm_site_tally_add(&t, 0x40, 7, 0), GM_OK);  /* unknown */
+    CU_ASSERT_EQUAL(gm_site_tally_add(&t, 0x50, 9, 99), GM_OK); /* beyond the table: unknown */
+    gm_site_tally_peak(&t);
+    gm_site_tally_drop(&t, 0x20, 300); /* after the peak */
+    CU_ASSERT_EQUAL(gm_site_tally_add(&t, 0x60, 200, 3), GM_OK);
+    CU_ASSERT_EQUAL(gm_site_tally_add(&t, 0x70, 200, 4), GM_OK);
+    gm_site_live top[3];
+    size_t n = gm_site_tally_top(&t, 1, top, 3); /* at the peak */
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT(top[0].site == 2 && top[0].bytes == 350 && top[0].count == 2);
+    CU_ASSERT(top[1].site == 1 && top[1].bytes == 100 && top[1].count == 1);
+    CU_ASSERT(t.pbytes[0] == 16 && t.pcount[0] == 2);
+    n = gm_site_tally_top(&t, 0, top, 2); /* now: 3 and 4 tie at 200, the lower first */
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT(top[0].site == 3 && top[0].bytes == 200 && top[1].site == 4);
+    n = gm_site_tally_top(&t, 0, top, 3);
+    CU_ASSERT(n == 3 && top[2].site == 1 && top[2].bytes == 100);
+    gm_site_tally_drop(&t, 0x50, 9); /* an unknown site's bytes leave unknown */
+    CU_ASSERT(t.bytes[0] == 7 && t.count[0] == 1);
+    gm_site_tally_peak(&t); /* the changed sites only are copied, all of them */
+    n = gm_site_tally_top(&t, 1, top, 3);
+    CU_ASSERT(n == 3 && top[0].site == 3 && top[2].site == 1 && t.pbytes[2] == 50);
+    gm_site_tally_free(&t);
 }
 
 static void test_round_trip_small_chunks(void)
@@ -851,6 +967,8 @@ int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("trace", NULL, NULL);
     if (!s) return CU_get_error();
+    GM_ADD_TEST(s, test_sites);
+    GM_ADD_TEST(s, test_site_tally);
     GM_ADD_TEST(s, test_names);
     GM_ADD_TEST(s, test_meta);
     GM_ADD_TEST(s, test_round_trip_small_chunks);

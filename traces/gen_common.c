@@ -86,14 +86,13 @@ static int room(gm_gen *g)
 static void emit(gm_gen *g, uint8_t op, const gm_gen_tensor *t)
 {
     if (g->rc != GM_OK || !room(g)) return;
-    gm_event *e = &g->buf[g->nbuf++];
-    e->t_ns = g->t_ns;
-    e->addr = t->addr;
-    e->size = t->size;
-    e->stream = g->stream;
-    e->op = op;
-    e->category = t->cat;
-    e->phase = g->phase;
+    g->buf[g->nbuf++] = (gm_event){.t_ns = g->t_ns,
+                                   .addr = t->addr,
+                                   .size = t->size,
+                                   .stream = g->stream,
+                                   .op = op,
+                                   .category = t->cat,
+                                   .phase = g->phase}; /* id, site: none */
     g->st.events++;
     g->st.end_t_ns = g->t_ns;
     if (g->nbuf == GM_GEN_BUF_EVENTS && !g->hold) send(g);

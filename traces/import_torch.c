@@ -165,6 +165,7 @@ static int read_block(dev *d, size_t si, const pkl_value *bv, size_t bi, uint64_
     uint32_t idx;
     if (new_blk(d, addr, req, size, seg_stream, &idx, err)) return err->code;
     d->b[idx].at_dump = 1;
+    d->b[idx].frames = pkl_dict_get(bv, "frames");
     if (gm_addrmap_get(&d->live, gm_addrmap_key(addr)))
         return gm_errf(err, GM_EINVAL, "%s: two live blocks at address 0x%" PRIx64, d->name, addr);
     return gm_addrmap_put(&d->live, gm_addrmap_key(addr), idx) ? oom_err(err) : GM_OK;
@@ -552,7 +553,8 @@ static int build_initial(dev *d, gm_import_trace *t, gm_err *err)
                                              .block_size = b->block_size,
                                              .stream = b->stream,
                                              .kind = GM_INIT_BLOCK,
-                                             .category = b->category};
+                                             .category = b->category,
+                                             .site = b->site};
         t->init_blocks++;
         t->init_block_bytes += b->requested;
         t->cat_init[b->category]++;
@@ -561,6 +563,34 @@ static int build_initial(dev *d, gm_import_trace *t, gm_err *err)
     free(bk);
     free(sp);
     return rc;
+}
+
+/* ---------------- step 3b: call sites ---------------- */
+
+/* Every entry's site, every block's (its alloc entry's, else the dump's
+ * frames of a block alive before the trace), into t->sites. */
+static int assign_sites(dev *d, gm_import_trace *t, gm_err *err)
+{
+    gm_imp_sites s;
+    if (gm_imp_sites_init(&s)) return oom_err(err);
+    int rc = GM_OK;
+    for (size_t k = 0; k < d->ne && rc == GM_OK; k++)
+        rc = gm_imp_site_of(&s, d->e[k].frames, &d->e[k].site);
+    for (size_t i = 0; i < d->nb && rc == GM_OK; i++) {
+        blk *b = &d->b[i];
+        if (b->alloc_ent != NONE)
+            b->site = d->e[b->alloc_ent].site;
+        else
+            rc = gm_imp_site_of(&s, b->frames, &b->site);
+    }
+    if (rc) {
+        gm_imp_sites_free(&s);
+        return oom_err(err);
+    }
+    t->sites = s.rows, t->n_sites = s.n; /* the strings move to t */
+    s.rows = NULL, s.n = 0;
+    gm_imp_sites_free(&s);
+    return GM_OK;
 }
 
 /* ---------------- step 4: phases and categories ---------------- */
@@ -818,8 +848,12 @@ static int emit_entry(dev *d, size_t k, uint64_t t_ns, gm_import_trace *t, size_
                       gm_err *err)
 {
     const ent *e = &d->e[k];
-    gm_event ev = {
-        .t_ns = t_ns, .addr = e->addr, .size = e->size, .stream = e->stream, .phase = e->phase};
+    gm_event ev = {.t_ns = t_ns,
+                   .addr = e->addr,
+                   .size = e->size,
+                   .stream = e->stream,
+                   .phase = e->phase,
+                   .site = e->blk != NONE ? d->b[e->blk].site : e->site};
     char name[GM_MARKER_NAME_LEN];
     switch (e->action) {
     case GM_TA_ALLOC:
@@ -853,7 +887,8 @@ static int emit_entry(dev *d, size_t k, uint64_t t_ns, gm_import_trace *t, size_
                                               .addr = e->device_free,
                                               .size = e->size ? e->size : 1,
                                               .stream = e->stream,
-                                              .phase = e->phase};
+                                              .phase = e->phase,
+                                              .site = e->site};
         snprintf(name, sizeof name, "oom: %" PRIu64 " B requested, %" PRIu64 " B free", e->size,
                  e->device_free);
         return add_marker(t, mcap, t_ns, GM_MARK_INSTANT, name, err);
@@ -1187,6 +1222,7 @@ static int import_device(const snap *s, int device, gm_import_trace *t, gm_err *
     if (!rc) rc = read_ranges(&d, s->ann, err);
     if (!rc) rc = undo_trace(&d, err);
     if (!rc) rc = categorize(&d, t, err);
+    if (!rc) rc = assign_sites(&d, t, err);
     if (!rc) rc = build_initial(&d, t, err);
     if (!rc) rc = gm_imp_bursts(&d, t->init_segment_bytes, t, err);
     if (!rc) rc = emit(&d, s->ann, t, err);
@@ -1386,6 +1422,13 @@ void gm_import_trace_free(gm_import_trace *t)
     free(t->events);
     free(t->init);
     free(t->markers);
+    for (size_t i = 0; i < t->n_sites; i++) {
+        free((char *)t->sites[i].name);
+        free((char *)t->sites[i].stack);
+    }
+    free(t->sites);
+    t->sites = NULL;
+    t->n_sites = 0;
     t->events = NULL;
     t->init = NULL;
     t->markers = NULL;
@@ -1400,7 +1443,8 @@ int gm_import_trace_write(const gm_import_trace *t, const char *path,
     if (rc) return rc;
     if ((t->n_events && (rc = gm_trace_append(w, t->events, t->n_events, err))) ||
         (t->n_init && (rc = gm_trace_write_initial(w, t->init, t->n_init, err))) ||
-        (t->n_markers && (rc = gm_trace_add_markers(w, t->markers, t->n_markers, err)))) {
+        (t->n_markers && (rc = gm_trace_add_markers(w, t->markers, t->n_markers, err))) ||
+        (t->n_sites && (rc = gm_trace_write_sites(w, t->sites, t->n_sites, err)))) {
         gm_trace_abort(w);
         return rc;
     }

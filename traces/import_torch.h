@@ -50,6 +50,8 @@ typedef struct gm_import_trace {
     size_t n_init;
     gm_marker *markers; /* /markers                                           */
     size_t n_markers;
+    gm_site *sites; /* /sites: rows[k-1] is site k of events and blocks; owned strings */
+    size_t n_sites;
 
     /* What the import found, for messages, `gmsim fidelity` and tests. */
     uint64_t n_entries;             /* source records (trace entries, CSV rows) */
@@ -81,6 +83,17 @@ void gm_import_trace_free(gm_import_trace *t); /* frees contents, not t itself *
 /* Write t as a trace file at path (opts may be NULL: uncompressed). */
 int gm_import_trace_write(const gm_import_trace *t, const char *path,
                           const gm_trace_write_opts *opts, gm_err *err);
+
+/* What a snapshot frame's filename says it is (IMPORT.md, "Call sites"):
+ * the site of a stack is its innermost GM_FRAME_USER frame, else its
+ * innermost Python frame (any kind but C++), else unknown. */
+enum gm_frame_kind {
+    GM_FRAME_USER = 0,        /* the program's own Python (and other libraries') */
+    GM_FRAME_TORCH,           /* .../torch/...py                                  */
+    GM_FRAME_PYTHON_INTERNAL, /* <frozen ...>, <string>, the stdlib, threading, runpy */
+    GM_FRAME_CPP,             /* C++ (.cpp, .h, .cc, "??", no file)                */
+};
+int gm_frame_kind(const char *filename);
 
 /* Options of the snapshot importer. */
 typedef struct gm_torch_opts {

@@ -27,7 +27,6 @@
 
 #define GM_IMP_NONE UINT32_MAX
 
-
 /* What a release burst was (import_release.c). */
 enum gm_imp_burst {
     GM_BURST_NONE = 0,
@@ -39,6 +38,7 @@ enum gm_imp_burst {
 
 typedef struct gm_imp_ent { /* one trace entry */
     const pkl_value *frames;
+    uint32_t site; /* its call site (import_sites.c), 0 = unknown */
     uint64_t addr, size, stream, time_us, device_free;
     uint64_t pid0, pid1;  /* pool_id of the entry when recorded (newer PyTorch) */
     uint64_t burst_bytes; /* last entry of a burst: bytes it released          */
@@ -62,7 +62,9 @@ typedef struct gm_imp_xr { /* a mapped range of an expandable segment */
 
 typedef struct gm_imp_blk { /* one block lifetime: a live tensor */
     uint64_t addr, requested, block_size, stream;
+    const pkl_value *frames; /* at_dump: the dump's frames of the block (may be NULL) */
     uint32_t alloc_ent, freereq_ent, freecomp_ent;
+    uint32_t site; /* call site that allocated it (its alloc entry's, else the dump's) */
     uint8_t at_dump, category;
 } gm_imp_blk;
 
@@ -99,6 +101,20 @@ int gm_imp_grow(void *pp, size_t *cap, size_t need, size_t elem);
 #define gm_imp_oom(err) gm_errf((err), GM_ENOMEM, "out of host memory importing the snapshot")
 int gm_imp_undo_err(const gm_imp_dev *d, size_t k, const char *what, gm_err *err);
 const char *gm_imp_action_name(int action);
+
+/* import_sites.c: the call sites of one device's trace (IMPORT.md). */
+typedef struct gm_imp_sites {
+    gm_addrmap by_list;  /* frames list -> site                    */
+    gm_addrmap by_frame; /* frame dict -> enum gm_frame_kind        */
+    gm_addrmap by_text;  /* hash of a site's text (probed) -> site  */
+    gm_site *rows;       /* rows[k-1] is site k; owned strings      */
+    size_t n, cap;
+} gm_imp_sites;
+int gm_imp_sites_init(gm_imp_sites *s); /* GM_OK / GM_ENOMEM */
+void gm_imp_sites_free(gm_imp_sites *s);
+/* The site of a stack (innermost frame first): 0 when it has no Python
+ * frame (or frames is NULL). GM_ENOMEM on failure. */
+int gm_imp_site_of(gm_imp_sites *s, const pkl_value *frames, uint32_t *site);
 
 /* import_xseg.c */
 int gm_imp_xr_add_dump(gm_imp_dev *d, uint64_t addr, uint64_t size, uint64_t stream, int small,

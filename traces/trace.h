@@ -35,6 +35,11 @@
 #define GM_TRACE_MAX_ROW_BYTES 4096          /* bytes of one row in the file           */
 #define GM_TRACE_MAX_INFLATE 256             /* rows' bytes / stored bytes, compressed  */
 #define GM_TRACE_MAX_ATTR_BYTES (1u << 20)   /* bytes of one string attribute          */
+#define GM_TRACE_MAX_SITES_BYTES (64u << 20) /* bytes of /sites as stored (rows x row)  */
+/* A call site's texts (FORMAT.md, "/sites"), each with its NUL: longer ones
+ * are cut (the writer at a frame boundary of the stack, the reader anywhere). */
+#define GM_SITE_NAME_MAX 256   /* "train.py:42 in forward"                  */
+#define GM_SITE_STACK_MAX 3584 /* the stack, innermost frame first, a line each */
 
 /* The isolated reader (FORMAT.md, "Isolation"): the child that reads the
  * HDF5 file may map this much memory beyond what it starts with, use
@@ -115,6 +120,8 @@ typedef struct gm_event {
     uint8_t phase;    /* enum gm_phase                                       */
     uint32_t id;      /* the allocation's live slot, 0 = none (FORMAT.md, column id;
                          event_ids.h); the writer sets it, a reader passes it on */
+    uint32_t site;    /* call site: 0 = unknown, k = row k-1 of /sites (FORMAT.md);
+                         never changes a replay, not in the trace hash            */
 } gm_event;
 
 /* One row of /initial_state: memory that existed before the first event.
@@ -147,6 +154,7 @@ typedef struct gm_init_row {
     /* segments: PyTorch's MempoolId_t; (0, 0) = the default pools, anything
      * else a CUDA-graph / MemPool private pool ordinary allocations never use */
     uint64_t pool_id0, pool_id1;
+    uint32_t site; /* blocks: call site that allocated it, as gm_event.site */
 } gm_init_row;
 
 /* Marker kinds (column `kind` of /markers). */
@@ -186,6 +194,9 @@ typedef struct gm_trace_meta {
      * (gmsim wrote the id column, or gm_ids_assign numbered them): a replay
      * may index by id instead of hashing addresses. Not an attribute. */
     int dense_ids;
+    /* rows of /sites (0: none), known at open: every event's and block's
+     * site is checked to be at most this. Not an attribute. */
+    uint64_t n_sites;
 } gm_trace_meta;
 
 void gm_trace_meta_init(gm_trace_meta *m); /* all strings "" and numbers 0, version 2 */
@@ -247,6 +258,24 @@ int gm_trace_rewind(gm_trace_reader *r); /* back to event 0 (for --repeat) */
 int gm_trace_read_initial(gm_trace_reader *r, gm_init_row **rows, size_t *n, gm_err *err);
 int gm_trace_read_markers(gm_trace_reader *r, gm_marker **rows, size_t *n, gm_err *err);
 
+/* Call sites (/sites, FORMAT.md): row k-1 is site k of gm_event.site. The
+ * texts are checked (at most GM_SITE_*_MAX bytes with the NUL, valid UTF-8,
+ * no control character but the stack's newlines: anything else is '?'). */
+typedef struct gm_site {
+    const char *name;  /* "train.py:42 in forward"; never NULL */
+    const char *stack; /* frames innermost first, one a line ("" if none) */
+} gm_site;
+typedef struct gm_sites {
+    size_t n;
+    gm_site *rows; /* n rows, pointing into text */
+    char *text;
+} gm_sites;
+/* The whole table (n == meta n_sites); a trace without one gives n = 0. */
+int gm_trace_read_sites(gm_trace_reader *r, gm_sites *out, gm_err *err);
+void gm_sites_free(gm_sites *s);
+/* Site k's short text; NULL for 0 (unknown) or beyond the table. */
+const char *gm_sites_name(const gm_sites *s, uint32_t site);
+
 /* ---------------- writer ---------------- */
 typedef struct gm_trace_writer gm_trace_writer;
 
@@ -262,6 +291,10 @@ const char *gm_trace_writer_file(const gm_trace_writer *w);
 int gm_trace_append(gm_trace_writer *w, const gm_event *ev, size_t n, gm_err *err);
 int gm_trace_write_initial(gm_trace_writer *w, const gm_init_row *rows, size_t n, gm_err *err);
 int gm_trace_add_markers(gm_trace_writer *w, const gm_marker *m, size_t n, gm_err *err);
+/* The /sites table, once, before gm_trace_finish: rows[k-1] is what events
+ * with site k name. Texts longer than GM_SITE_*_MAX - 1 bytes are cut (the
+ * stack at a line). */
+int gm_trace_write_sites(gm_trace_writer *w, const gm_site *rows, size_t n, gm_err *err);
 /* Update dropped_records (capture learns it late). */
 void gm_trace_set_dropped(gm_trace_writer *w, uint64_t dropped);
 /* Flush, close, rename into place. Frees w whatever the result. */

@@ -116,6 +116,7 @@ static const struct col event_cols[] = {
     COL(gm_event, t_ns, COL_U64), COL(gm_event, op, COL_U8),      COL(gm_event, addr, COL_U64),
     COL(gm_event, size, COL_U64), COL(gm_event, stream, COL_U64), COL(gm_event, category, COL_U8),
     COL(gm_event, phase, COL_U8), OPT(gm_event, id, COL_U32), /* FORMAT.md: optional */
+    OPT(gm_event, site, COL_U32),                             /* FORMAT.md: optional */
 };
 /* /events@id_scheme: the id column pairs allocations as event_ids.h numbers them */
 #define ID_SCHEME "gmsim-live-slot/1"
@@ -125,6 +126,7 @@ static const struct col init_cols[] = {
     COL(gm_init_row, kind, COL_U8),        COL(gm_init_row, category, COL_U8),
     OPT(gm_init_row, pool, COL_U8),        OPT(gm_init_row, expandable, COL_U8),
     OPT(gm_init_row, pool_id0, COL_U64),   OPT(gm_init_row, pool_id1, COL_U64),
+    OPT(gm_init_row, site, COL_U32),
 };
 static const struct col marker_cols[] = {
     COL(gm_marker, t_ns, COL_U64),
@@ -139,6 +141,10 @@ static const struct table initial_table = {"initial_state", init_cols, NCOLS(ini
                                            sizeof(gm_init_row), 1024};
 static const struct table markers_table = {"markers", marker_cols, NCOLS(marker_cols),
                                            sizeof(gm_marker), 1024};
+/* /sites: two fixed-length strings of the writer's widths (FORMAT.md); only
+ * checked through this description, read and written by its own code. */
+static const struct col site_cols[] = {{"name", 0, COL_NAME, 0}, {"stack", 0, COL_NAME, 0}};
+static const struct table sites_table = {"sites", site_cols, NCOLS(site_cols), 0, 0};
 
 static size_t col_bytes(enum col_kind k)
 {
@@ -269,8 +275,11 @@ static int check_table(hid_t ds, const struct table *t, const char *path, gm_err
  * exactly that layout; other layouts (say from h5py) go through HDF5's conversion. Byte order is
  * explicit, so this works on any host.
  */
-enum { EV_PACKED = 39 };     /* bytes per packed row; offsets follow event_cols */
-enum { EV_PACKED_OLD = 35 }; /* the same without id (gmsim before issue 12) */
+enum { EV_PACKED = 43 }; /* bytes per packed row as gmsim writes it; offsets follow event_cols */
+enum {
+    EV_PACKED_BASE = 35
+}; /* the required columns; then id (issue 12), then site (issue 11),
+      each only if the file has it: 35, 39 or 43 bytes */
 
 static inline uint64_t get_le64(const unsigned char *p)
 {
@@ -295,9 +304,12 @@ static inline uint32_t get_le32(const unsigned char *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* Rows of `row` bytes: EV_PACKED (with id) or EV_PACKED_OLD. */
-static void unpack_events(const unsigned char *raw, size_t row, gm_event *ev, size_t n)
+/* Rows of `row` bytes: the required columns, then id if has_id, then site
+ * if has_site. */
+static void unpack_events(const unsigned char *raw, size_t row, int has_id, int has_site,
+                          gm_event *ev, size_t n)
 {
+    size_t site_off = has_id ? EV_PACKED_BASE + 4 : EV_PACKED_BASE;
     gm_event e;
     memset(&e, 0, sizeof e); /* padding stays zero, so events can be hashed */
     for (size_t i = 0; i < n; i++, raw += row) {
@@ -308,7 +320,8 @@ static void unpack_events(const unsigned char *raw, size_t row, gm_event *ev, si
         e.stream = get_le64(raw + 25);
         e.category = raw[33];
         e.phase = raw[34];
-        if (row == EV_PACKED) e.id = get_le32(raw + 35);
+        if (has_id) e.id = get_le32(raw + EV_PACKED_BASE);
+        if (has_site) e.site = get_le32(raw + site_off);
         ev[i] = e;
     }
 }
@@ -326,8 +339,10 @@ static int pack_events(gm_ids *ids, const gm_event *ev, unsigned char *raw, size
         put_le64(raw + 25, ev[i].stream);
         raw[33] = ev[i].category;
         raw[34] = ev[i].phase;
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < 4; k++) {
             raw[35 + k] = (unsigned char)((uint64_t)id >> (8 * k));
+            raw[39 + k] = (unsigned char)(ev[i].site >> (8 * k));
+        }
     }
     return GM_OK;
 }
@@ -532,18 +547,19 @@ struct gm_h5r {
     char *path;
     gm_trace_meta meta;
     hid_t file;
-    hid_t dapl;         /* dataset access: external links refused           */
-    hid_t events;       /* /events                                        */
-    hid_t ev_type;      /* memory type: struct gm_event                   */
-    hid_t fspace;       /* /events dataspace, re-selected for each piece  */
-    hid_t mspace;       /* GM_TRACE_CHUNK_EVENTS rows, the first n selected */
-    hid_t raw_type;     /* fast path: the packed file type, or invalid      */
-    size_t raw_row;     /* fast path: its bytes per row (with or without id) */
-    hid_t dxpl;         /* transfers: conversion refuses out-of-range values */
-    int range_error;    /* set by conv_range_cb: the last read hit one      */
-    unsigned char *raw; /* fast path: GM_TRACE_CHUNK_EVENTS packed rows     */
-    uint64_t nevents;   /* rows in /events                                */
-    hsize_t file_bytes; /* size of the file                               */
+    hid_t dapl;           /* dataset access: external links refused           */
+    hid_t events;         /* /events                                        */
+    hid_t ev_type;        /* memory type: struct gm_event                   */
+    hid_t fspace;         /* /events dataspace, re-selected for each piece  */
+    hid_t mspace;         /* GM_TRACE_CHUNK_EVENTS rows, the first n selected */
+    hid_t raw_type;       /* fast path: the packed file type, or invalid      */
+    size_t raw_row;       /* fast path: its bytes per row (with or without id) */
+    int raw_id, raw_site; /* fast path: the rows have an id, a site column */
+    hid_t dxpl;           /* transfers: conversion refuses out-of-range values */
+    int range_error;      /* set by conv_range_cb: the last read hit one      */
+    unsigned char *raw;   /* fast path: GM_TRACE_CHUNK_EVENTS packed rows     */
+    uint64_t nevents;     /* rows in /events                                */
+    hsize_t file_bytes;   /* size of the file                               */
 };
 
 /* Refuse what is not a regular file, by its mode. */
@@ -860,10 +876,12 @@ static void setup_fast_path(gm_h5r *r)
 {
     hid_t ft = H5Dget_type(r->events), packed = table_type_from(&events_table, 1, ft);
     size_t row = packed >= 0 ? H5Tget_size(packed) : 0;
-    if (ft >= 0 && (row == EV_PACKED || row == EV_PACKED_OLD) && H5Tequal(ft, packed) > 0 &&
+    if (ft >= 0 && row >= EV_PACKED_BASE && row <= EV_PACKED && H5Tequal(ft, packed) > 0 &&
         (r->raw = malloc((size_t)GM_TRACE_CHUNK_EVENTS * row))) {
         r->raw_type = packed;
         r->raw_row = row;
+        r->raw_id = has_member(ft, "id");
+        r->raw_site = has_member(ft, "site");
         packed = H5I_INVALID_HID;
     }
     h5_close(&packed, H5Tclose);
@@ -936,6 +954,47 @@ static int open_events(gm_h5r *r, gm_err *err)
     return GM_OK;
 }
 
+/* /sites, checked as every table is, its size bounded (FORMAT.md,
+ * "Limits"); absent -> no ds. *wn, *ws: the widths of its two strings. */
+static int open_sites(gm_h5r *r, hid_t *ds, hsize_t *n, size_t *wn, size_t *ws, gm_err *err)
+{
+    int rc = open_table(r, &sites_table, ds, n, err);
+    if (rc || *ds < 0) return rc;
+    hid_t ft = H5Dget_type(*ds);
+    size_t row = ft >= 0 ? H5Tget_size(ft) : 0;
+    size_t w[2] = {0, 0};
+    for (int i = 0; i < 2 && ft >= 0; i++) {
+        int idx = H5Tget_member_index(ft, site_cols[i].name);
+        hid_t mt = idx >= 0 ? H5Tget_member_type(ft, (unsigned)idx) : H5I_INVALID_HID;
+        w[i] = mt >= 0 ? H5Tget_size(mt) : 0;
+        h5_close(&mt, H5Tclose);
+    }
+    h5_close(&ft, H5Tclose);
+    *wn = w[0], *ws = w[1];
+    if (w[0] < 1 || w[1] < 1 || w[0] + w[1] > GM_TRACE_MAX_ROW_BYTES)
+        rc = gm_errf(err, GM_EINVAL, "%s: /sites: cannot read the widths of its strings; " REIMPORT,
+                     r->path);
+    else if ((uint64_t)*n * row > GM_TRACE_MAX_SITES_BYTES)
+        rc = gm_errf(err, GM_EINVAL,
+                     "%s: /sites holds %llu rows of %zu bytes, over the limit of %u MiB "
+                     "(FORMAT.md, \"Limits\"); the file is damaged — " REIMPORT,
+                     r->path, (ull)*n, row, GM_TRACE_MAX_SITES_BYTES >> 20);
+    if (rc) h5_close(ds, H5Dclose);
+    return rc;
+}
+
+/* How many sites the events may name (meta n_sites). */
+static int count_sites(gm_h5r *r, gm_err *err)
+{
+    hid_t ds;
+    hsize_t n = 0;
+    size_t wn, ws;
+    int rc = open_sites(r, &ds, &n, &wn, &ws, err);
+    h5_close(&ds, H5Dclose);
+    r->meta.n_sites = rc ? 0 : n;
+    return rc;
+}
+
 /* The property lists every read uses: no file locking (a trace is never
  * opened for writing under its final name, and file systems without flock
  * would refuse it), no external link followed, conversions that refuse
@@ -992,6 +1051,7 @@ int gm_h5r_open_sandboxed(const char *path, int fd, void (*sandbox)(void), gm_h5
     if (!rc && sandbox) sandbox();
     if (!rc) rc = read_meta(r, err);
     if (!rc) rc = open_events(r, err);
+    if (!rc) rc = count_sites(r, err);
     if (rc) {
         gm_h5r_close(r);
         return rc;
@@ -1036,8 +1096,8 @@ static inline int op_allocates(unsigned op)
 }
 
 /* Name the first bad event of ev[0..n) (index first+i); see gm_trace_check_events. */
-static int explain_bad(const char *p, unsigned op_count, const gm_event *ev, size_t n,
-                       uint64_t first, uint64_t prev, gm_err *err)
+static int explain_bad(const char *p, unsigned op_count, uint64_t n_sites, const gm_event *ev,
+                       size_t n, uint64_t first, uint64_t prev, gm_err *err)
 {
     for (size_t i = 0; i < n; i++) {
         const gm_event *e = &ev[i];
@@ -1076,6 +1136,11 @@ static int explain_bad(const char *p, unsigned op_count, const gm_event *ev, siz
                            "%s: event %llu: phase is %u, not one of 0..%d (unknown, forward, "
                            "backward, optimizer); " REIMPORT,
                            p, idx, e->phase, GM_PHASE_COUNT - 1);
+        if (e->site > n_sites)
+            return gm_errf(err, GM_EINVAL,
+                           "%s: event %llu: site is %u but /sites has %llu rows (site k names "
+                           "row k-1, 0 = unknown); " REIMPORT,
+                           p, idx, e->site, (ull)n_sites);
         prev = e->t_ns;
     }
     return gm_errf(err, GM_EINVAL, "%s: events %llu..%llu: invalid (internal error)", p, (ull)first,
@@ -1085,8 +1150,8 @@ static int explain_bad(const char *p, unsigned op_count, const gm_event *ev, siz
 /* Check ev[0..n), whose first index is `first`, in one branch-free pass;
  * only if it finds something does a second pass name the first bad event.
  * *prev_t_ns carries time order. */
-int gm_trace_check_events(const char *p, int version, const gm_event *ev, size_t n, uint64_t first,
-                          uint64_t *prev_t_ns, gm_err *err)
+int gm_trace_check_events(const char *p, int version, uint64_t n_sites, const gm_event *ev,
+                          size_t n, uint64_t first, uint64_t *prev_t_ns, gm_err *err)
 {
     unsigned op_count = version == 1 ? GM_OP_COUNT_V1 : GM_OP_COUNT;
     uint64_t prev = *prev_t_ns;
@@ -1095,10 +1160,10 @@ int gm_trace_check_events(const char *p, int version, const gm_event *ev, size_t
         const gm_event *e = &ev[i];
         bad |= (e->op >= op_count) | (e->category >= GM_CAT_COUNT) | (e->phase >= GM_PHASE_COUNT) |
                (e->t_ns < prev) | (e->size > GM_TRACE_MAX_SIZE) |
-               ((e->size == 0) & op_allocates(e->op));
+               ((e->size == 0) & op_allocates(e->op)) | (e->site > n_sites);
         prev = e->t_ns;
     }
-    if (bad) return explain_bad(p, op_count, ev, n, first, *prev_t_ns, err);
+    if (bad) return explain_bad(p, op_count, n_sites, ev, n, first, *prev_t_ns, err);
     *prev_t_ns = prev;
     return GM_OK;
 }
@@ -1115,7 +1180,7 @@ static herr_t read_rows(gm_h5r *r, uint64_t first, gm_event *buf, size_t n)
         H5Dread(r->events, fast ? r->raw_type : r->ev_type, r->mspace, r->fspace, r->dxpl,
                 fast ? (void *)r->raw : (void *)buf) < 0)
         return -1;
-    if (fast) unpack_events(r->raw, r->raw_row, buf, n);
+    if (fast) unpack_events(r->raw, r->raw_row, r->raw_id, r->raw_site, buf, n);
     return 0;
 }
 
@@ -1149,8 +1214,8 @@ int gm_h5r_read_at(gm_h5r *r, uint64_t first, gm_event *buf, size_t n, uint64_t 
         size_t k = n - done < GM_TRACE_CHUNK_EVENTS ? n - done : GM_TRACE_CHUNK_EVENTS;
         int rc = read_piece(r, first + done, buf + done, k, err);
         if (!rc)
-            rc = gm_trace_check_events(r->path, r->meta.version, buf + done, k, first + done, &prev,
-                                       err);
+            rc = gm_trace_check_events(r->path, r->meta.version, r->meta.n_sites, buf + done, k,
+                                       first + done, &prev, err);
         if (rc) return rc;
         done += k;
     }
@@ -1192,8 +1257,8 @@ static int read_table(gm_h5r *r, const struct table *t, void **rows, size_t *n, 
     return GM_OK;
 }
 
-int gm_trace_check_initial(const char *path, int version, const gm_init_row *ir, size_t n,
-                           gm_err *err)
+int gm_trace_check_initial(const char *path, int version, uint64_t n_sites, const gm_init_row *ir,
+                           size_t n, gm_err *err)
 {
     unsigned kinds = version == 1 ? GM_INIT_MAPPED : GM_INIT_KIND_COUNT;
     for (size_t i = 0; i < n; i++) {
@@ -1206,6 +1271,7 @@ int gm_trace_check_initial(const char *path, int version, const gm_init_row *ir,
                            : ir[i].block_size > GM_TRACE_MAX_SIZE ? "block_size is over 2^48 bytes"
                            : ir[i].pool > GM_POOL_SMALL           ? "pool is not 0, 1 or 2"
                            : ir[i].expandable > 1                 ? "expandable is not 0 or 1"
+                           : ir[i].site > n_sites ? "site is beyond the rows of /sites"
                            : ir[i].size == 0 && ir[i].kind != GM_INIT_BLOCK
                                ? "a segment or mapped range of size 0 (a driver allocation has "
                                  "at least one byte)"
@@ -1221,7 +1287,7 @@ int gm_h5r_read_initial(gm_h5r *r, gm_init_row **rows, size_t *n, gm_err *err)
 {
     void *buf;
     int rc = read_table(r, &initial_table, &buf, n, err);
-    if (!rc) rc = gm_trace_check_initial(r->path, r->meta.version, buf, *n, err);
+    if (!rc) rc = gm_trace_check_initial(r->path, r->meta.version, r->meta.n_sites, buf, *n, err);
     if (rc) {
         free(buf);
         *n = 0;
@@ -1261,6 +1327,96 @@ int gm_h5r_read_markers(gm_h5r *r, gm_marker **rows, size_t *n, gm_err *err)
     return GM_OK;
 }
 
+/* A fixed-length string type of len bytes (the sites' columns). */
+static hid_t str_type(size_t len, H5T_str_t pad, H5T_cset_t cset)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    if (t >= 0 &&
+        (H5Tset_size(t, len) < 0 || H5Tset_strpad(t, pad) < 0 || H5Tset_cset(t, cset) < 0))
+        h5_close(&t, H5Tclose);
+    return t;
+}
+
+/* The compound of the two strings, name then stack. */
+static hid_t sites_type(size_t wn, size_t ws, H5T_str_t pad, H5T_cset_t cn, H5T_cset_t cs)
+{
+    hid_t ct = H5Tcreate(H5T_COMPOUND, wn + ws);
+    hid_t a = str_type(wn, pad, cn), b = str_type(ws, pad, cs);
+    if (ct >= 0 &&
+        (a < 0 || b < 0 || H5Tinsert(ct, "name", 0, a) < 0 || H5Tinsert(ct, "stack", wn, b) < 0))
+        h5_close(&ct, H5Tclose);
+    h5_close(&a, H5Tclose);
+    h5_close(&b, H5Tclose);
+    return ct;
+}
+
+static H5T_cset_t member_cset(hid_t ft, const char *name)
+{
+    int idx = H5Tget_member_index(ft, name);
+    hid_t mt = idx >= 0 ? H5Tget_member_type(ft, (unsigned)idx) : H5I_INVALID_HID;
+    H5T_cset_t cs = mt >= 0 ? H5Tget_cset(mt) : H5T_CSET_ASCII;
+    h5_close(&mt, H5Tclose);
+    return cs == H5T_CSET_ERROR ? H5T_CSET_ASCII : cs;
+}
+
+/* Append at most max-1 bytes of the string s (which has room for len
+ * bytes, maybe without a NUL) and its NUL to blob. */
+static size_t put_text(char *blob, const char *s, size_t len, size_t max)
+{
+    size_t n = strnlen(s, len < max - 1 ? len : max - 1);
+    memcpy(blob, s, n);
+    blob[n] = 0;
+    return n + 1;
+}
+
+int gm_h5r_read_sites(gm_h5r *r, char **blob, size_t *len, size_t *n, gm_err *err)
+{
+    *blob = NULL, *len = 0, *n = 0;
+    gm_h5_quiet();
+    hid_t ds;
+    hsize_t rows = 0;
+    size_t wn = 0, ws = 0;
+    int rc = open_sites(r, &ds, &rows, &wn, &ws, err);
+    if (rc || ds < 0) return rc;
+    if (rows != r->meta.n_sites) {
+        H5Dclose(ds);
+        return gm_errf(err, GM_EIO, "%s: /sites changed while it was read; re-create it", r->path);
+    }
+    /* read with a NUL after each string (wider by one), then pack */
+    size_t row = wn + 1 + ws + 1;
+    char *buf = rows ? calloc((size_t)rows, row) : NULL;
+    char *out = rows ? malloc((size_t)rows * (row < GM_SITE_NAME_MAX + GM_SITE_STACK_MAX
+                                                  ? row
+                                                  : GM_SITE_NAME_MAX + GM_SITE_STACK_MAX))
+                     : NULL;
+    hid_t ft = H5Dget_type(ds);
+    hid_t mt = ft >= 0 ? sites_type(wn + 1, ws + 1, H5T_STR_NULLTERM, member_cset(ft, "name"),
+                                    member_cset(ft, "stack"))
+                       : H5I_INVALID_HID;
+    h5_close(&ft, H5Tclose);
+    r->range_error = 0;
+    if (rows && (!buf || !out))
+        rc = gm_errf(err, GM_ENOMEM, "%s: out of memory loading /sites (%llu rows)", r->path,
+                     (ull)rows);
+    else if (rows && (mt < 0 || H5Dread(ds, mt, H5S_ALL, H5S_ALL, r->dxpl, buf) < 0))
+        rc = read_failed(r, "/sites rows", 0, rows - 1, err);
+    h5_close(&mt, H5Tclose);
+    H5Dclose(ds);
+    size_t used = 0;
+    for (size_t i = 0; !rc && i < (size_t)rows; i++) {
+        const char *p = buf + i * row;
+        used += put_text(out + used, p, wn + 1, GM_SITE_NAME_MAX);
+        used += put_text(out + used, p + wn + 1, ws + 1, GM_SITE_STACK_MAX);
+    }
+    free(buf);
+    if (rc) {
+        free(out);
+        return rc;
+    }
+    *blob = out, *len = used, *n = (size_t)rows;
+    return GM_OK;
+}
+
 /* ---------------- writer ---------------- */
 
 struct gm_trace_writer {
@@ -1271,6 +1427,7 @@ struct gm_trace_writer {
     int failed;       /* a write failed: never publish the file    */
     hid_t file;
     hid_t events, initial, markers;     /* datasets                 */
+    int wrote_sites;                    /* /sites exists            */
     hid_t raw_type, init_type, mk_type; /* memory types: packed events, structs */
     unsigned char *raw;                 /* events not yet written, packed */
     size_t nbuf, chunk;
@@ -1557,6 +1714,65 @@ int gm_trace_add_markers(gm_trace_writer *w, const gm_marker *m, size_t n, gm_er
         w->failed = 1;
         rc = gm_errf(err, GM_EIO, "%s: cannot write /markers (disk full?)", w->tmp);
     }
+    return rc;
+}
+
+/* Bytes of s to keep within max (with its NUL): cut at a line (stacks)
+ * or, failing that, before a UTF-8 continuation byte. */
+static size_t cut_len(const char *s, size_t max, int at_line)
+{
+    size_t n = strlen(s);
+    if (n < max) return n;
+    n = max - 1;
+    if (at_line) {
+        size_t k = n;
+        while (k > 0 && s[k] != '\n')
+            k--;
+        if (k > 0) return k;
+    }
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    return n;
+}
+
+int gm_trace_write_sites(gm_trace_writer *w, const gm_site *rows, size_t n, gm_err *err)
+{
+    int rc = check_writable(w, rows, n, err);
+    if (rc || n == 0) return rc;
+    if (w->wrote_sites) return gm_errf(err, GM_EINVAL, "%s: /sites is written once", w->path);
+    if (n > GM_TRACE_MAX_TABLE_ROWS)
+        return gm_errf(err, GM_EINVAL, "%s: %zu call sites is more than a trace holds", w->path, n);
+    size_t wn = 1, ws = 1;
+    for (size_t i = 0; i < n; i++) {
+        size_t a = cut_len(rows[i].name ? rows[i].name : "", GM_SITE_NAME_MAX, 0);
+        size_t b = cut_len(rows[i].stack ? rows[i].stack : "", GM_SITE_STACK_MAX, 1);
+        if (a > wn) wn = a;
+        if (b > ws) ws = b;
+    }
+    if (n * (wn + ws) > GM_TRACE_MAX_SITES_BYTES) /* what the reader accepts */
+        return gm_errf(err, GM_EINVAL, "%s: the call sites' texts are over %u MiB", w->path,
+                       GM_TRACE_MAX_SITES_BYTES >> 20);
+    char *buf = calloc(n, wn + ws);
+    hid_t t = sites_type(wn, ws, H5T_STR_NULLPAD, H5T_CSET_UTF8, H5T_CSET_UTF8);
+    hsize_t dims = n;
+    hid_t sp = H5Screate_simple(1, &dims, NULL);
+    hid_t ds = t >= 0 && sp >= 0
+                   ? H5Dcreate2(w->file, "sites", t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
+                   : H5I_INVALID_HID;
+    for (size_t i = 0; buf && i < n; i++) {
+        const char *a = rows[i].name ? rows[i].name : "", *b = rows[i].stack ? rows[i].stack : "";
+        memcpy(buf + i * (wn + ws), a, cut_len(a, GM_SITE_NAME_MAX, 0));
+        memcpy(buf + i * (wn + ws) + wn, b, cut_len(b, GM_SITE_STACK_MAX, 1));
+    }
+    if (!buf)
+        rc = gm_errf(err, GM_ENOMEM, "%s: out of memory writing /sites", w->path);
+    else if (ds < 0 || H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
+        rc = gm_errf(err, GM_EIO, "%s: cannot write /sites (disk full?)", w->tmp), w->failed = 1;
+    h5_close(&ds, H5Dclose);
+    h5_close(&sp, H5Sclose);
+    h5_close(&t, H5Tclose);
+    free(buf);
+    if (!rc) w->wrote_sites = 1;
     return rc;
 }
 

@@ -41,12 +41,19 @@ int gm_h5r_read_at(gm_h5r *r, uint64_t first, gm_event *buf, size_t n, uint64_t 
                    gm_err *err);
 int gm_h5r_read_initial(gm_h5r *r, gm_init_row **rows, size_t *n, gm_err *err);
 int gm_h5r_read_markers(gm_h5r *r, gm_marker **rows, size_t *n, gm_err *err);
+/* /sites as a wire blob: per row its name then its stack, each
+ * NUL-terminated (gm_trace_sites_parse turns it into a gm_sites). */
+int gm_h5r_read_sites(gm_h5r *r, char **blob, size_t *len, size_t *n, gm_err *err);
 
 /* The row checks (FORMAT.md "Validation"), shared by both sides. */
-int gm_trace_check_events(const char *path, int version, const gm_event *ev, size_t n,
-                          uint64_t first, uint64_t *prev_t_ns, gm_err *err);
-int gm_trace_check_initial(const char *path, int version, const gm_init_row *rows, size_t n,
-                           gm_err *err);
+int gm_trace_check_events(const char *path, int version, uint64_t n_sites, const gm_event *ev,
+                          size_t n, uint64_t first, uint64_t *prev_t_ns, gm_err *err);
+int gm_trace_check_initial(const char *path, int version, uint64_t n_sites, const gm_init_row *rows,
+                           size_t n, gm_err *err);
+/* Parse a /sites blob of n rows (taking blob: freed on error too), check
+ * and clean each text (trace.h, gm_sites). */
+int gm_trace_sites_parse(const char *path, char *blob, size_t len, size_t n, gm_sites *out,
+                         gm_err *err);
 int gm_trace_check_markers(const char *path, gm_marker *rows, size_t n, gm_err *err);
 
 /* HDF5 errors off for the calling thread (the library never prints). */

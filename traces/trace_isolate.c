@@ -105,7 +105,7 @@ int gm_trace_open_error(const char *path, int errnum, gm_err *err)
 
 /* ------------------------------------------------------------ protocol */
 
-enum req_kind { REQ_OPEN = 1, REQ_READ, REQ_INITIAL, REQ_MARKERS };
+enum req_kind { REQ_OPEN = 1, REQ_READ, REQ_INITIAL, REQ_MARKERS, REQ_SITES };
 
 struct req {
     uint32_t kind;
@@ -195,7 +195,7 @@ static void wput(struct wbuf *w, const void *v, size_t n)
 
 /* The strings and numbers of gm_trace_meta, in one order for both sides. */
 #define META_NSTR 8
-#define META_NU64 5
+#define META_NU64 6
 static char **meta_strs(gm_trace_meta *m, int i)
 {
     char **s[META_NSTR] = {
@@ -205,8 +205,9 @@ static char **meta_strs(gm_trace_meta *m, int i)
 }
 static uint64_t *meta_nums(gm_trace_meta *m, int i)
 {
-    uint64_t *v[META_NU64] = {&m->device_total_bytes, &m->dropped_records, &m->device_avail_bytes,
-                              &m->device_avail_min_bytes, &m->device_avail_max_bytes};
+    uint64_t *v[META_NU64] = {&m->device_total_bytes,     &m->dropped_records,
+                              &m->device_avail_bytes,     &m->device_avail_min_bytes,
+                              &m->device_avail_max_bytes, &m->n_sites};
     return v[i];
 }
 
@@ -240,6 +241,7 @@ static int meta_get(const char *p, size_t len, gm_trace_meta *m)
     m->dense_ids = dense; /* a hint only: the engine checks each id's address at the free */
     for (int i = 0; i < META_NU64; i++, off += 8)
         memcpy(meta_nums(m, i), p + off, 8);
+    if (m->n_sites > GM_TRACE_MAX_TABLE_ROWS) return -1;
     for (int i = 0; i < META_NSTR; i++) {
         uint32_t n;
         if (len - off < sizeof n) return -1;
@@ -386,6 +388,17 @@ static int serve_table(gm_h5r *r, uint32_t kind)
     return st;
 }
 
+static int serve_sites(gm_h5r *r)
+{
+    gm_err e = {0};
+    char *blob = NULL;
+    size_t len = 0, n = 0;
+    int rc = gm_h5r_read_sites(r, &blob, &len, &n, &e);
+    int st = rc ? reply_err(REQ_SITES, &e) : reply(REQ_SITES, GM_OK, n, 0, blob, len);
+    free(blob);
+    return st;
+}
+
 static void serve(gm_h5r *r, gm_event *shm)
 {
     struct piece pc = {0};
@@ -403,6 +416,8 @@ static void serve(gm_h5r *r, gm_event *shm)
             if (!pc.rc) free_slot ^= 1; /* the parent copies pc.slot out before it asks again */
         } else if (q.kind == REQ_INITIAL || q.kind == REQ_MARKERS) {
             st = serve_table(r, q.kind);
+        } else if (q.kind == REQ_SITES) {
+            st = serve_sites(r);
         } else {
             break;
         }
@@ -856,7 +871,8 @@ static int read_remote(gm_trace_reader *r, uint64_t pos, uint64_t *prev, gm_even
     /* copy first, then check the copy: the child cannot change what is checked */
     memcpy(buf, r->shm + (size_t)h.slot * PIECE, n * sizeof *buf);
     uint64_t p = *prev;
-    if ((rc = gm_trace_check_events(r->path, r->m->version, buf, n, pos, &p, err))) return rc;
+    if ((rc = gm_trace_check_events(r->path, r->m->version, r->m->n_sites, buf, n, pos, &p, err)))
+        return rc;
     if (p != h.b) return child_failed(r, "malformed", err);
     *prev = p;
     uint64_t next = pos + n;
@@ -924,7 +940,7 @@ int gm_trace_read_initial(gm_trace_reader *r, gm_init_row **rows, size_t *n, gm_
     if (r->local) return gm_h5r_read_initial(r->local, rows, n, err);
     void *buf;
     int rc = read_table_remote(r, REQ_INITIAL, sizeof(gm_init_row), &buf, n, err);
-    if (!rc) rc = gm_trace_check_initial(r->path, r->m->version, buf, *n, err);
+    if (!rc) rc = gm_trace_check_initial(r->path, r->m->version, r->m->n_sites, buf, *n, err);
     if (rc) {
         free(buf);
         *rows = NULL, *n = 0;
@@ -947,4 +963,45 @@ int gm_trace_read_markers(gm_trace_reader *r, gm_marker **rows, size_t *n, gm_er
     }
     *rows = buf;
     return GM_OK;
+}
+
+/* The most bytes a /sites blob can hold: every text at its limit. */
+#define MAX_SITES_BLOB(n) ((uint64_t)(n) * (GM_SITE_NAME_MAX + GM_SITE_STACK_MAX))
+
+int gm_trace_read_sites(gm_trace_reader *r, gm_sites *out, gm_err *err)
+{
+    memset(out, 0, sizeof *out);
+    char *blob = NULL;
+    size_t len = 0, n = 0;
+    int rc;
+    if (r->local) {
+        rc = gm_h5r_read_sites(r->local, &blob, &len, &n, err);
+    } else {
+        struct req q = {REQ_SITES, 0, 0, 0, 0};
+        struct rep h;
+        double deadline;
+        if ((rc = transact(r, &q, NULL, &h, &deadline, err))) return rc;
+        if (h.status) return recv_error(r, &h, deadline, err);
+        /* as many rows as the child said at open, within the limits */
+        if (h.a != r->m->n_sites || h.len > GM_TRACE_MAX_SITES_BYTES + 2 * h.a ||
+            h.len > MAX_SITES_BLOB(h.a) || (h.a && h.len < 2 * h.a))
+            return child_failed(r, "malformed", err);
+        blob = malloc(h.len ? (size_t)h.len : 1);
+        if (!blob) {
+            child_failed(r, "malformed", NULL); /* its reply cannot be skipped */
+            return gm_errf(err, GM_ENOMEM, "%s: out of memory loading /sites", r->path);
+        }
+        const char *why = "malformed";
+        if (recv_all(r->sock, blob, (size_t)h.len, deadline, &why)) {
+            free(blob);
+            return child_failed(r, why, err);
+        }
+        len = (size_t)h.len, n = (size_t)h.a;
+    }
+    if (rc) return rc;
+    if (n != r->m->n_sites) {
+        free(blob);
+        return gm_errf(err, GM_EIO, "%s: /sites changed while it was read", r->path);
+    }
+    return gm_trace_sites_parse(r->path, blob, len, n, out, err);
 }

@@ -27,6 +27,8 @@ static int scan_init(gm_trace_scan *s, gm_err *err)
 void gm_trace_scan_free(gm_trace_scan *s)
 {
     gm_addrmap_free(&s->live);
+    gm_site_tally_free(&s->tally);
+    gm_sites_free(&s->sites);
     if (s->h_count) gsl_histogram_free(s->h_count);
     if (s->h_bytes) gsl_histogram_free(s->h_bytes);
     s->h_count = s->h_bytes = NULL;
@@ -39,6 +41,7 @@ static void note_live(gm_trace_scan *s, uint64_t index, uint64_t t_ns)
         s->peak_index = index;
         s->peak_t = t_ns;
         memcpy(s->peak_cat, s->live_cat, sizeof s->peak_cat);
+        gm_site_tally_peak(&s->tally);
     }
 }
 
@@ -48,10 +51,11 @@ static int category(uint8_t c)
 }
 
 /* Make addr live with size bytes of category cat. */
-static int make_live(gm_trace_scan *s, uint64_t addr, uint64_t size, int cat)
+static int make_live(gm_trace_scan *s, uint64_t addr, uint64_t size, int cat, uint32_t site)
 {
     size &= SIZE_MASK;
-    if (gm_addrmap_put(&s->live, gm_addrmap_key(addr), size | (uint64_t)cat << CAT_SHIFT))
+    if (gm_addrmap_put(&s->live, gm_addrmap_key(addr), size | (uint64_t)cat << CAT_SHIFT) ||
+        gm_site_tally_add(&s->tally, addr, size, site))
         return GM_ENOMEM;
     s->live_bytes += size;
     s->live_cat[cat] += size;
@@ -65,6 +69,7 @@ static int drop_live(gm_trace_scan *s, uint64_t addr)
     if (!gm_addrmap_del(&s->live, gm_addrmap_key(addr), &v)) return 0;
     s->live_bytes -= v & SIZE_MASK;
     s->live_cat[v >> CAT_SHIFT] -= v & SIZE_MASK;
+    gm_site_tally_drop(&s->tally, addr, v & SIZE_MASK);
     return 1;
 }
 
@@ -126,7 +131,8 @@ static int scan_initial(gm_trace_scan *s, gm_trace_reader *r, gm_err *err)
         if (rows[i].kind != GM_INIT_BLOCK) continue; /* a mapped range: memory, not a tensor */
         if (gm_addrmap_get(&s->live, gm_addrmap_key(rows[i].addr)))
             continue; /* a duplicate block row: counted once */
-        if (make_live(s, rows[i].addr, rows[i].size, category(rows[i].category)) != GM_OK)
+        if (make_live(s, rows[i].addr, rows[i].size, category(rows[i].category), rows[i].site) !=
+            GM_OK)
             rc = gm_errf(err, GM_ENOMEM, "out of host memory");
         s->pre_blocks++;
         s->pre_bytes += rows[i].size;
@@ -135,6 +141,7 @@ static int scan_initial(gm_trace_scan *s, gm_trace_reader *r, gm_err *err)
     free(rows);
     s->peak_live = s->live_bytes;
     memcpy(s->peak_cat, s->live_cat, sizeof s->peak_cat);
+    gm_site_tally_peak(&s->tally);
     s->reserved = s->peak_reserved = s->init_segment_bytes;
     return rc;
 }
@@ -157,7 +164,7 @@ static int scan_alloc(gm_trace_scan *s, const gm_event *e, uint64_t index, gm_er
     if (drop_live(s, e->addr) && !s->live_reallocs++) /* address already live: replace it */
         s->first_realloc_index = index;
     int cat = category(e->category);
-    if (make_live(s, e->addr, e->size, cat) != GM_OK)
+    if (make_live(s, e->addr, e->size, cat, e->site) != GM_OK)
         return gm_errf(err, GM_ENOMEM, "out of host memory");
     int ph = e->phase < GM_PHASE_COUNT ? e->phase : GM_PHASE_UNKNOWN;
     s->cat_count[cat]++;
@@ -203,6 +210,9 @@ static int scan_event(gm_trace_scan *s, const gm_event *e, uint64_t index, gm_er
 int gm_trace_scan_run(gm_trace_reader *r, gm_trace_scan *s, gm_err *err)
 {
     int rc = scan_init(s, err);
+    if (rc == GM_OK) rc = gm_trace_read_sites(r, &s->sites, err);
+    if (rc == GM_OK && gm_site_tally_init(&s->tally, s->sites.n))
+        rc = gm_errf(err, GM_ENOMEM, "out of host memory");
     if (rc == GM_OK) rc = scan_initial(s, r, err);
     if (rc == GM_OK) rc = scan_markers(s, r, err);
     if (rc != GM_OK) return rc;

@@ -18,6 +18,7 @@
 #include <gsl/gsl_histogram.h>
 #include <stdint.h>
 
+#include "site_tally.h"
 #include "trace.h"
 #include "base/addrmap.h"
 
@@ -34,16 +35,18 @@ typedef struct gm_trace_scan {
     uint64_t live_bytes, peak_live, peak_index, peak_t;
     uint64_t live_cat[GM_CAT_COUNT], peak_cat[GM_CAT_COUNT]; /* live bytes by category */
     uint64_t pre_bytes, pre_blocks, init_segments, init_segment_bytes;
-    uint64_t init_expandable;                   /* of the segments, expandable ones */
-    uint64_t init_private, init_private_bytes;  /* segments of CUDA-graph private pools */
-    uint64_t init_largest_free;                 /* largest free gap in the recorded segments */
-    uint64_t reserved, peak_reserved; /* recorded segments, when the trace has them */
+    uint64_t init_expandable;                  /* of the segments, expandable ones */
+    uint64_t init_private, init_private_bytes; /* segments of CUDA-graph private pools */
+    uint64_t init_largest_free;                /* largest free gap in the recorded segments */
+    uint64_t reserved, peak_reserved;          /* recorded segments, when the trace has them */
     uint64_t cat_count[GM_CAT_COUNT], cat_bytes[GM_CAT_COUNT];
     uint64_t phase_count[GM_PHASE_COUNT], phase_bytes[GM_PHASE_COUNT];
     uint64_t unknown_frees, first_unknown_index, first_unknown_addr;
     uint64_t live_reallocs, first_realloc_index;
     uint64_t markers, marker_kinds[4];
     gsl_histogram *h_count, *h_bytes; /* allocations and bytes by requested size */
+    gm_sites sites;                   /* /sites (n = 0 if the trace names none) */
+    gm_site_tally tally;              /* live bytes by call site, now and at the peak */
 } gm_trace_scan;
 
 /* Read the whole trace (initial state, markers, events) into s. On error s

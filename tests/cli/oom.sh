@@ -120,5 +120,14 @@ expect_line "^OOM: nothing realizable runs without OOM up to 4.00 GiB$" "$tmp/ou
 run 0 "fit -q fits" -- "$gmsim" fit -q --policies pytorch "$bert"
 expect_line "^fits: the smallest card is [0-9.]+ GiB \(pytorch\)$" "$tmp/out"
 
+# --- a snapshot taken at an OOM: the live set that does not fit, said as such;
+# its HTML page is made from the snapshot (not only from a trace file) ---
+st=$src/tests/data/oom-state-torch20.pickle
+run 3 "state-only snapshot on 10 GiB" -- "$gmsim" run -q --capacity 10GiB "$st"
+expect_line "^OOM: 1 OOM under allocator pytorch, policy pytorch; the first: before the first event: the 11.03 GiB alive at the start of the trace do not fit in the 9.50 GiB this job may hold; nothing was replayed$" "$tmp/out"
+run 0 "state-only snapshot, --html" -- "$gmsim" run -q --capacity 16GiB --html "$tmp/st.html" "$st"
+grep -q "oom-state-torch20.pickle" "$tmp/st.html" || fail "the snapshot's page does not name it"
+grep -q "11.03 GiB" "$tmp/st.html" || fail "the snapshot's page does not show its live set"
+
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)" >&2; exit 1; }
 echo "oom: all checks passed"

@@ -89,36 +89,49 @@ static int by_addr(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Segments first, then blocks; each block in a segment and clear of the next. */
+/* Rows are segments, mapped ranges of expandable segments (v2) and blocks:
+ * segments do not overlap, each mapped range and each block lies in a
+ * segment, and blocks do not overlap each other. */
 static void check_initial(const gm_import_trace *t)
 {
-    size_t nseg = 0;
-    while (nseg < t->n_init && t->init[nseg].kind == GM_INIT_SEGMENT)
-        nseg++;
-    for (size_t i = nseg; i < t->n_init; i++)
-        check(t->init[i].kind == GM_INIT_BLOCK && t->init[i].category < GM_CAT_COUNT);
-    gm_init_row *seg = malloc((nseg + 1) * sizeof *seg);
-    gm_init_row *blk = malloc((t->n_init - nseg + 1) * sizeof *blk);
-    check(seg && blk);
-    memcpy(seg, t->init, nseg * sizeof *seg);
-    memcpy(blk, t->init + nseg, (t->n_init - nseg) * sizeof *blk);
+    size_t n = t->n_init, nseg = 0, nmap = 0, nblk = 0;
+    gm_init_row *seg = malloc((n + 1) * sizeof *seg), *map = malloc((n + 1) * sizeof *map);
+    gm_init_row *blk = malloc((n + 1) * sizeof *blk);
+    check(seg && map && blk);
+    for (size_t i = 0; i < n; i++) {
+        const gm_init_row *r = &t->init[i];
+        check(r->kind == GM_INIT_SEGMENT || r->kind == GM_INIT_MAPPED || r->kind == GM_INIT_BLOCK);
+        check(r->category < GM_CAT_COUNT);
+        if (r->kind == GM_INIT_SEGMENT)
+            seg[nseg++] = *r;
+        else if (r->kind == GM_INIT_MAPPED)
+            map[nmap++] = *r;
+        else
+            blk[nblk++] = *r;
+    }
     if (nseg > 1) qsort(seg, nseg, sizeof *seg, by_addr);
-    if (t->n_init - nseg > 1) qsort(blk, t->n_init - nseg, sizeof *blk, by_addr);
+    if (nmap > 1) qsort(map, nmap, sizeof *map, by_addr);
+    if (nblk > 1) qsort(blk, nblk, sizeof *blk, by_addr);
     for (size_t i = 0; i < nseg; i++) {
         check(seg[i].size > 0 && seg[i].addr + seg[i].size > seg[i].addr);
         if (i) check(seg[i - 1].addr + seg[i - 1].size <= seg[i].addr);
     }
-    size_t s = 0;
-    for (size_t i = 0; i < t->n_init - nseg; i++) {
-        const gm_init_row *b = &blk[i];
-        check(b->block_size >= b->size && b->addr + b->block_size >= b->addr);
-        while (s < nseg && seg[s].addr + seg[s].size <= b->addr)
-            s++;
-        check(s < nseg && seg[s].addr <= b->addr &&
-              b->addr + b->block_size <= seg[s].addr + seg[s].size);
-        if (i + 1 < t->n_init - nseg) check(b->addr + b->block_size <= blk[i + 1].addr);
+    for (int pass = 0; pass < 2; pass++) { /* mapped ranges, then blocks: inside a segment */
+        const gm_init_row *v = pass ? blk : map;
+        size_t m = pass ? nblk : nmap, s = 0;
+        for (size_t i = 0; i < m; i++) {
+            uint64_t len = pass ? v[i].block_size : v[i].size;
+            if (pass) check(v[i].block_size >= v[i].size);
+            check(v[i].addr + len >= v[i].addr);
+            while (s < nseg && seg[s].addr + seg[s].size <= v[i].addr)
+                s++;
+            check(s < nseg && seg[s].addr <= v[i].addr &&
+                  v[i].addr + len <= seg[s].addr + seg[s].size);
+            if (pass && i + 1 < m) check(v[i].addr + v[i].block_size <= v[i + 1].addr);
+        }
     }
     free(seg);
+    free(map);
     free(blk);
 }
 

@@ -96,7 +96,8 @@ static void read_all(int isolated, struct outcome *o)
         for (int64_t i = 0; i < n; i++) {
             const gm_event *e = &buf[i];
             check(e->op < GM_OP_COUNT && e->category < GM_CAT_COUNT && e->phase < GM_PHASE_COUNT &&
-                  e->t_ns >= prev && e->size <= GM_TRACE_MAX_SIZE);
+                  e->t_ns >= prev && e->size <= GM_TRACE_MAX_SIZE &&
+                  e->site <= gm_trace_meta_get(r)->n_sites);
             prev = e->t_ns;
         }
         o->hash = mix(o->hash, buf, (size_t)n * sizeof *buf);
@@ -127,6 +128,18 @@ static void read_all(int isolated, struct outcome *o)
         if (rc == GM_OK) o->hash = mix(o->hash, m, nm * sizeof *m);
         o->nmark = nm;
         free(m);
+    }
+    if (rc == GM_OK) {
+        gm_sites st;
+        rc = gm_trace_read_sites(r, &st, &err);
+        for (size_t i = 0; rc == GM_OK && i < st.n; i++) {
+            size_t a = strlen(st.rows[i].name), b = strlen(st.rows[i].stack);
+            check(a < GM_SITE_NAME_MAX && b < GM_SITE_STACK_MAX);
+            o->hash = mix(o->hash, st.rows[i].name, a);
+            o->hash = mix(o->hash, st.rows[i].stack, b);
+        }
+        check(rc != GM_OK || st.n == gm_trace_meta_get(r)->n_sites);
+        gm_sites_free(&st);
     }
     if (rc == GM_OK && nfirst > 0) { /* a rewind reads the same first events */
         check(gm_trace_rewind(r) == GM_OK && gm_trace_position(r) == 0);
