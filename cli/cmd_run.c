@@ -178,9 +178,11 @@ int cmd_run(int argc, char **argv)
     if (json_path || html_path) {
         json_t *j = gm_result_json(&cfg, r, "run");
         if (explained) json_object_set_new(j, "explain", gm_explain_json(&at, &peak, &fixes));
-        rc = json_path ? gm_json_write(j, json_path, &err) : GM_OK;
-        if (rc == GM_OK && html_path && (rc = gm_trace_stats_attach(j, &cfg, &err)) == GM_OK)
-            rc = gm_html_write_file(j, html_path, &err);
+        /* the trace's statistics and iterations (with the leak fit) go in
+         * the JSON too: it carries everything the page draws */
+        rc = gm_trace_stats_attach(j, &cfg, &err);
+        if (rc == GM_OK && json_path) rc = gm_json_write(j, json_path, &err);
+        if (rc == GM_OK && html_path) rc = gm_html_write_file(j, html_path, &err);
         json_decref(j);
         if (rc != GM_OK) {
             gm_sim_result_free(r);
