@@ -36,6 +36,9 @@ static void usage(FILE *f)
                "output:\n"
                "  --json FILE            write all metrics and the inputs that produced them\n"
                "  --html FILE            write a self-contained HTML report (charts, inputs)\n"
+               "  --summary              after the table, torch.cuda.memory_summary() of each\n"
+               "                         tenant at the end of its trace, from the model's\n"
+               "                         counters (allocator pytorch; others keep none)\n"
                "  --no-explain           after an OOM, skip the why (live tensors by category)\n"
                "                         and the re-simulation of each single PyTorch setting\n"
                "                         change that might avoid it\n"
@@ -53,14 +56,14 @@ static void usage(FILE *f)
                "      maximum_pool_size:4GiB --capacity 80GiB --repeat 3 rmm.h5\n");
 }
 
-enum { OPT_JSON = 1000, OPT_HTML, OPT_NO_EXPLAIN };
+enum { OPT_JSON = 1000, OPT_HTML, OPT_NO_EXPLAIN, OPT_SUMMARY };
 
 /* Exit status of a run that predicts an OOM (README, "Exit status"). */
 #define EXIT_OOM 3
 
 typedef struct run_args {
     const char *json_path, *html_path;
-    int quiet, no_explain;
+    int quiet, no_explain, summary;
 } run_args;
 
 static int run_opt(void *ctx, int c, const char *arg, gm_err *err)
@@ -82,8 +85,30 @@ static int run_opt(void *ctx, int c, const char *arg, gm_err *err)
     case OPT_NO_EXPLAIN:
         a->no_explain = 1;
         return GM_OK;
+    case OPT_SUMMARY:
+        a->summary = 1;
+        return GM_OK;
     default:
         return gm_errf(err, GM_EUSAGE, "unexpected option");
+    }
+}
+
+/* --summary: PyTorch's memory_summary() per tenant (all on the one
+ * simulated device, ID 0), or why there is none. */
+static void print_summaries(FILE *f, const gm_sim_result *r)
+{
+    for (size_t i = 0; i < r->n_tenants; i++) {
+        const gm_tenant_result *t = &r->t[i];
+        fprintf(f, "\ntorch.cuda.memory_summary() at the end of %s%s:\n", t->path,
+                t->status == GM_TENANT_ABORTED ? " (where it stopped: OOM)" : "");
+        if (!t->has_stats) {
+            fprintf(f,
+                    "  not available: allocator %s keeps no PyTorch statistics (only the "
+                    "pytorch model does)\n",
+                    r->allocator);
+            continue;
+        }
+        gm_table_memory_summary(f, &t->stats, 0);
     }
 }
 
@@ -95,6 +120,7 @@ int cmd_run(int argc, char **argv)
         {"json", required_argument, NULL, OPT_JSON},
         {"html", required_argument, NULL, OPT_HTML},
         {"no-explain", no_argument, NULL, OPT_NO_EXPLAIN},
+        {"summary", no_argument, NULL, OPT_SUMMARY},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -131,6 +157,7 @@ int cmd_run(int argc, char **argv)
         return gm_cmd_fail("run", rc, err.msg);
     }
     if (!quiet) gm_table_run(text, &cfg, r);
+    if (args.summary) print_summaries(text, r);
     /* an OOM: what was live, and which single change would have avoided it */
     int explained = 0;
     gm_live_set at, peak;
@@ -151,9 +178,11 @@ int cmd_run(int argc, char **argv)
     if (json_path || html_path) {
         json_t *j = gm_result_json(&cfg, r, "run");
         if (explained) json_object_set_new(j, "explain", gm_explain_json(&at, &peak, &fixes));
-        rc = json_path ? gm_json_write(j, json_path, &err) : GM_OK;
-        if (rc == GM_OK && html_path && (rc = gm_trace_stats_attach(j, &cfg, &err)) == GM_OK)
-            rc = gm_html_write_file(j, html_path, &err);
+        /* the trace's statistics and iterations (with the leak fit) go in
+         * the JSON too: it carries everything the page draws */
+        rc = gm_trace_stats_attach(j, &cfg, &err);
+        if (rc == GM_OK && json_path) rc = gm_json_write(j, json_path, &err);
+        if (rc == GM_OK && html_path) rc = gm_html_write_file(j, html_path, &err);
         json_decref(j);
         if (rc != GM_OK) {
             gm_sim_result_free(r);

@@ -98,6 +98,8 @@ static const char css[] =
     "stroke-linejoin:round}"
     ".tt rect,.hit{fill:#000;fill-opacity:0}.bar:hover .hit{fill-opacity:.04}"
     ".h-n{fill:#2b6cb0}.h-b{fill:#dd6b20}"
+    ".iter .pt{fill:#0072b2}.iter .pt.warm{fill:#fff;stroke:#0072b2;stroke-width:1.5}"
+    ".iter .fit{stroke:#d55e00;stroke-width:2;stroke-dasharray:6 4}"
     ".legend{display:flex;flex-wrap:wrap;gap:3px 16px;font-size:12.5px;color:var(--mut);"
     "margin:10px 0 0}"
     "b.lv{color:var(--fg);font-variant-numeric:tabular-nums}"
@@ -906,6 +908,32 @@ static void category_table(gm_strbuf *b, json_t *st)
     gm_sb_puts(b, "</tbody></table>");
 }
 
+/* Live bytes at each iteration boundary with the leak fit (README
+ * "Iterations and leaks"), when the trace has iterations. */
+static void iterations(gm_strbuf *b, json_t *st)
+{
+    json_t *it = json_object_get(st, "iterations");
+    size_t n = json_array_size(json_object_get(it, "boundaries"));
+    if (n < 2) return;
+    static const struct {
+        const char *key, *words;
+    } src[] = {{"user-marker", "the markers named by --iteration-marker"},
+               {"iteration-markers", "the trace's iteration markers"},
+               {"nvtx-range", "a repeated top-level NVTX range"},
+               {"period", "the period of live bytes (no markers in the trace)"}};
+    const char *s = rep_str(it, "source"), *words = s ? s : "";
+    for (size_t i = 0; s && i < sizeof src / sizeof src[0]; i++)
+        if (!strcmp(s, src[i].key)) words = src[i].words;
+    gm_sb_printf(b,
+                 "<h4>Live memory at each iteration boundary</h4><p class=\"note\">%zu "
+                 "boundaries, from ",
+                 n);
+    esc(b, words);
+    gm_sb_puts(b, "; the dashed line is the least-squares fit the leak verdict rests on "
+                  "(hollow points: warm-up, left out of it).</p>");
+    rep_chart_iterations(b, st);
+}
+
 static void trace_section(gm_strbuf *b, json_t *st)
 {
     char v[4][48];
@@ -935,6 +963,7 @@ static void trace_section(gm_strbuf *b, json_t *st)
                   "style=\"background:#dd6b20\"></i>share of bytes requested</span></div>");
     rep_chart_sizes(b, st);
     category_table(b, st);
+    iterations(b, st);
     gm_sb_puts(b, "</section>\n");
 }
 

@@ -669,3 +669,95 @@ void rep_chart_sizes(gm_strbuf *b, json_t *stats)
                  "(log2 bins; K, M, G = KiB, MiB, GiB)</text></svg>",
                  (REP_PX0 + REP_PX1) / 2, bottom + 32);
 }
+
+/* ------------------------------------------------ iterations and leak */
+
+/* Live bytes at each iteration boundary (trace_stats.iterations, from
+ * study/leak.c), warm-up points hollow, the fitted line over the points
+ * the fit used, and the verdict in words. Nothing without boundaries. */
+void rep_chart_iterations(gm_strbuf *b, json_t *stats)
+{
+    json_t *it = json_object_get(stats, "iterations");
+    json_t *pts = json_object_get(it, "boundaries");
+    size_t n = json_array_size(pts);
+    if (n < 2) return;
+    double mx = 0;
+    for (size_t k = 0; k < n; k++)
+        mx = fmax(mx, json_number_value(json_object_get(json_array_get(pts, k), "live_bytes")));
+    json_t *fit = json_object_get(it, "fit");
+    double slope = json_number_value(json_object_get(fit, "slope_bytes_per_iteration")),
+           icpt = json_number_value(json_object_get(fit, "intercept_bytes"));
+    double f0 = json_number_value(json_object_get(fit, "first_iteration")),
+           fn = json_number_value(json_object_get(fit, "iterations"));
+    int has_fit = json_is_object(fit) && fn >= 2;
+    if (has_fit) mx = fmax(mx, fmax(icpt + slope * f0, icpt + slope * (f0 + fn - 1)));
+    const double H = 230, top = 12, bottom = H - 40;
+    gm_unit u = gm_unit_bytes(mx); /* ticks at round numbers of the unit shown */
+    double step, ytop = gm_nice_top(mx / u.div, 4, &step) * u.div;
+    step *= u.div;
+    const char *verdict = json_string_value(json_object_get(it, "verdict"));
+    size_t warm = (size_t)json_number_value(json_object_get(it, "warmup_iterations"));
+    gm_sb_printf(b,
+                 "<svg class=\"chart iter\" id=\"iterations\" viewBox=\"0 0 %g %g\" role=\"img\" "
+                 "aria-label=\"live bytes at each iteration boundary\">",
+                 REP_W, H);
+    gm_scale x = {-0.5, (double)n - 0.5, REP_PX0, REP_PX1}, y = {0, ytop, bottom, top};
+    gm_svg_grid_y(b, &x, &y, step, u, decimals(ytop / u.div));
+    gm_sb_printf(b, "<line class=\"axis\" x1=\"%g\" x2=\"%g\" y1=\"%g\" y2=\"%g\"/>", REP_PX0,
+                 REP_PX1, bottom, bottom);
+    if (has_fit) {
+        double x0 = f0, x1 = f0 + fn - 1;
+        gm_sb_puts(b, "<line class=\"fit\" x1=\"");
+        gm_svg_num(b, gm_scale_px(&x, x0));
+        gm_sb_puts(b, "\" y1=\"");
+        gm_svg_num(b, gm_scale_px(&y, icpt + slope * x0));
+        gm_sb_puts(b, "\" x2=\"");
+        gm_svg_num(b, gm_scale_px(&x, x1));
+        gm_sb_puts(b, "\" y2=\"");
+        gm_svg_num(b, gm_scale_px(&y, icpt + slope * x1));
+        gm_sb_puts(b, "\"/>");
+    }
+    size_t tick = n <= 20 ? 1 : (size_t)gm_nice_step((double)n, 10);
+    for (size_t k = 0; k < n; k++) {
+        double v = json_number_value(json_object_get(json_array_get(pts, k), "live_bytes"));
+        char s[32];
+        gm_sb_printf(b, "<circle class=\"%s\" r=\"3.5\" cx=\"", k < warm ? "pt warm" : "pt");
+        gm_svg_num(b, gm_scale_px(&x, (double)k));
+        gm_sb_puts(b, "\" cy=\"");
+        gm_svg_num(b, gm_scale_px(&y, v));
+        gm_sb_printf(b, "\"><title>iteration %zu%s: %s live</title></circle>", k,
+                     k < warm ? " (warm-up)" : "", gm_fmt_unit(v, u, 2, s, sizeof s));
+        if (k % tick == 0) {
+            gm_sb_puts(b, "<text class=\"ax\" text-anchor=\"middle\" x=\"");
+            gm_svg_num(b, gm_scale_px(&x, (double)k));
+            gm_sb_printf(b, "\" y=\"%g\">%zu</text>", bottom + 14, k);
+        }
+    }
+    gm_sb_printf(b,
+                 "<text class=\"ax\" text-anchor=\"middle\" x=\"%g\" y=\"%g\">iteration "
+                 "boundary</text></svg>",
+                 (REP_PX0 + REP_PX1) / 2, bottom + 32);
+    /* the verdict in words, under the chart */
+    char s1[48], s2[48];
+    gm_sb_puts(b, "<p class=\"iter-verdict\"><b>");
+    gm_sb_esc(b, verdict ? verdict : "unknown");
+    gm_sb_puts(b, "</b>");
+    if (has_fit) {
+        gm_unit su = gm_unit_bytes(fabs(slope));
+        gm_sb_printf(b, ": %s%s per iteration over iterations %.0f&ndash;%.0f (R&sup2; %s)",
+                     slope < 0 ? "-" : "+", gm_fmt_unit(fabs(slope), su, 2, s1, sizeof s1), f0,
+                     f0 + fn - 1,
+                     gm_fmt_num(json_number_value(json_object_get(fit, "r2")), 3, s2, sizeof s2));
+    }
+    if (warm) gm_sb_printf(b, "; %zu warm-up iteration%s left out", warm, warm == 1 ? "" : "s");
+    json_t *end = json_object_get(it, "growth_end_iteration");
+    if (json_is_number(end))
+        gm_sb_printf(b, "; growth stopped at iteration %.0f", json_number_value(end));
+    json_t *ro = json_object_get(it, "runout_iteration");
+    if (json_is_number(ro))
+        gm_sb_printf(b, "; at this rate %s runs out at iteration %.0f",
+                     gm_fmt_bytes_auto(json_number_value(json_object_get(it, "capacity_bytes")), s1,
+                                       sizeof s1),
+                     json_number_value(ro));
+    gm_sb_puts(b, ".</p>");
+}

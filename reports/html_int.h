@@ -99,6 +99,9 @@ void rep_chart_memory(gm_strbuf *b, const rep *p, size_t run);
 void rep_chart_frag(gm_strbuf *b, const rep *p, size_t run);
 void rep_chart_tenants(gm_strbuf *b, const rep *p, size_t run);
 void rep_chart_sizes(gm_strbuf *b, json_t *stats);
+/* trace_stats.iterations: live bytes per boundary, the fit, the verdict;
+ * nothing when there are fewer than two boundaries. */
+void rep_chart_iterations(gm_strbuf *b, json_t *stats);
 const char *rep_color(int i); /* policy palette */
 
 #endif

@@ -72,6 +72,11 @@ json_t *gm_compare_inputs_json(const gm_sim_config *base, char *const *specs, si
  * "paste","fit":{best_bytes, default_bytes}} */
 json_t *gm_tune_json(const gm_sim_config *cfg, const gm_tune *t);
 
+/* memory_summary.c: torch.cuda.memory_stats() of s, a flat object with
+ * PyTorch's keys ("allocated_bytes.all.current", ..., "num_ooms",
+ * "max_split_size": -1 when unset) in its sorted order. */
+json_t *gm_memory_stats_json(const gm_alloc_stats *s);
+
 /* explain_json.c: {"live_at_first_oom":{by_category..},"live_at_peak","fixes":[..]} */
 json_t *gm_explain_json(const gm_live_set *at, const gm_live_set *peak, const gm_fixes *fx);
 

@@ -6,8 +6,10 @@
  *
  * What gmsim writes: every number is finite, at least 0 and below 2^63; the
  * fractions (fragmentation, utilization, precision, ...) lie in [0, 1]; the
- * one exception is the timeline's ext_frag column, -1 where a bucket had no
- * free memory to measure.
+ * exceptions are the timeline's ext_frag column, -1 where a bucket had no
+ * free memory to measure, and memory_stats' max_split_size, -1 when unset
+ * (as PyTorch writes it), and the leak fit's slope, intercept and t
+ * statistic (and the period's autocorrelation), which may be negative.
  */
 #include "results.h"
 
@@ -35,6 +37,16 @@ static int is_fraction(const char *key)
     return 0;
 }
 
+/* The leak fit's figures (trace_stats.iterations.fit): a line may fall. */
+static int is_signed(const char *key)
+{
+    static const char *const names[] = {"slope_bytes_per_iteration", "intercept_bytes", "t",
+                                        "period_autocorrelation"};
+    for (size_t i = 0; key && i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(key, names[i])) return 1;
+    return 0;
+}
+
 static int bad(const char *name, const char *path, double v, const char *want, gm_err *err)
 {
     return gm_errf(err, GM_EINVAL,
@@ -52,6 +64,8 @@ static int walk(json_t *v, const char *key, const char *col, char *path, size_t 
         int frag = col && !strcmp(col, "ext_frag");
         if (!isfinite(x)) return bad(name, path, x, "a finite number", err);
         if (frag && (x < -1 || x > 1)) return bad(name, path, x, "-1 (none) or from 0 to 1", err);
+        if (!col && key && !strcmp(key, "max_split_size") && x == -1) return GM_OK;
+        if (!col && is_signed(key)) return GM_OK; /* finite is all they need */
         if (!frag && (x < 0 || x >= LIMIT))
             return bad(name, path, x, "a number from 0 to 2^63", err);
         if (!col && is_fraction(key) && x > 1) return bad(name, path, x, "from 0 to 1", err);

@@ -125,6 +125,9 @@ static json_t *tenant_json(const gm_sim_config *cfg, const gm_sim_result *r, siz
     if (t->policy_report) json_object_set_new(o, "policy_report", gm_report_json(t->policy_report));
     json_object_set_new(o, "metrics", gm_metrics_json(&t->m, r->capacity_bytes));
     json_object_set_new(o, "driver", driver_json(&t->c));
+    /* PyTorch's memory_stats() at the end of the trace; absent for a model
+     * that keeps no such statistics */
+    if (t->has_stats) json_object_set_new(o, "memory_stats", gm_memory_stats_json(&t->stats));
     return o;
 }
 

@@ -59,6 +59,11 @@ void gm_table_info(FILE *f, const gm_trace_scan *s, const gm_trace_reader *r, co
  * when there are many) and the leak verdict with its evidence. */
 void gm_table_leak(FILE *f, const gm_leak_report *r);
 
+/* memory_summary.c: torch.cuda.memory_summary()'s table (PyTorch's layout,
+ * every line 77 columns) of one allocator's statistics; `device`: the ID
+ * its title line names. */
+void gm_table_memory_summary(FILE *f, const gm_alloc_stats *s, int device);
+
 /* table_checks.c: one device of `gmsim fidelity` (input name, CUDA device);
  * `gmsim validate`'s table, and its one-line verdict. */
 void gm_table_fidelity(FILE *f, const char *name, int device, const gm_fidelity *fid);

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "results.h"
+#include "study/leak.h"
 #include "traces/trace.h"
 #include "traces/trace_scan.h"
 
@@ -88,7 +90,17 @@ int gm_trace_stats_json(const char *path, json_t **out, gm_err *err)
         json_object_set_new(o, "peak_live_t_ns", json_integer((json_int_t)s.peak_t));
         json_object_set_new(o, "size_histogram", size_hist_json(&s));
         json_object_set_new(o, "categories", categories_json(&s));
-        *out = o;
+        /* iterations and the leak verdict, as `gmsim info --json` has them
+         * (the report's chart of live bytes per boundary) */
+        gm_leak_opts lo = {0};
+        gm_leak_report lk = {0};
+        rc = gm_leak_analyze_trace(r, &lo, &lk, err);
+        if (rc == GM_OK) json_object_set_new(o, "iterations", gm_leak_json(&lk));
+        gm_leak_report_free(&lk);
+        if (rc == GM_OK)
+            *out = o;
+        else
+            json_decref(o);
     }
     gm_trace_scan_free(&s);
     gm_trace_close(r);

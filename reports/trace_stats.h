@@ -14,6 +14,11 @@
  *       and bytes requested per category over the whole trace, and what
  *       each category held at the peak of live bytes (/initial_state
  *       blocks count as live from the start)
+ *   iterations: the iteration boundaries and the leak verdict, the object
+ *       `gmsim info --json` writes (leak_out.c gm_leak_json; study/leak.h):
+ *       source, verdict, warmup_iterations, fit {first_iteration,
+ *       iterations, slope_bytes_per_iteration, intercept_bytes, r2, ...},
+ *       boundaries [{event, t_ns, live_bytes, ...}] (none: source "none")
  * Memory is O(chunk + live allocations), like every trace pass.
  */
 #ifndef GM_TRACE_STATS_H

@@ -39,6 +39,40 @@ typedef struct gm_alloc_counters {
     uint64_t released_bytes;  /* bytes given back by policy decisions     */
 } gm_alloc_counters;
 
+/*
+ * PyTorch's own allocator statistics (c10/cuda/CUDACachingAllocator.h
+ * DeviceStats, what torch.cuda.memory_stats() and memory_summary() print),
+ * for a model that keeps them (gm_alloc_ops.stats). Every Stat has
+ * PyTorch's four figures: current; peak (the largest current, raised only
+ * when it grows: increase_stat); allocated (the sum of every increase) and
+ * freed (the sum of every decrease). Array stats are kept per StatType:
+ * all (AGGREGATE), small_pool, large_pool (a block's pool decides).
+ */
+typedef struct gm_stat {
+    uint64_t current, peak, allocated, freed;
+} gm_stat;
+
+enum gm_stat_type { GM_STAT_ALL = 0, GM_STAT_SMALL = 1, GM_STAT_LARGE = 2, GM_STAT_TYPES = 3 };
+
+typedef struct gm_alloc_stats {
+    gm_stat allocation[GM_STAT_TYPES];      /* allocations the program holds (count)      */
+    gm_stat segment[GM_STAT_TYPES];         /* cudaMalloc'd segments (expandable: none)   */
+    gm_stat active[GM_STAT_TYPES];          /* blocks allocated or awaiting their free    */
+    gm_stat inactive_split[GM_STAT_TYPES];  /* free blocks of split classic segments      */
+    gm_stat allocated_bytes[GM_STAT_TYPES]; /* bytes of `allocation` (rounded blocks)     */
+    gm_stat reserved_bytes[GM_STAT_TYPES];  /* bytes held from the driver (mapped pages)  */
+    gm_stat active_bytes[GM_STAT_TYPES];
+    gm_stat inactive_split_bytes[GM_STAT_TYPES];
+    gm_stat requested_bytes[GM_STAT_TYPES]; /* the program's sizes of active blocks       */
+    gm_stat oversize_allocations;           /* allocations of blocks >= max_split_size    */
+    gm_stat oversize_segments;              /* segments >= max_split_size                 */
+    uint64_t num_alloc_retries;             /* gm_alloc_counters.num_alloc_retries        */
+    uint64_t num_ooms;                      /* allocations that failed for good           */
+    uint64_t num_device_alloc;              /* cudaMalloc + cuMemMap calls                */
+    uint64_t num_device_free;               /* cudaFree + cuMemUnmap calls                */
+    int64_t max_split_size;                 /* bytes; -1 when unset, as PyTorch prints it */
+} gm_alloc_stats;
+
 /* Time spent in driver calls, allocations and frees. */
 static inline uint64_t gm_counters_driver_ns(const gm_alloc_counters *c)
 {
@@ -97,7 +131,7 @@ typedef struct gm_alloc gm_alloc;
  * against another layout of this struct is refused (gm_alloc_create) instead of being called
  * through the wrong pointers.
  */
-#define GM_ALLOC_VERSION 2
+#define GM_ALLOC_VERSION 3
 
 typedef struct gm_alloc_ops {
     /* GM_ALLOC_VERSION: the interface this model implements. */
@@ -147,6 +181,15 @@ typedef struct gm_alloc_ops {
      * filtered; a model that keeps them at hand answers without a walk of
      * every segment (policies ask on every timer tick and grow). */
     size_t (*releasable)(gm_alloc *a, gm_seg_info *buf, size_t cap);
+    /* PyTorch's statistics for this instance so far (gm_alloc_stats), into
+     * *out. Optional: NULL means the model keeps none ("not available";
+     * only `pytorch` does, as PyTorch's native allocator counts them). */
+    void (*stats)(gm_alloc *a, gm_alloc_stats *out);
+    /* The program let go of a live block whose free comes later (a
+     * free_requested event: record_stream). Optional, and it decides
+     * nothing: a model that keeps stats counts the allocation as freed
+     * here, as PyTorch's free() does before free_block. */
+    void (*free_requested)(gm_alloc *a, uint64_t handle);
 } gm_alloc_ops;
 
 struct gm_alloc {

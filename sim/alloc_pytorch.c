@@ -84,6 +84,7 @@ struct pt_block {
     uint64_t requested, stream;
     uint64_t gc_base; /* pool lookup count when it entered the pool (GC age) */
     uint8_t allocated, mapped, category;
+    uint8_t let_go; /* a free_requested was seen: PyTorch's free() ran, free_block not yet */
 };
 
 struct pt_segment {
@@ -308,7 +309,8 @@ typedef struct pt_state {
     pt_segment *free_segs;
     pt_segment **exp;
     size_t n_exp, cap_exp;
-    pt_block *spare; /* free list of block structs */
+    pt_block *spare;   /* free list of block structs */
+    gm_alloc_stats st; /* PyTorch's DeviceStats (stats below); they decide nothing */
 } pt_state;
 
 /* ---------------- sizes ---------------- */
@@ -345,6 +347,86 @@ static uint64_t round_size(const gm_pt_conf *c, uint64_t size)
 static uint64_t allocation_size(const pt_state *s, uint64_t size)
 {
     return gm_pt_allocation_size(size, s->conf.large_segment_size);
+}
+
+/* ---------------- statistics ----------------
+ *
+ * PyTorch's DeviceStats, kept where CUDACachingAllocator.cpp updates them
+ * (names are PyTorch's); counting only, no decision reads them:
+ *  - alloc_block (a cudaMalloc): segment +1, reserved_bytes + size,
+ *    oversize_segments +1 when size >= max_split_size; release_block the
+ *    reverse. Expandable segments: map_block / unmap_block move
+ *    reserved_bytes by the bytes mapped or unmapped, and no segment count.
+ *  - alloc_found_block: allocation, active +1; allocated_bytes and
+ *    active_bytes + block size; requested_bytes + the request;
+ *    oversize_allocations +1 for a block >= max_split_size. inactive_split
+ *    (free blocks of a split segment: cached but not releasable), outside
+ *    expandable segments: a split of an unsplit block adds the remainder
+ *    (+1, + its bytes); a split of an already split block removes the
+ *    bytes handed out; taking a split block whole removes it (-1, - size).
+ *  - free() (the program's free, a free_requested): allocation -1,
+ *    allocated_bytes - size, oversize_allocations -1.
+ *  - free_block (the free completes): active -1, active_bytes - the
+ *    block's size before merging, requested_bytes - the request; the
+ *    inactive_split change nets -1 and - its bytes per neighbour merged, +1
+ *    and + the result's bytes when the result is still split.
+ * Each applies to the aggregate and to the block's pool (StatType ALL and
+ * SMALL_POOL or LARGE_POOL: get_stat_types_for_pool); increase_stat raises
+ * the peak and `allocated`, decrease_stat adds to `freed`.
+ */
+
+static void stat_inc(gm_stat *x, uint64_t n)
+{
+    x->current += n;
+    if (x->current > x->peak) x->peak = x->current;
+    x->allocated += n;
+}
+
+static void stat_dec(gm_stat *x, uint64_t n)
+{
+    x->current -= n;
+    x->freed += n;
+}
+
+static void stats_inc(gm_stat *arr, int small, uint64_t n)
+{
+    stat_inc(&arr[GM_STAT_ALL], n);
+    stat_inc(&arr[small ? GM_STAT_SMALL : GM_STAT_LARGE], n);
+}
+
+static void stats_dec(gm_stat *arr, int small, uint64_t n)
+{
+    stat_dec(&arr[GM_STAT_ALL], n);
+    stat_dec(&arr[small ? GM_STAT_SMALL : GM_STAT_LARGE], n);
+}
+
+/* A signed net change, applied once (free_block's net_change_*). */
+static void stats_net(gm_stat *arr, int small, int64_t d)
+{
+    if (d > 0) stats_inc(arr, small, (uint64_t)d);
+    if (d < 0) stats_dec(arr, small, (uint64_t)-d);
+}
+
+/* alloc_found_block's counts for block b handed out for `req` bytes. */
+static void stats_alloc(pt_state *s, const pt_block *b, uint64_t req)
+{
+    gm_alloc_stats *st = &s->st;
+    int small = b->seg->small;
+    stats_inc(st->allocation, small, 1);
+    stats_inc(st->allocated_bytes, small, b->size);
+    stats_inc(st->active, small, 1);
+    stats_inc(st->active_bytes, small, b->size);
+    stats_inc(st->requested_bytes, small, req);
+    if (b->size >= s->conf.max_split_size) stat_inc(&st->oversize_allocations, 1);
+}
+
+/* free()'s counts: the program let go of b. */
+static void stats_let_go(pt_state *s, const pt_block *b)
+{
+    gm_alloc_stats *st = &s->st;
+    stats_dec(st->allocation, b->seg->small, 1);
+    stats_dec(st->allocated_bytes, b->seg->small, b->size);
+    if (b->size >= s->conf.max_split_size) stat_dec(&st->oversize_allocations, 1);
 }
 
 /* ---------------- blocks and segments ---------------- */
@@ -486,10 +568,11 @@ static void segment_unlink(pt_state *s, pt_segment *g)
     free(g);
 }
 
-/* try_merge_blocks: absorb src into dst when src is free and alike. */
-static void try_merge(pt_state *s, pt_block *dst, pt_block *src)
+/* try_merge_blocks: absorb src into dst when src is free and alike;
+ * returns the bytes absorbed (0: none). */
+static uint64_t try_merge(pt_state *s, pt_block *dst, pt_block *src)
 {
-    if (!src || src->allocated || dst->mapped != src->mapped) return;
+    if (!src || src->allocated || dst->mapped != src->mapped) return 0;
     dst->seg->view_stale = 1;
     pool_remove(pool_of(s, dst->seg), src);
     if (dst->prev == src) {
@@ -503,9 +586,11 @@ static void try_merge(pt_state *s, pt_block *dst, pt_block *src)
         dst->next = src->next;
         if (dst->next) dst->next->prev = dst;
     }
-    dst->size += src->size;
+    uint64_t n = src->size;
+    dst->size += n;
     dst->seg->n_blocks--;
     block_put(s, src);
+    return n;
 }
 
 /* ---------------- driver side ---------------- */
@@ -530,6 +615,9 @@ static pt_block *alloc_segment(gm_alloc *a, pt_state *s, uint64_t alloc_size, ui
     b->seg = g;
     g->first = b;
     g->n_blocks = 1;
+    stats_inc(s->st.segment, small, 1);
+    stats_inc(s->st.reserved_bytes, small, alloc_size);
+    if (alloc_size >= s->conf.max_split_size) stat_inc(&s->st.oversize_segments, 1);
     return b;
 }
 
@@ -540,6 +628,9 @@ static uint64_t release_segment(gm_alloc *a, pt_state *s, pt_segment *g, uint64_
     uint64_t size = g->size;
     pool_remove(pool_of(s, g), b);
     gm_alloc_driver_free(a, g->base, size, g->stream, now);
+    stats_dec(s->st.segment, g->small, 1);
+    stats_dec(s->st.reserved_bytes, g->small, size);
+    if (size >= s->conf.max_split_size) stat_dec(&s->st.oversize_segments, 1);
     block_put(s, b);
     segment_unlink(s, g);
     return size;
@@ -591,6 +682,7 @@ static pt_block *map_block(gm_alloc *a, pt_state *s, pt_block *b, uint64_t size,
         return NULL;
     }
     g->mapped_bytes += len;
+    stats_inc(s->st.reserved_bytes, g->small, len);
     if (len < b->size) {
         pt_block *rest = split_at(s, b, len);
         if (rest) pool_insert(p, rest);
@@ -631,6 +723,7 @@ static uint64_t unmap_block(gm_alloc *a, pt_state *s, pt_block *b, uint64_t now)
     gm_alloc_driver_unmap(a, b->ptr, b->size, g->stream, now);
     g->mapped_bytes -= b->size;
     uint64_t n = b->size;
+    stats_dec(s->st.reserved_bytes, g->small, n);
     b->mapped = 0;
     g->view_stale = 1;
     try_merge(s, b, b->prev);
@@ -803,7 +896,10 @@ static int pt_malloc(gm_alloc *a, uint64_t req, uint64_t stream, uint8_t cat, ui
         while (!b) {
             uint64_t flushes = a->c.n_cache_flushes;
             int r = po->on_alloc_fail(a->policy->state, a, &pr);
-            if (r == GM_POLICY_GIVE_UP) return GM_EOOM;
+            if (r == GM_POLICY_GIVE_UP) {
+                s->st.num_ooms++; /* malloc's OutOfMemoryError */
+                return GM_EOOM;
+            }
             pr.attempt++;
             if (r == GM_POLICY_RETRY) {
                 a->c.grow_retries++;
@@ -813,11 +909,22 @@ static int pt_malloc(gm_alloc *a, uint64_t req, uint64_t stream, uint8_t cat, ui
         }
     }
     /* alloc_found_block */
+    int counted = !b->seg->expandable, already_split = b->prev || b->next;
     if (should_split(s, b, size)) {
         pt_block *rest = split_at(s, b, size);
         if (!rest) return GM_EOOM;
         pool_insert(p, rest);
+        if (counted && already_split) {
+            stats_dec(s->st.inactive_split_bytes, b->seg->small, b->size);
+        } else if (counted) {
+            stats_inc(s->st.inactive_split_bytes, b->seg->small, rest->size);
+            stats_inc(s->st.inactive_split, b->seg->small, 1);
+        }
+    } else if (counted && already_split) {
+        stats_dec(s->st.inactive_split_bytes, b->seg->small, b->size);
+        stats_dec(s->st.inactive_split, b->seg->small, 1);
     }
+    stats_alloc(s, b, req);
     b->allocated = 1;
     b->requested = req;
     b->category = cat;
@@ -839,6 +946,8 @@ static void pt_free(gm_alloc *a, uint64_t handle, uint64_t now)
     pt_state *s = a->impl;
     pt_block *b = (pt_block *)(uintptr_t)handle;
     pt_segment *g = b->seg;
+    if (!b->let_go) stats_let_go(s, b); /* free(), unless a free_requested did it */
+    uint64_t bytes = b->size, req = b->requested;
     a->c.requested_bytes -= b->requested;
     a->c.allocated_bytes -= b->size;
     g->n_alloc--;
@@ -847,10 +956,32 @@ static void pt_free(gm_alloc *a, uint64_t handle, uint64_t now)
     g->view_stale = 1;
     b->allocated = 0;
     b->requested = 0;
-    try_merge(s, b, b->prev);
-    try_merge(s, b, b->next);
+    b->let_go = 0;
+    /* free_block */
+    int64_t n_split = 0, split_bytes = 0;
+    uint64_t m;
+    if ((m = try_merge(s, b, b->prev))) n_split--, split_bytes -= (int64_t)m;
+    if ((m = try_merge(s, b, b->next))) n_split--, split_bytes -= (int64_t)m;
     pool_insert(pool_of(s, g), b);
     track_free(s, g);
+    if (b->prev || b->next) n_split++, split_bytes += (int64_t)b->size;
+    gm_alloc_stats *st = &s->st;
+    if (!g->expandable) {
+        stats_net(st->inactive_split, g->small, n_split);
+        stats_net(st->inactive_split_bytes, g->small, split_bytes);
+    }
+    stats_dec(st->active, g->small, 1);
+    stats_dec(st->active_bytes, g->small, bytes);
+    stats_dec(st->requested_bytes, g->small, req);
+}
+
+/* The program's free of a block whose free_block comes later (record_stream). */
+static void pt_free_requested(gm_alloc *a, uint64_t handle)
+{
+    pt_block *b = (pt_block *)(uintptr_t)handle;
+    if (b->let_go || !b->allocated) return;
+    stats_let_go(a->impl, b);
+    b->let_go = 1;
 }
 
 static uint64_t largest_in(const pt_pool *p)
@@ -1090,6 +1221,7 @@ static int carve(gm_alloc *a, pt_state *s, rseg *rs, const gm_init_row *r, uint6
     g->alloc_bytes += b->size;
     g->cat_mask |= 1u << r->category;
     track_free(s, g);
+    stats_alloc(s, b, r->size);
     a->c.requested_bytes += r->size;
     a->c.allocated_bytes += b->size;
     rs->cursor = b;
@@ -1109,6 +1241,27 @@ static int restore_err(gm_err *err, int rc, const gm_init_row *r, const char *wh
                    "initial state: the %s at 0x%llx (%llu bytes) overlaps another block, lies "
                    "outside its segment or in unmapped memory; re-import the trace",
                    what, (unsigned long long)r->addr, (unsigned long long)r->size);
+}
+
+/* Carving leaves free blocks between the live ones: make inactive_split
+ * what the rebuilt segments hold (their free blocks of split classic
+ * segments), as PyTorch's counts were when the snapshot was taken. */
+static void stats_rebase_split(pt_state *s)
+{
+    uint64_t n[2] = {0, 0}, bytes[2] = {0, 0};
+    for (size_t k = 0; k < s->n_segs; k++) {
+        const pt_segment *g = s->arr[k];
+        if (g->expandable || g->n_blocks < 2) continue;
+        for (const pt_block *b = g->first; b; b = b->next)
+            if (!b->allocated) n[g->small]++, bytes[g->small] += b->size;
+    }
+    for (int small = 0; small <= 1; small++) {
+        int t = small ? GM_STAT_SMALL : GM_STAT_LARGE;
+        stats_net(s->st.inactive_split, small,
+                  (int64_t)n[small] - (int64_t)s->st.inactive_split[t].current);
+        stats_net(s->st.inactive_split_bytes, small,
+                  (int64_t)bytes[small] - (int64_t)s->st.inactive_split_bytes[t].current);
+    }
 }
 
 /* Rebuild segments (as driver allocations; expandable ones as an address
@@ -1170,6 +1323,7 @@ static int pt_restore(gm_alloc *a, const gm_init_row *rows, size_t n, uint64_t *
     }
     free(segs);
     free(ord);
+    stats_rebase_split(s);
     return rc;
 }
 
@@ -1273,6 +1427,18 @@ static uint64_t pt_block_bytes(gm_alloc *a, uint64_t handle)
     return ((const pt_block *)(uintptr_t)handle)->size;
 }
 
+static void pt_stats(gm_alloc *a, gm_alloc_stats *out)
+{
+    const pt_state *s = a->impl;
+    *out = s->st;
+    out->num_alloc_retries = a->c.num_alloc_retries;
+    out->num_device_alloc = a->c.n_driver_alloc;
+    out->num_device_free = a->c.n_driver_free;
+    /* DeviceStats.max_split_size: the setting as int64_t, -1 when unset (SIZE_MAX) */
+    out->max_split_size =
+        s->conf.max_split_size == UINT64_MAX ? -1 : (int64_t)s->conf.max_split_size;
+}
+
 const gm_alloc_ops gm_alloc_pytorch = {
     .version = GM_ALLOC_VERSION,
     .name = "pytorch",
@@ -1291,4 +1457,6 @@ const gm_alloc_ops gm_alloc_pytorch = {
     .block_addr = pt_block_addr,
     .block_bytes = pt_block_bytes,
     .releasable = pt_releasable,
+    .stats = pt_stats,
+    .free_requested = pt_free_requested,
 };

@@ -579,6 +579,10 @@ static void tenant_step_metrics(tenant *t, uint64_t now)
 static int retire(sim *s, tenant *t, uint64_t now, int status, gm_err *err)
 {
     t->res->c = t->a->c;
+    if (t->a->ops->stats) {
+        t->a->ops->stats(t->a, &t->res->stats);
+        t->res->has_stats = 1;
+    }
     if (s->cfg->end_hook) s->cfg->end_hook(s->cfg->end_hook_ctx, t->idx, t->a, status);
     free_live(t, now);
     gm_metrics_step(&t->res->m, now, 0, 0, 0);
@@ -839,6 +843,7 @@ static int do_free_requested(tenant *t, const gm_event *e, gm_err *err)
     uint64_t bytes = o->block_bytes ? o->block_bytes(t->a, *h) : o->block_size(t->a, e->size);
     if (gm_addrmap_put(&t->pending, key, bytes)) return gm_errf(err, GM_ENOMEM, "out of memory");
     t->pending_bytes += bytes;
+    if (o->free_requested) o->free_requested(t->a, *h);
     return GM_OK;
 }
 

@@ -151,6 +151,11 @@ typedef struct gm_tenant_result {
      * blocks waiting for their free. A itself is PyTorch's active_bytes. */
     uint64_t free_requested_events;
     uint64_t peak_torch_allocated_bytes;
+    /* PyTorch's allocator statistics at the end of the trace (before the
+     * job's memory goes back: what torch.cuda.memory_stats() says at the
+     * program's last line), when the model keeps them (has_stats 1) */
+    int has_stats;
+    gm_alloc_stats stats;
     gm_report *policy_report; /* the policy's own figures (report.h), or NULL */
     gm_metrics m;
     gm_alloc_counters c;

@@ -834,6 +834,172 @@ static void test_restore(void)
     fx_close(&f);
 }
 
+/* PyTorch's DeviceStats (gm_alloc_stats), hand-worked from the update rules
+ * of CUDACachingAllocator.cpp (alloc_block, alloc_found_block, free,
+ * free_block, release_block; sim/alloc_pytorch.c "statistics"). */
+static gm_alloc_stats stats_of(fixture *f)
+{
+    gm_alloc_stats st;
+    memset(&st, 0xff, sizeof st);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f->a->ops->stats);
+    f->a->ops->stats(f->a, &st);
+    return st;
+}
+
+#define STAT_EQ(x, cur, pk, al, fr)                                                                \
+    do {                                                                                           \
+        CU_ASSERT_EQUAL((x).current, cur);                                                         \
+        CU_ASSERT_EQUAL((x).peak, pk);                                                             \
+        CU_ASSERT_EQUAL((x).allocated, al);                                                        \
+        CU_ASSERT_EQUAL((x).freed, fr);                                                            \
+    } while (0)
+
+/* Splits: two 4 MiB tensors in one 20 MiB segment, freed in order. */
+static void test_stats_splits(void)
+{
+    fixture f;
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 80 * GiB, "pytorch", "", 0), 0);
+    uint64_t x = must_malloc(&f, 4 * MiB, 0);
+    gm_alloc_stats st = stats_of(&f);
+    /* a new 20 MiB segment, split: the 16 MiB rest is an inactive split block */
+    STAT_EQ(st.segment[GM_STAT_ALL], 1, 1, 1, 0);
+    STAT_EQ(st.reserved_bytes[GM_STAT_LARGE], 20 * MiB, 20 * MiB, 20 * MiB, 0);
+    STAT_EQ(st.inactive_split[GM_STAT_ALL], 1, 1, 1, 0);
+    STAT_EQ(st.inactive_split_bytes[GM_STAT_ALL], 16 * MiB, 16 * MiB, 16 * MiB, 0);
+    uint64_t y = must_malloc(&f, 4 * MiB, 0);
+    st = stats_of(&f);
+    /* the split block shrinks by 4 MiB; still one block */
+    STAT_EQ(st.inactive_split[GM_STAT_ALL], 1, 1, 1, 0);
+    STAT_EQ(st.inactive_split_bytes[GM_STAT_ALL], 12 * MiB, 16 * MiB, 16 * MiB, 4 * MiB);
+    STAT_EQ(st.allocation[GM_STAT_ALL], 2, 2, 2, 0);
+    f.a->ops->free(f.a, x, 1);
+    st = stats_of(&f);
+    /* x is free beside allocated y: a second inactive split block */
+    STAT_EQ(st.inactive_split[GM_STAT_ALL], 2, 2, 2, 0);
+    STAT_EQ(st.inactive_split_bytes[GM_STAT_ALL], 16 * MiB, 16 * MiB, 20 * MiB, 4 * MiB);
+    STAT_EQ(st.allocated_bytes[GM_STAT_ALL], 4 * MiB, 8 * MiB, 8 * MiB, 4 * MiB);
+    STAT_EQ(st.active[GM_STAT_ALL], 1, 2, 2, 1);
+    f.a->ops->free(f.a, y, 2);
+    st = stats_of(&f);
+    /* y merges both neighbours: the segment is whole again, nothing split */
+    STAT_EQ(st.inactive_split[GM_STAT_ALL], 0, 2, 2, 2);
+    STAT_EQ(st.inactive_split_bytes[GM_STAT_ALL], 0, 16 * MiB, 20 * MiB, 20 * MiB);
+    STAT_EQ(st.requested_bytes[GM_STAT_ALL], 0, 8 * MiB, 8 * MiB, 8 * MiB);
+    STAT_EQ(st.active_bytes[GM_STAT_LARGE], 0, 8 * MiB, 8 * MiB, 8 * MiB);
+    STAT_EQ(st.allocation[GM_STAT_SMALL], 0, 0, 0, 0);
+    /* 4 MiB then exactly the 16 MiB rest: taking a split block whole removes it */
+    x = must_malloc(&f, 4 * MiB, 0);
+    y = must_malloc(&f, 16 * MiB, 0);
+    st = stats_of(&f);
+    CU_ASSERT_EQUAL(st.segment[GM_STAT_ALL].current, 1);
+    STAT_EQ(st.inactive_split[GM_STAT_ALL], 0, 2, 3, 3);
+    /* a small tensor: the small pool's 2 MiB segment, split; all = large + small */
+    uint64_t z = must_malloc(&f, 1000, 0);
+    st = stats_of(&f);
+    STAT_EQ(st.inactive_split_bytes[GM_STAT_SMALL], 2 * MiB - 1024, 2 * MiB - 1024, 2 * MiB - 1024,
+            0);
+    STAT_EQ(st.requested_bytes[GM_STAT_SMALL], 1000, 1000, 1000, 0);
+    STAT_EQ(st.allocated_bytes[GM_STAT_SMALL], 1024, 1024, 1024, 0);
+    CU_ASSERT_EQUAL(st.reserved_bytes[GM_STAT_ALL].current, 22 * MiB);
+    CU_ASSERT_EQUAL(st.inactive_split[GM_STAT_ALL].current, 1);
+    /* empty_cache gives back only the whole free small segment after z's free */
+    f.a->ops->free(f.a, z, 3);
+    f.a->ops->empty_cache(f.a, 4);
+    st = stats_of(&f);
+    STAT_EQ(st.segment[GM_STAT_SMALL], 0, 1, 1, 1);
+    STAT_EQ(st.reserved_bytes[GM_STAT_ALL], 20 * MiB, 22 * MiB, 22 * MiB, 2 * MiB);
+    CU_ASSERT_EQUAL(st.num_device_alloc, 2);
+    CU_ASSERT_EQUAL(st.num_device_free, 1);
+    CU_ASSERT_EQUAL(st.max_split_size, -1); /* unset, as PyTorch reports it */
+    CU_ASSERT_EQUAL(st.num_ooms, 0);
+    fx_close(&f);
+}
+
+/* max_split_size_mb:64 (test_max_split's trace): oversize segments and
+ * allocations are counted; an oversize block is never split. */
+static void test_stats_oversize(void)
+{
+    fixture f;
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 80 * GiB, "pytorch", "max_split_size_mb:64", 0), 0);
+    uint64_t h = must_malloc(&f, 100 * MiB, 0);
+    gm_alloc_stats st = stats_of(&f);
+    STAT_EQ(st.oversize_segments, 1, 1, 1, 0);
+    STAT_EQ(st.oversize_allocations, 1, 1, 1, 0);
+    CU_ASSERT_EQUAL(st.inactive_split[GM_STAT_ALL].allocated, 0);
+    f.a->ops->free(f.a, h, 1);
+    must_malloc(&f, 30 * MiB, 0); /* a new 30 MiB segment: not oversize */
+    must_malloc(&f, 90 * MiB, 0); /* the cached 100 MiB block, whole */
+    st = stats_of(&f);
+    STAT_EQ(st.oversize_segments, 1, 1, 1, 0);
+    STAT_EQ(st.oversize_allocations, 1, 1, 2, 1);
+    STAT_EQ(st.segment[GM_STAT_ALL], 2, 2, 2, 0);
+    STAT_EQ(st.allocated_bytes[GM_STAT_ALL], 130 * MiB, 130 * MiB, 230 * MiB, 100 * MiB);
+    STAT_EQ(st.requested_bytes[GM_STAT_ALL], 120 * MiB, 120 * MiB, 220 * MiB, 100 * MiB);
+    STAT_EQ(st.inactive_split[GM_STAT_ALL], 0, 0, 0, 0);
+    CU_ASSERT_EQUAL(st.max_split_size, (int64_t)(64 * MiB));
+    fx_close(&f);
+}
+
+/* An allocation that fails for good counts in num_ooms; the retry after
+ * the flush in num_alloc_retries; a free_requested ends the allocation
+ * (allocated_bytes) but not the block's activity (active_bytes). */
+static void test_stats_oom_deferred(void)
+{
+    fixture f;
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 1 * GiB, "pytorch", "", 0), 0);
+    CU_ASSERT_EQUAL_FATAL(gm_device_add_context(f.dev, 512 * MiB), GM_OK);
+    uint64_t h = must_malloc(&f, 300 * MiB, 0), x;
+    CU_ASSERT_EQUAL(f.a->ops->malloc(f.a, 300 * MiB, 0, 0, 1, &x), GM_EOOM);
+    gm_alloc_stats st = stats_of(&f);
+    CU_ASSERT_EQUAL(st.num_ooms, 1);
+    CU_ASSERT_EQUAL(st.num_alloc_retries, 1);
+    CU_ASSERT_EQUAL(st.allocation[GM_STAT_ALL].allocated, 1);
+    f.a->ops->free_requested(f.a, h);
+    st = stats_of(&f);
+    STAT_EQ(st.allocation[GM_STAT_ALL], 0, 1, 1, 1);
+    STAT_EQ(st.allocated_bytes[GM_STAT_ALL], 0, 300 * MiB, 300 * MiB, 300 * MiB);
+    STAT_EQ(st.active_bytes[GM_STAT_ALL], 300 * MiB, 300 * MiB, 300 * MiB, 0);
+    f.a->ops->free(f.a, h, 2);
+    st = stats_of(&f);
+    STAT_EQ(st.allocation[GM_STAT_ALL], 0, 1, 1, 1); /* counted once */
+    STAT_EQ(st.active_bytes[GM_STAT_ALL], 0, 300 * MiB, 300 * MiB, 300 * MiB);
+    fx_close(&f);
+    /* models that keep no such statistics say so by a NULL op */
+    CU_ASSERT_PTR_NULL(gm_alloc_find("rmm-pool")->stats);
+    CU_ASSERT_PTR_NULL(gm_alloc_find("direct")->stats);
+}
+
+/* A restored segment with two live blocks carved out: the two gaps and the
+ * tail are inactive split blocks, as in the PyTorch that took the dump. */
+static void test_stats_restore(void)
+{
+    fixture f;
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 80 * GiB, "pytorch", "", 0), 0);
+    gm_init_row rows[] = {
+        {.addr = 0x1000000, .size = 20 * MiB, .kind = GM_INIT_SEGMENT},
+        {.addr = 0x1000000 + 4 * MiB,
+         .size = 3 * MiB,
+         .block_size = 3 * MiB,
+         .kind = GM_INIT_BLOCK},
+        {.addr = 0x1000000 + 10 * MiB, .size = 1000000, .kind = GM_INIT_BLOCK},
+    };
+    uint64_t handles[3];
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(f.a->ops->restore(f.a, rows, 3, handles, &err), GM_OK);
+    gm_alloc_stats st = stats_of(&f);
+    /* gap 4 MiB, block, gap 3 MiB, block (1000448 B), tail */
+    CU_ASSERT_EQUAL(st.inactive_split[GM_STAT_LARGE].current, 3);
+    CU_ASSERT_EQUAL(st.inactive_split_bytes[GM_STAT_ALL].current, 20 * MiB - 3 * MiB - 1000448);
+    STAT_EQ(st.allocation[GM_STAT_ALL], 2, 2, 2, 0);
+    CU_ASSERT_EQUAL(st.allocated_bytes[GM_STAT_ALL].current, 3 * MiB + 1000448);
+    CU_ASSERT_EQUAL(st.reserved_bytes[GM_STAT_ALL].current, 20 * MiB);
+    f.a->ops->free(f.a, handles[1], 1); /* merges the gaps on both sides */
+    st = stats_of(&f);
+    CU_ASSERT_EQUAL(st.inactive_split[GM_STAT_ALL].current, 2);
+    CU_ASSERT_EQUAL(st.inactive_split_bytes[GM_STAT_ALL].current, 20 * MiB - 1000448);
+    fx_close(&f);
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("alloc", NULL, NULL);
@@ -858,5 +1024,9 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_empty_cache_order);
     GM_ADD_TEST(s, test_direct);
     GM_ADD_TEST(s, test_restore);
+    GM_ADD_TEST(s, test_stats_splits);
+    GM_ADD_TEST(s, test_stats_oversize);
+    GM_ADD_TEST(s, test_stats_oom_deferred);
+    GM_ADD_TEST(s, test_stats_restore);
     return CUE_SUCCESS;
 }

@@ -549,6 +549,55 @@ static void test_trace_stats(void)
     unlink(path);
 }
 
+/* The report's iteration chart (trace_stats.iterations, the object `gmsim
+ * info --json` writes): a point per boundary, hollow for warm-up, the
+ * fitted line over the fit's points, the verdict in words; nothing when a
+ * trace has no iterations. */
+static void test_iterations_chart(void)
+{
+    json_t *j = result("pytorch", 1, 0, 0.1, 4 * GM_GiB);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    json_t *pts = json_array();
+    for (int k = 0; k < 6; k++) /* warm-up at 0, then +2 MiB per iteration from 100 MiB */
+        json_array_append_new(
+            pts, json_pack("{s:I}", "live_bytes", (json_int_t)((k ? 98 + 2 * k : 60) * GM_MiB)));
+    json_t *it = json_pack(
+        "{s:s,s:s,s:I,s:{s:I,s:I,s:f,s:f,s:f},s:I,s:I,s:o}", "source", "iteration-markers",
+        "verdict", "growing", "warmup_iterations", (json_int_t)1, "fit", "first_iteration",
+        (json_int_t)1, "iterations", (json_int_t)5, "slope_bytes_per_iteration", 2.0 * GM_MiB,
+        "intercept_bytes", 98.0 * GM_MiB, "r2", 1.0, "capacity_bytes", (json_int_t)(GM_GiB),
+        "runout_iteration", (json_int_t)463, "boundaries", pts);
+    json_t *t0 = json_array_get(json_object_get(j, "tenants"), 0);
+    json_object_set_new(
+        t0, "trace_stats",
+        json_pack("{s:s,s:I,s:o}", "path", "it.h5", "events", (json_int_t)60, "iterations", it));
+    char *h = render(j);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    const char *svg = strstr(h, "<svg class=\"chart iter\" id=\"iterations\"");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+    const char *end = strstr(svg, "</svg>");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(end);
+    char *chart = strndup(svg, (size_t)(end - svg));
+    CU_ASSERT_EQUAL(count(chart, "<circle class=\"pt\""), 5);
+    CU_ASSERT_EQUAL(count(chart, "<circle class=\"pt warm\""), 1);
+    CU_ASSERT_EQUAL(count(chart, "<line class=\"fit\""), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(chart, "iteration 0 (warm-up): 60.00 MiB live"));
+    free(chart);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, "<b>growing</b>: +2.00 MiB per iteration over iterations "
+                                     "1&ndash;5"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, "runs out at iteration 463"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, "from the trace&#39;s iteration markers"));
+    free(h);
+    /* the same trace without iterations: no chart, no verdict */
+    json_object_set_new(it, "boundaries", json_array());
+    h = render(j);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    CU_ASSERT_PTR_NULL(strstr(h, "id=\"iterations\""));
+    CU_ASSERT_PTR_NULL(strstr(h, "iter-verdict"));
+    free(h);
+    json_decref(j);
+}
+
 /* The whole path: a trace whose metadata and file name carry markup is run,
  * turned into JSON, given trace statistics and rendered. Everything shows
  * as text: no element, attribute or script from the trace reaches the page. */
@@ -598,6 +647,8 @@ static void test_end_to_end_hostile(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(h, "id=\"cmp-table\""));
     CU_ASSERT_PTR_NOT_NULL(strstr(h, "id=\"mem-0\""));
     CU_ASSERT_PTR_NOT_NULL(strstr(h, "aria-label=\"allocation sizes\""));
+    /* six events, no iterations: no iteration chart */
+    CU_ASSERT_PTR_NULL(strstr(h, "id=\"iterations\""));
     unlink(out);
     unlink(path);
 }
@@ -620,5 +671,6 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_policy_report);
     GM_ADD_TEST(s, test_trace_stats);
     GM_ADD_TEST(s, test_end_to_end_hostile);
+    GM_ADD_TEST(s, test_iterations_chart);
     return CUE_SUCCESS;
 }

@@ -49,5 +49,22 @@ snap=$src/tests/data/empty-cache-bursts.pickle
 [ "$(field "$tmp/s.json" "j['verdict']")" = steady ] || fail "snapshot: steady expected"
 [ "$(field "$tmp/s.json" "len(j['boundaries']) >= 20")" = True ] || fail "snapshot: 20+ boundaries"
 
+# run --json carries what run --html draws: the trace's iterations (the same
+# object as info's) under the tenant's trace_stats, and the page its chart
+"$gmsim" run --capacity 8GiB "$tmp/b.h5" --json "$tmp/run.json" --html "$tmp/run.html" \
+    >/dev/null 2>&1 || fail "run --json --html"
+python3 - "$tmp/run.json" "$tmp/b.json" <<'EOF2' || fail "run --json: trace_stats.iterations differs from info's"
+import json, sys
+run = json.load(open(sys.argv[1]))["tenants"][0]["trace_stats"]["iterations"]
+info = json.load(open(sys.argv[2]))["iterations"]
+assert run == info, (run.get("verdict"), info.get("verdict"))
+EOF2
+grep -q '<svg class="chart iter" id="iterations"' "$tmp/run.html" || fail "run --html: no iteration chart"
+grep -q '<p class="iter-verdict"><b>steady</b>' "$tmp/run.html" || fail "run --html: no steady verdict"
+# a trace without iterations (record-stream.pickle, 16 entries: no markers, no period) has no chart
+"$gmsim" run --capacity 80GiB "$src/tests/data/cases/record-stream.pickle" --html "$tmp/n.html" \
+    >/dev/null 2>&1 || fail "run --html record-stream"
+grep -q 'id="iterations"' "$tmp/n.html" && fail "record-stream: an iteration chart without iterations"
+
 [ $fails -eq 0 ] || exit 1
 echo "leak_info: all passed"
