@@ -38,6 +38,10 @@ json_t *gm_compare_inputs_json(const gm_sim_config *base, char *const *specs, si
     json_object_set_new(in, "on_oom", json_string(base->on_oom_skip ? "skip" : "abort"));
     json_object_set_new(in, "lenient", json_boolean(base->lenient));
     json_object_set_new(in, "scope", json_string(base->scope_device ? "device" : "self"));
+    if (base->share || base->mps) {
+        json_object_set_new(in, "share", json_string(gm_share_mode_name(base->share)));
+        json_object_set_new(in, "mps", json_boolean(base->mps));
+    }
     json_t *ps = json_array();
     for (size_t i = 0; i < n; i++)
         json_array_append_new(ps, gm_json_text(specs[i]));

@@ -128,6 +128,24 @@ static void print_policy_reports(FILE *f, const gm_sim_result *r)
     }
 }
 
+/* --share / --mps: each tenant's class, request, limit and OOMs. */
+static void print_sharing(FILE *f, const gm_sim_result *r)
+{
+    if (r->share == GM_SHARE_NONE && !r->mps) return;
+    char b1[32], b2[32];
+    fprintf(f, "  %-44s %s%s\n", "sharing", gm_share_mode_name(r->share),
+            r->mps ? ", MPS (one context for all tenants)" : "");
+    for (size_t i = 0; i < r->n_tenants; i++) {
+        const gm_tenant_result *t = &r->t[i];
+        fprintf(f, "    tenant %zu: %-13s request %10s, limit %10s: %llu OOM%s, %s\n", i,
+                gm_tenant_class_name(t->cls),
+                t->request_bytes ? gm_fmt_bytes(t->request_bytes, b1, sizeof b1) : "none",
+                t->limit_bytes ? gm_fmt_bytes(t->limit_bytes, b2, sizeof b2) : "none",
+                (unsigned long long)t->m.n_oom, t->m.n_oom == 1 ? "" : "s",
+                t->status == GM_TENANT_COMPLETED ? "completed" : "aborted");
+    }
+}
+
 void gm_table_run(FILE *f, const gm_sim_config *cfg, const gm_sim_result *r)
 {
     char b1[32], b2[32], p[32];
@@ -190,6 +208,7 @@ void gm_table_run(FILE *f, const gm_sim_config *cfg, const gm_sim_result *r)
                 "scope device (tenants release for others)", gm_fmt_bytes(rel, b1, sizeof b1),
                 (unsigned long long)resc);
     }
+    print_sharing(f, r);
     for (size_t i = 0; i < r->n_tenants; i++) {
         const gm_tenant_result *t = &r->t[i];
         if (t->init_live_bytes && r->initial_state == GM_INITIAL_LIVE)
