@@ -32,7 +32,11 @@ static void usage(FILE *f)
             "steps, context overhead included) at which the trace(s) run without OOM, found\n"
             "by binary search, beside the peak live bytes no allocator can go below.\n"
             "Tenants mode (--tenants N): for each policy, how many copies of the trace(s)\n"
-            "run together without OOM on the device (--capacity, or the trace's).\n"
+            "run together without OOM on the device (--capacity, or the trace's). With\n"
+            "--class/--request/--limit on the traces, density: per scheduling mode (one\n"
+            "job per GPU, hard caps, requests/limits and device scope with each release\n"
+            "policy, default lru) the copies at which the guaranteed tenants run without\n"
+            "OOM, their slowdown and the memory utilization.\n"
             "\n"
             "fit:\n"
             "  --policies LIST        policies, comma-separated NAME[:k=v,...] (default: all\n"
@@ -63,6 +67,8 @@ static void usage(FILE *f)
                "examples:\n"
                "  gmsim fit traces/bert.h5\n"
                "  gmsim fit --tenants 8 --capacity 24GiB --stagger 20ms traces/bert.h5\n"
+               "  gmsim fit --tenants 8 --capacity 80GiB --class guaranteed --request 6Gi a.h5 \\\n"
+               "      --class burstable --request 2Gi --limit 8Gi b.h5\n"
                "  gmsim fit --largest batch run-b8.pickle=8 run-b16.pickle=16 --capacity 24GiB\n");
 }
 
@@ -184,14 +190,19 @@ int cmd_fit(int argc, char **argv)
         gm_run_opts_free(&o);
         return gm_cmd_fail("fit", GM_EUSAGE, err.msg);
     }
+    gm_sim_config cfg;
+    gm_run_opts_config(&o, &cfg);
+    if (tenants && html_path && gm_fit_wants_density(&cfg)) {
+        gm_run_opts_free(&o);
+        return gm_cmd_usage("fit", "the density table (--tenants with --class/--request/--limit) "
+                                   "has no HTML page yet; use --json FILE");
+    }
     char **specs = NULL;
     size_t n = 0;
     if ((rc = gm_policy_list_split(list, &specs, &n, &err)) != GM_OK) {
         gm_run_opts_free(&o);
         return gm_cmd_fail("fit", rc, err.msg);
     }
-    gm_sim_config cfg;
-    gm_run_opts_config(&o, &cfg);
     gm_fit *f = NULL;
     gm_cli_progress_begin("fit", quiet, &cfg, 0);
     gm_preload pre; /* every run replays the traces from memory (study/preload.h) */
@@ -199,7 +210,11 @@ int cmd_fit(int argc, char **argv)
         gm_run_opts_free(&o);
         return gm_cmd_fail("fit", GM_ENOMEM, err.msg);
     }
-    if (tenants)
+    static char lru[] = "lru", *dflt[] = {lru};
+    if (tenants && gm_fit_wants_density(&cfg)) /* classes: by scheduling mode */
+        rc = gm_fit_density(&cfg, list[0] ? specs : dflt, list[0] ? n : 1, threads, tenants,
+                            stagger, &f, &err);
+    else if (tenants)
         rc = gm_fit_tenants(&cfg, specs, n, threads, tenants, stagger, &f, &err);
     else
         rc = gm_fit_capacity(&cfg, specs, n, threads, max_cap, &f, &err);

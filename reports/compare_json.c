@@ -38,6 +38,10 @@ json_t *gm_compare_inputs_json(const gm_sim_config *base, char *const *specs, si
     json_object_set_new(in, "on_oom", json_string(base->on_oom_skip ? "skip" : "abort"));
     json_object_set_new(in, "lenient", json_boolean(base->lenient));
     json_object_set_new(in, "scope", json_string(base->scope_device ? "device" : "self"));
+    if (base->share || base->mps) {
+        json_object_set_new(in, "share", json_string(gm_share_mode_name(base->share)));
+        json_object_set_new(in, "mps", json_boolean(base->mps));
+    }
     json_t *ps = json_array();
     for (size_t i = 0; i < n; i++)
         json_array_append_new(ps, gm_json_text(specs[i]));
@@ -155,7 +159,10 @@ json_t *gm_fit_json(const gm_sim_config *base, const gm_fit *f)
     json_object_set_new(root, "gmsim_version", json_string(GM_VERSION));
     json_object_set_new(root, "command", json_string("fit"));
     json_object_set_new(root, "created_utc", json_string(now));
-    json_object_set_new(root, "mode", json_string(f->tenants_mode ? "tenants" : "capacity"));
+    json_object_set_new(root, "mode",
+                        json_string(f->density        ? "density"
+                                    : f->tenants_mode ? "tenants"
+                                                      : "capacity"));
     char **specs = malloc((f->n ? f->n : 1) * sizeof *specs);
     for (size_t i = 0; specs && i < f->n; i++)
         specs[i] = f->e[i].spec;
@@ -176,6 +183,17 @@ json_t *gm_fit_json(const gm_sim_config *base, const gm_fit *f)
         json_object_set_new(o, "policy", gm_json_text(e->spec));
         json_object_set_new(o, "realizable", json_boolean(e->realizable));
         json_object_set_new(o, "deployable", json_boolean(e->deployable));
+        if (f->density) { /* gm_fit_density: one row per scheduling mode */
+            static const char *const modes[] = {"one-per-gpu", "hard-cap", "requests",
+                                                "device-scope"};
+            json_object_set_new(o, "mode", json_string(modes[e->mode]));
+            json_object_set_new(o, "label", json_string(e->label));
+            json_object_set_new(o, "jobs", json_integer(e->jobs));
+            json_object_set_new(o, "slowdown", json_real(e->slowdown));
+            json_object_set_new(o, "utilization", json_real(e->utilization));
+            json_object_set_new(o, "other_ooms", json_integer((json_int_t)e->other_ooms));
+            json_object_set_new(o, "at_one_more_copy", gm_json_text(e->refusal));
+        }
         if (f->tenants_mode) {
             json_object_set_new(o, "copies_fit", json_integer(e->copies_fit));
             json_object_set_new(o, "copies_tried", json_integer(e->copies_tried));

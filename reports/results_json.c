@@ -116,6 +116,12 @@ static json_t *tenant_json(const gm_sim_config *cfg, const gm_sim_result *r, siz
     json_object_set_new(o, "repeat_leftover_bytes", ju(t->repeat_leftover_bytes));
     json_object_set_new(o, "scope_released_bytes", ju(t->scope_released_bytes));
     json_object_set_new(o, "scope_rescues", ju(t->scope_rescues));
+    if (r->share != GM_SHARE_NONE || r->mps) { /* --share, --mps (engine.h) */
+        json_object_set_new(o, "class", json_string(gm_tenant_class_name(t->cls)));
+        json_object_set_new(o, "request_bytes", ju(t->request_bytes));
+        json_object_set_new(o, "limit_bytes", ju(t->limit_bytes));
+        json_object_set_new(o, "ooms", ju(t->m.n_oom));
+    }
     /* metrics.peak_allocated_bytes is PyTorch's active_bytes peak; this is
      * its allocated_bytes peak (frees at free_requested) */
     json_object_set_new(o, "phase_empty_caches", ju(t->phase_empty_caches));
@@ -154,6 +160,10 @@ json_t *gm_result_json(const gm_sim_config *cfg, const gm_sim_result *r, const c
     json_object_set_new(in, "on_oom", json_string(r->on_oom_skip ? "skip" : "abort"));
     json_object_set_new(in, "lenient", json_boolean(cfg->lenient));
     json_object_set_new(in, "scope", json_string(cfg->scope_device ? "device" : "self"));
+    if (r->share != GM_SHARE_NONE || r->mps) {
+        json_object_set_new(in, "share", json_string(gm_share_mode_name(r->share)));
+        json_object_set_new(in, "mps", json_boolean(r->mps));
+    }
     json_object_set_new(in, "latency",
                         json_pack("{s:I,s:I,s:I,s:I}", "malloc_base_ns",
                                   (json_int_t)cfg->latency.malloc_base_ns, "malloc_ns_per_gib",

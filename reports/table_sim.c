@@ -135,6 +135,24 @@ static void print_policy_reports(FILE *f, const gm_sim_result *r)
     }
 }
 
+/* --share / --mps: each tenant's class, request, limit and OOMs. */
+static void print_sharing(FILE *f, const gm_sim_result *r)
+{
+    if (r->share == GM_SHARE_NONE && !r->mps) return;
+    char b1[32], b2[32];
+    fprintf(f, "  %-44s %s%s\n", "sharing", gm_share_mode_name(r->share),
+            r->mps ? ", MPS (one context for all tenants)" : "");
+    for (size_t i = 0; i < r->n_tenants; i++) {
+        const gm_tenant_result *t = &r->t[i];
+        fprintf(f, "    tenant %zu: %-13s request %10s, limit %10s: %llu OOM%s, %s\n", i,
+                gm_tenant_class_name(t->cls),
+                t->request_bytes ? gm_fmt_bytes(t->request_bytes, b1, sizeof b1) : "none",
+                t->limit_bytes ? gm_fmt_bytes(t->limit_bytes, b2, sizeof b2) : "none",
+                (unsigned long long)t->m.n_oom, t->m.n_oom == 1 ? "" : "s",
+                t->status == GM_TENANT_COMPLETED ? "completed" : "aborted");
+    }
+}
+
 void gm_table_run(FILE *f, const gm_sim_config *cfg, const gm_sim_result *r)
 {
     char b1[32], b2[32], p[32];
@@ -197,6 +215,7 @@ void gm_table_run(FILE *f, const gm_sim_config *cfg, const gm_sim_result *r)
                 "scope device (tenants release for others)", gm_fmt_bytes(rel, b1, sizeof b1),
                 (unsigned long long)resc);
     }
+    print_sharing(f, r);
     for (size_t i = 0; i < r->n_tenants; i++) {
         const gm_tenant_result *t = &r->t[i];
         if (t->init_live_bytes && r->initial_state == GM_INITIAL_LIVE)
@@ -571,9 +590,87 @@ static void print_tenants(FILE *f, const gm_sim_config *cfg, const gm_fit *fit, 
     }
 }
 
+/* Density: one row per scheduling mode. */
+static void print_density(FILE *f, const gm_sim_config *cfg, const gm_fit *fit)
+{
+    char b1[32], b2[32], b3[32];
+    fprintf(f, "gmsim fit --tenants %u: density of the mix", fit->max_copies);
+    for (size_t i = 0; i < cfg->n_tenants; i++)
+        fprintf(f, " %s", cfg->tenants[i].name ? cfg->tenants[i].name : cfg->tenants[i].path);
+    fprintf(f, " on a %s device (%s context overhead each), staggered by %s\n",
+            gm_fmt_bytes(fit->capacity_bytes, b1, sizeof b1),
+            gm_fmt_bytes(cfg->overhead_bytes, b2, sizeof b2),
+            gm_fmt_ns(fit->stagger_ns, b3, sizeof b3));
+    for (size_t i = 0; i < cfg->n_tenants; i++) {
+        const gm_tenant_spec *t = &cfg->tenants[i];
+        int cls = 0;
+        uint64_t req = 0, lim = 0;
+        gm_err ignore;
+        gm_tenant_class_resolve(t, &cls, &req, &lim, &ignore);
+        fprintf(f, "  [%zu] %-13s request %10s, limit %10s\n", i, gm_tenant_class_name(cls),
+                req ? gm_fmt_bytes(req, b1, sizeof b1) : "none",
+                lim ? gm_fmt_bytes(lim, b2, sizeof b2) : "none");
+    }
+    const char *who = fit->protected_class ? "guaranteed tenants" : "all tenants";
+    fprintf(f, "a copy fits when the %s complete without OOM\n\n", who);
+    int w = 16;
+    for (size_t i = 0; i < fit->n; i++)
+        w = (int)strlen(fit->e[i].label) > w ? (int)strlen(fit->e[i].label) : w;
+    fprintf(f, "  %-*s %6s %6s %9s %12s %11s  %s\n", w, "mode", "copies", "jobs", "slowdown",
+            "utilization", "other OOMs", "at one more copy");
+    for (size_t i = 0; i < fit->n; i++) {
+        const gm_fit_entry *e = &fit->e[i];
+        char copies[16], more[256], sl[32], ut[32];
+        if (e->mode == GM_DENSITY_ONE_PER_GPU)
+            snprintf(copies, sizeof copies, "-");
+        else
+            snprintf(copies, sizeof copies, "%u", e->copies_fit);
+        if (e->mode == GM_DENSITY_ONE_PER_GPU)
+            snprintf(more, sizeof more, "%s", e->refusal[0] ? e->refusal : "");
+        else if (e->copies_fit == e->copies_tried && !e->refusal[0])
+            snprintf(more, sizeof more, "(not tried: --tenants %u reached)", fit->max_copies);
+        else
+            snprintf(more, sizeof more, "%s", e->refusal);
+        pct(sl, sizeof sl, e->slowdown);
+        pct(ut, sizeof ut, e->utilization);
+        int none = !e->jobs;
+        fprintf(f, "  %-*s %6s %6u %9s %12s %11llu  %s\n", w, e->label, copies, e->jobs,
+                none ? "-" : sl, none ? "-" : ut, (unsigned long long)e->other_ooms, more);
+    }
+    fprintf(f,
+            "  (slowdown: the %s' modelled driver time over their time on the device; "
+            "utilization: time-weighted allocated bytes over the device)\n",
+            who);
+}
+
+/* Density in one line: "one job per GPU: 1 per GPU; hard caps: 3 per GPU;
+ * ...; guaranteed tenants 0 OOMs, slowdown 1.2 % (the densest mode)". */
+static int density_verdict(FILE *f, const gm_fit *fit)
+{
+    long best = -1;
+    for (size_t i = 0; i < fit->n; i++)
+        if (fit->e[i].rc == GM_OK && fit->e[i].jobs &&
+            (best < 0 || fit->e[i].jobs > fit->e[best].jobs))
+            best = (long)i;
+    if (!f) return best >= 0;
+    if (best < 0) {
+        fprintf(f, "OOM: not one job runs without OOM in any mode\n");
+        return 0;
+    }
+    fprintf(f, "fits: ");
+    for (size_t i = 0; i < fit->n; i++)
+        fprintf(f, "%s: %u per GPU; ", fit->e[i].label, fit->e[i].jobs);
+    char sl[32];
+    pct(sl, sizeof sl, fit->e[best].slowdown);
+    fprintf(f, "%s 0 OOMs, slowdown %s (%s)\n",
+            fit->protected_class ? "guaranteed tenants" : "all tenants", sl, fit->e[best].label);
+    return 1;
+}
+
 int gm_fit_verdict(FILE *f, const gm_fit *fit)
 {
     char b1[32], b2[32];
+    if (fit->density) return density_verdict(f, fit);
     long best = fit_best(fit, 0), dep = fit_best(fit, 1);
     if (!f) return best >= 0;
     if (best < 0 && fit->tenants_mode)
@@ -604,7 +701,11 @@ int gm_fit_verdict(FILE *f, const gm_fit *fit)
 
 void gm_table_fit(FILE *f, const gm_sim_config *cfg, const gm_fit *fit)
 {
-    if (fit->tenants_mode)
+    if (fit->density) {
+        print_density(f, cfg, fit);
+        fprintf(f, "\n");
+        density_verdict(f, fit);
+    } else if (fit->tenants_mode)
         print_tenants(f, cfg, fit, fit->capacity_bytes);
     else
         print_capacity(f, cfg, fit);

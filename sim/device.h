@@ -64,6 +64,10 @@ struct gm_device {
     uint64_t used_bytes;      /* physical memory held by all tenants' allocators */
     uint64_t overhead_bytes;  /* context overhead of all registered tenants      */
     uint64_t peak_used_bytes; /* max of used + overhead                          */
+    /* --share requests: memory held back for other tenants' requests (their
+     * request less what they hold), which the tenant now calling may not
+     * take; the engine sets it before each of a tenant's events. 0 = none. */
+    uint64_t withheld_bytes;
     /* What made the run depend on the device's size, so that `gmsim fit`
      * knows whether a run is the same on any device of at least
      * peak_used_bytes: driver calls refused for lack of memory
@@ -81,7 +85,7 @@ static inline uint64_t gm_device_round(uint64_t bytes)
 }
 
 /* Capacity accounting every simulated backend shares: take `bytes` (driver
- * granularity applied) if capacity - overhead - used allows, else GM_EOOM;
+ * granularity applied) if capacity - overhead - withheld - used allows, else GM_EOOM;
  * give them back. */
 int gm_device_take(gm_device *d, uint64_t bytes);
 void gm_device_give(gm_device *d, uint64_t bytes);

@@ -1,7 +1,8 @@
 /*
  * device_model.c - the simulated GPU backend (see device.h).
  *
- * Memory: an allocation succeeds when capacity - overhead - used covers its
+ * Memory: an allocation succeeds when capacity - overhead - withheld - used
+ * (withheld: other tenants' requests, --share requests) covers its
  * size rounded to the 2 MiB driver granularity. Addresses: a bump pointer over
  * a 2^47-byte virtual space aligned to 2 MiB; freed ranges are not reused.
  * Real drivers do reuse virtual addresses, but gmsim's allocators only use
@@ -24,9 +25,9 @@ static uint64_t cost(uint64_t base, uint64_t per_gib, uint64_t bytes)
 
 int gm_device_take(gm_device *d, uint64_t bytes)
 {
-    uint64_t phys = gm_device_round(bytes);
-    if (d->overhead_bytes > d->capacity_bytes ||
-        phys > d->capacity_bytes - d->overhead_bytes - d->used_bytes) {
+    uint64_t phys = gm_device_round(bytes), held = d->overhead_bytes + d->withheld_bytes;
+    if (held > d->capacity_bytes || d->used_bytes > d->capacity_bytes - held ||
+        phys > d->capacity_bytes - held - d->used_bytes) {
         d->refused++;
         return GM_EOOM;
     }

@@ -64,6 +64,9 @@ typedef struct sim {
     gm_sim_result *res;
     uint64_t q, a, r;  /* device totals (several tenants) */
     uint64_t overhead; /* context overhead per tenant, resolved in setup() */
+    int share;         /* enum gm_share_mode applied (setup(): never AUTO) */
+    int withhold;      /* --share requests with a request somewhere: others' requests held back */
+    size_t contexts;   /* --mps: tenants alive on the one context */
     uint64_t next_progress;
     uint64_t timer_min; /* several tenants: no timer of any is due before this */
     size_t *heap;       /* several tenants: indices, a min-heap by (done, next_t, index) */
@@ -84,6 +87,7 @@ static void tenant_step_metrics(tenant *t, uint64_t now);
 static void update_device(sim *s, tenant *t, uint64_t t_ns);
 static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t *slot, uint64_t now, int *abort,
                   gm_err *err);
+static void set_withheld(sim *s, const tenant *t);
 
 /* The tenant's trace as people know it (spec->name, else its path): every
  * message and result names it so. */
@@ -125,6 +129,17 @@ static const char *conf_for(const gm_sim_config *cfg, const gm_trace_meta *meta)
 {
     if (cfg->alloc_conf) return cfg->alloc_conf;
     return meta->alloc_conf ? meta->alloc_conf : "";
+}
+
+/* The cap sharing puts on a tenant's reserved bytes: its limit under
+ * --share requests; under hard-cap and --mps the one size it was given
+ * (the limit, else the request: HAMi's and MPS's single figure); 0 = none. */
+static uint64_t share_cap(const sim *s, const tenant *t)
+{
+    const gm_tenant_result *r = t->res;
+    if (s->share == GM_SHARE_HARD_CAP || s->cfg->mps)
+        return r->limit_bytes ? r->limit_bytes : r->request_bytes;
+    return s->share == GM_SHARE_REQUESTS ? r->limit_bytes : 0;
 }
 
 static int tenant_open(sim *s, tenant *t, gm_err *err)
@@ -175,6 +190,9 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
     if (t->spec->quota_bytes &&
         (!t->a->limits.memory_limit || t->spec->quota_bytes < t->a->limits.memory_limit))
         t->a->limits.memory_limit = t->spec->quota_bytes;
+    uint64_t cap = share_cap(s, t);
+    if (cap && (!t->a->limits.memory_limit || cap < t->a->limits.memory_limit))
+        t->a->limits.memory_limit = cap;
     t->a->tenant = t->idx;
     if (t->pol->ops->attach) { /* policies/policy.h: the tenant's inputs (oracle: its future) */
         gm_policy_env env = {.trace_path = t->spec->path,
@@ -196,7 +214,8 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
         t->a->seg_hook = hook_trampoline;
         t->a->seg_hook_ctx = hc;
     }
-    if (gm_device_add_context(s->dev, s->overhead) != GM_OK)
+    /* --mps: one context, the MPS server's, for every client (README, "Sharing a GPU") */
+    if ((!cfg->mps || s->contexts++ == 0) && gm_device_add_context(s->dev, s->overhead) != GM_OK)
         return gm_errf(err, GM_EOOM,
                        "%s: the CUDA context overhead (%" PRIu64 " bytes per tenant) does not "
                        "fit on the device; give a larger --capacity or a smaller --overhead",
@@ -590,7 +609,7 @@ static int retire(sim *s, tenant *t, uint64_t now, int status, gm_err *err)
     gm_alloc_destroy(t->a);
     free(hc);
     t->a = NULL;
-    gm_device_remove_context(s->dev, s->overhead);
+    if (!s->cfg->mps || --s->contexts == 0) gm_device_remove_context(s->dev, s->overhead);
     update_device(s, t, now);
     t->res->status = status;
     if (status == GM_TENANT_ABORTED) t->res->abort_t_ns = now;
@@ -661,35 +680,51 @@ static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t *slot, uint64_t
  * (reserved, unallocated) memory moves; no live block is touched. The other
  * tenants' metrics step at `now`, which no tenant has passed: events run in
  * global time order. Returns 1 with *h set when a retry succeeded. */
+/* Under --share requests, whom t may ask, in `pass` 0 (opportunistic
+ * tenants) or 1 (burstable ones, only for a tenant that is not
+ * opportunistic itself); guaranteed tenants are never asked. Otherwise
+ * everyone, in one pass. */
+static int may_ask(const sim *s, const tenant *t, const tenant *o, int pass)
+{
+    if (s->share != GM_SHARE_REQUESTS) return pass == 0;
+    int c = o->res->cls;
+    if (pass == 0) return c == GM_CLASS_OPPORTUNISTIC;
+    return c == GM_CLASS_BURSTABLE && t->res->cls != GM_CLASS_OPPORTUNISTIC;
+}
+
 static int scope_rescue(sim *s, tenant *t, const gm_event *e, uint64_t now, uint64_t *h)
 {
-    if (!s->cfg->scope_device || s->n < 2) return 0;
-    for (int round = 0; round < 2; round++) {
-        uint64_t need = UINT64_MAX;
-        if (round == 0) {
-            uint64_t want = gm_device_round(t->a->ops->block_size(t->a, e->size));
-            s->dev->capacity_reads++;
-            uint64_t used = s->dev->used_bytes + s->dev->overhead_bytes;
-            uint64_t avail = s->dev->capacity_bytes > used ? s->dev->capacity_bytes - used : 0;
-            need = want > avail ? want - avail : want;
-        }
-        for (size_t k = 1; k < s->n; k++) {
-            tenant *o = &s->t[((size_t)t->idx + k) % s->n];
-            if (o->done || !o->a) continue;
-            const gm_policy_ops *po = o->pol->ops;
-            uint64_t got = po->on_foreign_pressure
-                               ? po->on_foreign_pressure(o->pol->state, o->a, need, now)
-                               : o->a->ops->empty_cache(o->a, now);
-            if (!got) continue;
-            o->res->scope_released_bytes += got;
-            tenant_step_metrics(o, now);
-            update_device(s, o, now);
-            if (t->a->ops->malloc(t->a, e->size, e->stream, e->category, now, h) == GM_OK) {
-                t->res->scope_rescues++;
-                return 1;
+    if ((!s->cfg->scope_device && s->share != GM_SHARE_REQUESTS) || s->n < 2) return 0;
+    int passes = s->share == GM_SHARE_REQUESTS ? 2 : 1;
+    for (int round = 0; round < 2; round++)
+        for (int pass = 0; pass < passes; pass++) {
+            uint64_t need = UINT64_MAX;
+            if (round == 0) {
+                uint64_t want = gm_device_round(t->a->ops->block_size(t->a, e->size));
+                s->dev->capacity_reads++;
+                uint64_t used =
+                    s->dev->used_bytes + s->dev->overhead_bytes + s->dev->withheld_bytes;
+                uint64_t avail = s->dev->capacity_bytes > used ? s->dev->capacity_bytes - used : 0;
+                need = want > avail ? want - avail : want;
+            }
+            for (size_t k = 1; k < s->n; k++) {
+                tenant *o = &s->t[((size_t)t->idx + k) % s->n];
+                if (o->done || !o->a || !may_ask(s, t, o, pass)) continue;
+                const gm_policy_ops *po = o->pol->ops;
+                uint64_t got = po->on_foreign_pressure
+                                   ? po->on_foreign_pressure(o->pol->state, o->a, need, now)
+                                   : o->a->ops->empty_cache(o->a, now);
+                if (!got) continue;
+                o->res->scope_released_bytes += got;
+                tenant_step_metrics(o, now);
+                update_device(s, o, now);
+                if (s->withhold) set_withheld(s, t); /* o's request may hold back what it gave */
+                if (t->a->ops->malloc(t->a, e->size, e->stream, e->category, now, h) == GM_OK) {
+                    t->res->scope_rescues++;
+                    return 1;
+                }
             }
         }
-    }
     return 0;
 }
 
@@ -882,10 +917,26 @@ static void fire_other_timers(sim *s, const tenant *t, uint64_t now)
     timer_min_update(s);
 }
 
+/* --share requests: what the other live tenants' requests hold back from
+ * tenant t (each request less what its tenant holds), set on the device
+ * for t's allocations. */
+static void set_withheld(sim *s, const tenant *t)
+{
+    uint64_t w = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const tenant *o = &s->t[i];
+        if (o == t || o->done || !o->a) continue;
+        uint64_t req = o->res->request_bytes, r = o->a->c.reserved_bytes;
+        w += req > r ? req - r : 0;
+    }
+    s->dev->withheld_bytes = w;
+}
+
 /* Process the tenant's next event. */
 static int step(sim *s, tenant *t, gm_err *err)
 {
     int rc;
+    if (s->withhold) set_withheld(s, t);
     if (!t->started && ((rc = tenant_start(s, t, err)) || t->done)) return rc;
     const gm_event *e = &t->buf[t->pos];
     uint64_t now = t->next_t;
@@ -1009,6 +1060,62 @@ uint64_t gm_engine_default_capacity(const gm_sim_config *cfg, const gm_trace_met
     return m->device_avail_bytes;
 }
 
+/* Each tenant's class, request and limit (share.c), and the sharing mode
+ * the run applies: --share, else requests when any tenant gives a class, a
+ * request or a limit. --mps caps each client at its limit and has no
+ * requests to hold. */
+static int resolve_share(sim *s, gm_err *err)
+{
+    const gm_sim_config *cfg = s->cfg;
+    int any = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const gm_tenant_spec *sp = &cfg->tenants[i];
+        gm_tenant_result *r = &s->res->t[i];
+        int rc = gm_tenant_class_resolve(sp, &r->cls, &r->request_bytes, &r->limit_bytes, err);
+        if (rc) return rc;
+        any |= sp->cls || sp->request_bytes || sp->limit_bytes;
+    }
+    s->share = cfg->share != GM_SHARE_AUTO ? cfg->share
+               : any && !cfg->mps          ? GM_SHARE_REQUESTS
+                                           : GM_SHARE_NONE;
+    if (cfg->mps && s->share == GM_SHARE_REQUESTS)
+        return gm_errf(err, GM_EUSAGE,
+                       "--mps enforces each client's limit as a hard cap "
+                       "(CUDA_MPS_PINNED_DEVICE_MEM_LIMIT) and holds no requests; drop --share "
+                       "requests, or --mps");
+    if (s->share == GM_SHARE_REQUESTS)
+        for (size_t i = 0; i < s->n; i++)
+            s->withhold |= s->res->t[i].request_bytes > 0 && s->n > 1;
+    s->res->share = s->share;
+    s->res->mps = cfg->mps;
+    return GM_OK;
+}
+
+/* Admission, as a scheduler that places tenants by their memory would:
+ * under hard caps the caps (a tenant without one takes the device) and
+ * under requests the requests, with the contexts, must fit on the device;
+ * else the tenants are not placed together (GM_EOOM, as contexts that do
+ * not fit). */
+static int admit(const sim *s, uint64_t cap, gm_err *err)
+{
+    if (s->share != GM_SHARE_HARD_CAP && s->share != GM_SHARE_REQUESTS) return GM_OK;
+    uint64_t sum = s->cfg->mps ? s->overhead : s->overhead * s->n;
+    for (size_t i = 0; i < s->n; i++) {
+        const gm_tenant_result *r = &s->res->t[i];
+        uint64_t x = s->share == GM_SHARE_REQUESTS ? r->request_bytes
+                     : r->limit_bytes              ? r->limit_bytes
+                     : r->request_bytes            ? r->request_bytes
+                                                   : cap;
+        sum = sum + x < sum ? UINT64_MAX : sum + x;
+    }
+    if (sum <= cap) return GM_OK;
+    return gm_errf(err, GM_EOOM,
+                   "the tenants' %s and contexts add up to %.2f GiB, more than the device's "
+                   "%.2f GiB: a scheduler would not place them together (--share %s)",
+                   s->share == GM_SHARE_REQUESTS ? "requests" : "caps", (double)sum / GM_GiB,
+                   (double)cap / GM_GiB, gm_share_mode_name(s->share));
+}
+
 static int setup(sim *s, gm_err *err)
 {
     const gm_sim_config *cfg = s->cfg;
@@ -1021,8 +1128,9 @@ static int setup(sim *s, gm_err *err)
         if (t->spec->repeat == 0)
             return gm_errf(err, GM_EINVAL, "%s: --repeat must be at least 1", tname(t));
     }
+    int rc = resolve_share(s, err);
+    if (rc) return rc;
     /* the device comes first: capacity defaults to the first trace's card */
-    int rc = GM_OK;
     s->overhead = cfg->overhead_bytes;
     snprintf(s->res->capacity_source, sizeof s->res->capacity_source, "%s",
              cfg->device            ? "the device"
@@ -1050,6 +1158,7 @@ static int setup(sim *s, gm_err *err)
         return rc;
     s->res->capacity_bytes = cap;
     s->res->overhead_bytes = s->overhead;
+    if ((rc = admit(s, cap, err))) return rc;
     s->res->initial_state = cfg->initial_state;
     for (size_t i = 0; i < s->n; i++) {
         tenant *t = &s->t[i];

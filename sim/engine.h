@@ -36,7 +36,43 @@ typedef struct gm_tenant_spec {
     uint64_t offset_ns;   /* start time on the device                       */
     uint32_t repeat;      /* passes over the trace (>= 1)                   */
     uint64_t quota_bytes; /* cap on this tenant's reserved bytes (0 = none) */
+    /* Kubernetes-style sharing (README, "Sharing a GPU"): --class, --request,
+     * --limit. cls 0 = not given: derived as Kubernetes derives a pod's QoS
+     * class (gm_tenant_class_resolve). Sizes are of the memory the tenant's
+     * allocator holds from the driver (reserved), as --quota; 0 = none. */
+    int cls; /* enum gm_tenant_class */
+    uint64_t request_bytes, limit_bytes;
 } gm_tenant_spec;
+
+/* A tenant's class (--class; Kubernetes' QoS classes Guaranteed,
+ * Burstable and BestEffort, the last called opportunistic here). */
+enum gm_tenant_class {
+    GM_CLASS_UNSET = 0,
+    GM_CLASS_GUARANTEED = 1,    /* request == limit: never loses memory to others */
+    GM_CLASS_BURSTABLE = 2,     /* request <= limit: above its request, what is free */
+    GM_CLASS_OPPORTUNISTIC = 3, /* no request: shrunk first, the one that dies */
+};
+
+/* How tenants share the device (--share; README, "Sharing a GPU"). */
+enum gm_share_mode {
+    GM_SHARE_AUTO = 0,     /* requests when any tenant has a class, request or limit; else none */
+    GM_SHARE_NONE = 1,     /* classes, requests and limits are not applied (--quota still is) */
+    GM_SHARE_HARD_CAP = 2, /* each limit is a hard cap (HAMi, MPS); admission sums the caps */
+    GM_SHARE_REQUESTS = 3, /* requests held for their tenants, limits capped, dynamic release */
+};
+
+/* The class, request and limit a spec stands for, by Kubernetes' rules: a
+ * limit without a request makes the request equal to it; no class given:
+ * guaranteed when request == limit > 0, burstable when either is given,
+ * else opportunistic. A given class must agree (guaranteed: a request equal
+ * to the limit; opportunistic: no request; burstable: request <= limit).
+ * GM_EUSAGE naming the trace and the fix otherwise. */
+int gm_tenant_class_resolve(const gm_tenant_spec *t, int *cls, uint64_t *request, uint64_t *limit,
+                            gm_err *err);
+const char *gm_tenant_class_name(int cls);
+int gm_tenant_class_parse(const char *arg, int *cls, gm_err *err);
+const char *gm_share_mode_name(int mode);
+int gm_share_mode_parse(const char *arg, int *mode, gm_err *err);
 
 /* What of a trace's /initial_state a replay starts from (--initial-state;
  * README, "Initial state"). */
@@ -79,6 +115,9 @@ typedef struct gm_sim_config {
                                  new phase (forward, backward, optimizer) */
     int scope_device;         /* --scope device: a tenant whose allocation fails may make
                                  the other tenants release cached memory (0 = self) */
+    int share;                /* enum gm_share_mode (--share)                          */
+    int mps;                  /* --mps: one CUDA context for all tenants (the MPS server's),
+                                 each --limit a hard cap (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT) */
     /* optional: every driver call of every tenant (fidelity, logs), with the
      * index of the trace event that caused it (UINT64_MAX while the initial
      * state is rebuilt) */
@@ -138,14 +177,16 @@ typedef struct gm_tenant_result {
     uint64_t repeat_leftover_bytes;   /* freed at pass ends (allocated, never freed, in a pass) */
     uint64_t scope_released_bytes;    /* --scope device: cache given back for other tenants */
     uint64_t scope_rescues;           /* --scope device: allocations saved by others' releases */
-    uint64_t empty_cache_events;      /* torch.cuda.empty_cache() calls replayed */
-    uint64_t empty_cache_bytes;       /* what the model released at them         */
-    uint64_t phase_empty_caches;      /* --empty-cache-at-phase: calls made ...   */
-    uint64_t phase_empty_cache_bytes; /* ... and what they released              */
-    uint64_t recorded_ooms;           /* oom events: allocations that failed in the recording */
-    uint64_t recorded_oom_fits;       /* ... of which the model could satisfy      */
-    uint64_t init_skipped_blocks;     /* --initial-state none: pre-existing blocks left out */
-    int init_live_oom;                /* 1: the live set at the start did not fit at all */
+    int cls;                          /* enum gm_tenant_class, resolved (gm_tenant_class_resolve) */
+    uint64_t request_bytes, limit_bytes; /* resolved; 0 = none */
+    uint64_t empty_cache_events;         /* torch.cuda.empty_cache() calls replayed */
+    uint64_t empty_cache_bytes;          /* what the model released at them         */
+    uint64_t phase_empty_caches;         /* --empty-cache-at-phase: calls made ...   */
+    uint64_t phase_empty_cache_bytes;    /* ... and what they released              */
+    uint64_t recorded_ooms;              /* oom events: allocations that failed in the recording */
+    uint64_t recorded_oom_fits;          /* ... of which the model could satisfy      */
+    uint64_t init_skipped_blocks;        /* --initial-state none: pre-existing blocks left out */
+    int init_live_oom;                   /* 1: the live set at the start did not fit at all */
     /* The trace's free_requested events (record_stream'd blocks whose free
      * is deferred), and the peak of PyTorch's allocated_bytes: A less the
      * blocks waiting for their free. A itself is PyTorch's active_bytes. */
@@ -173,6 +214,8 @@ typedef struct gm_sim_result {
     int policy_realizable;
     double memory_fraction;
     int on_oom_skip;
+    int share;       /* enum gm_share_mode the run applied (never AUTO) */
+    int mps;         /* --mps: one context for all tenants */
     uint64_t events; /* trace events processed, all tenants */
     double wall_s;
     /* 1: the run's decisions depended on the device's size only through

@@ -314,6 +314,202 @@ int gm_fit_tenants(const gm_sim_config *base, char *const *specs, size_t n, int 
     return fit_finish(f, out, err);
 }
 
+int gm_fit_wants_density(const gm_sim_config *base)
+{
+    for (size_t i = 0; i < base->n_tenants; i++) {
+        const gm_tenant_spec *t = &base->tenants[i];
+        if (t->cls || t->request_bytes || t->limit_bytes) return 1;
+    }
+    return 0;
+}
+
+typedef struct density_acc {
+    double driver_ns, span_ns; /* protected tenants */
+    double int_a, cap_span;    /* device */
+    uint64_t other_ooms;
+    int ok;
+    char why[200];
+} density_acc;
+
+/* Add run r to acc: whether every protected tenant completed without OOM,
+ * and its figures. */
+static void density_add(const gm_sim_result *r, int protected_class, density_acc *acc)
+{
+    for (size_t i = 0; i < r->n_tenants; i++) {
+        const gm_tenant_result *t = &r->t[i];
+        int prot = protected_class == GM_CLASS_UNSET || t->cls == protected_class;
+        if (!prot) {
+            acc->other_ooms += t->m.n_oom;
+            continue;
+        }
+        if ((t->m.n_oom || t->status != GM_TENANT_COMPLETED) && acc->ok) {
+            acc->ok = 0;
+            snprintf(acc->why, sizeof acc->why, "tenant %zu (%.120s, %s) ran out of memory", i,
+                     t->path, gm_tenant_class_name(t->cls));
+        }
+        acc->driver_ns += (double)gm_counters_driver_ns(&t->c);
+        acc->span_ns += (double)(t->m.t_last - t->m.t_first);
+    }
+    acc->int_a += r->device.int_a;
+    acc->cap_span += (double)r->capacity_bytes * (double)(r->device.t_last - r->device.t_first);
+}
+
+/* One run for density; 1 fits, 0 does not (acc->why says why), <0 an error. */
+static int density_run(const gm_sim_config *cfg, gm_fit *f, gm_fit_entry *e, density_acc *acc)
+{
+    gm_sim_result *r = NULL;
+    gm_err err = {0};
+    e->runs++;
+    int rc = gm_simulate(cfg, &r, &err);
+    if (rc == GM_EOOM) { /* not placed: admission, or the contexts do not fit */
+        acc->ok = 0;
+        snprintf(acc->why, sizeof acc->why, "%.190s", err.msg);
+        return 0;
+    }
+    if (rc != GM_OK) {
+        e->rc = rc;
+        e->err = err;
+        return rc;
+    }
+    e->events_simulated += r->events;
+    density_add(r, f->protected_class, acc);
+    gm_sim_result_free(r);
+    if (cfg->step_done) {
+        char line[480];
+        snprintf(line, sizeof line, "%s: %zu tenants: %s", e->label, cfg->n_tenants,
+                 acc->ok ? "no OOM" : "OOM");
+        cfg->step_done(cfg->step_ctx, line);
+    }
+    return acc->ok;
+}
+
+static void density_keep(gm_fit_entry *e, const density_acc *acc)
+{
+    e->slowdown = acc->span_ns > 0 ? acc->driver_ns / acc->span_ns : 0;
+    e->utilization = acc->cap_span > 0 ? acc->int_a / acc->cap_span : 0;
+    e->other_ooms = acc->other_ooms;
+}
+
+static void fit_density_one(void *arg, size_t i)
+{
+    fit_ctx *x = arg;
+    gm_fit *f = x->f;
+    gm_fit_entry *e = &f->e[i];
+    size_t group = x->base->n_tenants;
+    gm_sim_config cfg = *x->base;
+    cfg.policy = e->spec;
+    cfg.progress = NULL;
+    cfg.device = NULL;
+    cfg.no_hash = 1;
+    cfg.capacity_bytes = x->base_capacity;
+    cfg.scope_device = e->mode == GM_DENSITY_SCOPE;
+    cfg.share = e->mode == GM_DENSITY_HARD_CAP   ? GM_SHARE_HARD_CAP
+                : e->mode == GM_DENSITY_REQUESTS ? GM_SHARE_REQUESTS
+                                                 : GM_SHARE_NONE;
+    cfg.mps = x->base->mps && e->mode != GM_DENSITY_REQUESTS; /* MPS holds no requests */
+    if (e->mode == GM_DENSITY_ONE_PER_GPU) { /* each trace on a device of its own */
+        density_acc acc = {.ok = 1};
+        for (size_t j = 0; j < group; j++) {
+            cfg.tenants = &x->base->tenants[j];
+            cfg.n_tenants = 1;
+            int ok = density_run(&cfg, f, e, &acc);
+            if (ok < 0) return;
+            if (!ok) {
+                snprintf(e->refusal, sizeof e->refusal, "%s", acc.why);
+                return;
+            }
+        }
+        e->jobs = 1;
+        density_keep(e, &acc);
+        return;
+    }
+    gm_tenant_spec *ts = calloc(group * f->max_copies, sizeof *ts);
+    if (!ts) {
+        e->rc = gm_errf(&e->err, GM_ENOMEM, "out of memory");
+        return;
+    }
+    for (uint32_t k = 0; k < f->max_copies; k++)
+        for (size_t j = 0; j < group; j++) {
+            ts[k * group + j] = x->base->tenants[j];
+            ts[k * group + j].offset_ns += (uint64_t)k * f->stagger_ns;
+        }
+    cfg.tenants = ts;
+    for (uint32_t k = 1; k <= f->max_copies; k++) {
+        cfg.n_tenants = group * k;
+        density_acc acc = {.ok = 1};
+        int ok = density_run(&cfg, f, e, &acc);
+        e->copies_tried = k;
+        if (ok < 0) break;
+        if (!ok) {
+            snprintf(e->refusal, sizeof e->refusal, "%s", acc.why);
+            break;
+        }
+        e->copies_fit = k;
+        e->jobs = (uint32_t)(k * group);
+        density_keep(e, &acc);
+    }
+    free(ts);
+}
+
+int gm_fit_density(const gm_sim_config *base, char *const *specs, size_t n, int threads,
+                   uint32_t max_copies, uint64_t stagger_ns, gm_fit **out, gm_err *err)
+{
+    *out = NULL;
+    uint64_t cap;
+    int rc = base_capacity(base, &cap, err);
+    if (rc) return rc;
+    if (max_copies == 0) return gm_errf(err, GM_EUSAGE, "--tenants must be at least 1");
+    if (!cap)
+        return gm_errf(err, GM_EUSAGE,
+                       "density needs the device's size: give --capacity SIZE or --gpu NAME");
+    int prot = GM_CLASS_UNSET;
+    for (size_t i = 0; i < base->n_tenants; i++) {
+        int cls;
+        uint64_t req, lim;
+        if ((rc = gm_tenant_class_resolve(&base->tenants[i], &cls, &req, &lim, err))) return rc;
+        if (cls == GM_CLASS_GUARANTEED) prot = GM_CLASS_GUARANTEED;
+    }
+    /* rows: one job per GPU and hard caps as deployed (pytorch), then per policy */
+    size_t rows = 2 + 2 * n;
+    char **sp = malloc(rows * sizeof *sp);
+    if (!sp) return gm_errf(err, GM_ENOMEM, "out of memory");
+    static char stock[] = "pytorch";
+    sp[0] = sp[1] = stock;
+    for (size_t i = 0; i < n; i++)
+        sp[2 + 2 * i] = sp[3 + 2 * i] = specs[i];
+    gm_fit *f = fit_new(sp, rows);
+    free(sp);
+    if (!f) return gm_errf(err, GM_ENOMEM, "out of memory");
+    for (size_t i = 0; i < rows; i++) {
+        gm_fit_entry *e = &f->e[i];
+        e->mode = i == 0       ? GM_DENSITY_ONE_PER_GPU
+                  : i == 1     ? GM_DENSITY_HARD_CAP
+                  : i % 2 == 0 ? GM_DENSITY_REQUESTS
+                               : GM_DENSITY_SCOPE;
+        const char *mps = base->mps && e->mode != GM_DENSITY_REQUESTS ? " (MPS)" : "";
+        if (e->mode == GM_DENSITY_ONE_PER_GPU)
+            snprintf(e->label, sizeof e->label, "one job per GPU");
+        else if (e->mode == GM_DENSITY_HARD_CAP)
+            snprintf(e->label, sizeof e->label, "hard caps%s", mps);
+        else
+            snprintf(e->label, sizeof e->label, "%s + %.60s release%s",
+                     e->mode == GM_DENSITY_REQUESTS ? "requests/limits" : "device scope", e->spec,
+                     mps);
+    }
+    f->tenants_mode = 1;
+    f->density = 1;
+    f->protected_class = prot;
+    f->max_copies = max_copies;
+    f->stagger_ns = stagger_ns;
+    f->capacity_bytes = cap;
+    f->threads = threads > 0 ? threads : gm_default_threads();
+    fit_ctx x = {base, f, cap, 0};
+    double t0 = gm_monotonic_s();
+    gm_parallel_for_order(rows, NULL, f->threads, fit_density_one, &x);
+    f->wall_s = gm_monotonic_s() - t0;
+    return fit_finish(f, out, err);
+}
+
 void gm_fit_free(gm_fit *f)
 {
     if (!f) return;

@@ -18,7 +18,7 @@ typedef struct gm_fit_entry {
     char spec[320];
     int realizable;
     int deployable; /* the policy pytorch: runs on stock PyTorch (gm_policy_spec_deployable) */
-    int rc; /* GM_OK or the error of a failed simulation (err) */
+    int rc;         /* GM_OK or the error of a failed simulation (err) */
     gm_err err;
     /* capacity mode */
     int found;              /* a capacity without OOM exists up to max_capacity */
@@ -32,15 +32,36 @@ typedef struct gm_fit_entry {
     uint32_t copies_tried;
     uint32_t first_fail_completed; /* tenants that completed at copies_fit + 1 */
     uint32_t runs;                 /* simulations this entry needed                */
-    uint64_t events_simulated;     /* trace events they processed (a run that hits an
-                                      OOM stops there): runs in full-run equivalents
-                                      = events_simulated / the trace's events      */
+    /* density mode (gm_fit_density): the scheduling mode of this row, its
+     * label, and at copies_fit: jobs on the device, the protected tenants'
+     * slowdown and the device's memory utilization, the other tenants'
+     * OOMs; why one more copy did not fit */
+    int mode; /* enum gm_density_mode */
+    char label[96];
+    uint32_t jobs;
+    double slowdown, utilization;
+    uint64_t other_ooms;
+    char refusal[200];
+    uint64_t events_simulated; /* trace events they processed (a run that hits an
+                                  OOM stops there): runs in full-run equivalents
+                                  = events_simulated / the trace's events      */
 } gm_fit_entry;
+
+/* The scheduling modes density compares (README, "Sharing a GPU"). */
+enum gm_density_mode {
+    GM_DENSITY_ONE_PER_GPU = 0, /* each trace alone on a device: 1 job per GPU */
+    GM_DENSITY_HARD_CAP = 1,    /* --share hard-cap: caps at the limits, placed by the caps */
+    GM_DENSITY_REQUESTS = 2,    /* --share requests with a release policy */
+    GM_DENSITY_SCOPE = 3,       /* no classes, --scope device with a release policy */
+};
 
 typedef struct gm_fit {
     size_t n;
     gm_fit_entry *e;
     int tenants_mode;
+    int density;         /* gm_fit_density's rows */
+    int protected_class; /* density: the class whose OOMs decide (GM_CLASS_GUARANTEED), or
+                            GM_CLASS_UNSET: no tenant is guaranteed, every tenant decides */
     uint32_t max_copies;
     uint64_t stagger_ns;
     uint64_t capacity_bytes; /* tenants mode: the device; capacity mode: where the search began */
@@ -63,6 +84,21 @@ int gm_fit_capacity(const gm_sim_config *base, char *const *specs, size_t n, int
  * fails). */
 int gm_fit_tenants(const gm_sim_config *base, char *const *specs, size_t n, int threads,
                    uint32_t max_copies, uint64_t stagger_ns, gm_fit **out, gm_err *err);
+/* Density (fit --tenants with classes, requests or limits): per scheduling
+ * mode, the most copies of base's tenants (k = 1..max_copies, copy i
+ * starting i * stagger_ns later) at which the guaranteed tenants (every
+ * tenant when none is guaranteed) all complete without OOM, a run the
+ * mode's admission refuses counting as not fitting; the modes: one job per
+ * GPU and hard caps under the policy pytorch, requests/limits and device
+ * scope under each of specs (release policies). Slowdown: the protected
+ * tenants' modelled driver time over their time on the device (the engine
+ * does not delay events by it); utilization: time-weighted allocated bytes
+ * over the device's capacity. */
+int gm_fit_density(const gm_sim_config *base, char *const *specs, size_t n, int threads,
+                   uint32_t max_copies, uint64_t stagger_ns, gm_fit **out, gm_err *err);
+/* 1 when a tenant of base gives a class, a request or a limit (fit
+ * --tenants then answers by scheduling mode). */
+int gm_fit_wants_density(const gm_sim_config *base);
 void gm_fit_free(gm_fit *f);
 
 #endif

@@ -27,6 +27,11 @@ enum {
     O_GPU,
     O_INITIAL,
     O_TORCH,
+    O_CLASS,
+    O_REQUEST,
+    O_LIMIT,
+    O_SHARE,
+    O_MPS,
 };
 
 static const struct option shared[] = {
@@ -47,6 +52,11 @@ static const struct option shared[] = {
     {"gpu", required_argument, NULL, O_GPU},
     {"initial-state", required_argument, NULL, O_INITIAL},
     {"torch-version", required_argument, NULL, O_TORCH},
+    {"class", required_argument, NULL, O_CLASS},
+    {"request", required_argument, NULL, O_REQUEST},
+    {"limit", required_argument, NULL, O_LIMIT},
+    {"share", required_argument, NULL, O_SHARE},
+    {"mps", no_argument, NULL, O_MPS},
 };
 #define NSHARED (sizeof shared / sizeof shared[0])
 
@@ -205,6 +215,17 @@ int gm_run_opts_parse(gm_run_opts *o, int c, const char *arg, gm_err *err)
         return GM_OK;
     case O_INITIAL:
         return gm_initial_state_parse(arg, &o->initial_state, err);
+    case O_CLASS:
+        return gm_tenant_class_parse(arg, &o->next.cls, err);
+    case O_REQUEST:
+        return gm_parse_size(arg, "--request", &o->next.request_bytes, err);
+    case O_LIMIT:
+        return gm_parse_size(arg, "--limit", &o->next.limit_bytes, err);
+    case O_SHARE:
+        return gm_share_mode_parse(arg, &o->share, err);
+    case O_MPS:
+        o->mps = 1;
+        return GM_OK;
     case O_TORCH:
         if (!(o->torch_version = gm_torch_version_parse(arg)))
             return gm_errf(err, GM_EUSAGE,
@@ -259,15 +280,29 @@ void gm_run_opts_help(FILE *f, int one_policy)
                "                         stopping with an error\n"
                "  --scope self|device    may a tenant whose allocation fails make the other\n"
                "                         tenants release cached memory? (default self)\n"
+               "  --share MODE           how tenants share the device: requests (each request\n"
+               "                         held for its tenant, limits capped, others' cache\n"
+               "                         released: opportunistic first, guaranteed never;\n"
+               "                         the default when a trace has --class/--request/\n"
+               "                         --limit), hard-cap (each limit a hard cap, as HAMi\n"
+               "                         or MPS) or none (README, \"Sharing a GPU\")\n"
+               "  --mps                  CUDA MPS: one context (--overhead) for all tenants,\n"
+               "                         each --limit a hard cap (CUDA_MPS_PINNED_DEVICE_MEM_\n"
+               "                         LIMIT)\n"
                "per trace (applies to the traces after it):\n"
                "  --offset TIME          start time on the device, e.g. 2s, 150ms\n"
                "  --repeat N             replay the trace N times back to back (steady state)\n"
-               "  --quota SIZE           cap on the tenant's reserved memory\n");
+               "  --quota SIZE           cap on the tenant's reserved memory\n"
+               "  --class CLASS          guaranteed, burstable or opportunistic (default: as\n"
+               "                         Kubernetes derives it from --request and --limit)\n"
+               "  --request SIZE         memory held for the tenant, e.g. 8Gi\n"
+               "  --limit SIZE           the most it may hold, e.g. 12Gi (a limit alone makes\n"
+               "                         the request equal to it, as in Kubernetes)\n");
 }
 
 int gm_run_opts_owns(int c)
 {
-    return c == 1 || (c >= O_POLICY && c <= O_TORCH);
+    return c == 1 || (c >= O_POLICY && c <= O_MPS);
 }
 
 void gm_run_opts_config(const gm_run_opts *o, gm_sim_config *cfg)
@@ -295,4 +330,6 @@ void gm_run_opts_config(const gm_run_opts *o, gm_sim_config *cfg)
     cfg->lenient = o->lenient;
     cfg->empty_cache_at_phase = o->empty_cache_at_phase;
     cfg->scope_device = o->scope_device;
+    cfg->share = o->share;
+    cfg->mps = o->mps;
 }

@@ -22,6 +22,7 @@ typedef struct gm_run_opts {
     gm_latency latency;
     int on_oom_skip, lenient, empty_cache_at_phase;
     int scope_device;           /* --scope device */
+    int share, mps;             /* --share (enum gm_share_mode), --mps */
     int overhead_given;         /* --overhead was given (a profile does not override it) */
     const char *device_profile; /* --device-profile FILE, already applied */
     const char *gpu;            /* --gpu NAME (traces/gpus.h): the capacity, unless --capacity */

@@ -483,6 +483,181 @@ static void test_capacity_dependence(void)
     gm_sim_result_free(r);
 }
 
+/* --share requests (README, "Sharing a GPU"), worked by hand on a 1 GiB
+ * device without context overhead: G guaranteed (request 600 MiB), B
+ * burstable (request 200, limit 800), O opportunistic.
+ *   t=0 O allocs 200: it may use 1024 - 600 - 200 (the requests held) = 224: fits
+ *   t=1 O frees it: 200 MiB cached in O
+ *   t=2 B allocs 400: 1024 - 200 (O's cache) - 600 (G's request) = 224 free for B: its
+ *       allocator fails; O is asked first and releases its 200; then 424: fits (B above
+ *       its request, on free memory)
+ *   t=3 G allocs 600: held for it: fits (device 1000 MiB used)
+ *   t=4 O allocs 100: 24 free; an opportunistic tenant may ask no burstable or guaranteed
+ *       one: O dies (1 OOM)
+ *   t=5 B frees its 400 (cached); t=6 B allocs 500: within its limit (800) only after
+ *       its cache goes; the device has 1024 - 600 = 424; G is never asked: B dies
+ * G completes with no OOM and never released anything. */
+static void test_share_requests(void)
+{
+    gm_event o[] = {ev_alloc(0, 1, 200 * MiB), ev_free(1, 1), ev_alloc(4, 2, 100 * MiB),
+                    ev_free(50, 2)};
+    gm_event b[] = {ev_alloc(2, 1, 400 * MiB), ev_free(5, 1), ev_alloc(6, 2, 500 * MiB),
+                    ev_free(50, 2)};
+    gm_event g[] = {ev_alloc(3, 1, 600 * MiB), ev_free(60, 1)};
+    gm_tenant_spec t[3] = {
+        {.path = "g",
+         .events = g,
+         .n_events = 2,
+         .repeat = 1,
+         .cls = GM_CLASS_GUARANTEED,
+         .request_bytes = 600 * MiB},
+        {.path = "b",
+         .events = b,
+         .n_events = 4,
+         .repeat = 1,
+         .request_bytes = 200 * MiB,
+         .limit_bytes = 800 * MiB},
+        {.path = "o", .events = o, .n_events = 4, .repeat = 1},
+    };
+    gm_sim_config c;
+    config(&c, t, 3, GiB);
+    gm_sim_result *r;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(r->share, GM_SHARE_REQUESTS); /* the default when a class is given */
+    CU_ASSERT_EQUAL(r->t[0].cls, GM_CLASS_GUARANTEED);
+    CU_ASSERT_EQUAL(r->t[0].limit_bytes, 600 * MiB);  /* a guaranteed limit is its request */
+    CU_ASSERT_EQUAL(r->t[1].cls, GM_CLASS_BURSTABLE); /* derived: request < limit */
+    CU_ASSERT_EQUAL(r->t[2].cls, GM_CLASS_OPPORTUNISTIC);
+    CU_ASSERT_EQUAL(r->t[0].status, GM_TENANT_COMPLETED);
+    CU_ASSERT_EQUAL(r->t[0].m.n_oom, 0);
+    CU_ASSERT_EQUAL(r->t[0].scope_released_bytes, 0);
+    CU_ASSERT_EQUAL(r->t[2].scope_released_bytes, 200 * MiB);
+    CU_ASSERT_EQUAL(r->t[1].scope_rescues, 1);
+    CU_ASSERT_EQUAL(r->t[2].status, GM_TENANT_ABORTED);
+    CU_ASSERT_EQUAL(r->t[2].abort_t_ns, 4);
+    CU_ASSERT_EQUAL(r->t[2].m.n_oom, 1);
+    CU_ASSERT_EQUAL(r->t[1].status, GM_TENANT_ABORTED);
+    CU_ASSERT_EQUAL(r->t[1].abort_t_ns, 6);
+    CU_ASSERT_EQUAL(r->t[1].m.ooms[0].size, 500 * MiB);
+    CU_ASSERT_EQUAL(r->peak_device_used, 1000 * MiB);
+    gm_sim_result_free(r);
+
+    /* the same with classes ignored (--share none, --scope self): nothing is
+     * held for G, B's 400 fits beside O's cache at t=2 (824 free), and at t=3
+     * G finds 1024 - 200 - 400 = 424 MiB for its 600: the guaranteed tenant dies */
+    c.share = GM_SHARE_NONE;
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(r->t[0].status, GM_TENANT_ABORTED);
+    CU_ASSERT_EQUAL(r->t[0].abort_t_ns, 3);
+    CU_ASSERT_EQUAL(r->t[1].scope_rescues, 0);
+    gm_sim_result_free(r);
+
+    /* Kubernetes' rules: a request above the limit, a guaranteed tenant whose
+     * limit differs, an opportunistic one with a request are refused */
+    c.share = GM_SHARE_AUTO;
+    t[1].request_bytes = 900 * MiB;
+    CU_ASSERT_EQUAL(gm_simulate(&c, &r, &err), GM_EUSAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "b: --request is more than --limit"));
+    t[1].request_bytes = 200 * MiB;
+    t[0].limit_bytes = 700 * MiB;
+    CU_ASSERT_EQUAL(gm_simulate(&c, &r, &err), GM_EUSAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "g: a guaranteed tenant's --limit is its --request"));
+    t[0].limit_bytes = 0;
+    t[2].cls = GM_CLASS_OPPORTUNISTIC;
+    t[2].request_bytes = MiB;
+    CU_ASSERT_EQUAL(gm_simulate(&c, &r, &err), GM_EUSAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "o: an opportunistic tenant has no request"));
+    t[2].request_bytes = 0;
+    /* requests that do not fit together are not placed (admission) */
+    t[1].request_bytes = 500 * MiB;
+    CU_ASSERT_EQUAL(gm_simulate(&c, &r, &err), GM_EOOM);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "requests and contexts add up to 1.07 GiB"));
+}
+
+/* --share hard-cap: each tenant capped at its limit (HAMi, MPS), admission
+ * by the caps. G (a request alone: capped at it) 600 MiB, B limit 300, O limit 100 = 1000 MiB <= 1
+ * GiB: placed. O's 200 MiB at t=0 is over its cap (O dies at t=0), B's 400 at t=2 over its own (B
+ * dies at t=2), G's 600 fits. Without O's cap it would take the whole device: not placed. */
+static void test_share_hard_cap(void)
+{
+    gm_event o[] = {ev_alloc(0, 1, 200 * MiB), ev_free(1, 1)};
+    gm_event b[] = {ev_alloc(2, 1, 400 * MiB), ev_free(5, 1)};
+    gm_event g[] = {ev_alloc(3, 1, 600 * MiB), ev_free(60, 1)};
+    gm_tenant_spec t[3] = {
+        {.path = "g", .events = g, .n_events = 2, .repeat = 1, .request_bytes = 600 * MiB},
+        {.path = "b",
+         .events = b,
+         .n_events = 2,
+         .repeat = 1,
+         .request_bytes = 200 * MiB,
+         .limit_bytes = 300 * MiB},
+        {.path = "o",
+         .events = o,
+         .n_events = 2,
+         .repeat = 1,
+         .cls = GM_CLASS_OPPORTUNISTIC,
+         .limit_bytes = 100 * MiB},
+    };
+    gm_sim_config c;
+    config(&c, t, 3, GiB);
+    c.share = GM_SHARE_HARD_CAP;
+    gm_sim_result *r;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(r->t[0].cls, GM_CLASS_BURSTABLE); /* a request alone (Kubernetes) ... */
+    CU_ASSERT_EQUAL(r->t[0].limit_bytes, 0);          /* ... capped at it under hard caps */
+    CU_ASSERT_EQUAL(r->t[0].status, GM_TENANT_COMPLETED);
+    CU_ASSERT_EQUAL(r->t[1].abort_t_ns, 2);
+    CU_ASSERT_EQUAL(r->t[1].m.n_oom, 1);
+    CU_ASSERT_EQUAL(r->t[2].status, GM_TENANT_ABORTED);
+    CU_ASSERT_EQUAL(r->t[2].abort_t_ns, 0);
+    CU_ASSERT_EQUAL(r->device.n_oom, 2);
+    gm_sim_result_free(r);
+    t[2].limit_bytes = 0;
+    CU_ASSERT_EQUAL(gm_simulate(&c, &r, &err), GM_EOOM);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "caps and contexts add up to 1.88 GiB"));
+}
+
+/* --mps: one context for all tenants. Three tenants of 250 MiB each, held
+ * together, with 100 MiB of context each on a 1 GiB device: 750 + 300 =
+ * 1050 MiB, the third OOMs; under MPS 750 + 100 = 850 fits. A --limit is
+ * then a hard cap (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT): 200 MiB stops a 250. */
+static void test_mps(void)
+{
+    gm_event a[] = {ev_alloc(0, 1, 250 * MiB), ev_free(10, 1)};
+    gm_event b[] = {ev_alloc(1, 1, 250 * MiB), ev_free(10, 1)};
+    gm_event d[] = {ev_alloc(2, 1, 250 * MiB), ev_free(10, 1)};
+    gm_tenant_spec t[3] = {
+        {.path = "a", .events = a, .n_events = 2, .repeat = 1},
+        {.path = "b", .events = b, .n_events = 2, .repeat = 1},
+        {.path = "d", .events = d, .n_events = 2, .repeat = 1},
+    };
+    gm_sim_config c;
+    config(&c, t, 3, GiB);
+    c.overhead_bytes = 100 * MiB;
+    gm_sim_result *r;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(r->t[2].status, GM_TENANT_ABORTED);
+    CU_ASSERT_EQUAL(r->t[2].m.ooms[0].device_used, 800 * MiB); /* 500 + 3 contexts */
+    gm_sim_result_free(r);
+    c.mps = 1;
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_sim_completed(r), 3);
+    CU_ASSERT_EQUAL(r->peak_device_used, 850 * MiB);
+    CU_ASSERT_EQUAL(r->share, GM_SHARE_NONE);
+    gm_sim_result_free(r);
+    t[1].limit_bytes = 200 * MiB;
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(r->t[1].status, GM_TENANT_ABORTED);
+    CU_ASSERT_EQUAL(r->t[1].m.ooms[0].limit, 200 * MiB);
+    CU_ASSERT_EQUAL(r->t[0].status, GM_TENANT_COMPLETED);
+    gm_sim_result_free(r);
+    c.share = GM_SHARE_REQUESTS; /* MPS holds no requests */
+    CU_ASSERT_EQUAL(gm_simulate(&c, &r, &err), GM_EUSAGE);
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("engine", NULL, NULL);
@@ -493,6 +668,9 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_repeat);
     GM_ADD_TEST(s, test_late_start_and_repeat_totals);
     GM_ADD_TEST(s, test_quota);
+    GM_ADD_TEST(s, test_share_requests);
+    GM_ADD_TEST(s, test_share_hard_cap);
+    GM_ADD_TEST(s, test_mps);
     GM_ADD_TEST(s, test_semantic_errors);
     GM_ADD_TEST(s, test_initial_state_file);
     GM_ADD_TEST(s, test_bad_files);

@@ -1,0 +1,99 @@
+/*
+ * test_density.c - gmsim fit --tenants by scheduling mode (study/fit.h,
+ * gm_fit_density), every figure worked out by hand on a two-tenant mix.
+ */
+#include <string.h>
+
+#include "cu.h"
+#include "study/fit.h"
+
+#define MiB GM_MiB
+#define GiB GM_GiB
+#define SEC 1000000000ull
+
+/* The mix: G guaranteed (request 300 MiB) allocates 300 MiB at t=0 and frees
+ * it at 1 s; O opportunistic (limit 400 MiB) allocates 400 MiB at t=0 and
+ * frees it at 1 s. A 1 GiB device, no context overhead, copies at once.
+ *
+ * one job per GPU: each alone: 1 job; utilization (300 + 400) MiB over two
+ *   1 GiB devices for 1 s each = 700/2048.
+ * hard caps (300 + 400 per copy, placed by the caps): 1 copy (700 MiB); 2
+ *   would need 1400 MiB: not placed. Utilization 700/1024.
+ * requests/limits + lru (placed by the requests, 300 per copy): 3 copies;
+ *   4 would need 1200 MiB. At 3, G0 (tenant 0) allocates with the two other
+ *   requests held: 1024 - 600 = 424 for its 300; O0 finds 1024 - 300 - 600 =
+ *   124 for its 400 and has no one to ask (no cache anywhere): it dies; so do
+ *   O1 (124 free) and O2 (124). The three G complete: 900 MiB for 1 s,
+ *   utilization 900/1024, 3 other OOMs.
+ * device scope + lru (no classes applied): 2 copies: G0, O0, G1 hold 1000
+ *   MiB, O1 dies; at 3 G2 finds 24 MiB for its 300: a guaranteed OOM.
+ *   Utilization 1000/1024, 1 other OOM.
+ * Slowdown: one 300 MiB cudaMalloc per G, 20 us + 300/1024 x 100 us (the
+ *   default latency model, truncated to whole ns) = 49296 ns over 1 s. */
+static void test_density_modes(void)
+{
+    gm_event g[] = {{.t_ns = 0, .addr = 1, .size = 300 * MiB, .op = GM_OP_ALLOC},
+                    {.t_ns = SEC, .addr = 1, .op = GM_OP_FREE}};
+    gm_event o[] = {{.t_ns = 0, .addr = 1, .size = 400 * MiB, .op = GM_OP_ALLOC},
+                    {.t_ns = SEC, .addr = 1, .op = GM_OP_FREE}};
+    gm_tenant_spec t[2] = {
+        {.path = "g",
+         .events = g,
+         .n_events = 2,
+         .repeat = 1,
+         .cls = GM_CLASS_GUARANTEED,
+         .request_bytes = 300 * MiB},
+        {.path = "o",
+         .events = o,
+         .n_events = 2,
+         .repeat = 1,
+         .cls = GM_CLASS_OPPORTUNISTIC,
+         .limit_bytes = 400 * MiB},
+    };
+    static const gm_latency lat = GM_LATENCY_DEFAULT;
+    gm_sim_config c = {.tenants = t, .n_tenants = 2, .capacity_bytes = GiB, .latency = lat};
+    CU_ASSERT_TRUE(gm_fit_wants_density(&c));
+    char lru[] = "lru", *specs[] = {lru};
+    gm_fit *f = NULL;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_fit_density(&c, specs, 1, 1, 8, 0, &f, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(f->n, 4);
+    CU_ASSERT_EQUAL(f->protected_class, GM_CLASS_GUARANTEED);
+    const gm_fit_entry *one = &f->e[0], *hard = &f->e[1], *req = &f->e[2], *scope = &f->e[3];
+    CU_ASSERT_EQUAL(one->mode, GM_DENSITY_ONE_PER_GPU);
+    CU_ASSERT_EQUAL(one->jobs, 1);
+    CU_ASSERT_DOUBLE_EQUAL(one->utilization, 700.0 / 2048, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(one->slowdown, 49296.0 / SEC, 1e-12);
+    CU_ASSERT_EQUAL(hard->mode, GM_DENSITY_HARD_CAP);
+    CU_ASSERT_EQUAL(hard->copies_fit, 1);
+    CU_ASSERT_EQUAL(hard->jobs, 2);
+    CU_ASSERT_DOUBLE_EQUAL(hard->utilization, 700.0 / 1024, 1e-9);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hard->refusal, "caps and contexts add up to 1.37 GiB"));
+    CU_ASSERT_EQUAL(req->mode, GM_DENSITY_REQUESTS);
+    CU_ASSERT_STRING_EQUAL(req->label, "requests/limits + lru release");
+    CU_ASSERT_EQUAL(req->copies_fit, 3);
+    CU_ASSERT_EQUAL(req->jobs, 6);
+    CU_ASSERT_EQUAL(req->other_ooms, 3);
+    CU_ASSERT_DOUBLE_EQUAL(req->utilization, 900.0 / 1024, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(req->slowdown, 3 * 49296.0 / (3 * SEC), 1e-12);
+    CU_ASSERT_PTR_NOT_NULL(strstr(req->refusal, "requests and contexts add up to 1.17 GiB"));
+    CU_ASSERT_EQUAL(scope->mode, GM_DENSITY_SCOPE);
+    CU_ASSERT_EQUAL(scope->copies_fit, 2);
+    CU_ASSERT_EQUAL(scope->jobs, 4);
+    CU_ASSERT_EQUAL(scope->other_ooms, 1);
+    CU_ASSERT_DOUBLE_EQUAL(scope->utilization, 1000.0 / 1024, 1e-9);
+    CU_ASSERT_PTR_NOT_NULL(strstr(scope->refusal, "tenant 4 (g, guaranteed) ran out of memory"));
+    gm_fit_free(f);
+
+    /* without a device size there is nothing to pack */
+    c.capacity_bytes = 0;
+    CU_ASSERT_EQUAL(gm_fit_density(&c, specs, 1, 1, 8, 0, &f, &err), GM_EUSAGE);
+}
+
+int gm_test_register(void)
+{
+    CU_pSuite s = CU_add_suite("density", NULL, NULL);
+    if (!s) return CU_get_error();
+    GM_ADD_TEST(s, test_density_modes);
+    return CUE_SUCCESS;
+}
