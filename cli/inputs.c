@@ -48,9 +48,14 @@ static void install_handlers(void)
     static int installed; /* the executable's own state, once */
     if (installed++) return;
     atexit(remove_temp);
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    signal(SIGHUP, on_signal);
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old;
+        /* a signal ignored when gmsim started stays ignored (nohup, a
+         * background job's SIGINT), as shells expect */
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+        signal(sigs[i], on_signal);
+    }
 }
 
 void gm_cli_remove_on_exit(void *ctx, const char *path)

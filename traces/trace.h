@@ -213,7 +213,8 @@ typedef struct gm_trace_write_opts {
     enum gm_compress compress;
     int deflate_level;   /* 1..9, default 4                   */
     size_t chunk_events; /* default GM_TRACE_CHUNK_EVENTS     */
-    /* optional: told the temporary file's path as soon as it exists, so a
+    /* optional: told the temporary file's path just before it is created
+     * (a private temporary file for "-" or a FIFO: just after), so a
      * program can remove it should it be killed before gm_trace_finish
      * (the CLI does on SIGINT, SIGTERM, SIGHUP) */
     void (*on_temp)(void *ctx, const char *tmp_path);

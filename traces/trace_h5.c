@@ -1602,6 +1602,9 @@ static int create_file(gm_trace_writer *w, gm_err *err)
     int fd;
     if (w->plan.tmp) {
         w->tmp = strdup(w->plan.tmp);
+        /* told before it exists: a signal between creating and telling
+         * would leave it behind */
+        if (w->tmp && w->opts.on_temp) w->opts.on_temp(w->opts.on_temp_ctx, w->tmp);
         fd = w->tmp ? open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666) : -1;
     } else {
         const char *dir = getenv("TMPDIR");
@@ -1615,7 +1618,7 @@ static int create_file(gm_trace_writer *w, gm_err *err)
         return gm_errf(err, GM_EIO, "%s: cannot create %s: %s", w->path, w->tmp, strerror(errno));
     close(fd);
     w->created = 1;
-    if (w->opts.on_temp) w->opts.on_temp(w->opts.on_temp_ctx, w->tmp);
+    if (!w->plan.tmp && w->opts.on_temp) w->opts.on_temp(w->opts.on_temp_ctx, w->tmp);
     hid_t fapl = make_fapl();
     w->file = H5Fcreate(w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     free_fapl(fapl);

@@ -119,23 +119,32 @@ tr '\r' '\n' <"$tmp/err" >"$tmp/err.lines"
 has "^gmsim tune: 120 of 120 settings simulated" "$tmp/err.lines"
 
 # --- a killed gen leaves no temporary file (and no half trace) ---
-for sig in INT TERM; do
+# python3 starts gen with default signal dispositions (a shell's background
+# job would have SIGINT ignored, and gmsim keeps an ignored signal ignored)
+for sig in INT TERM HUP; do
     for model in "bert --iterations 20000" "gpt --model gpt2 --iterations 4000"; do
         rm -f "$tmp"/big.h5*
         # shellcheck disable=SC2086
-        "$gmsim" gen $model -o "$tmp/big.h5" >/dev/null 2>&1 &
-        pid=$!
-        for _ in $(seq 1 200); do # until its temporary file exists (at most 10 s)
-            ls "$tmp"/big.h5.tmp.* >/dev/null 2>&1 && break
-            sleep 0.05
-        done
-        ls "$tmp"/big.h5.tmp.* >/dev/null 2>&1 || fail "gen $model: no temporary file seen"
-        kill -s "$sig" "$pid"
-        wait "$pid"
-        rc=$?
-        [ "$rc" -ne 0 ] || fail "gen $model finished before SIG$sig; make it longer"
-        left=$(ls "$tmp"/big.h5* 2>/dev/null)
-        [ -z "$left" ] || fail "gen $model killed by SIG$sig left: $left"
+        out=$(python3 - "$sig" "$tmp/big.h5" "$gmsim" gen $model <<'PY'
+import glob, signal, subprocess, sys, time
+sig, out, cmd = getattr(signal, "SIG" + sys.argv[1]), sys.argv[2], sys.argv[3:] + ["-o", sys.argv[2]]
+p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+seen = False
+for _ in range(400):  # until its temporary file exists (at most 20 s)
+    if glob.glob(out + ".tmp.*"):
+        seen = True
+        break
+    time.sleep(0.01)
+time.sleep(0.05)
+p.send_signal(sig)
+rc = p.wait()
+print("seen" if seen else "unseen", rc, " ".join(sorted(glob.glob(out + "*"))))
+PY
+)
+        set -- $out
+        [ "$1" = seen ] || fail "gen $model: no temporary file seen"
+        [ "$2" != 0 ] || fail "gen $model finished before SIG$sig; make it longer"
+        [ -z "${3:-}" ] || fail "gen $model killed by SIG$sig left: ${*:3}"
     done
 done
 
