@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "svg.h"
+#include "traces/trace.h"
 #include "base/strbuf.h"
 
 /* Chart geometry (SVG user units; charts scale to the page width). */
@@ -99,6 +100,9 @@ void rep_chart_memory(gm_strbuf *b, const rep *p, size_t run);
 void rep_chart_frag(gm_strbuf *b, const rep *p, size_t run);
 void rep_chart_tenants(gm_strbuf *b, const rep *p, size_t run);
 void rep_chart_sizes(gm_strbuf *b, json_t *stats);
+/* A trace's "allocations_top" (trace_stats.h) as bands over the shared time
+ * axis; offset_ns: the tenant's offset (trace time -> timeline time). */
+void rep_chart_allocs(gm_strbuf *b, const rep *p, json_t *top, double offset_ns, const char *id);
 const char *rep_color(int i); /* policy palette */
 
 #endif

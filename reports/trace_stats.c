@@ -88,7 +88,14 @@ int gm_trace_stats_json(const char *path, json_t **out, gm_err *err)
         json_object_set_new(o, "peak_live_t_ns", json_integer((json_int_t)s.peak_t));
         json_object_set_new(o, "size_histogram", size_hist_json(&s));
         json_object_set_new(o, "categories", categories_json(&s));
-        *out = o;
+        json_t *top = NULL;
+        rc = gm_trace_allocs_json(r, GM_TOP_ALLOCS, &top, err);
+        if (rc == GM_OK) {
+            json_object_set_new(o, "allocations_top", top);
+            *out = o;
+        } else {
+            json_decref(o);
+        }
     }
     gm_trace_scan_free(&s);
     gm_trace_close(r);

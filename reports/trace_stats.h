@@ -14,6 +14,13 @@
  *       and bytes requested per category over the whole trace, and what
  *       each category held at the peak of live bytes (/initial_state
  *       blocks count as live from the start)
+ *   allocations_top {t0_ns, t1_ns, allocations, shown, rows, sites,
+ *       rest_max_bytes}: the GM_TOP_ALLOCS largest allocations (by requested
+ *       size, largest first) as rows [t_alloc_ns, t_free_ns (-1: still live
+ *       at the end), size_bytes, category, site (index into sites, -1:
+ *       unknown)]; rest_max_bytes: the bytes every other allocation held,
+ *       maximum per column of 400 equal columns over [t0_ns, t1_ns] (the
+ *       trace's first and last event). Initial blocks count from t0_ns.
  * Memory is O(chunk + live allocations), like every trace pass.
  */
 #ifndef GM_TRACE_STATS_H
@@ -23,6 +30,15 @@
 
 #include "base/err.h"
 #include "sim/engine.h"
+
+#include "traces/trace.h"
+
+/* Allocations drawn as bands: enough for the memory a job holds at once
+ * (a transformer's weights and activations), few enough for the page. */
+#define GM_TOP_ALLOCS 400
+
+/* "allocations_top" of the trace r (two passes over its events; rewinds). */
+int gm_trace_allocs_json(gm_trace_reader *r, size_t top, json_t **out, gm_err *err);
 
 /* Read the trace at path once; *out is a new JSON object (see above). */
 int gm_trace_stats_json(const char *path, json_t **out, gm_err *err);
