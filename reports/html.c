@@ -176,7 +176,7 @@ static const char script[] =
     "a0.setAttribute('visibility',z?'hidden':'visible');"
     "a1.setAttribute('visibility',z?'visible':'hidden');if(!z)return;"
     "var sp=+d.span,t0=za*sp,t1=zb*sp,w=t1-t0,"
-    "u=w>=2e9?[1e9,'s']:w>=2e6?[1e6,'ms']:w>=2e3?[1e3,'\\u00b5s']:[1,'ns'],st=nice(w/8),"
+    "u=w>=1e9?[1e9,'s']:w>=1e6?[1e6,'ms']:w>=1e3?[1e3,'\\u00b5s']:[1,'ns'],st=nice(w/8),"
     "L=a1.querySelectorAll('line'),T=a1.querySelectorAll('text'),i=0;"
     "for(var v=Math.ceil(t0/st)*st;v<=t1+st*1e-6&&i<L.length;v+=st,i++){"
     "var x=px0+(v-t0)/w*pw;L[i].setAttribute('x1',x);L[i].setAttribute('x2',x);"
@@ -555,7 +555,11 @@ static void legend_memory(gm_strbuf *b, const rep *p, const rep_run *r)
     else if (r->capacity > 0)
         gm_sb_printf(b, "<span>capacity %s (above the axis)</span>",
                      gm_fmt_bytes_auto(r->capacity, v, sizeof v));
-    gm_sb_puts(b, "<span><b style=\"color:#c53030\">\xe2\x96\xbc</b> OOM</span></div>");
+    gm_sb_puts(b, "<span><b style=\"color:#c53030\">\xe2\x96\xbc</b> OOM</span>");
+    if (p->ymin > 0)
+        gm_sb_printf(b, "<span>y axis from %s, fitted to the data</span>",
+                     gm_fmt_bytes_auto(p->ymin, v, sizeof v));
+    gm_sb_puts(b, "</div>");
 }
 
 static void kpis(gm_strbuf *b, const rep *p, const rep_run *r)
@@ -1025,22 +1029,36 @@ static void trace_section(gm_strbuf *b, const rep *p, json_t *st, size_t idx)
     gm_sb_puts(b, "</code></h3><dl class=\"kv\"><dt>source</dt><dd>");
     esc(b, rep_str(st, "meta.source"));
     gm_sb_puts(b, "</dd><dt>recorded on</dt><dd>");
-    const char *dev = rep_str(st, "meta.device_name");
-    esc(b, dev && *dev ? dev : "(unknown device)");
-    gm_sb_printf(b, ", %s, ",
-                 gm_fmt_bytes_auto(rep_num(st, "meta.device_total_bytes"), v[0], sizeof v[0]));
-    esc(b, rep_str(st, "meta.created_utc"));
+    /* only what the trace knows: a name, a size, a date, each when recorded */
+    const char *dev = rep_str(st, "meta.device_name"), *when = rep_str(st, "meta.created_utc");
+    double total = rep_num(st, "meta.device_total_bytes");
+    int parts = 0;
+    if (dev && *dev) esc(b, dev), parts++;
+    if (total > 0)
+        gm_sb_printf(b, "%s%s device memory", parts++ ? ", " : "",
+                     gm_fmt_bytes_auto(total, v[0], sizeof v[0]));
+    if (when && *when) {
+        gm_sb_puts(b, parts++ ? ", trace made " : "trace made ");
+        esc(b, when);
+    }
+    if (!parts) gm_sb_puts(b, "not recorded in the trace");
     gm_sb_puts(b, "</dd><dt>command</dt><dd><code>");
     esc(b, rep_str(st, "meta.command"));
     gm_sb_puts(b, "</code></dd><dt>workload</dt><dd class=\"workload\">");
     gm_sb_esc_max(b, rep_str(st, "meta.workload"), 2000);
-    gm_sb_printf(b,
-                 "</dd><dt>events</dt><dd>%s (%s allocations, %s requested in all); peak live "
-                 "%s</dd></dl>",
-                 gm_fmt_count(rep_num(st, "events"), v[0], sizeof v[0]),
-                 gm_fmt_count(rep_num(st, "allocations"), v[1], sizeof v[1]),
-                 gm_fmt_bytes_auto(rep_num(st, "alloc_bytes"), v[2], sizeof v[2]),
-                 gm_fmt_bytes_auto(rep_num(st, "peak_live_bytes"), v[3], sizeof v[3]));
+    if (rep_num(st, "events") > 0)
+        gm_sb_printf(b,
+                     "</dd><dt>events</dt><dd>%s (%s allocations, %s requested in all); peak "
+                     "live %s</dd></dl>",
+                     gm_fmt_count(rep_num(st, "events"), v[0], sizeof v[0]),
+                     gm_fmt_count(rep_num(st, "allocations"), v[1], sizeof v[1]),
+                     gm_fmt_bytes_auto(rep_num(st, "alloc_bytes"), v[2], sizeof v[2]),
+                     gm_fmt_bytes_auto(rep_num(st, "peak_live_bytes"), v[3], sizeof v[3]));
+    else /* a state-only snapshot: what was live at the one instant it holds */
+        gm_sb_printf(b,
+                     "</dd><dt>events</dt><dd>none: the trace holds the state at one instant, "
+                     "%s live in tensors</dd></dl>",
+                     gm_fmt_bytes_auto(rep_num(st, "peak_live_bytes"), v[3], sizeof v[3]));
     alloc_section(b, p, st, idx);
     gm_sb_puts(b, "<h4>Allocation sizes</h4>");
     gm_sb_puts(b, "<div class=\"legend\"><span><i class=\"key fill\" style=\"background:#2b6cb0\">"

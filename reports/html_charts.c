@@ -371,7 +371,7 @@ void rep_chart_memory(gm_strbuf *b, const rep *p, size_t run)
         put_range(b, rc->r_min[c], rc->r[c], p->yu.div, dec);
     }
     gm_sb_puts(b, "\">");
-    gm_scale x = xscale(), y = {0, p->ymax, bottom, top};
+    gm_scale x = xscale(), y = {p->ymin, p->ymax, bottom, top};
     gm_svg_grid_y(b, &x, &y, p->ystep, p->yu, decimals(p->ystep / p->yu.div) - 2);
     time_axis(b, p, bottom);
     if (!r->cols) {
@@ -576,7 +576,7 @@ void rep_chart_overlay(gm_strbuf *b, const rep *p)
         put_val(b, q[c], p->yu.div, dec);
     }
     gm_sb_puts(b, "\">");
-    gm_scale x = xscale(), y = {0, p->ymax, bottom, top};
+    gm_scale x = xscale(), y = {p->ymin, p->ymax, bottom, top};
     gm_svg_grid_y(b, &x, &y, p->ystep, p->yu, decimals(p->ystep / p->yu.div) - 2);
     time_axis(b, p, bottom);
     rep_zoom_open(b, top, bottom);

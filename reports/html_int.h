@@ -68,6 +68,7 @@ typedef struct rep {
     size_t multi;            /* most tenants in any run (> 1: multi-tenant)         */
     double t0, t1;           /* shared time range, ns                               */
     double ymax, ystep;      /* device memory axis top and tick step, bytes   */
+    double ymin;             /* its bottom: 0, or fitted to the data (fit_axis) */
     double ymax_t, ystep_t;  /* tenant bands axis                             */
     gm_unit yu, yu_t, tu;    /* their units; time unit                        */
     double peak_live;        /* largest device peak live bytes: the limit     */

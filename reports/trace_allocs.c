@@ -134,14 +134,23 @@ typedef struct pass2 {
     uint64_t t0, t1;
 } pass2;
 
-static void p2_note(pass2 *p, uint64_t t)
+/* Move to the column of time t: the columns passed held what was live
+ * before this event. */
+static void p2_advance(pass2 *p, uint64_t t)
 {
     double span = (double)(p->t1 - p->t0);
     int c = span > 0 ? (int)((double)(t - p->t0) / span * NCOL) : 0;
     if (c >= NCOL) c = NCOL - 1;
     if (c < 0) c = 0;
-    while (p->cur < c) /* quiet columns hold what was live */
-        p->col[++p->cur] = (double)p->rest;
+    while (p->cur < c) {
+        p->cur++;
+        p->col[p->cur] = (double)p->rest;
+    }
+}
+
+/* After an event: its column holds the most live at any of its events. */
+static void p2_note(pass2 *p)
+{
     if ((double)p->rest > p->col[p->cur]) p->col[p->cur] = (double)p->rest;
 }
 
@@ -291,11 +300,12 @@ int gm_trace_allocs_json(gm_trace_reader *r, size_t top, json_t **out, gm_err *e
             const gm_event *e = &buf[i];
             uint64_t v;
             if (e->op != GM_OP_ALLOC && e->op != GM_OP_FREE) continue;
+            p2_advance(&p, e->t_ns);
             if (gm_addrmap_del(&p.live, gm_addrmap_key(e->addr), &v)) p.rest -= v;
             if (e->op == GM_OP_ALLOC && !is_top(seqs, h.n, seq++) &&
                 gm_addrmap_put(&p.live, gm_addrmap_key(e->addr), e->size) == GM_OK)
                 p.rest += e->size;
-            p2_note(&p, e->t_ns);
+            p2_note(&p);
         }
     }
     while (p.cur < NCOL - 1)
