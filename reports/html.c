@@ -1163,7 +1163,7 @@ int gm_html_render(json_t *result, gm_strbuf *out, gm_err *err)
     verdict(out, &p);
     comparison_table(out, &p);
     if (p.n > 1) {
-        gm_sb_puts(out, "<h2 id=\"overlay\">Reserved memory over time, every run</h2><div "
+        gm_sb_puts(out, "<h2 id=\"strips\">Reserved memory over time, one strip per run</h2><div "
                         "class=\"legend\" id=\"ov-legend\">");
         for (size_t i = 0; i < p.n; i++) {
             const rep_run *r = &p.run[p.order[i]];
@@ -1171,18 +1171,19 @@ int gm_html_render(json_t *result, gm_strbuf *out, gm_err *err)
                          r->realizable ? "" : " dash", rep_color(r->color));
             esc(out, r->label);
             const rep_run *twin = same_line(&p, i);
-            if (twin) { /* drawn exactly under another line: say so */
-                gm_sb_puts(out, " (= ");
+            if (twin) { /* the same memory over time: say so */
+                gm_sb_puts(out, " (same as ");
                 esc(out, twin->label);
                 gm_sb_puts(out, ")");
             }
             gm_sb_puts(out, " <b class=\"lv\"></b></span>");
         }
-        gm_sb_puts(out, "<span><i class=\"key fill\" style=\"background:#d5dae0\"></i>requested "
+        gm_sb_puts(out, "<span><i class=\"key\" style=\"border-color:#1a202c\"></i>requested "
                         "(live) <b class=\"lv\"></b></span><span><i class=\"key dot\" "
                         "style=\"border-color:#1a202c\">"
-                        "</i>limit: peak live</span></div>");
-        rep_chart_overlay(out, &p);
+                        "</i>limit: peak live</span><span><i class=\"key dash\" "
+                        "style=\"border-color:#8795a1\"></i>pytorch, the baseline</span></div>");
+        rep_chart_multiples(out, &p);
     }
     gm_sb_printf(out, "<h2 id=\"runs\">%s</h2>", p.n > 1 ? "Each run over time" : "Over time");
     for (int bound = 0; bound < 2; bound++) /* realizable runs, then the bounds */

@@ -547,75 +547,6 @@ static void ov_text(gm_strbuf *b, const void *ctx, size_t c0, size_t c1)
     }
 }
 
-void rep_chart_overlay(gm_strbuf *b, const rep *p)
-{
-    const double H = 296, top = 14 + READOUT, bottom = H - 26;
-    double q[REP_NCOL];
-    svg_open(b, p, H, "overlay", "reserved memory over time, every run on one axis", p->yu.name);
-    gm_sb_puts(b, " data-legend=\"ov-legend\" data-names=\"");
-    for (size_t i = 0; i < p->n; i++) {
-        if (i) gm_sb_puts(b, "|");
-        put_name(b, p->run[p->order[i]].label);
-    }
-    gm_sb_puts(b, "|requested\" data-v=\"");
-    for (int c = 0; c < REP_NCOL; c++) {
-        q[c] = NAN;
-        for (size_t i = 0; i < p->n; i++) {
-            const rep_cols *rc = p->run[i].cols;
-            if (rc && !isnan(rc->q[c]) && (isnan(q[c]) || rc->q[c] > q[c])) q[c] = rc->q[c];
-        }
-    }
-    int dec = decimals(p->ymax / p->yu.div);
-    for (int c = 0; c < REP_NCOL; c++) {
-        if (c) gm_sb_puts(b, " ");
-        for (size_t i = 0; i < p->n; i++) {
-            const rep_cols *rc = p->run[p->order[i]].cols;
-            put_val(b, rc ? rc->r[c] : NAN, p->yu.div, dec);
-            gm_sb_puts(b, ",");
-        }
-        put_val(b, q[c], p->yu.div, dec);
-    }
-    gm_sb_puts(b, "\">");
-    gm_scale x = xscale(), y = {p->ymin, p->ymax, bottom, top};
-    gm_svg_grid_y(b, &x, &y, p->ystep, p->yu, decimals(p->ystep / p->yu.div) - 2);
-    time_axis(b, p, bottom);
-    rep_zoom_open(b, top, bottom);
-    path(b, "s-qa area", q, &y, 1, "requested (live) bytes: the same demand for every policy");
-    /* worst first, so the winner is drawn on top */
-    for (size_t i = p->n; i-- > 0;) {
-        size_t k = p->order[i];
-        const rep_run *r = &p->run[k];
-        if (!r->cols) continue;
-        gm_strbuf d;
-        gm_sb_init(&d);
-        centres cx = col_centres();
-        gm_svg_line_d(&d, &x, &y, cx.x, r->cols->r, REP_NCOL);
-        gm_sb_printf(b, "<path class=\"ov%s%s\" style=\"stroke:%s\" d=\"%s\"><title>",
-                     (int)k == p->winner ? " win" : "", r->realizable ? "" : " bound",
-                     rep_color(r->color), gm_sb_str(&d));
-        gm_sb_esc(b, r->label);
-        gm_sb_puts(b, r->realizable ? ": reserved" : ": reserved (bound; uses the future)");
-        gm_sb_puts(b, "</title></path>");
-        gm_sb_free(&d);
-    }
-    rep_zoom_close(b);
-    char lbl[96], v[32];
-    if (p->peak_live > 0) {
-        snprintf(lbl, sizeof lbl, "limit: peak live %s",
-                 gm_fmt_unit(p->peak_live, p->yu, 2, v, sizeof v));
-        hline(b, "limit", gm_scale_px(&y, p->peak_live), lbl, 1);
-    }
-    if (p->usable > 0 && p->usable <= p->ymax) {
-        snprintf(lbl, sizeof lbl, "usable capacity %s",
-                 gm_fmt_unit(p->usable, p->yu, 2, v, sizeof v));
-        hline(b, "cap", gm_scale_px(&y, p->usable), lbl, 0);
-    }
-    ov_ctx ctx = {p};
-    tooltips(b, p, top, bottom, ov_text, &ctx);
-    cursor(b, top, bottom);
-    gm_sb_puts(b, "</svg>");
-}
-
 /* ---------------------------------------------------- size histogram */
 
 /* A power-of-two edge, short: 0, 512, 1K, 64K, 2M, 1G (binary units). */
@@ -862,4 +793,120 @@ void rep_chart_allocs(gm_strbuf *b, const rep *p, json_t *top, double offset_ns,
     cursor(b, top_px, bottom);
     gm_sb_puts(b, "</svg>");
     free(v);
+}
+
+/* ---------------------------------------------- runs as small multiples */
+
+/* Every run's reserved memory in its own strip, one above the other on the
+ * same axes (time and the fitted memory axis), ranked order: lines that
+ * would lie on top of each other in one chart (two policies that behave
+ * alike) stay apart. Each strip also draws the pytorch baseline's reserved
+ * line (grey, dashed) when it is not the baseline itself, the requested
+ * bytes, the limit and the OOMs. */
+void rep_chart_multiples(gm_strbuf *b, const rep *p)
+{
+    const double strip = 62, gap = 20, top = 4 + READOUT;
+    const double H = top + p->n * (strip + gap) + 24;
+    const rep_run *base = NULL;
+    for (size_t i = 0; i < p->n; i++)
+        if (p->run[i].policy && !strcmp(p->run[i].policy, "pytorch")) base = &p->run[i];
+    double q[REP_NCOL];
+    svg_open(b, p, H, "overlay", "reserved memory over time, one strip per run", p->yu.name);
+    gm_sb_puts(b, " data-legend=\"ov-legend\" data-names=\"");
+    for (size_t i = 0; i < p->n; i++) {
+        if (i) gm_sb_puts(b, "|");
+        put_name(b, p->run[p->order[i]].label);
+    }
+    gm_sb_puts(b, "|requested\" data-v=\"");
+    for (int c = 0; c < REP_NCOL; c++) {
+        q[c] = NAN;
+        for (size_t i = 0; i < p->n; i++) {
+            const rep_cols *rc = p->run[i].cols;
+            if (rc && !isnan(rc->q[c]) && (isnan(q[c]) || rc->q[c] > q[c])) q[c] = rc->q[c];
+        }
+    }
+    int dec = decimals(p->ymax / p->yu.div);
+    for (int c = 0; c < REP_NCOL; c++) {
+        if (c) gm_sb_puts(b, " ");
+        for (size_t i = 0; i < p->n; i++) {
+            const rep_cols *rc = p->run[p->order[i]].cols;
+            put_val(b, rc ? rc->r[c] : NAN, p->yu.div, dec);
+            gm_sb_puts(b, ",");
+        }
+        put_val(b, q[c], p->yu.div, dec);
+    }
+    gm_sb_puts(b, "\">");
+    gm_scale x = xscale();
+    char lbl[600], v[3][32];
+    for (size_t i = 0; i < p->n; i++) {
+        size_t k = p->order[i];
+        const rep_run *r = &p->run[k];
+        double y0 = top + i * (strip + gap) + gap, y1 = y0 + strip;
+        gm_scale y = {p->ymin, p->ymax, y1, y0};
+        gm_sb_printf(b, "<rect class=\"band\" x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\"/>",
+                     REP_PX0, y0, REP_PX1 - REP_PX0, strip);
+        gm_svg_grid_y(b, &x, &y, p->ymax - p->ymin, p->yu, decimals(p->ymax / p->yu.div));
+        double pr = rep_num(r->m, "peak_reserved_bytes");
+        int n =
+            snprintf(lbl, sizeof lbl, "%s%s \xc2\xb7 peak reserved %s", r->label,
+                     r->realizable ? "" : " (bound)", gm_fmt_unit(pr, p->yu, 2, v[0], sizeof v[0]));
+        if (base && base != r && n > 0 && (size_t)n < sizeof lbl) {
+            double d = pr - rep_num(base->m, "peak_reserved_bytes");
+            snprintf(lbl + n, sizeof lbl - (size_t)n, ", %s%s against pytorch",
+                     d < 0 ? "\xe2\x88\x92" : "+",
+                     gm_fmt_unit(fabs(d), p->yu, 2, v[1], sizeof v[1]));
+        }
+        double ooms = rep_num(r->m, "oom_count");
+        if (ooms > 0 && strlen(lbl) + 40 < sizeof lbl)
+            snprintf(lbl + strlen(lbl), sizeof lbl - strlen(lbl), " \xc2\xb7 %s OOM%s",
+                     gm_fmt_count(ooms, v[2], sizeof v[2]), ooms == 1 ? "" : "s");
+        gm_sb_printf(b, "<text class=\"band-l\" x=\"%g\" y=\"%g\" style=\"fill:%s\">", REP_PX0 + 4,
+                     y0 - 5, rep_color(r->color));
+        gm_sb_esc(b, lbl);
+        gm_sb_puts(b, "</text>");
+        rep_zoom_open(b, y0, y1);
+        if (r->cols) {
+            gm_strbuf d;
+            gm_sb_init(&d);
+            centres cx = col_centres();
+            gm_svg_area_d(&d, &x, &y, cx.x, r->cols->r, REP_NCOL);
+            if (d.len)
+                gm_sb_printf(b, "<path style=\"fill:%s;fill-opacity:.22\" d=\"%s\"/>",
+                             rep_color(r->color), gm_sb_str(&d));
+            gm_sb_free(&d);
+            path(b, "s-q", r->cols->q, &y, 0, "requested (live tensor bytes), max per column");
+            if (base && base != r && base->cols)
+                path(b, "s-u", base->cols->r, &y, 0, "pytorch (the baseline): reserved");
+            gm_sb_init(&d);
+            gm_svg_line_d(&d, &x, &y, cx.x, r->cols->r, REP_NCOL);
+            gm_sb_printf(b, "<path class=\"ov%s%s\" style=\"stroke:%s\" d=\"%s\"><title>",
+                         (int)k == p->winner ? " win" : "", r->realizable ? "" : " bound",
+                         rep_color(r->color), gm_sb_str(&d));
+            gm_sb_esc(b, r->label);
+            gm_sb_puts(b, r->realizable ? ": reserved" : ": reserved (bound; uses the future)");
+            gm_sb_puts(b, "</title></path>");
+            gm_sb_free(&d);
+        }
+        oom_marks(b, p, json_object_get(r->m, "ooms"), -1, y0, y1);
+        rep_zoom_close(b);
+        if (p->peak_live > 0) {
+            gm_sb_printf(b, "<line class=\"limit\" x1=\"%g\" x2=\"%g\" y1=\"", REP_PX0, REP_PX1);
+            gm_svg_num(b, gm_scale_px(&y, p->peak_live));
+            gm_sb_puts(b, "\" y2=\"");
+            gm_svg_num(b, gm_scale_px(&y, p->peak_live));
+            gm_sb_puts(b, "\"/>");
+        }
+        if (r->usable > 0 && r->usable <= p->ymax) {
+            gm_sb_printf(b, "<line class=\"cap\" x1=\"%g\" x2=\"%g\" y1=\"", REP_PX0, REP_PX1);
+            gm_svg_num(b, gm_scale_px(&y, r->usable));
+            gm_sb_puts(b, "\" y2=\"");
+            gm_svg_num(b, gm_scale_px(&y, r->usable));
+            gm_sb_puts(b, "\"/>");
+        }
+    }
+    time_axis(b, p, H - 24);
+    ov_ctx ctx = {p};
+    tooltips(b, p, top, H - 24, ov_text, &ctx);
+    cursor(b, top, H - 24);
+    gm_sb_puts(b, "</svg>");
 }

@@ -96,7 +96,7 @@ int rep_same(json_t *a, json_t *b);                 /* equal JSON values, both a
 size_t rep_trace_stats(const rep *p, json_t **out, size_t cap);
 
 /* html_charts.c */
-void rep_chart_overlay(gm_strbuf *b, const rep *p);
+void rep_chart_multiples(gm_strbuf *b, const rep *p); /* one strip per run, same axes */
 void rep_chart_memory(gm_strbuf *b, const rep *p, size_t run);
 void rep_chart_frag(gm_strbuf *b, const rep *p, size_t run);
 void rep_chart_tenants(gm_strbuf *b, const rep *p, size_t run);

@@ -381,7 +381,20 @@ static void test_render_compare(void)
     CU_ASSERT_EQUAL(count(h, "<tr class=\"bound\">"), 1);
     CU_ASSERT_EQUAL(count(h, "<svg class=\"chart tl\" id=\"mem-"), 4);
     CU_ASSERT_EQUAL(count(h, "<svg class=\"chart tl\" id=\"frag-"), 4);
-    CU_ASSERT_EQUAL(count(h, "id=\"overlay\""), 2); /* heading and chart */
+    /* the runs as small multiples: one strip each, in ranked order, each
+     * against the pytorch baseline drawn in it (not lines on one axis) */
+    CU_ASSERT_EQUAL(count(h, "id=\"overlay\""), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, "<h2 id=\"strips\">"));
+    const char *ov = strstr(h, "id=\"overlay\"");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ov);
+    CU_ASSERT_EQUAL(count(ov, "<title>pytorch (the baseline): reserved</title>"), 3);
+    const char *s1 = strstr(ov, ">priority \xc2\xb7 peak reserved"),
+               *s2 = strstr(ov, ">lru \xc2\xb7 peak reserved"),
+               *s3 = strstr(ov, ">pytorch \xc2\xb7 peak reserved"),
+               *s4 = strstr(ov, ">oracle (bound) \xc2\xb7 peak reserved");
+    CU_ASSERT_FATAL(s1 && s2 && s3 && s4);
+    CU_ASSERT(s1 < s2 && s2 < s3 && s3 < s4);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s4, "against pytorch"));
     CU_ASSERT_PTR_NOT_NULL(strstr(h, "Winner: priority"));
     CU_ASSERT_PTR_NOT_NULL(strstr(h, "limit: peak live 3.00 GiB"));
     free(h);
