@@ -1002,9 +1002,10 @@ static void alloc_section(gm_strbuf *b, const rep *p, json_t *st, size_t idx)
         seen[c >= 0 && c < GM_CAT_COUNT ? c : 0] = 1;
     }
     gm_sb_printf(b,
-                 "<h4>Live allocations over time</h4><p class=\"note\">The %s largest of %s "
-                 "allocations as bands (stacked by size, largest lowest; the same for every "
-                 "policy: the trace frees each tensor at the same event), the rest as one grey "
+                 "<h4>Live allocations over time</h4><p class=\"note\">%s of %s allocations "
+                 "as bands: those that hold the most memory over time and the largest of each "
+                 "fortieth of the trace (stacked by size, largest lowest; the same for every "
+                 "policy: the trace frees each tensor at the same event); the rest as one grey "
                  "area above them. Hover a band for its size, category, call site and lifetime; "
                  "click to pin it; drag across any time chart to zoom, double-click to reset.</p>"
                  "<div class=\"legend\">",

@@ -4,8 +4,8 @@
  *
  * Two passes over the events (the reader rewinds between them):
  *  1. every allocation's lifetime (t_alloc, t_free) is known at its free
- *     (or at the end: still live); the largest GM_TOP_ALLOCS of them are
- *     kept in a min-heap by size, so memory is O(live + N);
+ *     (or at the end: still live); GM_TOP_ALLOCS of them are kept in
+ *     min-heaps (pick, below), so memory is O(live + N);
  *  2. with the kept set known, the bytes of every other live allocation,
  *     maximum per time column, over the same columns the report draws.
  * Lifetimes are the trace's: every policy frees the same tensors at the same
@@ -28,6 +28,7 @@ typedef struct alloc_rec {
     uint32_t site;
     uint8_t cat;
     uint8_t freed;
+    double key; /* what its heap ranks by */
 } alloc_rec;
 
 typedef struct heap {
@@ -37,7 +38,7 @@ typedef struct heap {
 
 static int rec_less(const alloc_rec *a, const alloc_rec *b)
 {
-    if (a->size != b->size) return a->size < b->size;
+    if (a->key != b->key) return a->key < b->key;
     return a->seq > b->seq; /* of equal sizes, the earlier one is kept */
 }
 
@@ -67,6 +68,78 @@ static void heap_offer(heap *h, const alloc_rec *r)
         h->v[(i - 1) / 2] = t;
         i = (i - 1) / 2;
     }
+}
+
+/* What is kept: half the bands for the allocations that hold the most
+ * memory over time (bytes x lifetime: weights, optimizer state, long-lived
+ * activations), half spread over NSLICE equal slices of the trace by
+ * allocation time, the largest of each, so a long trace has bands all
+ * along it, not only where its first equal-sized tensors were. */
+#define NSLICE 40
+
+typedef struct pick {
+    heap all;
+    heap slice[NSLICE];
+    uint64_t t0, t1;
+} pick;
+
+static int pick_init(pick *k, size_t top, uint64_t t0, uint64_t t1)
+{
+    size_t per = top >= 4 * NSLICE ? (top / 2) / NSLICE : 0;
+    memset(k, 0, sizeof *k);
+    k->t0 = t0;
+    k->t1 = t1 > t0 ? t1 : t0 + 1;
+    k->all.cap = top - per * NSLICE;
+    k->all.v = calloc(k->all.cap ? k->all.cap : 1, sizeof(alloc_rec));
+    if (!k->all.v) return GM_ENOMEM;
+    for (int i = 0; i < NSLICE; i++) {
+        k->slice[i].cap = per;
+        k->slice[i].v = calloc(per ? per : 1, sizeof(alloc_rec));
+        if (!k->slice[i].v) return GM_ENOMEM;
+    }
+    return GM_OK;
+}
+
+static void pick_free(pick *k)
+{
+    free(k->all.v);
+    for (int i = 0; i < NSLICE; i++)
+        free(k->slice[i].v);
+}
+
+/* r's lifetime is known (t1 set). */
+static void pick_offer(pick *k, const alloc_rec *r)
+{
+    alloc_rec a = *r;
+    a.key = (double)a.size * ((double)(a.t1 > a.t0 ? a.t1 - a.t0 : 0) + 1);
+    heap_offer(&k->all, &a);
+    double f = (double)(a.t0 > k->t0 ? a.t0 - k->t0 : 0) / (double)(k->t1 - k->t0);
+    int i = f >= 1 ? NSLICE - 1 : (int)(f * NSLICE);
+    a.key = (double)a.size;
+    heap_offer(&k->slice[i], &a);
+}
+
+static int cmp_rec_seq(const void *x, const void *y)
+{
+    const alloc_rec *a = x, *b = y;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* Everything kept, each once, into out (room for the total capacity). */
+static size_t pick_collect(const pick *k, alloc_rec *out)
+{
+    size_t n = 0;
+    memcpy(out, k->all.v, k->all.n * sizeof *out);
+    n = k->all.n;
+    for (int i = 0; i < NSLICE; i++) {
+        memcpy(out + n, k->slice[i].v, k->slice[i].n * sizeof *out);
+        n += k->slice[i].n;
+    }
+    qsort(out, n, sizeof *out, cmp_rec_seq);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!m || out[m - 1].seq != out[i].seq) out[m++] = out[i];
+    return m;
 }
 
 /* Live allocations of pass 1: addr -> index into a pool of records. */
@@ -200,19 +273,22 @@ static json_t *to_json(alloc_rec *recs, size_t n, uint64_t total, const pass2 *p
                      "rows", rows, "sites", names, "rest_max_bytes", rest);
 }
 
-int gm_trace_allocs_json(gm_trace_reader *r, size_t top, json_t **out, gm_err *err)
+int gm_trace_allocs_json(gm_trace_reader *r, size_t top, uint64_t t_first_hint,
+                         uint64_t t_last_hint, json_t **out, gm_err *err)
 {
     *out = NULL;
     gm_sites sites = {0};
     gm_init_row *rows = NULL;
     size_t nrows = 0;
-    heap h = {calloc(top ? top : 1, sizeof(alloc_rec)), 0, top};
+    heap h = {calloc(top ? top : 1, sizeof(alloc_rec)), 0, top}; /* what is drawn */
+    pick k;
+    int krc = pick_init(&k, top, t_first_hint, t_last_hint);
     live1 l = {0};
     pass2 p = {0};
     gm_event *buf = malloc(GM_TRACE_CHUNK_EVENTS * sizeof *buf);
     uint64_t *seqs = NULL, seq = 0, t_first = 0, t_last = 0, nev = 0;
     int rc = GM_OK;
-    if (!h.v || !buf || gm_addrmap_init(&l.map, 4096) || gm_addrmap_init(&p.live, 4096)) {
+    if (krc || !h.v || !buf || gm_addrmap_init(&l.map, 4096) || gm_addrmap_init(&p.live, 4096)) {
         rc = gm_errf(err, GM_ENOMEM, "out of host memory");
         goto done;
     }
@@ -232,6 +308,7 @@ int gm_trace_allocs_json(gm_trace_reader *r, size_t top, json_t **out, gm_err *e
                        rows[i].size,
                        rows[i].site,
                        rows[i].category < GM_CAT_COUNT ? rows[i].category : 0,
+                       0,
                        0};
         if (live_add(&l, rows[i].addr, &a)) rc = gm_errf(err, GM_ENOMEM, "out of host memory");
     }
@@ -249,19 +326,23 @@ int gm_trace_allocs_json(gm_trace_reader *r, size_t top, json_t **out, gm_err *e
             if (live_take(&l, e->addr, &a)) { /* a free, or an address reused live */
                 a.t1 = e->t_ns;
                 a.freed = 1;
-                heap_offer(&h, &a);
+                pick_offer(&k, &a);
             }
             if (e->op == GM_OP_ALLOC) {
                 alloc_rec b = {seq++,   e->t_ns, 0,
                                e->size, e->site, e->category < GM_CAT_COUNT ? e->category : 0,
-                               0};
+                               0,       0};
                 if (live_add(&l, e->addr, &b)) rc = gm_errf(err, GM_ENOMEM, "out of host memory");
             }
         }
     }
     if (rc != GM_OK) goto done;
     for (size_t i = 0; i < l.n; i++) /* still live at the end */
-        if (l.pool[i].seq != UINT64_MAX) heap_offer(&h, &l.pool[i]);
+        if (l.pool[i].seq != UINT64_MAX) {
+            l.pool[i].t1 = t_last;
+            pick_offer(&k, &l.pool[i]);
+        }
+    h.n = pick_collect(&k, h.v);
     for (size_t i = 0; i < h.n; i++) /* initial blocks: live from the first event */
         if (h.v[i].t0 < t_first) h.v[i].t0 = t_first;
     /* pass 2 */
@@ -318,6 +399,7 @@ done:
     free(buf);
     free(rows);
     free(h.v);
+    pick_free(&k);
     free(l.pool);
     free(l.free_ix);
     gm_addrmap_free(&l.map);

@@ -89,7 +89,7 @@ int gm_trace_stats_json(const char *path, json_t **out, gm_err *err)
         json_object_set_new(o, "size_histogram", size_hist_json(&s));
         json_object_set_new(o, "categories", categories_json(&s));
         json_t *top = NULL;
-        rc = gm_trace_allocs_json(r, GM_TOP_ALLOCS, &top, err);
+        rc = gm_trace_allocs_json(r, GM_TOP_ALLOCS, s.t_first, s.t_last, &top, err);
         if (rc == GM_OK) {
             json_object_set_new(o, "allocations_top", top);
             *out = o;

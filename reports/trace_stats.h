@@ -15,8 +15,8 @@
  *       each category held at the peak of live bytes (/initial_state
  *       blocks count as live from the start)
  *   allocations_top {t0_ns, t1_ns, allocations, shown, rows, sites,
- *       rest_max_bytes}: the GM_TOP_ALLOCS largest allocations (by requested
- *       size, largest first) as rows [t_alloc_ns, t_free_ns (-1: still live
+ *       rest_max_bytes}: GM_TOP_ALLOCS allocations (gm_trace_allocs_json
+ *       says which; largest first) as rows [t_alloc_ns, t_free_ns (-1: still live
  *       at the end), size_bytes, category, site (index into sites, -1:
  *       unknown)]; rest_max_bytes: the bytes every other allocation held,
  *       maximum per column of 400 equal columns over [t0_ns, t1_ns] (the
@@ -37,8 +37,13 @@
  * (a transformer's weights and activations), few enough for the page. */
 #define GM_TOP_ALLOCS 400
 
-/* "allocations_top" of the trace r (two passes over its events; rewinds). */
-int gm_trace_allocs_json(gm_trace_reader *r, size_t top, json_t **out, gm_err *err);
+/* "allocations_top" of the trace r (two passes over its events; rewinds).
+ * Half of the top bands go to the allocations holding the most bytes x
+ * time, half to the largest of each of 40 equal slices of [t_first,
+ * t_last] (the trace's first and last event time, from a scan; a wrong
+ * hint only skews the slices) by allocation time. */
+int gm_trace_allocs_json(gm_trace_reader *r, size_t top, uint64_t t_first, uint64_t t_last,
+                         json_t **out, gm_err *err);
 
 /* Read the trace at path once; *out is a new JSON object (see above). */
 int gm_trace_stats_json(const char *path, json_t **out, gm_err *err);

@@ -663,11 +663,12 @@ static void test_trace_stats(void)
     CU_ASSERT_STRING_EQUAL(json_string_value(json_array_get(json_object_get(top, "sites"), 0)),
                            EVIL_SITE);
     json_decref(st);
-    /* only the 2 largest kept: the rest is the 100 B (t 0-30) and the 3000 B
+    /* only 2 kept (the most bytes x time: 5 MiB for 10 ns, 1 MiB for 40 ns):
+     * the rest is the 100 B (t 0-30) and the 3000 B
      * (from t 20) allocations, max per column of 400 over t 0..50 */
     gm_trace_reader *r;
     CU_ASSERT_EQUAL_FATAL(gm_trace_open(path, &r, &err), GM_OK);
-    CU_ASSERT_EQUAL_FATAL(gm_trace_allocs_json(r, 2, &top, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(gm_trace_allocs_json(r, 2, 0, 50, &top, &err), GM_OK);
     gm_trace_close(r);
     json_t *rest = json_object_get(top, "rest_max_bytes");
     CU_ASSERT_EQUAL(json_array_size(json_object_get(top, "rows")), 2);
