@@ -1105,7 +1105,9 @@ static void definitions(gm_strbuf *b)
            "<dt>driver calls, time</dt><dd>cudaMalloc / cudaFree calls and their modelled time</dd>"
            "<dt>charts</dt><dd>every line point is the maximum over its time column, so no peak is "
            "lost; the shaded bands reach down to the column's minimum, so troughs are not either; "
-           "all runs share the axes; hover a chart to read every chart at that instant</dd></dl>");
+           "all runs share the axes (the memory axis starts near the data when the data sit "
+           "high on it: the legend says so); hover a chart to read every chart at that "
+           "instant, drag across one to zoom every time chart, double-click to reset</dd></dl>");
 }
 
 /* The run ranked before order position i whose reserved line is identical
