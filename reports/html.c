@@ -125,20 +125,38 @@ static const char css[] =
     ".cols{display:grid;grid-template-columns:1fr 1fr;gap:0 28px}"
     "@media (max-width:760px){.cols{grid-template-columns:1fr}main{padding:16px}"
     "dl.kv.pr{grid-template-columns:max-content 1fr}}"
+    ".pz path,.pz line,.pz rect{vector-effect:non-scaling-stroke}"
+    "svg.tl{cursor:crosshair;user-select:none}.cur,.sel{pointer-events:none}"
+    ".sel{fill:#2b6cb0;fill-opacity:.12;stroke:#2b6cb0}"
+    ".ab{stroke:none}.ab:hover,.ab.pin{stroke:#1f2933;stroke-width:1.5}"
+    ".k0{fill:#9aa5b1}.k1{fill:#4c78a8}.k2{fill:#72b7b2}.k3{fill:#eeca3b}.k4{fill:#f58518}"
+    ".k5{fill:#54a24b}.k6{fill:#e45756}.k7{fill:#b279a2}.al-rest{fill:#cbd2d9;fill-opacity:.8}"
+    ".al-tip{min-height:1.5em;font-size:12.5px;margin:2px 0;overflow-wrap:anywhere}"
+    "#zr{position:fixed;right:18px;bottom:18px;padding:6px 14px;border:1px solid #2b6cb0;"
+    "border-radius:4px;background:#fff;color:#2b6cb0;font:inherit;cursor:pointer;"
+    "box-shadow:0 1px 4px rgba(0,0,0,.15)}#zr[hidden]{display:none}"
     "@media print{body{background:#fff}main{box-shadow:none}.run{break-inside:avoid}}";
 
-/* The hover cursor: one column index for every timeline chart. Reads only
- * numbers and names the page itself wrote (data-*), sets only textContent
- * and attributes. Without it the page still reads (native <title> tips). */
+/* The page script: a hover cursor (one column index for every timeline
+ * chart), drag-to-zoom on every time chart (the nested plot <svg>'s viewBox
+ * and the zoomed axis' pre-written ticks), and the allocation bands' hover
+ * and pinned read-out. It reads only numbers and names the page itself
+ * wrote (data-*, <title> text), and sets only textContent and attributes.
+ * Without it the page still reads (native <title> tips, the full range). */
 static const char script[] =
     "(function(){'use strict';"
     "var S=[].slice.call(document.querySelectorAll('svg.tl'));"
     "[].forEach.call(document.querySelectorAll('g.tt'),function(g){g.parentNode.removeChild(g);});"
     "var D=S.map(function(s){return(s.getAttribute('data-v')||'').split(' ')"
     ".map(function(p){return p.split(',');});});"
+    "var za=0,zb=1,drag=null,moved=0,pin=null;"
+    "function fr(s,e){var p=s.createSVGPoint();p.x=e.clientX;p.y=e.clientY;"
+    "var q=p.matrixTransform(s.getScreenCTM().inverse()),d=s.dataset;"
+    "return(q.x-(+d.px0))/(+d.pw);}"
     "function show(c){S.forEach(function(s,i){var g=s.querySelector('g.cur');if(!g)return;"
-    "if(c<0){g.setAttribute('visibility','hidden');return;}"
-    "var d=s.dataset,x=(+d.px0)+(c+0.5)*(+d.cw),row=D[i][c]||[],n=(d.names||'').split('|'),"
+    "var d=s.dataset,f=((c+0.5)/(+d.n)-za)/(zb-za);"
+    "if(c<0||f<0||f>1){g.setAttribute('visibility','hidden');return;}"
+    "var x=(+d.px0)+f*(+d.pw),row=D[i][c]||[],n=(d.names||'').split('|'),"
     "t=(c+0.5)*(+d.tc),l=g.querySelector('line'),s2='t '+(+t.toPrecision(4))+' '+d.tu,"
     "lg=d.legend?document.getElementById(d.legend):null,"
     "lv=lg?lg.querySelectorAll('b.lv'):[];"
@@ -146,12 +164,55 @@ static const char script[] =
     "n.forEach(function(k,j){var v=row[j],w=v&&v!=='-'?v+' '+d.unit:'\\u2014';"
     "if(lv[j])lv[j].textContent=w;else s2+='  \\u00b7  '+k+' '+w;});"
     "g.querySelector('text').textContent=s2;g.setAttribute('visibility','visible');});}"
-    "S.forEach(function(s){s.addEventListener('mousemove',function(e){"
-    "var p=s.createSVGPoint();p.x=e.clientX;p.y=e.clientY;"
-    "var q=p.matrixTransform(s.getScreenCTM().inverse()),d=s.dataset,"
-    "c=Math.floor((q.x-(+d.px0))/(+d.cw));show(c>=0&&c<(+d.n)?c:-1);});"
+    "function nice(r){var m=Math.pow(10,Math.floor(Math.log(r)/Math.LN10)),k=r/m;"
+    "return(k<=1?1:k<=2?2:k<=5?5:10)*m;}"
+    "function zoom(a,b){za=Math.max(0,a);zb=Math.min(1,b);var z=za>0||zb<1,"
+    "R=document.getElementById('zr');"
+    "if(R){if(z)R.removeAttribute('hidden');else R.setAttribute('hidden','');}"
+    "S.forEach(function(s){var d=s.dataset,px0=+d.px0,pw=+d.pw,k=zb-za;"
+    "[].forEach.call(s.querySelectorAll('svg.pz'),function(p){p.setAttribute('viewBox',"
+    "(px0+za*pw)+' '+p.getAttribute('y')+' '+(k*pw)+' '+p.getAttribute('height'));});"
+    "[].forEach.call(s.querySelectorAll('g.oom'),function(g){var x=+g.getAttribute('data-x');"
+    "g.setAttribute('transform','translate('+x+' 0) scale('+k+' 1) translate('+(-x)+' 0)');});"
+    "var a0=s.querySelector('g.xax0'),a1=s.querySelector('g.xax1');if(!a0||!a1)return;"
+    "a0.setAttribute('visibility',z?'hidden':'visible');"
+    "a1.setAttribute('visibility',z?'visible':'hidden');if(!z)return;"
+    "var sp=+d.span,t0=za*sp,t1=zb*sp,w=t1-t0,"
+    "u=w>=1e9?[1e9,'s']:w>=1e6?[1e6,'ms']:w>=1e3?[1e3,'\\u00b5s']:[1,'ns'],st=nice(w/8),"
+    "L=a1.querySelectorAll('line'),T=a1.querySelectorAll('text'),i=0;"
+    "for(var v=Math.ceil(t0/st)*st;v<=t1+st*1e-6&&i<L.length;v+=st,i++){"
+    "var x=px0+(v-t0)/w*pw;L[i].setAttribute('x1',x);L[i].setAttribute('x2',x);"
+    "L[i].setAttribute('visibility','visible');T[i].setAttribute('x',Math.min(x,px0+pw-20));"
+    "T[i].textContent=(+(v/u[0]).toPrecision(6))+' '+u[1];"
+    "T[i].setAttribute('visibility','visible');}"
+    "for(;i<L.length;i++){L[i].setAttribute('visibility','hidden');"
+    "T[i].setAttribute('visibility','hidden');}});}"
+    "S.forEach(function(s){var d=s.dataset,sel=s.querySelector('rect.sel');"
+    "s.addEventListener('mousedown',function(e){if(e.button!==0)return;"
+    "drag={s:s,f:fr(s,e)};moved=0;e.preventDefault();});"
+    "s.addEventListener('mousemove',function(e){var f=fr(s,e),"
+    "c=Math.floor((za+f*(zb-za))*(+d.n));show(f>=0&&f<=1&&c>=0&&c<(+d.n)?c:-1);"
+    "if(drag&&drag.s===s&&sel){var a=Math.max(0,Math.min(drag.f,f)),"
+    "b=Math.min(1,Math.max(drag.f,f));sel.setAttribute('x',(+d.px0)+a*(+d.pw));"
+    "sel.setAttribute('width',(b-a)*(+d.pw));sel.setAttribute('visibility','visible');}});"
     "s.addEventListener('mouseleave',function(){show(-1);"
-    "[].forEach.call(document.querySelectorAll('b.lv'),function(b){b.textContent='';});});});"
+    "[].forEach.call(document.querySelectorAll('b.lv'),function(b){b.textContent='';});});"
+    "s.addEventListener('dblclick',function(){zoom(0,1);});"
+    "var tip=document.getElementById(s.id+'-tip');if(!tip)return;"
+    "s.addEventListener('mouseover',function(e){var r=e.target;"
+    "if(pin||!r.classList||!r.classList.contains('ab'))return;"
+    "tip.textContent=r.querySelector('title').textContent;});"
+    "s.addEventListener('click',function(e){var r=e.target;if(moved){moved=0;return;}"
+    "if(!r.classList||!r.classList.contains('ab'))return;"
+    "if(pin)pin.classList.remove('pin');if(pin===r){pin=null;return;}"
+    "pin=r;r.classList.add('pin');"
+    "tip.textContent='pinned (click again to release): '+r.querySelector('title').textContent;"
+    "});});"
+    "document.addEventListener('mouseup',function(e){if(!drag)return;"
+    "var s=drag.s,f=fr(s,e),a=Math.max(0,Math.min(drag.f,f)),b=Math.min(1,Math.max(drag.f,f)),"
+    "sel=s.querySelector('rect.sel');if(sel)sel.setAttribute('visibility','hidden');"
+    "if((b-a)*(+s.dataset.pw)>4){var k=zb-za;moved=1;zoom(za+a*k,za+b*k);}drag=null;});"
+    "var R=document.getElementById('zr');if(R)R.addEventListener('click',function(){zoom(0,1);});"
     "document.documentElement.className+=' js';})();";
 
 /* ------------------------------------------------------------ helpers */
@@ -496,7 +557,11 @@ static void legend_memory(gm_strbuf *b, const rep *p, const rep_run *r)
     else if (r->capacity > 0)
         gm_sb_printf(b, "<span>capacity %s (above the axis)</span>",
                      gm_fmt_bytes_auto(r->capacity, v, sizeof v));
-    gm_sb_puts(b, "<span><b style=\"color:#c53030\">\xe2\x96\xbc</b> OOM</span></div>");
+    gm_sb_puts(b, "<span><b style=\"color:#c53030\">\xe2\x96\xbc</b> OOM</span>");
+    if (p->ymin > 0)
+        gm_sb_printf(b, "<span>y axis from %s, fitted to the data</span>",
+                     gm_fmt_bytes_auto(p->ymin, v, sizeof v));
+    gm_sb_puts(b, "</div>");
 }
 
 static void kpis(gm_strbuf *b, const rep *p, const rep_run *r)
@@ -934,7 +999,58 @@ static void iterations(gm_strbuf *b, json_t *st)
     rep_chart_iterations(b, st);
 }
 
-static void trace_section(gm_strbuf *b, json_t *st)
+/* The offset of the first tenant whose statistics st are (its trace's time
+ * on the timeline). */
+static double stats_offset(const rep *p, json_t *st)
+{
+    for (size_t i = 0; i < p->n; i++)
+        for (size_t k = 0; k < p->run[i].nt; k++)
+            if (json_object_get(p->run[i].t[k].j, "trace_stats") == st) {
+                double o = rep_num(p->run[i].t[k].j, "offset_ns");
+                return isnan(o) ? 0 : o;
+            }
+    return 0;
+}
+
+static const char *const cat_colors[] = {"#9aa5b1", "#4c78a8", "#72b7b2", "#eeca3b",
+                                         "#f58518", "#54a24b", "#e45756", "#b279a2"};
+
+/* The largest allocations as bands (the trace's own lifetimes). */
+static void alloc_section(gm_strbuf *b, const rep *p, json_t *st, size_t idx)
+{
+    json_t *top = json_object_get(st, "allocations_top");
+    if (!json_is_object(top) || !json_array_size(json_object_get(top, "rows"))) return;
+    char v[3][48], id[32];
+    int seen[GM_CAT_COUNT] = {0};
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(top, "rows"), i, r)
+    {
+        int c = gm_category_parse(json_string_value(json_array_get(r, 3)));
+        seen[c >= 0 && c < GM_CAT_COUNT ? c : 0] = 1;
+    }
+    gm_sb_printf(b,
+                 "<h4>Live allocations over time</h4><p class=\"note\">%s of %s allocations "
+                 "as bands: those that hold the most memory over time and the largest of each "
+                 "fortieth of the trace (stacked by size, largest lowest; the same for every "
+                 "policy: the trace frees each tensor at the same event); the rest as one grey "
+                 "area above them. Hover a band for its size, category, call site and lifetime; "
+                 "click to pin it; drag across any time chart to zoom, double-click to reset.</p>"
+                 "<div class=\"legend\">",
+                 gm_fmt_count(rep_num(top, "shown"), v[0], sizeof v[0]),
+                 gm_fmt_count(rep_num(top, "allocations"), v[1], sizeof v[1]));
+    for (int c = 0; c < GM_CAT_COUNT; c++)
+        if (seen[c])
+            gm_sb_printf(b, "<span><i class=\"key fill\" style=\"background:%s\"></i>%s</span>",
+                         cat_colors[c], gm_category_name(c));
+    gm_sb_puts(b, "<span><i class=\"key fill\" style=\"background:#cbd2d9\"></i>the other "
+                  "allocations (max per column)</span></div>");
+    snprintf(id, sizeof id, "alloc-%zu", idx);
+    rep_chart_allocs(b, p, top, stats_offset(p, st), id);
+    gm_sb_printf(b, "<p class=\"al-tip\" id=\"%s-tip\" aria-live=\"polite\"></p>", id);
+}
+
+static void trace_section(gm_strbuf *b, const rep *p, json_t *st, size_t idx)
 {
     char v[4][48];
     gm_sb_puts(b, "<section class=\"trace\"><h3><code>");
@@ -942,22 +1058,38 @@ static void trace_section(gm_strbuf *b, json_t *st)
     gm_sb_puts(b, "</code></h3><dl class=\"kv\"><dt>source</dt><dd>");
     esc(b, rep_str(st, "meta.source"));
     gm_sb_puts(b, "</dd><dt>recorded on</dt><dd>");
-    const char *dev = rep_str(st, "meta.device_name");
-    esc(b, dev && *dev ? dev : "(unknown device)");
-    gm_sb_printf(b, ", %s, ",
-                 gm_fmt_bytes_auto(rep_num(st, "meta.device_total_bytes"), v[0], sizeof v[0]));
-    esc(b, rep_str(st, "meta.created_utc"));
+    /* only what the trace knows: a name, a size, a date, each when recorded */
+    const char *dev = rep_str(st, "meta.device_name"), *when = rep_str(st, "meta.created_utc");
+    double total = rep_num(st, "meta.device_total_bytes");
+    int parts = 0;
+    if (dev && *dev) esc(b, dev), parts++;
+    if (total > 0)
+        gm_sb_printf(b, "%s%s device memory", parts++ ? ", " : "",
+                     gm_fmt_bytes_auto(total, v[0], sizeof v[0]));
+    if (when && *when) {
+        gm_sb_puts(b, parts++ ? ", trace made " : "trace made ");
+        esc(b, when);
+    }
+    if (!parts) gm_sb_puts(b, "not recorded in the trace");
     gm_sb_puts(b, "</dd><dt>command</dt><dd><code>");
     esc(b, rep_str(st, "meta.command"));
     gm_sb_puts(b, "</code></dd><dt>workload</dt><dd class=\"workload\">");
     gm_sb_esc_max(b, rep_str(st, "meta.workload"), 2000);
-    gm_sb_printf(b,
-                 "</dd><dt>events</dt><dd>%s (%s allocations, %s requested in all); peak live "
-                 "%s</dd></dl>",
-                 gm_fmt_count(rep_num(st, "events"), v[0], sizeof v[0]),
-                 gm_fmt_count(rep_num(st, "allocations"), v[1], sizeof v[1]),
-                 gm_fmt_bytes_auto(rep_num(st, "alloc_bytes"), v[2], sizeof v[2]),
-                 gm_fmt_bytes_auto(rep_num(st, "peak_live_bytes"), v[3], sizeof v[3]));
+    if (rep_num(st, "events") > 0)
+        gm_sb_printf(b,
+                     "</dd><dt>events</dt><dd>%s (%s allocations, %s requested in all); peak "
+                     "live %s</dd></dl>",
+                     gm_fmt_count(rep_num(st, "events"), v[0], sizeof v[0]),
+                     gm_fmt_count(rep_num(st, "allocations"), v[1], sizeof v[1]),
+                     gm_fmt_bytes_auto(rep_num(st, "alloc_bytes"), v[2], sizeof v[2]),
+                     gm_fmt_bytes_auto(rep_num(st, "peak_live_bytes"), v[3], sizeof v[3]));
+    else /* a state-only snapshot: what was live at the one instant it holds */
+        gm_sb_printf(b,
+                     "</dd><dt>events</dt><dd>none: the trace holds the state at one instant, "
+                     "%s live in tensors</dd></dl>",
+                     gm_fmt_bytes_auto(rep_num(st, "peak_live_bytes"), v[3], sizeof v[3]));
+    alloc_section(b, p, st, idx);
+    gm_sb_puts(b, "<h4>Allocation sizes</h4>");
     gm_sb_puts(b, "<div class=\"legend\"><span><i class=\"key fill\" style=\"background:#2b6cb0\">"
                   "</i>share of allocations</span><span><i class=\"key fill\" "
                   "style=\"background:#dd6b20\"></i>share of bytes requested</span></div>");
@@ -980,7 +1112,7 @@ static void traces(gm_strbuf *b, const rep *p)
         return;
     }
     for (size_t i = 0; i < n; i++)
-        trace_section(b, st[i]);
+        trace_section(b, p, st[i], i);
 }
 
 static void definitions(gm_strbuf *b)
@@ -1002,7 +1134,9 @@ static void definitions(gm_strbuf *b)
            "<dt>driver calls, time</dt><dd>cudaMalloc / cudaFree calls and their modelled time</dd>"
            "<dt>charts</dt><dd>every line point is the maximum over its time column, so no peak is "
            "lost; the shaded bands reach down to the column's minimum, so troughs are not either; "
-           "all runs share the axes; hover a chart to read every chart at that instant</dd></dl>");
+           "all runs share the axes (the memory axis starts near the data when the data sit "
+           "high on it: the legend says so); hover a chart to read every chart at that "
+           "instant, drag across one to zoom every time chart, double-click to reset</dd></dl>");
 }
 
 /* The run ranked before order position i whose reserved line is identical
@@ -1061,7 +1195,7 @@ int gm_html_render(json_t *result, gm_strbuf *out, gm_err *err)
     verdict(out, &p);
     comparison_table(out, &p);
     if (p.n > 1) {
-        gm_sb_puts(out, "<h2 id=\"overlay\">Reserved memory over time, every run</h2><div "
+        gm_sb_puts(out, "<h2 id=\"strips\">Reserved memory over time, one strip per run</h2><div "
                         "class=\"legend\" id=\"ov-legend\">");
         for (size_t i = 0; i < p.n; i++) {
             const rep_run *r = &p.run[p.order[i]];
@@ -1069,18 +1203,19 @@ int gm_html_render(json_t *result, gm_strbuf *out, gm_err *err)
                          r->realizable ? "" : " dash", rep_color(r->color));
             esc(out, r->label);
             const rep_run *twin = same_line(&p, i);
-            if (twin) { /* drawn exactly under another line: say so */
-                gm_sb_puts(out, " (= ");
+            if (twin) { /* the same memory over time: say so */
+                gm_sb_puts(out, " (same as ");
                 esc(out, twin->label);
                 gm_sb_puts(out, ")");
             }
             gm_sb_puts(out, " <b class=\"lv\"></b></span>");
         }
-        gm_sb_puts(out, "<span><i class=\"key fill\" style=\"background:#d5dae0\"></i>requested "
+        gm_sb_puts(out, "<span><i class=\"key\" style=\"border-color:#1a202c\"></i>requested "
                         "(live) <b class=\"lv\"></b></span><span><i class=\"key dot\" "
                         "style=\"border-color:#1a202c\">"
-                        "</i>limit: peak live</span></div>");
-        rep_chart_overlay(out, &p);
+                        "</i>limit: peak live</span><span><i class=\"key dash\" "
+                        "style=\"border-color:#8795a1\"></i>pytorch, the baseline</span></div>");
+        rep_chart_multiples(out, &p);
     }
     gm_sb_printf(out, "<h2 id=\"runs\">%s</h2>", p.n > 1 ? "Each run over time" : "Over time");
     for (int bound = 0; bound < 2; bound++) /* realizable runs, then the bounds */
@@ -1089,6 +1224,7 @@ int gm_html_render(json_t *result, gm_strbuf *out, gm_err *err)
     traces(out, &p);
     what_was_run(out, &p);
     definitions(out);
+    gm_sb_puts(out, "<button id=\"zr\" type=\"button\" hidden>reset zoom</button>");
     gm_sb_printf(out,
                  "<p class=\"note\">Made by gmsim %s; this file is self-contained and "
                  "works offline.</p></main><script nonce=\"%s\">%s</script></body></html>\n",

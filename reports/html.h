@@ -14,12 +14,13 @@
  * The page has no external resources (no network, scripts, fonts or
  * images; a Content-Security-Policy forbids them) and reads without
  * JavaScript; a small inline script, allowed by nonce, adds a hover cursor
- * synchronized across every chart. All text from traces and results is
+ * synchronized across every chart, drag-to-zoom on every time chart and the
+ * allocation bands' read-out. All text from traces and results is
  * escaped (strbuf.h). Optional members rendered when present: a tenant's
  * "trace_stats" (trace_stats.h: size histogram, categories, trace
- * metadata) and "policy_report" (any object, shown as a key/value table).
- * Size: charts use REP_NCOL columns whatever the trace length, so a page is
- * ~60 KB plus ~50 KB per run.
+ * metadata, the allocations drawn as bands) and "policy_report" (any object, shown as a key/value
+ * table). Size: charts use REP_NCOL columns and at most GM_TOP_ALLOCS bands per trace whatever the
+ * trace length, so a page is ~150 KB plus ~65 KB per run.
  */
 #ifndef GM_HTML_H
 #define GM_HTML_H

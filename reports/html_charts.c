@@ -16,6 +16,7 @@
 #include "html_int.h"
 
 #define TT_GROUPS 40
+#define ZOOM_TICKS 12
 #define COLW ((REP_PX1 - REP_PX0) / REP_NCOL)
 
 static const char *const palette[] = {"#0072b2", "#d55e00", "#009e73", "#cc79a7",
@@ -76,9 +77,10 @@ static void svg_open(gm_strbuf *b, const rep *p, double h, const char *id, const
     gm_sb_esc(b, aria);
     gm_sb_printf(b,
                  "\" data-px0=\"%g\" data-cw=\"%.6f\" data-n=\"%d\" data-tc=\"%s\" "
-                 "data-tu=\"%s\" data-unit=\"",
+                 "data-tu=\"%s\" data-span=\"%.0f\" data-pw=\"%g\" data-unit=\"",
                  REP_PX0, COLW, REP_NCOL,
-                 gm_fmt_num((p->t1 - p->t0) / REP_NCOL / p->tu.div, 6, tc, sizeof tc), p->tu.name);
+                 gm_fmt_num((p->t1 - p->t0) / REP_NCOL / p->tu.div, 6, tc, sizeof tc), p->tu.name,
+                 p->t1 - p->t0, REP_PX1 - REP_PX0);
     gm_sb_esc(b, unit);
     gm_sb_puts(b, "\"");
 }
@@ -101,6 +103,27 @@ static void cursor(gm_strbuf *b, double top, double bottom)
                  "<g class=\"cur\" visibility=\"hidden\"><line x1=\"0\" x2=\"0\" y1=\"%g\" "
                  "y2=\"%g\"/><text class=\"ro\" x=\"%g\" y=\"%g\" text-anchor=\"end\"></text></g>",
                  top, bottom, REP_PX1, top - 6);
+    gm_sb_printf(b,
+                 "<rect class=\"sel\" visibility=\"hidden\" x=\"0\" y=\"%g\" width=\"0\" "
+                 "height=\"%g\"/>",
+                 top, bottom - top);
+}
+
+/* The zoomable plot: a nested <svg> over the plot area whose viewBox the
+ * page script narrows to the dragged time range (attributes only); strokes
+ * do not scale (CSS vector-effect), text stays outside it. */
+static void rep_zoom_open(gm_strbuf *b, double top, double bottom)
+{
+    gm_sb_printf(b,
+                 "<svg class=\"pz\" x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" "
+                 "viewBox=\"%g %g %g %g\" preserveAspectRatio=\"none\">",
+                 REP_PX0, top, REP_PX1 - REP_PX0, bottom - top, REP_PX0, top, REP_PX1 - REP_PX0,
+                 bottom - top);
+}
+
+static void rep_zoom_close(gm_strbuf *b)
+{
+    gm_sb_puts(b, "</svg>");
 }
 
 /* The band between a series' column minima and maxima (its troughs and
@@ -166,7 +189,16 @@ static void time_axis(gm_strbuf *b, const rep *p, double y_px)
     gm_scale x = {p->t0, p->t1, REP_PX0, REP_PX1}, y = {0, 1, y_px, y_px};
     gm_sb_printf(b, "<line class=\"axis\" x1=\"%g\" x2=\"%g\" y1=\"%g\" y2=\"%g\"/>", REP_PX0,
                  REP_PX1, y_px, y_px);
+    gm_sb_puts(b, "<g class=\"xax0\">");
     gm_svg_grid_x(b, &x, &y, p->t0, gm_nice_step(p->t1 - p->t0, 8), p->tu);
+    /* the ticks of a zoomed range, filled in by the page script */
+    gm_sb_puts(b, "</g><g class=\"xax1\" visibility=\"hidden\">");
+    for (int i = 0; i < ZOOM_TICKS; i++)
+        gm_sb_printf(b,
+                     "<line class=\"tick\" x1=\"0\" x2=\"0\" y1=\"%g\" y2=\"%g\"/><text "
+                     "class=\"ax\" text-anchor=\"middle\" x=\"0\" y=\"%g\"></text>",
+                     y_px, y_px + 4, y_px + 15);
+    gm_sb_puts(b, "</g>");
 }
 
 /* One marker: a red triangle over a faint line, with the OOMs it stands for. */
@@ -175,7 +207,9 @@ static void oom_mark(gm_strbuf *b, const rep *p, json_t *first, size_t n, double
 {
     char t[32], t2[32], s[32], r[32], a[32], lf[32];
     double sz = rep_num(first, "size_bytes"), rs = rep_num(first, "reserved_bytes");
-    gm_sb_puts(b, "<g class=\"oom\"><title>");
+    gm_sb_puts(b, "<g class=\"oom\" data-x=\"");
+    gm_svg_num(b, px);
+    gm_sb_puts(b, "\"><title>");
     if (n > 1)
         gm_sb_printf(b, "%zu OOMs from %s to %s; the first: ", n,
                      gm_fmt_unit(rep_num(first, "t_ns") - p->t0, p->tu, 3, t, sizeof t),
@@ -337,13 +371,15 @@ void rep_chart_memory(gm_strbuf *b, const rep *p, size_t run)
         put_range(b, rc->r_min[c], rc->r[c], p->yu.div, dec);
     }
     gm_sb_puts(b, "\">");
-    gm_scale x = xscale(), y = {0, p->ymax, bottom, top};
+    gm_scale x = xscale(), y = {p->ymin, p->ymax, bottom, top};
     gm_svg_grid_y(b, &x, &y, p->ystep, p->yu, decimals(p->ystep / p->yu.div) - 2);
     time_axis(b, p, bottom);
     if (!r->cols) {
         gm_sb_printf(b, "<text class=\"lbl\" x=\"%g\" y=\"%g\">no timeline in the results</text>",
                      REP_PX0 + 8, top + 20);
-    } else {
+    }
+    rep_zoom_open(b, top, bottom);
+    if (r->cols) {
         const rep_cols *rc = r->cols;
         path(b, "s-r area", rc->r, &y, 1, NULL);
         minmax_band(b, "s-a band", rc->a_min, rc->a, &y, "allocated, min to max per column");
@@ -353,6 +389,8 @@ void rep_chart_memory(gm_strbuf *b, const rep *p, size_t run)
         path(b, "s-q", rc->q, &y, 0, "requested (live tensor bytes), max per column");
         path(b, "s-q lo", rc->q_min, &y, 0, "requested (live tensor bytes), min per column");
     }
+    oom_marks(b, p, json_object_get(r->m, "ooms"), -1, top, bottom);
+    rep_zoom_close(b);
     if (p->peak_live > 0) {
         snprintf(lbl, sizeof lbl, "limit: peak live %s",
                  gm_fmt_unit(p->peak_live, p->yu, 2, v, sizeof v));
@@ -363,7 +401,6 @@ void rep_chart_memory(gm_strbuf *b, const rep *p, size_t run)
                  gm_fmt_unit(r->usable, p->yu, 2, v, sizeof v));
         hline(b, "cap", gm_scale_px(&y, r->usable), lbl, 0);
     }
-    oom_marks(b, p, json_object_get(r->m, "ooms"), -1, top, bottom);
     if (r->cols) {
         mem_ctx m = {r->cols, p->yu};
         tooltips(b, p, top, bottom, mem_text, &m);
@@ -404,12 +441,14 @@ void rep_chart_frag(gm_strbuf *b, const rep *p, size_t run)
     gm_scale x = xscale(), y = {0, 1, bottom, top};
     gm_svg_grid_y(b, &x, &y, 0.5, pct, 0);
     time_axis(b, p, bottom);
+    rep_zoom_open(b, top, bottom);
     if (r->cols) {
         path(b, "s-f area", r->cols->f, &y, 1, NULL);
         path(b, "s-f", r->cols->f, &y, 0,
              "external fragmentation: 1 - largest free block / (reserved - allocated)");
         path(b, "s-u", u, &y, 0, "reserved but unallocated: 1 - allocated / reserved");
     }
+    rep_zoom_close(b);
     cursor(b, top, bottom);
     gm_sb_puts(b, "</svg>");
 }
@@ -446,6 +485,7 @@ void rep_chart_tenants(gm_strbuf *b, const rep *p, size_t run)
         gm_sb_printf(b, "<rect class=\"band\" x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\"/>",
                      REP_PX0, y0, REP_PX1 - REP_PX0, band);
         gm_svg_grid_y(b, &x, &y, p->ymax_t / 2, p->yu_t, decimals(p->ymax_t / p->yu_t.div) - 1);
+        rep_zoom_open(b, y0, y1);
         if (t->cols) {
             path(b, "s-r area", t->cols->r, &y, 1, NULL);
             minmax_band(b, "s-q band", t->cols->q_min, t->cols->q, &y, "requested, min to max");
@@ -453,6 +493,7 @@ void rep_chart_tenants(gm_strbuf *b, const rep *p, size_t run)
             path(b, "s-a", t->cols->a, &y, 0, "allocated");
             path(b, "s-q", t->cols->q, &y, 0, "requested");
         }
+        rep_zoom_close(b);
         const char *trace = rep_str(t->j, "trace");
         const char *base = trace ? strrchr(trace, '/') : NULL;
         snprintf(lbl, sizeof lbl, "tenant %zu \xc2\xb7 %s%s", k,
@@ -504,73 +545,6 @@ static void ov_text(gm_strbuf *b, const void *ctx, size_t c0, size_t c1)
             b, " %s",
             gm_fmt_unit(r->cols ? col_max(r->cols->r, c0, c1) : NAN, p->yu, 2, v, sizeof v));
     }
-}
-
-void rep_chart_overlay(gm_strbuf *b, const rep *p)
-{
-    const double H = 296, top = 14 + READOUT, bottom = H - 26;
-    double q[REP_NCOL];
-    svg_open(b, p, H, "overlay", "reserved memory over time, every run on one axis", p->yu.name);
-    gm_sb_puts(b, " data-legend=\"ov-legend\" data-names=\"");
-    for (size_t i = 0; i < p->n; i++) {
-        if (i) gm_sb_puts(b, "|");
-        put_name(b, p->run[p->order[i]].label);
-    }
-    gm_sb_puts(b, "|requested\" data-v=\"");
-    for (int c = 0; c < REP_NCOL; c++) {
-        q[c] = NAN;
-        for (size_t i = 0; i < p->n; i++) {
-            const rep_cols *rc = p->run[i].cols;
-            if (rc && !isnan(rc->q[c]) && (isnan(q[c]) || rc->q[c] > q[c])) q[c] = rc->q[c];
-        }
-    }
-    int dec = decimals(p->ymax / p->yu.div);
-    for (int c = 0; c < REP_NCOL; c++) {
-        if (c) gm_sb_puts(b, " ");
-        for (size_t i = 0; i < p->n; i++) {
-            const rep_cols *rc = p->run[p->order[i]].cols;
-            put_val(b, rc ? rc->r[c] : NAN, p->yu.div, dec);
-            gm_sb_puts(b, ",");
-        }
-        put_val(b, q[c], p->yu.div, dec);
-    }
-    gm_sb_puts(b, "\">");
-    gm_scale x = xscale(), y = {0, p->ymax, bottom, top};
-    gm_svg_grid_y(b, &x, &y, p->ystep, p->yu, decimals(p->ystep / p->yu.div) - 2);
-    time_axis(b, p, bottom);
-    path(b, "s-qa area", q, &y, 1, "requested (live) bytes: the same demand for every policy");
-    /* worst first, so the winner is drawn on top */
-    for (size_t i = p->n; i-- > 0;) {
-        size_t k = p->order[i];
-        const rep_run *r = &p->run[k];
-        if (!r->cols) continue;
-        gm_strbuf d;
-        gm_sb_init(&d);
-        centres cx = col_centres();
-        gm_svg_line_d(&d, &x, &y, cx.x, r->cols->r, REP_NCOL);
-        gm_sb_printf(b, "<path class=\"ov%s%s\" style=\"stroke:%s\" d=\"%s\"><title>",
-                     (int)k == p->winner ? " win" : "", r->realizable ? "" : " bound",
-                     rep_color(r->color), gm_sb_str(&d));
-        gm_sb_esc(b, r->label);
-        gm_sb_puts(b, r->realizable ? ": reserved" : ": reserved (bound; uses the future)");
-        gm_sb_puts(b, "</title></path>");
-        gm_sb_free(&d);
-    }
-    char lbl[96], v[32];
-    if (p->peak_live > 0) {
-        snprintf(lbl, sizeof lbl, "limit: peak live %s",
-                 gm_fmt_unit(p->peak_live, p->yu, 2, v, sizeof v));
-        hline(b, "limit", gm_scale_px(&y, p->peak_live), lbl, 1);
-    }
-    if (p->usable > 0 && p->usable <= p->ymax) {
-        snprintf(lbl, sizeof lbl, "usable capacity %s",
-                 gm_fmt_unit(p->usable, p->yu, 2, v, sizeof v));
-        hline(b, "cap", gm_scale_px(&y, p->usable), lbl, 0);
-    }
-    ov_ctx ctx = {p};
-    tooltips(b, p, top, bottom, ov_text, &ctx);
-    cursor(b, top, bottom);
-    gm_sb_puts(b, "</svg>");
 }
 
 /* ---------------------------------------------------- size histogram */
@@ -760,4 +734,271 @@ void rep_chart_iterations(gm_strbuf *b, json_t *stats)
                                        sizeof s1),
                      json_number_value(ro));
     gm_sb_puts(b, ".</p>");
+}
+
+/* ------------------------------------------------- allocations as bands */
+
+typedef struct al_band {
+    double t0, t1, size, off; /* timeline ns; bytes; offset in the stack */
+    int cat, site, live_end;
+} al_band;
+
+static int al_overlap(const al_band *a, const al_band *b)
+{
+    return a->t0 < b->t1 && b->t0 < a->t1;
+}
+
+static int cmp_off(const void *x, const void *y)
+{
+    const al_band *a = *(al_band *const *)x, *b = *(al_band *const *)y;
+    return a->off < b->off ? -1 : a->off > b->off;
+}
+
+/* First fit, largest first (the bands come sorted by size): each band sits
+ * at the lowest offset where no band alive at the same time is, so no two
+ * overlap and the stack is about as high as the bands' peak. */
+static void al_pack(al_band *v, size_t n)
+{
+    al_band **near = malloc((n ? n : 1) * sizeof *near);
+    if (!near) return;
+    for (size_t i = 0; i < n; i++) {
+        size_t m = 0;
+        for (size_t k = 0; k < i; k++)
+            if (al_overlap(&v[i], &v[k])) near[m++] = &v[k];
+        qsort(near, m, sizeof *near, cmp_off);
+        double off = 0;
+        for (size_t k = 0; k < m; k++) {
+            if (near[k]->off >= off + v[i].size) break;
+            off = fmax(off, near[k]->off + near[k]->size);
+        }
+        v[i].off = off;
+    }
+    free(near);
+}
+
+static void px2(gm_strbuf *b, double v)
+{
+    gm_sb_printf(b, "%.2f", v);
+}
+
+void rep_chart_allocs(gm_strbuf *b, const rep *p, json_t *top, double offset_ns, const char *id)
+{
+    json_t *rows = json_object_get(top, "rows"), *sites = json_object_get(top, "sites"),
+           *rest = json_object_get(top, "rest_max_bytes");
+    size_t n = json_array_size(rows);
+    double tt0 = rep_num(top, "t0_ns") + offset_ns, tt1 = rep_num(top, "t1_ns") + offset_ns;
+    al_band *v = calloc(n ? n : 1, sizeof *v);
+    if (!v) return;
+    for (size_t i = 0; i < n; i++) {
+        json_t *r = json_array_get(rows, i);
+        double tf = json_number_value(json_array_get(r, 1));
+        v[i].t0 = json_number_value(json_array_get(r, 0)) + offset_ns;
+        v[i].live_end = tf < 0;
+        v[i].t1 = tf < 0 ? tt1 : tf + offset_ns;
+        if (v[i].t1 <= v[i].t0) v[i].t1 = v[i].t0 + 1; /* freed at once: still drawn */
+        v[i].size = json_number_value(json_array_get(r, 2));
+        v[i].cat = gm_category_parse(json_string_value(json_array_get(r, 3)));
+        if (v[i].cat < 0) v[i].cat = 0;
+        v[i].site = (int)json_integer_value(json_array_get(r, 4));
+        if (!json_is_integer(json_array_get(r, 4))) v[i].site = -1;
+    }
+    al_pack(v, n);
+    /* per column: the stack's ceiling, and the rest above it */
+    double ceil_[REP_NCOL], hi[REP_NCOL], rs[REP_NCOL], ymax = 0;
+    gm_scale xt = {p->t0, p->t1, REP_PX0, REP_PX1};
+    for (int c = 0; c < REP_NCOL; c++) {
+        ceil_[c] = 0;
+        /* the rest's columns are over the trace's own range */
+        double t = p->t0 + (p->t1 - p->t0) * (c + 0.5) / REP_NCOL;
+        double f = tt1 > tt0 ? (t - tt0) / (tt1 - tt0) * REP_NCOL : 0;
+        json_t *x = f >= 0 && f < REP_NCOL ? json_array_get(rest, (size_t)f) : NULL;
+        rs[c] = x ? json_number_value(x) : NAN;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int c0 = (int)floor((v[i].t0 - p->t0) / (p->t1 - p->t0) * REP_NCOL);
+        int c1 = (int)ceil((v[i].t1 - p->t0) / (p->t1 - p->t0) * REP_NCOL);
+        for (int c = c0 < 0 ? 0 : c0; c < c1 && c < REP_NCOL; c++)
+            ceil_[c] = fmax(ceil_[c], v[i].off + v[i].size);
+    }
+    for (int c = 0; c < REP_NCOL; c++) {
+        hi[c] = ceil_[c] + (isnan(rs[c]) ? 0 : rs[c]);
+        ymax = fmax(ymax, hi[c]);
+    }
+    gm_unit u = gm_unit_bytes(ymax > 0 ? ymax : 1);
+    double step, ytop = gm_nice_top((ymax > 0 ? ymax : 1) / u.div, 5, &step) * u.div;
+    step *= u.div;
+    const double H = 300, top_px = 14 + READOUT, bottom = H - 26;
+    svg_open(b, p, H, id, "live allocations over time, the largest as bands", u.name);
+    gm_sb_puts(b, " data-names=\"the other allocations\" data-v=\"");
+    int dec = decimals(ytop / u.div);
+    for (int c = 0; c < REP_NCOL; c++) {
+        if (c) gm_sb_puts(b, " ");
+        put_val(b, rs[c], u.div, dec);
+    }
+    gm_sb_puts(b, "\">");
+    gm_scale x = xscale(), y = {0, ytop, bottom, top_px};
+    gm_svg_grid_y(b, &x, &y, step, u, decimals(step / u.div) - 2);
+    time_axis(b, p, bottom);
+    rep_zoom_open(b, top_px, bottom);
+    centres cx = col_centres();
+    gm_strbuf d;
+    gm_sb_init(&d);
+    gm_svg_band_d(&d, &x, &y, cx.x, ceil_, hi, REP_NCOL);
+    if (d.len) {
+        char nb[32];
+        gm_sb_printf(b,
+                     "<path class=\"al-rest\" d=\"%s\"><title>the other %s allocations, "
+                     "max per column</title></path>",
+                     gm_sb_str(&d),
+                     gm_fmt_count(rep_num(top, "allocations") - (double)n, nb, sizeof nb));
+    }
+    gm_sb_free(&d);
+    for (size_t i = 0; i < n; i++) {
+        char s[32], a[32], f[32], l[32];
+        const char *site =
+            v[i].site >= 0 ? json_string_value(json_array_get(sites, (size_t)v[i].site)) : NULL;
+        double x0 = gm_scale_px(&xt, v[i].t0), x1 = gm_scale_px(&xt, v[i].t1);
+        double y0 = gm_scale_px(&y, v[i].off + v[i].size), y1 = gm_scale_px(&y, v[i].off);
+        gm_sb_printf(b, "<rect class=\"ab k%d\" x=\"", v[i].cat);
+        px2(b, x0);
+        gm_sb_puts(b, "\" y=\"");
+        px2(b, y0);
+        gm_sb_puts(b, "\" width=\"");
+        px2(b, fmax(x1 - x0, 0.05));
+        gm_sb_puts(b, "\" height=\"");
+        px2(b, fmax(y1 - y0, 0.05));
+        gm_sb_printf(b, "\"><title>%s %s \xc2\xb7 ",
+                     gm_fmt_unit(v[i].size, gm_unit_bytes(v[i].size), 2, s, sizeof s),
+                     gm_category_name(v[i].cat));
+        gm_sb_esc(b, site && *site ? site : "call site unknown");
+        gm_sb_printf(b, " \xc2\xb7 allocated at %s, ",
+                     gm_fmt_unit(v[i].t0 - p->t0, p->tu, 3, a, sizeof a));
+        if (v[i].live_end)
+            gm_sb_puts(b, "still live at the end");
+        else
+            gm_sb_printf(b, "freed at %s (lived %s)",
+                         gm_fmt_unit(v[i].t1 - p->t0, p->tu, 3, f, sizeof f),
+                         gm_fmt_time_auto(v[i].t1 - v[i].t0, l, sizeof l));
+        gm_sb_puts(b, "</title></rect>");
+    }
+    rep_zoom_close(b);
+    cursor(b, top_px, bottom);
+    gm_sb_puts(b, "</svg>");
+    free(v);
+}
+
+/* ---------------------------------------------- runs as small multiples */
+
+/* Every run's reserved memory in its own strip, one above the other on the
+ * same axes (time and the fitted memory axis), ranked order: lines that
+ * would lie on top of each other in one chart (two policies that behave
+ * alike) stay apart. Each strip also draws the pytorch baseline's reserved
+ * line (grey, dashed) when it is not the baseline itself, the requested
+ * bytes, the limit and the OOMs. */
+void rep_chart_multiples(gm_strbuf *b, const rep *p)
+{
+    const double strip = 62, gap = 20, top = 4 + READOUT;
+    const double H = top + p->n * (strip + gap) + 24;
+    const rep_run *base = NULL;
+    for (size_t i = 0; i < p->n; i++)
+        if (p->run[i].policy && !strcmp(p->run[i].policy, "pytorch")) base = &p->run[i];
+    double q[REP_NCOL];
+    svg_open(b, p, H, "overlay", "reserved memory over time, one strip per run", p->yu.name);
+    gm_sb_puts(b, " data-legend=\"ov-legend\" data-names=\"");
+    for (size_t i = 0; i < p->n; i++) {
+        if (i) gm_sb_puts(b, "|");
+        put_name(b, p->run[p->order[i]].label);
+    }
+    gm_sb_puts(b, "|requested\" data-v=\"");
+    for (int c = 0; c < REP_NCOL; c++) {
+        q[c] = NAN;
+        for (size_t i = 0; i < p->n; i++) {
+            const rep_cols *rc = p->run[i].cols;
+            if (rc && !isnan(rc->q[c]) && (isnan(q[c]) || rc->q[c] > q[c])) q[c] = rc->q[c];
+        }
+    }
+    int dec = decimals(p->ymax / p->yu.div);
+    for (int c = 0; c < REP_NCOL; c++) {
+        if (c) gm_sb_puts(b, " ");
+        for (size_t i = 0; i < p->n; i++) {
+            const rep_cols *rc = p->run[p->order[i]].cols;
+            put_val(b, rc ? rc->r[c] : NAN, p->yu.div, dec);
+            gm_sb_puts(b, ",");
+        }
+        put_val(b, q[c], p->yu.div, dec);
+    }
+    gm_sb_puts(b, "\">");
+    gm_scale x = xscale();
+    char lbl[600], v[3][32];
+    for (size_t i = 0; i < p->n; i++) {
+        size_t k = p->order[i];
+        const rep_run *r = &p->run[k];
+        double y0 = top + i * (strip + gap) + gap, y1 = y0 + strip;
+        gm_scale y = {p->ymin, p->ymax, y1, y0};
+        gm_sb_printf(b, "<rect class=\"band\" x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\"/>",
+                     REP_PX0, y0, REP_PX1 - REP_PX0, strip);
+        gm_svg_grid_y(b, &x, &y, p->ymax - p->ymin, p->yu, decimals(p->ymax / p->yu.div));
+        double pr = rep_num(r->m, "peak_reserved_bytes");
+        int n =
+            snprintf(lbl, sizeof lbl, "%s%s \xc2\xb7 peak reserved %s", r->label,
+                     r->realizable ? "" : " (bound)", gm_fmt_unit(pr, p->yu, 2, v[0], sizeof v[0]));
+        if (base && base != r && n > 0 && (size_t)n < sizeof lbl) {
+            double d = pr - rep_num(base->m, "peak_reserved_bytes");
+            snprintf(lbl + n, sizeof lbl - (size_t)n, ", %s%s against pytorch",
+                     d < 0 ? "\xe2\x88\x92" : "+",
+                     gm_fmt_unit(fabs(d), p->yu, 2, v[1], sizeof v[1]));
+        }
+        double ooms = rep_num(r->m, "oom_count");
+        if (ooms > 0 && strlen(lbl) + 40 < sizeof lbl)
+            snprintf(lbl + strlen(lbl), sizeof lbl - strlen(lbl), " \xc2\xb7 %s OOM%s",
+                     gm_fmt_count(ooms, v[2], sizeof v[2]), ooms == 1 ? "" : "s");
+        gm_sb_printf(b, "<text class=\"band-l\" x=\"%g\" y=\"%g\" style=\"fill:%s\">", REP_PX0 + 4,
+                     y0 - 5, rep_color(r->color));
+        gm_sb_esc(b, lbl);
+        gm_sb_puts(b, "</text>");
+        rep_zoom_open(b, y0, y1);
+        if (r->cols) {
+            gm_strbuf d;
+            gm_sb_init(&d);
+            centres cx = col_centres();
+            gm_svg_area_d(&d, &x, &y, cx.x, r->cols->r, REP_NCOL);
+            if (d.len)
+                gm_sb_printf(b, "<path style=\"fill:%s;fill-opacity:.22\" d=\"%s\"/>",
+                             rep_color(r->color), gm_sb_str(&d));
+            gm_sb_free(&d);
+            path(b, "s-q", r->cols->q, &y, 0, "requested (live tensor bytes), max per column");
+            if (base && base != r && base->cols)
+                path(b, "s-u", base->cols->r, &y, 0, "pytorch (the baseline): reserved");
+            gm_sb_init(&d);
+            gm_svg_line_d(&d, &x, &y, cx.x, r->cols->r, REP_NCOL);
+            gm_sb_printf(b, "<path class=\"ov%s%s\" style=\"stroke:%s\" d=\"%s\"><title>",
+                         (int)k == p->winner ? " win" : "", r->realizable ? "" : " bound",
+                         rep_color(r->color), gm_sb_str(&d));
+            gm_sb_esc(b, r->label);
+            gm_sb_puts(b, r->realizable ? ": reserved" : ": reserved (bound; uses the future)");
+            gm_sb_puts(b, "</title></path>");
+            gm_sb_free(&d);
+        }
+        oom_marks(b, p, json_object_get(r->m, "ooms"), -1, y0, y1);
+        rep_zoom_close(b);
+        if (p->peak_live > 0) {
+            gm_sb_printf(b, "<line class=\"limit\" x1=\"%g\" x2=\"%g\" y1=\"", REP_PX0, REP_PX1);
+            gm_svg_num(b, gm_scale_px(&y, p->peak_live));
+            gm_sb_puts(b, "\" y2=\"");
+            gm_svg_num(b, gm_scale_px(&y, p->peak_live));
+            gm_sb_puts(b, "\"/>");
+        }
+        if (r->usable > 0 && r->usable <= p->ymax) {
+            gm_sb_printf(b, "<line class=\"cap\" x1=\"%g\" x2=\"%g\" y1=\"", REP_PX0, REP_PX1);
+            gm_svg_num(b, gm_scale_px(&y, r->usable));
+            gm_sb_puts(b, "\" y2=\"");
+            gm_svg_num(b, gm_scale_px(&y, r->usable));
+            gm_sb_puts(b, "\"/>");
+        }
+    }
+    time_axis(b, p, H - 24);
+    ov_ctx ctx = {p};
+    tooltips(b, p, top, H - 24, ov_text, &ctx);
+    cursor(b, top, H - 24);
+    gm_sb_puts(b, "</svg>");
 }

@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "svg.h"
+#include "traces/trace.h"
 #include "base/strbuf.h"
 
 /* Chart geometry (SVG user units; charts scale to the page width). */
@@ -67,6 +68,7 @@ typedef struct rep {
     size_t multi;            /* most tenants in any run (> 1: multi-tenant)         */
     double t0, t1;           /* shared time range, ns                               */
     double ymax, ystep;      /* device memory axis top and tick step, bytes   */
+    double ymin;             /* its bottom: 0, or fitted to the data (fit_axis) */
     double ymax_t, ystep_t;  /* tenant bands axis                             */
     gm_unit yu, yu_t, tu;    /* their units; time unit                        */
     double peak_live;        /* largest device peak live bytes: the limit     */
@@ -94,7 +96,7 @@ int rep_same(json_t *a, json_t *b);                 /* equal JSON values, both a
 size_t rep_trace_stats(const rep *p, json_t **out, size_t cap);
 
 /* html_charts.c */
-void rep_chart_overlay(gm_strbuf *b, const rep *p);
+void rep_chart_multiples(gm_strbuf *b, const rep *p); /* one strip per run, same axes */
 void rep_chart_memory(gm_strbuf *b, const rep *p, size_t run);
 void rep_chart_frag(gm_strbuf *b, const rep *p, size_t run);
 void rep_chart_tenants(gm_strbuf *b, const rep *p, size_t run);
@@ -102,6 +104,9 @@ void rep_chart_sizes(gm_strbuf *b, json_t *stats);
 /* trace_stats.iterations: live bytes per boundary, the fit, the verdict;
  * nothing when there are fewer than two boundaries. */
 void rep_chart_iterations(gm_strbuf *b, json_t *stats);
+/* A trace's "allocations_top" (trace_stats.h) as bands over the shared time
+ * axis; offset_ns: the tenant's offset (trace time -> timeline time). */
+void rep_chart_allocs(gm_strbuf *b, const rep *p, json_t *top, double offset_ns, const char *id);
 const char *rep_color(int i); /* policy palette */
 
 #endif

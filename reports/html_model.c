@@ -387,6 +387,70 @@ static int add_runs(rep *p, json_t *root, char *err, size_t errlen)
     return 0;
 }
 
+static void lo_hi(const double *v, int c, double *lo, double *hi)
+{
+    if (isnan(v[c])) return;
+    *lo = fmin(*lo, v[c]);
+    *hi = fmax(*hi, v[c]);
+}
+
+static int cmp_dbl(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* The memory axis fitted to what is drawn: when the series of 99 % of the
+ * columns and the reference lines (peak live, the usable capacity when it
+ * is on the axis) stay in the top 70 % of [0, max], the axis starts at a
+ * tick just below them, so a 6.3-6.74 GiB band fills the chart instead of
+ * being a hair at its top. A drop in the remaining columns (everything
+ * freed at the end) runs out of the plot's bottom edge (it is clipped). */
+static void fit_axis(rep *p)
+{
+    size_t m = 0, cap = p->n * REP_NCOL;
+    double hi = 0, *mins = malloc((cap ? cap : 1) * sizeof *mins);
+    if (!mins) return;
+    for (size_t i = 0; i < p->n; i++) {
+        const rep_run *r = &p->run[i];
+        if (!r->cols) { /* a run drawn as "no timeline": keep 0 */
+            free(mins);
+            return;
+        }
+        for (int c = 0; c < REP_NCOL; c++) {
+            double lo = INFINITY;
+            lo_hi(r->cols->q, c, &lo, &hi);
+            lo_hi(r->cols->a, c, &lo, &hi);
+            lo_hi(r->cols->r, c, &lo, &hi);
+            lo_hi(r->cols->q_min, c, &lo, &hi);
+            lo_hi(r->cols->a_min, c, &lo, &hi);
+            lo_hi(r->cols->r_min, c, &lo, &hi);
+            if (lo < INFINITY) mins[m++] = lo;
+        }
+    }
+    qsort(mins, m, sizeof *mins, cmp_dbl);
+    double lo = m ? mins[m / 100] : INFINITY;
+    free(mins);
+    for (size_t i = 0; i < p->n; i++) {
+        const rep_run *r = &p->run[i];
+        if (r->usable > 0 && r->usable <= p->ymax) {
+            lo = fmin(lo, r->usable);
+            hi = fmax(hi, r->usable);
+        }
+    }
+    if (p->peak_live > 0) {
+        lo = fmin(lo, p->peak_live);
+        hi = fmax(hi, p->peak_live);
+    }
+    if (!(lo < INFINITY) || !(hi > lo) || lo < 0.3 * hi) return;
+    double step = gm_nice_step((hi - lo) / p->yu.div, 5) * p->yu.div;
+    double y0 = floor(lo / step) * step, y1 = ceil(hi / step) * step;
+    if (y1 - hi < 0.02 * (y1 - y0)) y1 += step; /* room for the top line's label */
+    p->ymin = y0;
+    p->ymax = y1;
+    p->ystep = step;
+}
+
 int rep_build(rep *p, json_t *root, char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
@@ -403,6 +467,7 @@ int rep_build(rep *p, json_t *root, char *err, size_t errlen)
             for (size_t k = 0; k < r->nt; k++)
                 r->t[k].cols = resample(r->t[k].m, p->t0, p->t1);
     }
+    fit_axis(p);
     return 0;
 }
 

@@ -254,13 +254,99 @@ void gm_report_html_value(gm_strbuf *b, const char *name, json_t *v)
     free(one.items);
 }
 
+/* Names for people of the keys the policies report (policies/), and
+ * what a 0 means where it means something else than "none"; the key itself
+ * stays in the row's title (what to look for in the JSON). */
+static const struct key_label {
+    const char *key, *label, *zero;
+} key_labels[] = {
+    {"threshold", "proactive threshold (share of the limit)", "off"},
+    {"failure_releases", "releases after a failed allocation", NULL},
+    {"failure_released_bytes", "released after a failed allocation", NULL},
+    {"cache_flushes", "whole-cache flushes", NULL},
+    {"proactive_released_bytes", "released ahead of need", NULL},
+    {"foreign_released_bytes", "released for other tenants", NULL},
+    {"order", "release order (first released first)", NULL},
+    {"selective_released_bytes_by_category", "released, by category", NULL},
+    {"period_ns", "iteration period learned", "not found (no repeating pattern yet)"},
+    {"period_confidence", "period confidence (autocorrelation)", NULL},
+    {"period_estimates", "period estimates made", NULL},
+    {"period_changes", "times the period changed", NULL},
+    {"sample_ns", "sampling interval", NULL},
+    {"horizon_ns", "reuse horizon", "one period (none learned yet)"},
+    {"horizon_auto", "reuse horizon: one learned period", NULL},
+    {"proactive", "releases ahead of need", NULL},
+    {"predictions", "predictions resolved", NULL},
+    {"true_positives", "predicted reused, was reused", NULL},
+    {"false_positives", "predicted reused, was not", NULL},
+    {"false_negatives", "predicted idle, was reused", NULL},
+    {"true_negatives", "predicted idle, was idle", NULL},
+    {"precision", "precision", NULL},
+    {"recall", "recall", NULL},
+    {"accuracy", "accuracy", NULL},
+    {"predicted_released_bytes", "released on a prediction", NULL},
+    {"released_needed_again_bytes", "released, then needed again", NULL},
+    {"realizable", "a policy a program can run", NULL},
+    {"note", "note", NULL},
+    {"segment_classes", "segment size classes", NULL},
+};
+
+static const struct key_label *find_label(const char *key)
+{
+    for (size_t i = 0; i < sizeof key_labels / sizeof key_labels[0]; i++)
+        if (!strcmp(key_labels[i].key, key)) return &key_labels[i];
+    return NULL;
+}
+
+/* One part of a key for people: its label, else the words of the key with
+ * the unit suffix the value already shows dropped ("grow_events" -> "grow
+ * events", "spill_bytes" -> "spill"). */
+static void human_part(gm_strbuf *b, const char *part, size_t n)
+{
+    char tmp[160];
+    snprintf(tmp, sizeof tmp, "%.*s", (int)(n < sizeof tmp ? n : sizeof tmp - 1), part);
+    const struct key_label *l = find_label(tmp);
+    if (l) {
+        gm_sb_esc(b, l->label);
+        return;
+    }
+    size_t m = strlen(tmp);
+    if (m > 6 && !strcmp(tmp + m - 6, "_bytes"))
+        tmp[m - 6] = '\0';
+    else if (m > 3 && !strcmp(tmp + m - 3, "_ns"))
+        tmp[m - 3] = '\0';
+    for (char *c = tmp; *c; c++)
+        if (*c == '_') *c = ' ';
+    gm_sb_esc(b, tmp);
+}
+
+void gm_report_html_label(gm_strbuf *b, const char *key)
+{
+    const char *part = key;
+    for (const char *dot; (dot = strchr(part, '.')); part = dot + 1) {
+        human_part(b, part, (size_t)(dot - part));
+        gm_sb_puts(b, ": ");
+    }
+    human_part(b, part, strlen(part));
+}
+
 void gm_report_html(gm_strbuf *b, const gm_report *r)
 {
     for (size_t i = 0; r && i < r->n; i++) {
-        gm_sb_puts(b, "<dt>");
-        gm_sb_esc(b, r->items[i].key);
+        const gm_kv *kv = &r->items[i];
+        const char *last = strrchr(kv->key, '.');
+        const struct key_label *l = find_label(last ? last + 1 : kv->key);
+        gm_sb_puts(b, "<dt title=\"");
+        gm_sb_esc(b, kv->key);
+        gm_sb_puts(b, "\">");
+        gm_report_html_label(b, kv->key);
         gm_sb_puts(b, "</dt><dd>");
-        html_value(b, &r->items[i]);
+        int zero =
+            (kv->type == GM_KV_INT && kv->v.i == 0) || (kv->type == GM_KV_REAL && kv->v.d == 0);
+        if (l && l->zero && zero)
+            gm_sb_puts(b, l->zero);
+        else
+            html_value(b, kv);
         gm_sb_puts(b, "</dd>");
     }
 }

@@ -54,4 +54,9 @@ void gm_report_html(gm_strbuf *b, const gm_report *r);
  * name by the naming rule above. */
 void gm_report_html_value(gm_strbuf *b, const char *name, json_t *v);
 
+/* A key as people read it (the HTML rows): a known policy key's label
+ * ("period_ns" -> "iteration period learned"), else its words without the
+ * unit suffix; dotted parts joined with ": ". Escaped. */
+void gm_report_html_label(gm_strbuf *b, const char *key);
+
 #endif

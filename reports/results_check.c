@@ -9,7 +9,8 @@
  * exceptions are the timeline's ext_frag column, -1 where a bucket had no
  * free memory to measure, and memory_stats' max_split_size, -1 when unset
  * (as PyTorch writes it), and the leak fit's slope, intercept and t
- * statistic (and the period's autocorrelation), which may be negative.
+ * statistic (and the period's autocorrelation), which may be negative, and
+ * -1 in allocations_top rows (a free time or site that does not exist).
  */
 #include "results.h"
 
@@ -65,6 +66,8 @@ static int walk(json_t *v, const char *key, const char *col, char *path, size_t 
         if (!isfinite(x)) return bad(name, path, x, "a finite number", err);
         if (frag && (x < -1 || x > 1)) return bad(name, path, x, "-1 (none) or from 0 to 1", err);
         if (!col && key && !strcmp(key, "max_split_size") && x == -1) return GM_OK;
+        /* trace_stats.allocations_top rows: -1 = still live at the end / no site */
+        if (!col && key && !strcmp(key, "rows") && x == -1) return GM_OK;
         if (!col && is_signed(key)) return GM_OK; /* finite is all they need */
         if (!frag && (x < 0 || x >= LIMIT))
             return bad(name, path, x, "a number from 0 to 2^63", err);

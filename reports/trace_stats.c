@@ -97,10 +97,15 @@ int gm_trace_stats_json(const char *path, json_t **out, gm_err *err)
         rc = gm_leak_analyze_trace(r, &lo, &lk, err);
         if (rc == GM_OK) json_object_set_new(o, "iterations", gm_leak_json(&lk));
         gm_leak_report_free(&lk);
+        json_t *top = NULL;
         if (rc == GM_OK)
+            rc = gm_trace_allocs_json(r, GM_TOP_ALLOCS, s.t_first, s.t_last, &top, err);
+        if (rc == GM_OK) {
+            json_object_set_new(o, "allocations_top", top);
             *out = o;
-        else
+        } else {
             json_decref(o);
+        }
     }
     gm_trace_scan_free(&s);
     gm_trace_close(r);

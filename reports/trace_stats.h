@@ -19,6 +19,13 @@
  *       source, verdict, warmup_iterations, fit {first_iteration,
  *       iterations, slope_bytes_per_iteration, intercept_bytes, r2, ...},
  *       boundaries [{event, t_ns, live_bytes, ...}] (none: source "none")
+ *   allocations_top {t0_ns, t1_ns, allocations, shown, rows, sites,
+ *       rest_max_bytes}: GM_TOP_ALLOCS allocations (gm_trace_allocs_json
+ *       says which; largest first) as rows [t_alloc_ns, t_free_ns (-1: still live
+ *       at the end), size_bytes, category, site (index into sites, -1:
+ *       unknown)]; rest_max_bytes: the bytes every other allocation held,
+ *       maximum per column of 400 equal columns over [t0_ns, t1_ns] (the
+ *       trace's first and last event). Initial blocks count from t0_ns.
  * Memory is O(chunk + live allocations), like every trace pass.
  */
 #ifndef GM_TRACE_STATS_H
@@ -28,6 +35,20 @@
 
 #include "base/err.h"
 #include "sim/engine.h"
+
+#include "traces/trace.h"
+
+/* Allocations drawn as bands: enough for the memory a job holds at once
+ * (a transformer's weights and activations), few enough for the page. */
+#define GM_TOP_ALLOCS 400
+
+/* "allocations_top" of the trace r (two passes over its events; rewinds).
+ * Half of the top bands go to the allocations holding the most bytes x
+ * time, half to the largest of each of 40 equal slices of [t_first,
+ * t_last] (the trace's first and last event time, from a scan; a wrong
+ * hint only skews the slices) by allocation time. */
+int gm_trace_allocs_json(gm_trace_reader *r, size_t top, uint64_t t_first, uint64_t t_last,
+                         json_t **out, gm_err *err);
 
 /* Read the trace at path once; *out is a new JSON object (see above). */
 int gm_trace_stats_json(const char *path, json_t **out, gm_err *err);

@@ -381,7 +381,20 @@ static void test_render_compare(void)
     CU_ASSERT_EQUAL(count(h, "<tr class=\"bound\">"), 1);
     CU_ASSERT_EQUAL(count(h, "<svg class=\"chart tl\" id=\"mem-"), 4);
     CU_ASSERT_EQUAL(count(h, "<svg class=\"chart tl\" id=\"frag-"), 4);
-    CU_ASSERT_EQUAL(count(h, "id=\"overlay\""), 2); /* heading and chart */
+    /* the runs as small multiples: one strip each, in ranked order, each
+     * against the pytorch baseline drawn in it (not lines on one axis) */
+    CU_ASSERT_EQUAL(count(h, "id=\"overlay\""), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, "<h2 id=\"strips\">"));
+    const char *ov = strstr(h, "id=\"overlay\"");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ov);
+    CU_ASSERT_EQUAL(count(ov, "<title>pytorch (the baseline): reserved</title>"), 3);
+    const char *s1 = strstr(ov, ">priority \xc2\xb7 peak reserved"),
+               *s2 = strstr(ov, ">lru \xc2\xb7 peak reserved"),
+               *s3 = strstr(ov, ">pytorch \xc2\xb7 peak reserved"),
+               *s4 = strstr(ov, ">oracle (bound) \xc2\xb7 peak reserved");
+    CU_ASSERT_FATAL(s1 && s2 && s3 && s4);
+    CU_ASSERT(s1 < s2 && s2 < s3 && s3 < s4);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s4, "against pytorch"));
     CU_ASSERT_PTR_NOT_NULL(strstr(h, "Winner: priority"));
     CU_ASSERT_PTR_NOT_NULL(strstr(h, "limit: peak live 3.00 GiB"));
     free(h);
@@ -436,10 +449,97 @@ static void test_policy_report(void)
                                   (json_int_t)12, "note", "<b>x</b>"));
     char *h = render(j);
     CU_ASSERT_PTR_NOT_NULL_FATAL(h);
-    CU_ASSERT_PTR_NOT_NULL(strstr(h, "<dt>precision</dt><dd>0.913 (91.3 %)</dd>"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(h, "<dt>released_bytes</dt><dd>3.00 MiB</dd>"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(h, "<dt>misses.count</dt><dd>12</dd>"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(h, "<dt title=\"precision\">precision</dt><dd>0.913 (91.3 %)</dd>"));
+    /* unknown keys: their words, the unit suffix dropped (the value has it) */
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(h, "<dt title=\"released_bytes\">released</dt><dd>3.00 MiB</dd>"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, "<dt title=\"misses.count\">misses: count</dt><dd>12</dd>"));
     CU_ASSERT_PTR_NOT_NULL(strstr(h, "&lt;b&gt;x&lt;/b&gt;"));
+    free(h);
+    /* known keys get their names for people, and a 0 that means "not yet" says so */
+    json_object_set_new(t, "policy_report",
+                        json_pack("{s:I,s:b,s:I,s:f,s:s}", "period_ns", (json_int_t)0,
+                                  "horizon_auto", 1, "sample_ns", (json_int_t)25000000,
+                                  "period_confidence", 0.5, "<i>key</i>", "v"));
+    h = render(j);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, ">iteration period learned</dt><dd>not found"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, ">reuse horizon: one learned period</dt><dd>yes</dd>"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, ">sampling interval</dt><dd>25 ms</dd>"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, ">period confidence (autocorrelation)</dt><dd>0.5</dd>"));
+    CU_ASSERT_PTR_NULL(strstr(h, ">period_ns<"));
+    CU_ASSERT_PTR_NULL(strstr(h, ">horizon_auto<"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, "&lt;i&gt;key&lt;/i&gt;</dt>")); /* escaped, twice */
+    CU_ASSERT_PTR_NULL(strstr(h, "<i>key"));
+    free(h);
+    json_decref(j);
+}
+
+/* The memory axis starts near the data when the data sits high on it, and
+ * keeps the peak-live line in range; a wide range keeps the axis from 0. */
+static void test_axis_fit(void)
+{
+    json_t *j = result("pytorch", 1, 0, 0.1, 4 * GM_GiB);
+    char *h = render(j);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, ">0 GiB</text>")); /* 1..4 GiB: from 0 */
+    CU_ASSERT_PTR_NULL(strstr(h, "y axis from"));
+    free(h);
+    json_t *dev = json_object_get(j, "device"), *tl = json_object_get(dev, "timeline");
+    double g = (double)GM_GiB;
+    json_object_set_new(dev, "peak_live_bytes", json_integer((json_int_t)(6.6 * g)));
+    json_object_set_new(dev, "peak_reserved_bytes", json_integer((json_int_t)(6.74 * g)));
+    json_object_set_new(
+        tl, "points",
+        json_pack("[[I,I,I,I,f],[I,I,I,I,f],[I,I,I,I,f]]", (json_int_t)0, (json_int_t)(6.3 * g),
+                  (json_int_t)(6.3 * g), (json_int_t)(6.5 * g), 0.1, (json_int_t)1000000,
+                  (json_int_t)(6.6 * g), (json_int_t)(6.6 * g), (json_int_t)(6.74 * g), 0.1,
+                  (json_int_t)2000000, (json_int_t)(6.4 * g), (json_int_t)(6.4 * g),
+                  (json_int_t)(6.74 * g), 0.1));
+    h = render(j);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    CU_ASSERT_PTR_NULL(strstr(h, ">0 GiB</text>"));
+    const char *from = strstr(h, "y axis from ");
+    double y0 = 0;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(from);
+    CU_ASSERT_EQUAL(sscanf(from, "y axis from %lf GiB", &y0), 1);
+    CU_ASSERT(y0 >= 6.0 && y0 <= 6.3); /* a tick at or below the lowest value */
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, "limit: peak live 6.60 GiB"));
+    /* zoom: every time chart has its plot in a nested svg and zoomed-axis slots */
+    CU_ASSERT_EQUAL(count(h, "<svg class=\"pz\""), count(h, "<svg class=\"chart tl\""));
+    CU_ASSERT_EQUAL(count(h, "<g class=\"xax1\""), count(h, "<svg class=\"chart tl\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, "<button id=\"zr\" type=\"button\" hidden>"));
+    free(h);
+    json_decref(j);
+}
+
+/* What a trace does not record is not shown as 0 B; a state-only snapshot
+ * says what it holds instead of "0 allocations, 0 B". */
+static void test_unknown_device(void)
+{
+    json_t *j = result("pytorch", 1, 0, 0.1, 4 * GM_GiB);
+    json_t *t = json_array_get(json_object_get(j, "tenants"), 0);
+    json_object_set_new(t, "trace_stats",
+                        json_pack("{s:s,s:{s:s,s:s,s:I,s:s},s:I,s:I,s:I,s:I}", "path",
+                                  "state.pickle", "meta", "source", "torch-snapshot", "device_name",
+                                  "", "device_total_bytes", (json_int_t)0, "created_utc", "",
+                                  "events", (json_int_t)0, "allocations", (json_int_t)0,
+                                  "alloc_bytes", (json_int_t)0, "peak_live_bytes",
+                                  (json_int_t)(11 * GM_GiB)));
+    char *h = render(j);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, "<dt>recorded on</dt><dd>not recorded in the trace</dd>"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, "none: the trace holds the state at one instant, 11.00 GiB"));
+    CU_ASSERT_PTR_NULL(strstr(h, "(unknown device)"));
+    CU_ASSERT_PTR_NULL(strstr(h, ", 0 B"));
+    CU_ASSERT_PTR_NULL(strstr(h, "0 B requested"));
+    free(h);
+    json_object_set_new(json_object_get(json_object_get(t, "trace_stats"), "meta"),
+                        "device_total_bytes", json_integer((json_int_t)(16 * GM_GiB)));
+    h = render(j);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, "<dt>recorded on</dt><dd>16.00 GiB device memory</dd>"));
     free(h);
     json_decref(j);
 }
@@ -449,6 +549,7 @@ static void test_policy_report(void)
 #define EVIL_WORKLOAD "<script>document.title='PWNED';</script>"
 #define EVIL_COMMAND "\"><img src=x id=gm-pwned onerror=\"document.title='PWNED'\">"
 #define EVIL_SOURCE "synthetic:<svg onload=alert(1)>"
+#define EVIL_SITE "<script>alert('site')</script>/train.py:7 in \"forward\""
 
 static const char *evil_trace(void)
 {
@@ -468,7 +569,8 @@ static const char *evil_trace(void)
          .addr = 0x2000,
          .size = GM_MiB,
          .op = GM_OP_ALLOC,
-         .category = GM_CAT_PARAMETER},
+         .category = GM_CAT_PARAMETER,
+         .site = 1},
         {.t_ns = 20,
          .addr = 0x3000,
          .size = 3000,
@@ -484,6 +586,8 @@ static const char *evil_trace(void)
     };
     gm_trace_writer *w;
     CU_ASSERT_EQUAL_FATAL(gm_trace_create(path, &m, NULL, &w, &err), GM_OK);
+    gm_site site = {EVIL_SITE, "train.py:7\n"};
+    CU_ASSERT_EQUAL(gm_trace_write_sites(w, &site, 1, &err), GM_OK);
     CU_ASSERT_EQUAL(gm_trace_append(w, ev, 6, &err), GM_OK);
     CU_ASSERT_EQUAL_FATAL(gm_trace_finish(w, &err), GM_OK);
     gm_trace_meta_free(&m);
@@ -542,7 +646,38 @@ static void test_trace_stats(void)
         }
     }
     CU_ASSERT_EQUAL(seen, 7);
+    /* the allocations, largest first, with lifetimes (-1: live at the end) */
+    json_t *top = json_object_get(st, "allocations_top");
+    json_t *rows = json_object_get(top, "rows");
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(top, "allocations")), 4);
+    CU_ASSERT_EQUAL_FATAL(json_array_size(rows), 4);
+    json_int_t want[4][3] = {{40, 50, 5 * GM_MiB}, {10, -1, GM_MiB}, {20, -1, 3000}, {0, 30, 100}};
+    for (size_t k = 0; k < 4; k++)
+        for (size_t f = 0; f < 3; f++)
+            CU_ASSERT_EQUAL(json_integer_value(json_array_get(json_array_get(rows, k), f)),
+                            want[k][f]);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_array_get(json_array_get(rows, 0), 3)),
+                           "temporary");
+    CU_ASSERT_EQUAL(json_integer_value(json_array_get(json_array_get(rows, 1), 4)), 0);
+    CU_ASSERT_EQUAL(json_integer_value(json_array_get(json_array_get(rows, 0), 4)), -1);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_array_get(json_object_get(top, "sites"), 0)),
+                           EVIL_SITE);
     json_decref(st);
+    /* only 2 kept (the most bytes x time: 5 MiB for 10 ns, 1 MiB for 40 ns):
+     * the rest is the 100 B (t 0-30) and the 3000 B
+     * (from t 20) allocations, max per column of 400 over t 0..50 */
+    gm_trace_reader *r;
+    CU_ASSERT_EQUAL_FATAL(gm_trace_open(path, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(gm_trace_allocs_json(r, 2, 0, 50, &top, &err), GM_OK);
+    gm_trace_close(r);
+    json_t *rest = json_object_get(top, "rest_max_bytes");
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(top, "rows")), 2);
+    CU_ASSERT_EQUAL_FATAL(json_array_size(rest), 400);
+    CU_ASSERT_EQUAL(json_integer_value(json_array_get(rest, 40)), 100);   /* t = 5  */
+    CU_ASSERT_EQUAL(json_integer_value(json_array_get(rest, 200)), 3100); /* t = 25 */
+    CU_ASSERT_EQUAL(json_integer_value(json_array_get(rest, 320)), 3000); /* t = 40 */
+    CU_ASSERT_EQUAL(json_integer_value(json_array_get(rest, 399)), 3000);
+    json_decref(top);
     CU_ASSERT_NOT_EQUAL(gm_trace_stats_json("/nonexistent/x.h5", &st, &err), GM_OK);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "/nonexistent/x.h5"));
     CU_ASSERT_PTR_NULL(st);
@@ -635,6 +770,14 @@ static void test_end_to_end_hostile(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(h, "synthetic:&lt;svg onload=alert(1)&gt;"));
     CU_ASSERT_PTR_NOT_NULL(strstr(h, "evil&lt;b&gt;&#39;&quot;x.h5"));
     CU_ASSERT_PTR_NOT_NULL(strstr(h, "&lt;i&gt;GPU&lt;/i&gt;"));
+    /* the call site, in the allocation band's tooltip */
+    CU_ASSERT_PTR_NOT_NULL(strstr(h,
+                                  "1.00 MiB parameter \xc2\xb7 &lt;script&gt;alert(&#39;site&#39;)"
+                                  "&lt;/script&gt;/train.py:7 in &quot;forward&quot; \xc2\xb7 "
+                                  "allocated at "));
+    CU_ASSERT_EQUAL(count(h, "<rect class=\"ab k"), 4);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, "id=\"alloc-0-tip\""));
+    CU_ASSERT_PTR_NULL(strstr(h, "alert('site')"));
     /* and never as markup */
     CU_ASSERT_EQUAL(count(h, "<script"), 1); /* the page's own */
     CU_ASSERT_EQUAL(count(h, "<img"), 0);
@@ -669,6 +812,8 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_render_rejects);
     GM_ADD_TEST(s, test_render_compare);
     GM_ADD_TEST(s, test_policy_report);
+    GM_ADD_TEST(s, test_axis_fit);
+    GM_ADD_TEST(s, test_unknown_device);
     GM_ADD_TEST(s, test_trace_stats);
     GM_ADD_TEST(s, test_end_to_end_hostile);
     GM_ADD_TEST(s, test_iterations_chart);

@@ -3,7 +3,9 @@
 # browser (Debian's chromium, headless): the comparison table, one chart per
 # run and the winner are in the rendered DOM; nothing from a hostile trace
 # or results file runs or becomes markup; a screenshot is kept as an
-# artifact next to gmsim (report-screenshot.png).
+# artifact next to gmsim (report-screenshot.png), and report_drive.py drives
+# the run, compare and state-only pages (zoom, hover, tooltips, console
+# errors; report-run.png, report-compare.png, report-state.png).
 #
 # chromium is required: without it this test FAILS (CI installs it with
 # `apt-get install -y chromium`); it never passes silently.
@@ -158,6 +160,24 @@ if [ -s "$shot" ] && [ "$(head -c 8 "$shot" | od -An -tx1 | tr -d ' \n')" = 8950
 else
     fail "no PNG screenshot at $shot"
 fi
+
+# --- used as a user would: DevTools-driven chromium (report_drive.py) ---
+# run, compare and a state-only snapshot page: no console error or CSP
+# violation; a drag zooms every time chart and reset restores it; a hover
+# writes the cursor's read-out and an allocation band's tooltip (read back);
+# a click pins the band; full-page screenshots stay in the build directory.
+"$gmsim" run -q "$src/tests/data/oom-state-torch20.pickle" --capacity 16GiB \
+    --html "$tmp/state.html" >/dev/null 2>"$tmp/state.err" || fail "state-only run --html: $(cat "$tmp/state.err")"
+grep -q '>0 B<\|, 0 B,' "$tmp/state.html" && fail "state.html says 0 B for something it does not know"
+drive() {
+    python3 "$src/tests/cli/report_drive.py" "$browser" "$@" || fail "report_drive.py $*"
+}
+drive "$tmp/run.html" "$build/report-run.png" --zoom mem-0 --bands
+[ -s "$tmp/compare.html" ] && drive "$tmp/compare.html" "$build/report-compare.png" --zoom alloc-0 --bands
+drive "$tmp/state.html" "$build/report-state.png" --bands
+for png in run compare state; do
+    [ -s "$build/report-$png.png" ] && echo "screenshot: $build/report-$png.png"
+done
 
 if [ "$fails" -ne 0 ]; then
     echo "report_browser.sh: $fails check(s) failed; chromium said:" >&2

@@ -1,0 +1,302 @@
+#!/usr/bin/env python3
+"""report_drive.py CHROMIUM PAGE.html SHOT.png [--zoom SVG_ID] [--bands]
+
+Opens a gmsim HTML page in headless chromium through the DevTools protocol
+(standard library only: a minimal WebSocket client), and checks it the way a
+user would use it:
+  - no console error, no uncaught exception, no CSP violation;
+  - --zoom ID: a drag across the chart ID zooms every time chart (the plot's
+    viewBox narrows, the zoomed axis has ticks, the reset button shows), a
+    hover moves the cursor and writes its read-out, reset restores the range;
+  - --bands: hovering an allocation band writes its tooltip (size, category,
+    call site, lifetime) into the read-out, a click pins it;
+  - saves a full-page screenshot to SHOT.png and prints the first-paint and
+    load times.
+Exits 1 with a message per failed check.
+"""
+import base64
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+fails = []
+
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    fails.append(msg)
+
+
+class WS:
+    """Just enough of RFC 6455 for the DevTools socket (text frames)."""
+
+    def __init__(self, url):
+        assert url.startswith("ws://")
+        hostport, path = url[5:].split("/", 1)
+        host, port = hostport.split(":")
+        self.s = socket.create_connection((host, int(port)), timeout=60)
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.s.sendall(
+            (
+                "GET /%s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n" % (path, hostport, key)
+            ).encode()
+        )
+        head = b""
+        while b"\r\n\r\n" not in head:
+            c = self.s.recv(1)
+            if not c:
+                raise IOError("websocket handshake failed")
+            head += c
+        if b" 101 " not in head.split(b"\r\n")[0]:
+            raise IOError("websocket handshake refused: %r" % head[:80])
+
+    def _read(self, n):
+        b = b""
+        while len(b) < n:
+            c = self.s.recv(n - len(b))
+            if not c:
+                raise IOError("websocket closed")
+            b += c
+        return b
+
+    def send(self, text):
+        data = text.encode()
+        n = len(data)
+        hdr = bytes([0x81])
+        if n < 126:
+            hdr += bytes([0x80 | n])
+        elif n < 65536:
+            hdr += bytes([0x80 | 126]) + struct.pack(">H", n)
+        else:
+            hdr += bytes([0x80 | 127]) + struct.pack(">Q", n)
+        mask = os.urandom(4)
+        self.s.sendall(hdr + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
+
+    def recv(self):
+        msg = b""
+        while True:
+            b0, b1 = self._read(2)
+            n = b1 & 0x7F
+            if n == 126:
+                n = struct.unpack(">H", self._read(2))[0]
+            elif n == 127:
+                n = struct.unpack(">Q", self._read(8))[0]
+            payload = self._read(n)
+            op = b0 & 0x0F
+            if op == 0x9:  # ping
+                continue
+            if op == 0x8:
+                raise IOError("websocket closed by chromium")
+            msg += payload
+            if b0 & 0x80:
+                return msg.decode()
+
+
+class Page:
+    def __init__(self, ws):
+        self.ws, self.id, self.events = ws, 0, []
+
+    def call(self, method, **params):
+        self.id += 1
+        self.ws.send(json.dumps({"id": self.id, "method": method, "params": params}))
+        while True:
+            m = json.loads(self.ws.recv())
+            if m.get("id") == self.id:
+                if "error" in m:
+                    raise RuntimeError("%s: %s" % (method, m["error"]))
+                return m.get("result", {})
+            self.events.append(m)
+
+    def wait_event(self, name, timeout=60):
+        end = time.time() + timeout
+        while time.time() < end:
+            for i, e in enumerate(self.events):
+                if e.get("method") == name:
+                    return self.events.pop(i)
+            self.events.append(json.loads(self.ws.recv()))
+        raise RuntimeError("no %s in %d s" % (name, timeout))
+
+    def js(self, expr):
+        r = self.call("Runtime.evaluate", expression=expr, returnByValue=True)
+        if "exceptionDetails" in r:
+            raise RuntimeError("evaluating %s: %s" % (expr[:60], r["exceptionDetails"]))
+        return r["result"].get("value")
+
+    def mouse(self, kind, x, y, button="none", clicks=0):
+        self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button=button, clickCount=clicks)
+
+
+def errors(page):
+    out = []
+    for e in page.events:
+        m, p = e.get("method"), e.get("params", {})
+        if m == "Runtime.exceptionThrown":
+            out.append("exception: " + json.dumps(p.get("exceptionDetails", {}))[:300])
+        elif m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
+            out.append("console.error: " + json.dumps(p.get("args", []))[:300])
+        elif m == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
+            out.append("log: " + p["entry"].get("text", "")[:300])
+    return out
+
+
+def box(page, sel):
+    return page.js(
+        "(function(){var e=document.querySelector(%s);if(!e)return null;"
+        "e.scrollIntoView({block:'center'});var r=e.getBoundingClientRect();"
+        "return [r.left,r.top,r.width,r.height];})()" % json.dumps(sel)
+    )
+
+
+def check_zoom(page, sid):
+    b = box(page, "#" + sid)
+    if not b:
+        return fail("no chart #%s" % sid)
+    before = page.js("document.querySelector('#%s svg.pz').getAttribute('viewBox')" % sid)
+    # the plot spans 72..944 of the 960-unit viewBox
+    px = lambda f: b[0] + b[2] * (72 + f * 872) / 960.0
+    y = b[1] + b[3] * 0.55
+    page.mouse("mouseMoved", px(0.30), y)
+    cur = page.js(
+        "document.querySelector('#%s g.cur').getAttribute('visibility')+'|'+"
+        "document.querySelector('#%s g.cur text').textContent" % (sid, sid)
+    )
+    if not cur.startswith("visible|t "):
+        fail("hover on #%s shows no cursor read-out (%r)" % (sid, cur))
+    else:
+        print("hover read-out on #%s: %s" % (sid, cur.split("|", 1)[1][:120]))
+    page.mouse("mousePressed", px(0.30), y, "left", 1)
+    page.mouse("mouseMoved", px(0.45), y, "left")
+    page.mouse("mouseMoved", px(0.60), y, "left")
+    page.mouse("mouseReleased", px(0.60), y, "left", 1)
+    after = page.js("document.querySelector('#%s svg.pz').getAttribute('viewBox')" % sid)
+    w0, w1 = float(before.split()[2]), float(after.split()[2])
+    if not (abs(w1 / w0 - 0.30) < 0.02):
+        fail("drag on #%s: viewBox %r -> %r, expected 30 %% of the width" % (sid, before, after))
+    z = page.js(
+        "(function(){var n=0,t=[];[].forEach.call(document.querySelectorAll('svg.tl'),"
+        "function(s){var p=s.querySelector('svg.pz');if(p&&p.getAttribute('viewBox').split(' ')[2]"
+        "<871)n++;});var a=document.querySelector('#%s g.xax1');"
+        "[].forEach.call(a.querySelectorAll('text'),function(e){if(e.getAttribute('visibility')"
+        "==='visible')t.push(e.textContent);});return [n,document.querySelectorAll('svg.tl')"
+        ".length,a.getAttribute('visibility'),t,document.getElementById('zr').hidden];})()" % sid
+    )
+    n, total, vis, ticks, hidden = z
+    if n != total:
+        fail("zoom reached %d of %d time charts" % (n, total))
+    if vis != "visible" or len(ticks) < 3:
+        fail("zoomed axis of #%s: %s, ticks %r" % (sid, vis, ticks))
+    if hidden:
+        fail("the reset button is hidden while zoomed")
+    print("zoomed %d charts; axis %s" % (n, ", ".join(ticks)))
+    page.js("document.getElementById('zr').click()")
+    back = page.js("document.querySelector('#%s svg.pz').getAttribute('viewBox')" % sid)
+    if back != before:
+        fail("reset: viewBox %r, expected %r" % (back, before))
+
+
+def check_bands(page):
+    sid = page.js("(function(){var s=document.querySelector('svg.tl rect.ab');"
+                  "return s?s.ownerSVGElement.ownerSVGElement.id:null;})()")
+    if not sid:
+        return fail("no allocation bands on the page")
+    # the band with the largest drawn area (the easiest to hit)
+    r = page.js(
+        "(function(){var best=null,a=0;[].forEach.call(document.querySelectorAll('#%s rect.ab'),"
+        "function(e){var b=e.getBoundingClientRect();if(b.width*b.height>a){a=b.width*b.height;"
+        "best=e;}});best.setAttribute('data-probe','1');best.scrollIntoView({block:'center'});"
+        "var b=best.getBoundingClientRect();return [b.left+b.width/2,b.top+b.height/2,"
+        "best.querySelector('title').textContent];})()" % sid
+    )
+    x, y, title = r
+    page.mouse("mouseMoved", x, y)
+    tip = page.js("document.getElementById('%s-tip').textContent" % sid)
+    if tip != title:
+        fail("hover on a band: read-out %r, expected its title %r" % (tip, title))
+    else:
+        print("band tooltip: " + tip)
+    page.mouse("mousePressed", x, y, "left", 1)
+    page.mouse("mouseReleased", x, y, "left", 1)
+    pinned = page.js(
+        "document.getElementById('%s-tip').textContent+'|'+"
+        "document.querySelector('[data-probe]').getAttribute('class')" % sid
+    )
+    if not pinned.startswith("pinned") or "pin" not in pinned.split("|")[1]:
+        fail("click on a band did not pin it (%r)" % pinned)
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) < 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    chromium, html, shot = args[:3]
+    zoom = args[args.index("--zoom") + 1] if "--zoom" in args else None
+    profile = tempfile.mkdtemp()
+    proc = subprocess.Popen(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--remote-debugging-port=0", "--window-size=1280,1000", "--user-data-dir=" + profile,
+         "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        port_file = os.path.join(profile, "DevToolsActivePort")
+        for _ in range(300):
+            if os.path.exists(port_file) and os.path.getsize(port_file) > 0:
+                break
+            time.sleep(0.1)
+        port = open(port_file).read().split()[0]
+        targets = json.load(urllib.request.urlopen("http://127.0.0.1:%s/json/list" % port))
+        url = [t for t in targets if t.get("type") == "page"][0]["webSocketDebuggerUrl"]
+        page = Page(WS(url))
+        for d in ("Runtime.enable", "Log.enable", "Page.enable"):
+            page.call(d)
+        page.call("Page.setLifecycleEventsEnabled", enabled=True)
+        t0 = time.time()
+        nav = page.call("Page.navigate", url="file://" + os.path.abspath(html))
+        page.wait_event("Page.loadEventFired")
+        wall = (time.time() - t0) * 1000
+        fp = -1
+        try:  # chromium's own lifecycle times: navigation start to first contentful paint
+            marks = {}
+            while "firstContentfulPaint" not in marks:
+                e = page.wait_event("Page.lifecycleEvent", 10)
+                if e["params"].get("loaderId") != nav.get("loaderId"):
+                    continue
+                marks.setdefault(e["params"]["name"], e["params"]["timestamp"])
+            fp = (marks["firstContentfulPaint"] - marks.get("init", marks["firstContentfulPaint"])) * 1000
+        except RuntimeError:
+            fail("no first contentful paint reported")
+        print("%s: %d bytes, first contentful paint %.0f ms, loaded in %.0f ms" %
+              (os.path.basename(html), os.path.getsize(html), fp, wall))
+        if not page.js("document.documentElement.className.indexOf('js')>=0"):
+            fail("the page's script did not run")
+        if zoom:
+            check_zoom(page, zoom)
+        if "--bands" in args:
+            check_bands(page)
+        page.js("window.scrollTo(0,0)")
+        png = page.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+        with open(shot, "wb") as f:
+            f.write(base64.b64decode(png["data"]))
+        time.sleep(0.2)
+        page.call("Runtime.evaluate", expression="1")  # drain late events
+        for e in errors(page):
+            fail("%s: %s" % (os.path.basename(html), e))
+    finally:
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(profile, ignore_errors=True)
+        shutil.rmtree(profile, ignore_errors=True)
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
