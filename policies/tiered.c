@@ -10,7 +10,8 @@
  *
  * Admission (the admit hook, sim/policy.h): a tensor of B bytes (the block
  * the allocator would give it) goes to its tier when the tier's live bytes
- * + B fit in tier_fraction * device capacity, else to the buffer when the
+ * + B fit in tier_fraction * (device capacity - context overheads, sized at
+ * the first allocation), else to the buffer when the
  * buffer's live bytes + B fit in its share, else it is refused: an OOM
  * (with --on-oom skip the allocation is skipped, the request it belongs
  * to rejected). A freed tensor gives its bytes back to the tier it was
@@ -96,8 +97,10 @@ static void size_tiers(tiered_policy *p, gm_alloc *a)
 {
     if (p->sized) return;
     a->dev->capacity_reads++; /* the quotas are fractions of the device (sim/device.h) */
+    uint64_t c = a->dev->capacity_bytes, o = a->dev->overhead_bytes;
+    uint64_t usable = c > o ? c - o : 0; /* what the processes can allocate: contexts excluded */
     for (int i = 0; i < N_TIERS; i++)
-        p->quota[i] = (uint64_t)(p->frac[i] * (double)a->dev->capacity_bytes);
+        p->quota[i] = (uint64_t)(p->frac[i] * (double)usable);
     p->sized = 1;
 }
 
