@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "base/outfile.h"
 #include "gen_models.h"
+#include "gen_serve.h"
 #include "base/units.h"
 #include "traces/gen_bert.h"
 
@@ -22,10 +23,12 @@ static void gen_usage(FILE *f)
     gm_bert_params d;
     gm_bert_defaults(&d);
     fprintf(f,
-            "usage: gmsim gen bert|gpt|llama|resnet50 [options] -o OUT.h5\n"
+            "usage: gmsim gen bert|gpt|llama|resnet50|llm-serve [options] -o OUT.h5\n"
             "\n"
             "Workloads: bert (below), gpt (GPT-2), llama (LLaMA: RMSNorm, rotary, GQA,\n"
-            "SwiGLU) and resnet50; 'gmsim gen NAME --help' gives each one's options, and\n"
+            "SwiGLU), resnet50 and llm-serve (an inference service: weights, Poisson\n"
+            "arrivals, a KV cache per request); 'gmsim gen NAME --help' gives each one's\n"
+            "options, and\n"
             "traces/GENERATORS.md every tensor they make.\n"
             "\n"
             "bert writes a synthetic BERT training trace (BertForSequenceClassification, AdamW,\n"
@@ -213,10 +216,12 @@ static int gen_run(gen_args *a, int argc, char **argv, const char *command)
     int rc = gm_cli_parse(argc, argv, "o:h", gen_options, gen_option, a, &err);
     if (rc != GM_OK) return rc == GM_CLI_DONE ? 0 : gm_cmd_fail("gen", GM_EUSAGE, err.msg);
     if (!a->workload)
-        return gm_cmd_usage("gen", "missing the workload; use bert, gpt, llama or resnet50 "
-                                   "(e.g. gmsim gen bert -o bert.h5)");
+        return gm_cmd_usage("gen",
+                            "missing the workload; use bert, gpt, llama, resnet50 or llm-serve "
+                            "(e.g. gmsim gen bert -o bert.h5)");
     if (strcmp(a->workload, "bert"))
-        return gm_cmd_usage("gen", "unknown workload '%s'; use bert, gpt, llama or resnet50",
+        return gm_cmd_usage("gen",
+                            "unknown workload '%s'; use bert, gpt, llama, resnet50 or llm-serve",
                             a->workload);
     if (a->extra)
         return gm_cmd_usage("gen", "unexpected argument '%s' after the workload", a->extra);
@@ -254,8 +259,12 @@ int cmd_gen(int argc, char **argv)
     else
         for (int i = 1; i < argc && !model; i++)
             if (gm_gen_model_known(argv[i])) model = argv[i];
-    int rc =
-        model ? gm_gen_model_cmd(model, argc, argv, command) : gen_run(&a, argc, argv, command);
+    int serve = 0;
+    for (int i = 1; i < argc && !model; i++)
+        if (!strcmp(argv[i], "llm-serve")) serve = 1;
+    int rc = model   ? gm_gen_model_cmd(model, argc, argv, command)
+             : serve ? gm_gen_serve_cmd(argc, argv, command)
+                     : gen_run(&a, argc, argv, command);
     free(command);
     return rc;
 }

@@ -58,10 +58,7 @@ static void destroy(void *state)
 
 static uint64_t release_lru(lru_policy *p, gm_alloc *a, uint64_t need, uint64_t now)
 {
-    if (gm_seglist_fetch_releasable(&p->segs, a) != GM_OK) return 0;
-    gm_seg_sort(p->segs.v, p->segs.n, gm_seg_cmp_lru);
-    if (gm_addr_list_from(&p->order, &p->segs) != GM_OK) return 0;
-    return gm_release_in_order(a, &p->segs, p->order.v, p->order.n, need, now, NULL);
+    return gm_release_lru(a, &p->segs, &p->order, need, now);
 }
 
 static void before_grow(void *state, gm_alloc *a, const gm_pressure *pr)

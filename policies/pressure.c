@@ -152,3 +152,12 @@ void gm_addr_list_free(gm_addr_list *o)
     o->v = NULL;
     o->n = o->cap = 0;
 }
+
+uint64_t gm_release_lru(gm_alloc *a, gm_seglist *l, gm_addr_list *order, uint64_t need,
+                        uint64_t now_ns)
+{
+    if (gm_seglist_fetch_releasable(l, a) != GM_OK) return 0;
+    gm_seg_sort(l->v, l->n, gm_seg_cmp_lru);
+    if (gm_addr_list_from(order, l) != GM_OK) return 0;
+    return gm_release_in_order(a, l, order->v, order->n, need, now_ns, NULL);
+}

@@ -56,4 +56,10 @@ typedef struct gm_addr_list {
 int gm_addr_list_from(gm_addr_list *o, const gm_seglist *l); /* l's addresses, in l's order */
 void gm_addr_list_free(gm_addr_list *o);
 
+/* Release releasable segments least recently used first (ties: lower
+ * address) until at least `need` bytes were released; l and order are the
+ * policy's reusable buffers. Returns the bytes released. */
+uint64_t gm_release_lru(gm_alloc *a, gm_seglist *l, gm_addr_list *order, uint64_t need,
+                        uint64_t now_ns);
+
 #endif

@@ -12,13 +12,22 @@
     X(priority)                                                                                    \
     X(predictive)                                                                                  \
     X(oracle)
+/* Policies for one scenario, run when named (--policy, --policies), not in
+ * the default set of compare and fit: tiered refuses what its tiers cannot
+ * hold (inference serving), defrag answers a question of its own. */
+#define GM_POLICIES_NAMED(X)                                                                       \
+    X(tiered)                                                                                      \
+    X(defrag)
 
 #define DECLARE(n) extern const gm_policy_ops gm_policy_##n;
 GM_POLICIES(DECLARE)
+GM_POLICIES_NAMED(DECLARE)
 #define ENTRY(n) &gm_policy_##n,
-static const gm_policy_ops *const policies[] = {GM_POLICIES(ENTRY)};
+static const gm_policy_ops *const policies[] = {GM_POLICIES(ENTRY) GM_POLICIES_NAMED(ENTRY)};
+#define COUNT(n) +1
+static const size_t n_default = 0 GM_POLICIES(COUNT);
 #define NAME(n) ", " #n
-static const char names[] = GM_POLICIES(NAME); /* ", pytorch, lru, ..." */
+static const char names[] = GM_POLICIES(NAME) GM_POLICIES_NAMED(NAME); /* ", pytorch, lru, ..." */
 #define NPOLICIES (sizeof policies / sizeof policies[0])
 
 const gm_policy_ops *gm_policy_find(const char *name)
@@ -36,6 +45,11 @@ const char *gm_policy_names(void)
 const gm_policy_ops *gm_policy_at(size_t i)
 {
     return i < NPOLICIES ? policies[i] : NULL;
+}
+
+size_t gm_policy_n_default(void)
+{
+    return n_default;
 }
 
 int gm_policy_lookup(const char *spec, const gm_policy_ops **ops, const char **params, gm_err *err)

@@ -366,6 +366,14 @@ static void settle(tenant *t, uint64_t key)
     if (t->pending_bytes && gm_addrmap_del(&t->pending, key, &bytes)) t->pending_bytes -= bytes;
 }
 
+/* Tell the policy (on_tensor, policy.h), then free a tensor's block. */
+static void tensor_free(tenant *t, uint64_t h, uint64_t now)
+{
+    if (t->pol->ops->on_tensor)
+        t->pol->ops->on_tensor(t->pol->state, t->a, h, GM_CAT_UNKNOWN, 1, now);
+    t->a->ops->free(t->a, h, now);
+}
+
 /* Free every live allocation (the tenant ends; in no set order: its
  * allocator is destroyed next) and forget them. */
 static void free_live(tenant *t, uint64_t now)
@@ -374,13 +382,13 @@ static void free_live(tenant *t, uint64_t now)
         uint64_t key = t->live.slots[i].key, h = t->live.slots[i].val;
         if (!key) continue;
         settle(t, key);
-        if (h != SKIPPED) t->a->ops->free(t->a, h, now);
+        if (h != SKIPPED) tensor_free(t, h, now);
     }
     gm_addrmap_clear(&t->live);
     for (size_t i = 0; i < t->n_slot; i++)
         if (t->slot[i]) {
             settle(t, gm_addrmap_key(t->slot_addr[i]));
-            if (t->slot[i] - 1 != SKIPPED) t->a->ops->free(t->a, t->slot[i] - 1, now);
+            if (t->slot[i] - 1 != SKIPPED) tensor_free(t, t->slot[i] - 1, now);
             t->slot[i] = 0;
         }
 }
@@ -427,7 +435,7 @@ static int free_leftovers(tenant *t, uint64_t now, gm_err *err)
     if (k > 1) qsort(v, k, sizeof *v, cmp_leftover);
     for (size_t i = 0; i < k; i++) {
         settle(t, gm_addrmap_key(v[i].addr));
-        if (v[i].h != SKIPPED) t->a->ops->free(t->a, v[i].h, now);
+        if (v[i].h != SKIPPED) tensor_free(t, v[i].h, now);
     }
     free(v);
     gm_addrmap_clear(&t->pass_new);
@@ -790,11 +798,15 @@ static int do_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abo
             gm_addrmap_del(&t->live, key, &h);
         }
         settle(t, key);
-        if (h != SKIPPED) t->a->ops->free(t->a, h, now);
+        if (h != SKIPPED) tensor_free(t, h, now);
     }
+    const gm_policy_ops *po = t->pol->ops;
+    if (po->admit && !po->admit(t->pol->state, t->a, e->size, e->category, now))
+        return on_oom(s, t, e, slot, now, abort, err); /* refused by the policy (policy.h) */
     if (t->a->ops->malloc(t->a, e->size, e->stream, e->category, now, &h) != GM_OK &&
         !scope_rescue(s, t, e, now, &h))
         return on_oom(s, t, e, slot, now, abort, err);
+    if (po->on_tensor) po->on_tensor(t->pol->state, t->a, h, e->category, 0, now);
     if (s->cfg->alloc_hook) /* optional observer: where the model put this allocation */
         s->cfg->alloc_hook(s->cfg->alloc_hook_ctx, t->idx, t->index, e, t->a, h);
     if (slot) { /* end of a pass: every live slot is the pass's (free_leftovers) */
@@ -837,7 +849,7 @@ static int do_free(sim *s, tenant *t, const gm_event *e, uint64_t now, gm_err *e
         h = *slot - 1;
         *slot = 0;
         settle(t, key);
-        if (h != SKIPPED) t->a->ops->free(t->a, h, now);
+        if (h != SKIPPED) tensor_free(t, h, now);
         return GM_OK;
     }
     if (!gm_addrmap_del(&t->live, key, &h)) {
@@ -854,7 +866,7 @@ static int do_free(sim *s, tenant *t, const gm_event *e, uint64_t now, gm_err *e
     }
     if (t->spec->repeat > 1) gm_addrmap_del(&t->pass_new, key, NULL);
     settle(t, key);
-    if (h != SKIPPED) t->a->ops->free(t->a, h, now);
+    if (h != SKIPPED) tensor_free(t, h, now);
     return GM_OK;
 }
 

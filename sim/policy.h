@@ -84,6 +84,20 @@ typedef struct gm_policy_ops {
      * there is that much (the policy picks what); return the bytes released.
      * NULL: the engine empties this tenant's cache (torch.cuda.empty_cache). */
     uint64_t (*on_foreign_pressure)(void *state, gm_alloc *a, uint64_t need_bytes, uint64_t now_ns);
+    /* Optional, admission control (tiered): called before each tensor
+     * allocation of `size` requested bytes for a tensor of `category`
+     * (traces/trace.h). 0 refuses it: the allocation is an OOM as if the
+     * device had refused it (skipped with --on-oom skip), and the model is
+     * not asked. NULL admits everything. */
+    int (*admit)(void *state, gm_alloc *a, uint64_t size, uint8_t category, uint64_t now_ns);
+    /* Optional: a tensor allocation succeeded (freed 0; `handle` is what
+     * the model returned, `category` the tensor's) or a tensor is about to
+     * be freed (freed 1, called before the model frees it; category
+     * GM_CAT_UNKNOWN: the policy keeps what it needs by handle). Blocks rebuilt from /initial_state
+     * are not announced, and their frees are (the policy skips handles it
+     * never saw). */
+    void (*on_tensor)(void *state, gm_alloc *a, uint64_t handle, uint8_t category, int freed,
+                      uint64_t now_ns);
 } gm_policy_ops;
 
 /* An instance: ops + state + its parameter string (for reproducibility). */

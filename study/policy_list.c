@@ -32,7 +32,7 @@ int gm_policy_list_split(const char *list, char ***specs, size_t *n, gm_err *err
     char buf[4096];
     if (!list || !*list) {
         size_t k = 0, len = 0;
-        for (; gm_policy_at(k); k++)
+        for (; k < gm_policy_n_default(); k++)
             len += strlen(gm_policy_at(k)->name) + 1;
         char **v = malloc(k * sizeof *v + len);
         if (!v) return gm_errf(err, GM_ENOMEM, "out of memory");

@@ -532,7 +532,8 @@ static void test_names_threads(void)
     for (int i = 0; i < 4; i++) {
         void *s;
         pthread_join(th[i], &s);
-        CU_ASSERT_STRING_EQUAL((const char *)s, "pytorch, lru, priority, predictive, oracle");
+        CU_ASSERT_STRING_EQUAL((const char *)s,
+                               "pytorch, lru, priority, predictive, oracle, tiered, defrag");
     }
 }
 
@@ -686,6 +687,133 @@ static void test_fit_tenants(void)
     gm_fit_free(f);
 }
 
+/* ---------------- tiered and defrag ---------------- */
+
+static int64_t rep_int(const gm_sim_result *r, const char *key)
+{
+    const gm_kv *kv = gm_report_get(r->t[0].policy_report, key);
+    CU_ASSERT_FATAL(kv != NULL && kv->type == GM_KV_INT);
+    return kv->v.i;
+}
+
+static double rep_real(const gm_sim_result *r, const char *key)
+{
+    const gm_kv *kv = gm_report_get(r->t[0].policy_report, key);
+    CU_ASSERT_FATAL(kv != NULL && kv->type == GM_KV_REAL);
+    return kv->v.d;
+}
+
+/* Quotas of a 1000 MiB device at base 0.2, dynamic 0.3, buffer 0.1: 200,
+ * 300 and 100 MiB. By hand (MiB, ms): A param 150 -> base 150; B param 100
+ * -> base full (250 > 200), buffer 100; C act 250 -> dynamic 250; D act
+ * 100 -> dynamic 350 > 300 and buffer 200 > 100: refused; B freed (buffer
+ * 0); E act 100 -> buffer 100; D's free skipped; F param 60 -> base 210,
+ * buffer 160: refused. 2 OOMs, where pytorch has none. Allocated bytes:
+ * 150 for 1 ms, 250 for 1, 500 for 2, 400 for 1, 500 for 2: 2800 MiB ms over
+ * 7 ms, mean 400 MiB = 2/3 of the 600 MiB a static reservation holds. */
+static void test_tiered_quotas(void)
+{
+    gm_event e[] = {ev_alloc(0, 1, 150 * MiB, GM_CAT_PARAMETER),
+                    ev_alloc(1 * MS, 2, 100 * MiB, GM_CAT_PARAMETER),
+                    ev_alloc(2 * MS, 3, 250 * MiB, GM_CAT_ACTIVATION),
+                    ev_alloc(3 * MS, 4, 100 * MiB, GM_CAT_ACTIVATION),
+                    ev_free(4 * MS, 2),
+                    ev_alloc(5 * MS, 5, 100 * MiB, GM_CAT_ACTIVATION),
+                    ev_free(6 * MS, 4),
+                    ev_alloc(7 * MS, 6, 60 * MiB, GM_CAT_PARAMETER)};
+    gm_tenant_spec t = {.path = "serve", .events = e, .n_events = 8, .repeat = 1};
+    gm_sim_config c;
+    gm_err err = {0};
+    gm_sim_result *r = NULL;
+    config(&c, &t, 1, 1000 * MiB, "pytorch");
+    c.on_oom_skip = 1;
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(r->t[0].m.n_oom, 0);
+    gm_sim_result_free(r);
+    config(&c, &t, 1, 1000 * MiB, "tiered:base=0.2,dynamic=0.3,buffer=0.1");
+    c.on_oom_skip = 1;
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(r->t[0].m.n_oom, 2);
+    CU_ASSERT_EQUAL(rep_int(r, "refused"), 2);
+    CU_ASSERT_EQUAL(rep_int(r, "base.refused"), 1);
+    CU_ASSERT_EQUAL(rep_int(r, "dynamic.refused"), 1);
+    CU_ASSERT_EQUAL(rep_int(r, "base.quota_bytes"), (int64_t)(200 * MiB));
+    CU_ASSERT_EQUAL(rep_int(r, "base.peak_bytes"), (int64_t)(150 * MiB));
+    CU_ASSERT_EQUAL(rep_int(r, "dynamic.peak_bytes"), (int64_t)(250 * MiB));
+    CU_ASSERT_EQUAL(rep_int(r, "buffer.peak_bytes"), (int64_t)(100 * MiB));
+    CU_ASSERT_EQUAL(rep_int(r, "buffer.admitted"), 2);
+    CU_ASSERT_EQUAL(rep_int(r, "static_reservation_bytes"), (int64_t)(600 * MiB));
+    CU_ASSERT_DOUBLE_EQUAL(rep_real(r, "static_utilization"), 2.0 / 3.0, 1e-9);
+    CU_ASSERT_EQUAL(r->t[0].m.peak_a, 500 * MiB);
+    gm_sim_result_free(r);
+    /* without --on-oom skip the first refusal stops the tenant, at D */
+    config(&c, &t, 1, 1000 * MiB, "tiered:base=0.2,dynamic=0.3,buffer=0.1");
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    CU_ASSERT_EQUAL(r->t[0].m.n_oom, 1);
+    CU_ASSERT_EQUAL(r->t[0].status, GM_TENANT_ABORTED);
+    gm_sim_result_free(r);
+    /* more than the device, unknown keys: refused with the fix */
+    gm_policy *p = NULL;
+    CU_ASSERT_NOT_EQUAL(gm_policy_create("tiered:base=0.6,dynamic=0.5", &p, &err), GM_OK);
+    CU_ASSERT(strstr(err.msg, "at most 1") != NULL);
+    CU_ASSERT_NOT_EQUAL(gm_policy_create("tiered:kv=0.5", &p, &err), GM_OK);
+}
+
+/* Three segments of 30, 40 and 50 MiB at t=0; the first two freed at
+ * 0.5 ms: reserved 120, allocated 50, free 70 in blocks of 30 and 40, so
+ * external fragmentation is 1 - 40/70 = 3/7 = 0.43. With sample 1 ms it is
+ * seen above 0.3 at the 1 ms tick; it has stayed (1 ms) at 2 ms, but the
+ * last allocation (t=0) is quiet for 5 ms only at the 5 ms tick: both free
+ * segments (70 MiB, 2 cudaFree) go then, and the fragmentation is 0. A
+ * 1 KiB allocation at 10 ms keeps the timer going. */
+static gm_sim_result *run_defrag(const char *spec)
+{
+    static gm_event e[6];
+    e[0] = ev_alloc(0, 1, 30 * MiB, GM_CAT_ACTIVATION);
+    e[1] = ev_alloc(0, 2, 40 * MiB, GM_CAT_ACTIVATION);
+    e[2] = ev_alloc(0, 3, 50 * MiB, GM_CAT_ACTIVATION);
+    e[3] = ev_free(500 * US, 1);
+    e[4] = ev_free(500 * US, 2);
+    e[5] = ev_alloc(10 * MS, 4, 1024, GM_CAT_TEMPORARY);
+    gm_tenant_spec t = {.path = "frag", .events = e, .n_events = 6, .repeat = 1};
+    gm_sim_config c;
+    gm_err err = {0};
+    gm_sim_result *r = NULL;
+    config(&c, &t, 1, 1 * GiB, spec);
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    return r;
+}
+
+static void test_defrag_quiet(void)
+{
+    gm_sim_result *r = run_defrag("defrag:threshold=0.3,quiet=5ms,sample=1ms");
+    CU_ASSERT_EQUAL(rep_int(r, "defrags"), 1);
+    CU_ASSERT_EQUAL(rep_int(r, "defrag_released_bytes"), (int64_t)(70 * MiB));
+    CU_ASSERT_EQUAL(r->t[0].c.n_driver_free, 2);
+    CU_ASSERT_EQUAL(rep_int(r, "defrag_driver_ns"), (int64_t)r->t[0].c.driver_free_ns);
+    CU_ASSERT(r->t[0].c.driver_free_ns > 0);
+    CU_ASSERT_DOUBLE_EQUAL(rep_real(r, "frag.before_defrag"), 3.0 / 7.0, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(rep_real(r, "frag.after_defrag"), 0.0, 1e-12);
+    CU_ASSERT_EQUAL(rep_int(r, "samples"), 10); /* ticks at 1, 2, ... 10 ms */
+    CU_ASSERT_DOUBLE_EQUAL(rep_real(r, "frag.above_share"), 0.5, 1e-12); /* 1..5 ms */
+    gm_sim_result_free(r);
+    /* never quiet enough before the end: nothing released */
+    r = run_defrag("defrag:threshold=0.3,quiet=20ms,sample=1ms");
+    CU_ASSERT_EQUAL(rep_int(r, "defrags"), 0);
+    CU_ASSERT_EQUAL(r->t[0].c.n_driver_free, 0);
+    gm_sim_result_free(r);
+    /* 3/7 is under a 0.5 threshold */
+    r = run_defrag("defrag:threshold=0.5,quiet=5ms,sample=1ms");
+    CU_ASSERT_EQUAL(rep_int(r, "defrags"), 0);
+    CU_ASSERT_DOUBLE_EQUAL(rep_real(r, "frag.above_share"), 0.0, 1e-12);
+    gm_sim_result_free(r);
+    /* above only from 1 ms: stay=5ms waits until the 6 ms tick */
+    r = run_defrag("defrag:threshold=0.3,quiet=0,sample=1ms,stay=5ms");
+    CU_ASSERT_EQUAL(rep_int(r, "defrags"), 1);
+    CU_ASSERT_DOUBLE_EQUAL(rep_real(r, "frag.above_share"), 0.6, 1e-12); /* 1..6 ms */
+    gm_sim_result_free(r);
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("policies", NULL, NULL);
@@ -707,5 +835,7 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_fit_capacity);
     GM_ADD_TEST(s, test_fit_few_runs);
     GM_ADD_TEST(s, test_fit_tenants);
+    GM_ADD_TEST(s, test_tiered_quotas);
+    GM_ADD_TEST(s, test_defrag_quiet);
     return CUE_SUCCESS;
 }
