@@ -178,9 +178,11 @@ int cmd_run(int argc, char **argv)
     if (json_path || html_path) {
         json_t *j = gm_result_json(&cfg, r, "run");
         if (explained) json_object_set_new(j, "explain", gm_explain_json(&at, &peak, &fixes));
-        /* the trace's statistics and iterations (with the leak fit) go in
-         * the JSON too: it carries everything the page draws */
-        rc = gm_trace_stats_attach(j, &cfg, &err);
+        /* the trace's statistics (iterations, allocation bands) are three
+         * more passes over the trace: made for the page, and then in the
+         * JSON too, so it carries everything the page draws; a plain --json
+         * stays one pass (`gmsim report --trace-stats` adds them later) */
+        if (html_path) rc = gm_trace_stats_attach(j, &cfg, &err);
         if (rc == GM_OK && json_path) rc = gm_json_write(j, json_path, &err);
         if (rc == GM_OK && html_path) rc = gm_html_write_file(j, html_path, &err);
         json_decref(j);

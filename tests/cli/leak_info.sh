@@ -49,7 +49,7 @@ snap=$src/tests/data/empty-cache-bursts.pickle
 [ "$(field "$tmp/s.json" "j['verdict']")" = steady ] || fail "snapshot: steady expected"
 [ "$(field "$tmp/s.json" "len(j['boundaries']) >= 20")" = True ] || fail "snapshot: 20+ boundaries"
 
-# run --json carries what run --html draws: the trace's iterations (the same
+# run --json with --html carries what the page draws: the trace's iterations (the same
 # object as info's) under the tenant's trace_stats, and the page its chart
 "$gmsim" run --capacity 8GiB "$tmp/b.h5" --json "$tmp/run.json" --html "$tmp/run.html" \
     >/dev/null 2>&1 || fail "run --json --html"
