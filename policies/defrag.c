@@ -144,18 +144,7 @@ static void on_tensor(void *state, gm_alloc *a, uint64_t handle, uint8_t categor
 static int on_alloc_fail(void *state, gm_alloc *a, const gm_pressure *pr)
 {
     defrag_policy *p = state;
-    if (pr->attempt == 0) {
-        uint64_t need = gm_pressure_need(a, pr);
-        uint64_t got = gm_release_lru(a, &p->segs, &p->order, need, pr->now_ns);
-        p->fail_bytes += got;
-        return got >= need ? GM_POLICY_RETRY : GM_POLICY_NEXT;
-    }
-    if (pr->attempt == 1) {
-        p->flushes++;
-        gm_release_all(a, pr->now_ns);
-        return GM_POLICY_RETRY;
-    }
-    return GM_POLICY_GIVE_UP;
+    return gm_lru_fail_chain(a, pr, &p->segs, &p->order, NULL, &p->fail_bytes, &p->flushes);
 }
 
 static uint64_t on_foreign_pressure(void *state, gm_alloc *a, uint64_t need, uint64_t now)

@@ -71,19 +71,8 @@ static void before_grow(void *state, gm_alloc *a, const gm_pressure *pr)
 static int on_alloc_fail(void *state, gm_alloc *a, const gm_pressure *pr)
 {
     lru_policy *p = state;
-    if (pr->attempt == 0) {
-        uint64_t need = gm_pressure_need(a, pr);
-        uint64_t got = release_lru(p, a, need, pr->now_ns);
-        p->fail_releases += got > 0;
-        p->fail_bytes += got;
-        return got >= need ? GM_POLICY_RETRY : GM_POLICY_NEXT;
-    }
-    if (pr->attempt == 1) {
-        p->flushes++;
-        gm_release_all(a, pr->now_ns);
-        return GM_POLICY_RETRY;
-    }
-    return GM_POLICY_GIVE_UP;
+    return gm_lru_fail_chain(a, pr, &p->segs, &p->order, &p->fail_releases, &p->fail_bytes,
+                             &p->flushes);
 }
 
 static uint64_t on_foreign_pressure(void *state, gm_alloc *a, uint64_t need, uint64_t now)

@@ -161,3 +161,21 @@ uint64_t gm_release_lru(gm_alloc *a, gm_seglist *l, gm_addr_list *order, uint64_
     if (gm_addr_list_from(order, l) != GM_OK) return 0;
     return gm_release_in_order(a, l, order->v, order->n, need, now_ns, NULL);
 }
+
+int gm_lru_fail_chain(gm_alloc *a, const gm_pressure *pr, gm_seglist *l, gm_addr_list *order,
+                      uint64_t *fail_releases, uint64_t *fail_bytes, uint64_t *flushes)
+{
+    if (pr->attempt == 0) {
+        uint64_t need = gm_pressure_need(a, pr);
+        uint64_t got = gm_release_lru(a, l, order, need, pr->now_ns);
+        if (fail_releases) *fail_releases += got > 0;
+        *fail_bytes += got;
+        return got >= need ? GM_POLICY_RETRY : GM_POLICY_NEXT;
+    }
+    if (pr->attempt == 1) {
+        (*flushes)++;
+        gm_release_all(a, pr->now_ns);
+        return GM_POLICY_RETRY;
+    }
+    return GM_POLICY_GIVE_UP;
+}

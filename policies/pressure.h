@@ -62,4 +62,12 @@ void gm_addr_list_free(gm_addr_list *o);
 uint64_t gm_release_lru(gm_alloc *a, gm_seglist *l, gm_addr_list *order, uint64_t need,
                         uint64_t now_ns);
 
+/* The failure chain lru, tiered and defrag share: attempt 0 releases LRU
+ * segments (gm_release_lru) until the request fits and retries if that was
+ * enough; attempt 1 releases everything cached, as PyTorch's
+ * release_cached_blocks, and retries; then out of memory. Counts attempt-0
+ * releases (fail_releases may be NULL), their bytes, and the flushes. */
+int gm_lru_fail_chain(gm_alloc *a, const gm_pressure *pr, gm_seglist *l, gm_addr_list *order,
+                      uint64_t *fail_releases, uint64_t *fail_bytes, uint64_t *flushes);
+
 #endif
