@@ -126,6 +126,18 @@ int gm_cli_parse_sim(gm_run_opts *o, int argc, char **argv, const struct option 
     return rc == GM_OK ? GM_OK : GM_CLI_INPUT;
 }
 
+int gm_cli_parse_sim_exit(const char *cmd, int rc, const char *msg)
+{
+    return rc == GM_CLI_DONE ? 0
+                             : gm_cmd_fail(cmd, rc == GM_CLI_INPUT ? GM_EINVAL : GM_EUSAGE, msg);
+}
+
+int gm_cli_outputs_not_trace(const char *json, const char *html, const gm_run_opts *o, gm_err *err)
+{
+    int rc = gm_cli_output_not_trace("--json", json, o, err);
+    return rc ? rc : gm_cli_output_not_trace("--html", html, o, err);
+}
+
 int gm_cmd_fail(const char *cmd, int code, const char *msg)
 {
     fprintf(stderr, "gmsim %s: %s\n", cmd, msg);

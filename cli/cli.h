@@ -83,6 +83,13 @@ int gm_cli_output_not_trace(const char *opt, const char *out, const gm_run_opts 
 
 /* Print the failure as above; returns the exit code (2 for GM_EUSAGE, else 1). */
 int gm_cmd_fail(const char *cmd, int code, const char *msg);
+/* The exit status of a gm_cli_parse_sim that did not return GM_OK: 0 after
+ * --help (GM_CLI_DONE), 1 for an input that cannot be read (GM_CLI_INPUT),
+ * else 2 (a usage error); the message goes to stderr. */
+int gm_cli_parse_sim_exit(const char *cmd, int rc, const char *msg);
+/* Refuse a --json or --html output (either may be NULL) that is one of o's
+ * traces (gm_cli_output_not_trace, both). */
+int gm_cli_outputs_not_trace(const char *json, const char *html, const gm_run_opts *o, gm_err *err);
 /* A usage error in the command's words (printf-style); returns 2. */
 int gm_cmd_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

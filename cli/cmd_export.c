@@ -203,9 +203,7 @@ int cmd_export(int argc, char **argv)
     int rc = gm_cli_parse_sim(&o, argc, argv, extra, export_opt, &args, &err);
     int code;
     if (rc != GM_OK) {
-        code = rc == GM_CLI_DONE
-                   ? 0
-                   : gm_cmd_fail("export", rc == GM_CLI_INPUT ? GM_EINVAL : GM_EUSAGE, err.msg);
+        code = gm_cli_parse_sim_exit("export", rc, err.msg);
     } else if (!args.out) {
         code = gm_cmd_usage("export", "say where: --memory-viz OUT.pickle");
     } else if (o.n_tenants == 0) {

@@ -153,9 +153,7 @@ int cmd_fit(int argc, char **argv)
     int rc = gm_cli_parse_sim(&o, argc, argv, extra, fit_opt, &args, &err);
     if (rc != GM_OK) {
         gm_run_opts_free(&o); /* --help, or a usage error: exit 2 */
-        return rc == GM_CLI_DONE
-                   ? 0
-                   : gm_cmd_fail("fit", rc == GM_CLI_INPUT ? GM_EINVAL : GM_EUSAGE, err.msg);
+        return gm_cli_parse_sim_exit("fit", rc, err.msg);
     }
     const char *json_path = args.json_path, *list = args.list;
     int quiet = args.quiet, threads = args.threads;
@@ -185,8 +183,7 @@ int cmd_fit(int argc, char **argv)
         return gm_cmd_usage("fit", "--stagger only applies with --tenants N");
     }
     const char *html_path = args.html_path;
-    if (gm_cli_output_not_trace("--json", json_path, &o, &err) ||
-        gm_cli_output_not_trace("--html", html_path, &o, &err)) {
+    if (gm_cli_outputs_not_trace(json_path, html_path, &o, &err)) {
         gm_run_opts_free(&o);
         return gm_cmd_fail("fit", GM_EUSAGE, err.msg);
     }

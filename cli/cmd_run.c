@@ -130,9 +130,7 @@ int cmd_run(int argc, char **argv)
     int rc = gm_cli_parse_sim(&o, argc, argv, extra, run_opt, &args, &err);
     if (rc != GM_OK) {
         gm_run_opts_free(&o); /* --help, or a usage error (bad option or value): exit 2 */
-        return rc == GM_CLI_DONE
-                   ? 0
-                   : gm_cmd_fail("run", rc == GM_CLI_INPUT ? GM_EINVAL : GM_EUSAGE, err.msg);
+        return gm_cli_parse_sim_exit("run", rc, err.msg);
     }
     const char *json_path = args.json_path, *html_path = args.html_path;
     int quiet = args.quiet;
@@ -141,8 +139,7 @@ int cmd_run(int argc, char **argv)
         gm_run_opts_free(&o);
         return gm_cmd_usage("run", "no trace given; e.g. gmsim run traces/bert.h5");
     }
-    if (gm_cli_output_not_trace("--json", json_path, &o, &err) ||
-        gm_cli_output_not_trace("--html", html_path, &o, &err)) {
+    if (gm_cli_outputs_not_trace(json_path, html_path, &o, &err)) {
         gm_run_opts_free(&o);
         return gm_cmd_fail("run", GM_EUSAGE, err.msg);
     }

@@ -112,9 +112,7 @@ int cmd_tune(int argc, char **argv)
     int rc = gm_cli_parse_sim(&o, argc, argv, extra, tune_opt, &a, &err);
     if (rc != GM_OK) {
         gm_run_opts_free(&o);
-        return rc == GM_CLI_DONE
-                   ? 0
-                   : gm_cmd_fail("tune", rc == GM_CLI_INPUT ? GM_EINVAL : GM_EUSAGE, err.msg);
+        return gm_cli_parse_sim_exit("tune", rc, err.msg);
     }
     if (o.alloc_conf) {
         gm_run_opts_free(&o);
@@ -126,8 +124,7 @@ int cmd_tune(int argc, char **argv)
         return gm_cmd_usage("tune", "no trace given; e.g. gmsim tune --capacity 5GiB "
                                     "traces/bert.h5");
     }
-    if (gm_cli_output_not_trace("--json", a.json_path, &o, &err) ||
-        gm_cli_output_not_trace("--html", a.html_path, &o, &err)) {
+    if (gm_cli_outputs_not_trace(a.json_path, a.html_path, &o, &err)) {
         gm_run_opts_free(&o);
         return gm_cmd_fail("tune", GM_EUSAGE, err.msg);
     }
