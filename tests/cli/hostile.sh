@@ -167,12 +167,13 @@ check "the cli takes -- before the traces" 0 "" -- "$gmsim" run -q --policy lru 
 # ---------------------------------------------------------------- outputs
 cp "$bert" "$tmp/same.h5"
 cmp_same() { cmp -s "$bert" "$tmp/same.h5"; }
-# refused as a trace where an output belongs (cli.c check_output), or as the input
-check "run --json same.h5 same.h5 is refused" 2 "--json .*same.h5: that is (the input|a trace)" -- \
+# refused as a trace where an output belongs (cli.c check_output), before the
+# same-file check (which import and report below still reach)
+check "run --json same.h5 same.h5 is refused" 2 "--json .*same.h5: that is a trace \(an HDF5 file\), not a file to write" -- \
     "$gmsim" run --json "$tmp/same.h5" "$tmp/same.h5"
 expect "... and the input is intact" cmp_same
 ln -s same.h5 "$tmp/alias.h5"
-check "... also through a symlink (same inode)" 2 "that is (the input|a trace)" -- \
+check "... also through a symlink (same inode)" 2 "alias.h5: that is a trace \(an HDF5 file\), not a file to write" -- \
     "$gmsim" compare -q --html "$tmp/alias.h5" "$tmp/same.h5"
 expect "... and the input is intact" cmp_same
 cp "$src/tests/data/tiny-segments-only.pickle" "$tmp/x.pickle"
@@ -184,7 +185,7 @@ cp "$tmp/r.json" "$tmp/r0.json"
 check "report r.json -o r.json is refused" 2 "that is the input" -- \
     "$gmsim" report "$tmp/r.json" -o "$tmp/r.json"
 expect "... and the results are intact" cmp -s "$tmp/r.json" "$tmp/r0.json"
-check "fidelity --json onto its input is refused" 2 "that is (the input|a PyTorch memory snapshot)" -- \
+check "fidelity --json onto its input is refused" 2 "x.pickle: that is a PyTorch memory snapshot, not a file to write" -- \
     "$gmsim" fidelity "$tmp/x.pickle" --json "$tmp/x.pickle"
 
 # a symlink is followed, not replaced; a dangling one creates its target
