@@ -36,4 +36,10 @@ void gm_err_set(gm_err *err, int code, const char *fmt, ...) __attribute__((form
         gm_errf_code_;                                                                             \
     })
 
+/* At the end of main(): whatever the program printed must have reached
+ * standard output. A full disk, /dev/full or a closed descriptor is an
+ * error (message on stderr naming prog, exit status 1 unless rc already
+ * says failure), not a silent loss. Returns the exit status. */
+int gm_close_stdout(const char *prog, int rc);
+
 #endif

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "records.h"
+#include "base/err.h"
 #include "base/version.h"
 
 #define DEFAULT_OUTPUT "gmcapture-%p.h5"
@@ -364,7 +365,7 @@ static int check_output_dir(const launch *L)
     return 1;
 }
 
-int main(int argc, char **argv)
+static int run_main(int argc, char **argv)
 {
     enum { OPT_DEVICE = 256, OPT_KINDS, OPT_PER_TENSOR, OPT_NO_NVTX, OPT_VERSION };
     static const struct option opts[] = {
@@ -438,4 +439,10 @@ int main(int argc, char **argv)
     int status = run(argv + optind);
     unlink(L.claim);
     return check_output(&L, status, &t0);
+}
+
+/* Whatever was printed (--help, the summary) must reach standard output. */
+int main(int argc, char **argv)
+{
+    return gm_close_stdout("gmcapture", run_main(argc, argv));
 }

@@ -1,5 +1,6 @@
 /* gmsim_main.c - the `gmsim` command table: one line per subcommand. */
 #include "commands.h"
+#include "base/err.h"
 #include "base/version.h"
 
 #include <errno.h>
@@ -44,12 +45,9 @@ static void usage(FILE *f)
  * silent loss. */
 static int finish(const char *cmd, int rc)
 {
-    if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0) {
-        fprintf(stderr, "gmsim%s%s: cannot write standard output: %s\n", cmd ? " " : "",
-                cmd ? cmd : "", strerror(errno ? errno : EIO));
-        return rc ? rc : 1;
-    }
-    return rc;
+    char prog[64];
+    snprintf(prog, sizeof prog, "gmsim%s%s", cmd ? " " : "", cmd ? cmd : "");
+    return gm_close_stdout(prog, rc);
 }
 
 static int dispatch(int argc, char **argv)

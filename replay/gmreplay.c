@@ -27,6 +27,7 @@
 #include "ballast.h"
 #include "calibrate.h"
 #include "device_cuda.h"
+#include "base/err.h"
 #include "base/outfile.h"
 #include "base/version.h"
 #include "reports/results.h"
@@ -546,7 +547,7 @@ static int replay_run(args *a, json_t *winner_root, gm_err *err)
     return rc;
 }
 
-int main(int argc, char **argv)
+static int run_main(int argc, char **argv)
 {
     static args a;
     gm_err err = {0};
@@ -584,4 +585,10 @@ int main(int argc, char **argv)
         return 128 + (int)g_stop;
     }
     return 0;
+}
+
+/* Whatever was printed (--help, the summary) must reach standard output. */
+int main(int argc, char **argv)
+{
+    return gm_close_stdout("gmreplay", run_main(argc, argv));
 }

@@ -253,6 +253,20 @@ if [ "$root" = 1 ] && mknod "$tmp/null" c 1 3 2>/dev/null && mknod "$tmp/full" c
             fail "gmsim $c > full device: exit $rc"; cat "$tmp/err"
         fi
     done
+    # gmcapture and gmreplay (built beside gmsim when the CUDA toolkit is
+    # there) check their standard output at exit the same way
+    for tool in gmcapture gmreplay; do
+        exe=$(dirname "$gmsim")/$tool
+        [ -x "$exe" ] || continue
+        total=$((total + 1))
+        timeout 60 "$exe" --help >"$tmp/full" 2>"$tmp/err"
+        rc=$?
+        if [ "$rc" = 1 ] && grep -q "^$tool: cannot write standard output: No space left on device" "$tmp/err"; then
+            echo "ok   $tool --help > full device: exit 1"
+        else
+            fail "$tool --help > full device: exit $rc"; cat "$tmp/err"
+        fi
+    done
     total=$((total + 1))
     timeout 60 "$gmsim" fidelity "$src/tests/data/tiny-segments-only.pickle" >"$tmp/full" 2>"$tmp/err"
     rc=$?
