@@ -119,14 +119,16 @@ int cmd_info(int argc, char **argv)
     if (rc == GM_OK) rc = gm_leak_analyze_trace(r, &a.leak, &lk, &err);
     if (rc == GM_OK) {
         warn_anomalies(&s, a.path);
+        /* the table as the other commands print it: on stdout, or on
+         * stderr when stdout is the JSON document (--json -) */
+        FILE *tab = a.json && !strcmp(a.json, "-") ? stderr : stdout;
+        gm_table_info(tab, &s, r, trace != a.path ? a.path : NULL);
+        gm_table_leak(tab, &lk);
         if (a.json) {
             json_t *j = gm_trace_info_json(&s, r, trace != a.path ? a.path : NULL);
             if (j) json_object_set_new(j, "iterations", gm_leak_json(&lk));
             rc = j ? gm_json_write(j, a.json, &err) : gm_errf(&err, GM_ENOMEM, "out of memory");
             json_decref(j);
-        } else {
-            gm_table_info(stdout, &s, r, trace != a.path ? a.path : NULL);
-            gm_table_leak(stdout, &lk);
         }
     }
     if (rc == GM_OK && fflush(stdout) != 0) rc = gm_errf(&err, GM_EIO, "cannot write to stdout");

@@ -360,8 +360,9 @@ static void frames(writer *w, uint32_t f)
         frame_text(k, name, strlen(name));
     } else {
         /* one frame a line; a line without " in " continues the name before
-         * it (a name with a newline: the stack text cannot tell, so it is
-         * joined with '?', as the short text shows a control character) */
+         * it (a name with a newline in a trace imported before control
+         * characters were escaped in /sites: joined with '?', as the reader
+         * shows a control character in the short text) */
         gm_strbuf fr;
         gm_sb_init(&fr);
         for (const char *s = stack; *s;) {

@@ -78,18 +78,47 @@ static int kind_of(gm_imp_sites *s, const pkl_value *f, int *kind)
     return gm_addrmap_put(&s->by_frame, key, (uint64_t)*kind);
 }
 
-/* "file:line in name" of one frame (the file's last component if short). */
+/* Copy src into out (len bytes with the NUL), writing control characters as
+ * C escapes (\n, \r, \t, \xNN): the stack column is one frame a line, so a
+ * newline inside a frame's file or function name must not start a line, and
+ * a report must not carry raw control bytes. Cut at a whole escape. */
+static void escape_controls(const char *src, char *out, size_t len)
+{
+    size_t used = 0;
+    for (const unsigned char *p = (const unsigned char *)src; *p; p++) {
+        char esc[5];
+        size_t n;
+        if (*p == '\n' || *p == '\r' || *p == '\t')
+            n = (size_t)snprintf(esc, sizeof esc, "\\%c",
+                                 *p == '\n'   ? 'n'
+                                 : *p == '\r' ? 'r'
+                                              : 't');
+        else if (*p < 0x20 || *p == 0x7f)
+            n = (size_t)snprintf(esc, sizeof esc, "\\x%02x", *p);
+        else
+            esc[0] = (char)*p, esc[1] = 0, n = 1;
+        if (used + n + 1 > len) break;
+        memcpy(out + used, esc, n);
+        used += n;
+    }
+    out[used] = 0;
+}
+
+/* "file:line in name" of one frame (the file's last component if short),
+ * control characters escaped. */
 static void frame_text(const pkl_value *f, int base_only, char *out, size_t len)
 {
     const char *file = pkl_dict_str(f, "filename"), *name = pkl_dict_str(f, "name");
     int64_t line = 0;
+    char raw[GM_SITE_STACK_MAX];
     pkl_dict_int(f, "line", &line);
     if (!file || !*file) file = "??";
     if (base_only && strrchr(file, '/')) file = strrchr(file, '/') + 1;
     if (line > 0)
-        snprintf(out, len, "%s:%lld in %s", file, (long long)line, name ? name : "?");
+        snprintf(raw, sizeof raw, "%s:%lld in %s", file, (long long)line, name ? name : "?");
     else
-        snprintf(out, len, "%s in %s", file, name ? name : "?");
+        snprintf(raw, sizeof raw, "%s in %s", file, name ? name : "?");
+    escape_controls(raw, out, len);
 }
 
 /* The stack, a frame a line, innermost first, within GM_SITE_STACK_MAX. */

@@ -73,14 +73,15 @@ seg = dict(device=0, address=1 << 40, total_size=20 * MiB, allocated_size=3 * Mi
 pickle.dump(dict(segments=[seg], device_traces=[tr], allocator_settings={}), open(sys.argv[1], 'wb'))
 PY
 "$gmsim" export -q --capacity 1GiB --memory-viz "$tmp/odd.out" "$tmp/odd.pickle" || fail "export odd"
-# the site is the innermost user frame, its text as /sites keeps it (control characters as '?')
-$check "$tmp/odd.out" "/home/u/tr\"ain's.py:42 in fwd?next" >"$tmp/check" 2>&1 ||
+# the site is the innermost user frame, its text as /sites keeps it (control
+# characters as C escapes: the newline in the name is the two characters \n)
+$check "$tmp/odd.out" "/home/u/tr\"ain's.py:42 in fwd\\nnext" >"$tmp/check" 2>&1 ||
     fail "odd site: $(cat "$tmp/check")"
 python3 - "$tmp/odd.out" <<'PY' || fail "odd frames not kept"
 import pickle, sys
 d = pickle.load(open(sys.argv[1], "rb"))
 f = d["device_traces"][0][0]["frames"]
-assert f[0]["filename"] == "/home/u/tr\"ain's.py" and f[0]["line"] == 42 and f[0]["name"] == "fwd?next", f
+assert f[0]["filename"] == "/home/u/tr\"ain's.py" and f[0]["line"] == 42 and f[0]["name"] == "fwd\\nnext", f
 assert f[1]["filename"] == "/home/u/caf\u00e9\\x.py" and f[1]["name"] == "g<o>&", f
 PY
 "$gmsim" fidelity "$tmp/odd.out" >/dev/null 2>&1 || fail "fidelity of the odd export"

@@ -50,7 +50,12 @@ run 0 "info --json -" -- "$gmsim" info --json - "$bert"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["events"] > 0, d' "$tmp/out" ||
     fail "info --json - did not print the summary as JSON"
 run 0 "info --json FILE" -- "$gmsim" info "$bert" --json "$tmp/info.json"
-cmp -s "$tmp/out" /dev/null || fail "info --json FILE also printed to stdout"
+# ... and the table on stdout, as run prints its table beside --json FILE
+grep -q "^events:" "$tmp/out" || fail "info --json FILE did not print the table on stdout"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["events"] > 0, d' "$tmp/info.json" ||
+    fail "info --json FILE did not write the summary"
+run 0 "info --json - (the table on stderr)" -- "$gmsim" info --json - "$bert"
+grep -q "^events:" "$tmp/err" || fail "info --json - did not print the table on stderr"
 run 0 "the same summary again, to stdout" -- "$gmsim" info --json - "$bert"
 cmp -s "$tmp/out" "$tmp/info.json" || fail "info --json FILE and --json - differ"
 # with --json -, stdout is the JSON alone; the table or verdict goes to stderr
