@@ -45,11 +45,11 @@ static void plain(FILE *f, const gm_top_sites *ts, size_t t, const gm_site_row *
     char b1[32], b2[32];
     const gm_site_acc *c = &ts->t[t];
     if (by_peak)
-        fprintf(f, "  by live bytes at the peak:                   live at peak  tensors  bytes "
-                   "allocated\n");
+        fprintf(f, "  %-46s %12s %8s %16s\n", "by live bytes at the peak:", "live at peak",
+                "tensors", "bytes allocated");
     else
-        fprintf(f, "  by bytes allocated over the run:              allocations  bytes allocated  "
-                   "live at peak\n");
+        fprintf(f, "  %-46s %12s %16s %13s\n", "by bytes allocated over the run:", "allocations",
+                "bytes allocated", "live at peak");
     gm_site_row none = gm_top_sites_row(ts, t, 0);
     for (size_t i = 0; i <= n; i++) {
         const gm_site_row *r = i < n ? &rows[i] : &none;
