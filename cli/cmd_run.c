@@ -177,7 +177,7 @@ int cmd_run(int argc, char **argv)
     rc = gm_simulate(&cfg, &r, &err);
     gm_cli_progress_end();
     gm_top_sites_unhook(&cfg); /* cfg is copied into the OOM fixes' threads below */
-    if (rc == GM_OK && ts.rc != GM_OK) {
+    if (rc == GM_OK && args.top_sites && (ts.rc != GM_OK || gm_top_sites_finish(&ts) != GM_OK)) {
         gm_sim_result_free(r);
         rc = gm_errf(&err, GM_ENOMEM, "out of host memory tallying call sites");
     }

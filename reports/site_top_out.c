@@ -117,13 +117,15 @@ static void profiler(FILE *f, const gm_top_sites *ts, size_t t, const gm_site_ro
             snprintf(cut, sizeof cut, "%.*s...", PROF_NAME_MAX - 3, name);
             name = cut;
         }
-        torch_mem(gm_site_row_self(r), m1, sizeof m1);
-        fprintf(f, "%-*s  %*s  %*s  %*" PRIu64 "\n", w, name, PROF_COL, m1, PROF_COL, m1, PROF_COL,
+        char m2[32];
+        torch_mem(r->cuda_mem, m1, sizeof m1);
+        torch_mem(gm_site_row_self(r), m2, sizeof m2);
+        fprintf(f, "%-*s  %*s  %*s  %*" PRIu64 "\n", w, name, PROF_COL, m1, PROF_COL, m2, PROF_COL,
                 r->alloc_count);
     }
     dashes(f, w);
-    fprintf(f, "CUDA Mem = Self CUDA Mem: a call site has no child operators; memory is the "
-               "block bytes allocated by the site less those of its allocations freed\n");
+    fprintf(f, "Self CUDA Mem: block bytes the site allocated less those of them freed; CUDA "
+               "Mem: with the sites called from its frame (their stacks hold it)\n");
 }
 
 void gm_table_top_sites(FILE *f, const gm_top_sites *ts, size_t k, int as_profiler)
@@ -146,7 +148,7 @@ void gm_table_top_sites(FILE *f, const gm_top_sites *ts, size_t k, int as_profil
                     "as prof.key_averages().table(sort_by=\"cuda_memory_usage\", row_limit=%zu) "
                     "prints them:\n",
                     k);
-            profiler(f, ts, t, rows, gm_top_sites_rows(ts, t, GM_SITE_BY_SELF, rows, k));
+            profiler(f, ts, t, rows, gm_top_sites_rows(ts, t, GM_SITE_BY_CUDA_MEM, rows, k));
             continue;
         }
         fprintf(f, "live bytes at ");
@@ -172,6 +174,7 @@ static json_t *row_json(const gm_site_acc *c, const gm_site_row *r)
     json_object_set_new(o, "block_bytes_allocated", json_integer((json_int_t)r->alloc_block_bytes));
     json_object_set_new(o, "block_bytes_freed", json_integer((json_int_t)r->freed_block_bytes));
     json_object_set_new(o, "self_cuda_mem_bytes", json_integer((json_int_t)gm_site_row_self(r)));
+    json_object_set_new(o, "cuda_mem_bytes", json_integer((json_int_t)r->cuda_mem));
     json_object_set_new(o, "peak_live_bytes", json_integer((json_int_t)r->peak_bytes));
     json_object_set_new(o, "peak_live_allocations", json_integer((json_int_t)r->peak_count));
     return o;
@@ -209,7 +212,7 @@ json_t *gm_top_sites_json(const gm_top_sites *ts, size_t k)
                             c->sites.n ? json_null() : json_string(gm_top_sites_none_note()));
         json_object_set_new(e, "by_bytes_allocated", list_json(ts, t, GM_SITE_BY_ALLOC, rows, k));
         json_object_set_new(e, "by_peak_live", list_json(ts, t, GM_SITE_BY_PEAK, rows, k));
-        json_object_set_new(e, "by_self_cuda_mem", list_json(ts, t, GM_SITE_BY_SELF, rows, k));
+        json_object_set_new(e, "by_cuda_mem", list_json(ts, t, GM_SITE_BY_CUDA_MEM, rows, k));
         gm_site_row none = gm_top_sites_row(ts, t, 0);
         json_object_set_new(e, "no_site", row_json(c, &none));
         json_array_append_new(a, e);

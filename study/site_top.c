@@ -1,6 +1,7 @@
 /* site_top.c - see site_top.h. */
 #include "site_top.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,7 @@ static void acc_free(gm_site_acc *c)
     free(c->fb);
     free(c->abb);
     free(c->fbb);
+    free(c->incl);
     memset(c, 0, sizeof *c);
 }
 
@@ -240,10 +242,97 @@ int gm_top_sites_trace(gm_trace_reader *r, const char *name, gm_top_sites *ts, g
     }
     free(buf);
     free(init);
+    if (rc == GM_OK) rc = gm_top_sites_finish(ts);
     if (rc == GM_ENOMEM) return gm_errf(err, GM_ENOMEM, "out of host memory");
     if (rc == GM_OK && gm_trace_rewind(r) != GM_OK)
         rc = gm_errf(err, GM_EIO, "%s: cannot read the trace again", gm_trace_path(r));
     return rc;
+}
+
+/* ------------------------------------------------------------ CUDA Mem */
+
+/* A stack line "/home/u/train.py:42 in forward" as a site's name:
+ * "train.py:42 in forward". */
+static void frame_name(const char *line, size_t len, char *out, size_t cap)
+{
+    const char *in = NULL;
+    for (size_t i = 0; i + 4 <= len && !in; i++)
+        if (!memcmp(line + i, " in ", 4)) in = line + i;
+    const char *file_end = in ? in : line + len, *base = line;
+    for (const char *p = line; p < file_end; p++)
+        if (*p == '/') base = p + 1;
+    snprintf(out, cap, "%.*s%.*s", (int)(file_end - base), base, (int)(line + len - file_end),
+             file_end);
+}
+
+typedef struct named {
+    const char *name;
+    uint32_t site;
+} named;
+
+static int cmp_name(const void *x, const void *y)
+{
+    return strcmp(((const named *)x)->name, ((const named *)y)->name);
+}
+
+/* The site named name, 0 if none (by: the sites sorted by name). */
+static uint32_t find_site(const named *by, size_t n, const char *name)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(by[mid].name, name);
+        if (!c) return by[mid].site;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0;
+}
+
+static int acc_finish(gm_site_acc *c)
+{
+    size_t n = c->tally.n, ns = c->sites.n < n ? c->sites.n : n - 1;
+    free(c->incl);
+    c->incl = calloc(n, sizeof *c->incl);
+    named *by = malloc((ns ? ns : 1) * sizeof *by);
+    uint32_t *seen = calloc(n, sizeof *seen);
+    char *name = malloc(GM_SITE_STACK_MAX);
+    int rc = c->incl && by && seen && name ? GM_OK : GM_ENOMEM;
+    for (uint32_t s = 1; rc == GM_OK && s <= ns; s++)
+        by[s - 1] = (named){c->sites.rows[s - 1].name, s};
+    if (rc == GM_OK) {
+        qsort(by, ns, sizeof *by, cmp_name);
+        c->incl[0] = (int64_t)c->abb[0] - (int64_t)c->fbb[0];
+    }
+    for (uint32_t t = 1; rc == GM_OK && t <= ns; t++) {
+        int64_t self = (int64_t)c->abb[t] - (int64_t)c->fbb[t];
+        c->incl[t] += self; /* its own frame, whether or not its stack shows it */
+        seen[t] = t;
+        for (const char *p = c->sites.rows[t - 1].stack; *p;) {
+            const char *nl = strchr(p, '\n');
+            size_t len = nl ? (size_t)(nl - p) : strlen(p);
+            frame_name(p, len, name, GM_SITE_STACK_MAX);
+            uint32_t s = find_site(by, ns, name);
+            if (s && seen[s] != t) { /* a frame counts once per stack (recursion) */
+                seen[s] = t;
+                c->incl[s] += self;
+            }
+            p += len + (nl ? 1 : 0);
+        }
+    }
+    free(by);
+    free(seen);
+    free(name);
+    return rc;
+}
+
+int gm_top_sites_finish(gm_top_sites *ts)
+{
+    for (size_t i = 0; i < ts->n; i++)
+        if (acc_finish(&ts->t[i]) != GM_OK) return GM_ENOMEM;
+    return GM_OK;
 }
 
 /* ------------------------------------------------------------ rows */
@@ -261,6 +350,7 @@ gm_site_row gm_top_sites_row(const gm_top_sites *ts, size_t tenant, uint32_t s)
     r.freed_block_bytes = c->fbb[s];
     r.peak_bytes = c->tally.pbytes[s];
     r.peak_count = c->tally.pcount[s];
+    r.cuda_mem = c->incl ? c->incl[s] : gm_site_row_self(&r);
     return r;
 }
 
@@ -271,6 +361,8 @@ static int64_t key_of(const gm_site_row *r, int order)
         return (int64_t)r->peak_bytes;
     case GM_SITE_BY_SELF:
         return gm_site_row_self(r);
+    case GM_SITE_BY_CUDA_MEM:
+        return r->cuda_mem;
     default:
         return (int64_t)r->alloc_bytes;
     }

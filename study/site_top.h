@@ -44,6 +44,8 @@ typedef struct gm_site_row {
     uint64_t alloc_block_bytes;        /* the same as the allocator rounded them */
     uint64_t freed_block_bytes;        /* (info: the requested bytes)          */
     uint64_t peak_bytes, peak_count;   /* live, requested bytes, at the peak   */
+    int64_t cuda_mem;                  /* CUDA Mem: Self of every site whose stack holds
+                                          this site's frame, its own included */
 } gm_site_row;
 
 /* Self CUDA Mem of PyTorch's profiler: block bytes allocated less freed. */
@@ -53,9 +55,10 @@ static inline int64_t gm_site_row_self(const gm_site_row *r)
 }
 
 enum gm_site_order {
-    GM_SITE_BY_ALLOC = 0, /* bytes allocated over the run              */
-    GM_SITE_BY_PEAK = 1,  /* live bytes at the peak                    */
-    GM_SITE_BY_SELF = 2,  /* Self CUDA Mem (allocated less freed blocks) */
+    GM_SITE_BY_ALLOC = 0,    /* bytes allocated over the run              */
+    GM_SITE_BY_PEAK = 1,     /* live bytes at the peak                    */
+    GM_SITE_BY_SELF = 2,     /* Self CUDA Mem (allocated less freed blocks) */
+    GM_SITE_BY_CUDA_MEM = 3, /* CUDA Mem (gm_top_sites_finish), the profiler's sort_by */
 };
 
 typedef struct gm_site_acc {
@@ -63,6 +66,7 @@ typedef struct gm_site_acc {
     gm_site_tally tally;                     /* live requested bytes by site, now and at the peak */
     gm_addrmap req, blk;                     /* key(addr) -> requested bytes, block bytes */
     uint64_t *ac, *ab, *fc, *fb, *abb, *fbb; /* by site, as gm_site_row */
+    int64_t *incl;                           /* by site: CUDA Mem (after finish) */
     gm_alloc *a;                             /* the tenant's allocator while it runs */
 } gm_site_acc;
 
@@ -87,6 +91,15 @@ void gm_top_sites_unhook(gm_sim_config *cfg);
  * requested bytes, /initial_state blocks included. name: what to call it. */
 int gm_top_sites_trace(gm_trace_reader *r, const char *name, gm_top_sites *ts, gm_err *err);
 void gm_top_sites_free(gm_top_sites *ts);
+/* After the run: CUDA Mem per site, PyTorch's inclusive figure (an op's own
+ * memory and its child ops'). A call site has no child operators, but its
+ * frame is an outer frame of other sites' stacks: CUDA Mem of site S is
+ * the Self CUDA Mem of every site whose stack (/sites keeps the stack of
+ * the first allocation that named it) has S's frame, S's own included. A
+ * stack line matches S when, with its file cut to the last path
+ * component, it is S's name (the importer's rule, traces/IMPORT.md).
+ * gm_top_sites_trace calls it itself. GM_OK or GM_ENOMEM. */
+int gm_top_sites_finish(gm_top_sites *ts);
 
 /* The k sites (site >= 1 with an allocation or live bytes) first in order,
  * ties by lower site; returns how many (<= k). */

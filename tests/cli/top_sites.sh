@@ -25,13 +25,16 @@ expect_line() {
 #   by bytes allocated:  a 40 MiB (4), b 30 MiB (1), c 16 MiB (2)
 #   by live at the peak: b 30 MiB (1), c 16 MiB (2), a 0 B (0)
 #   Self CUDA Mem:       c 16 MiB (allocated, never freed), a 0, b 0
+#   CUDA Mem:            b 16 MiB (c.py:3 is called from b.py:2: its stack
+#                        holds b's frame), c 16 MiB, a 0; ties by site: b, c, a
 python3 - "$tmp/tiny.pickle" <<'PY'
 import pickle, sys
 MiB = 1 << 20
 def fr(f, l, n):
     return [{'filename': '/home/u/proj/' + f, 'line': l, 'name': n},
             {'filename': '/home/u/proj/train.py', 'line': 5, 'name': 'main'}]
-A, B, C = fr('a.py', 1, 'fa'), fr('b.py', 2, 'fb'), fr('c.py', 3, 'fc')
+A, B = fr('a.py', 1, 'fa'), fr('b.py', 2, 'fb')
+C = [{'filename': '/home/u/proj/c.py', 'line': 3, 'name': 'fc'}] + B   # fc is called from b.py:2
 S = 0x7f0000000000
 t, e = 1000000, []
 def add(action, addr, size, frames):
@@ -87,8 +90,8 @@ got = [(r['name'], r['allocations'], r['bytes_allocated'], r['peak_live_bytes'])
 assert got == [('a.py:1 in fa', 4, 40 * MiB, 0), ('b.py:2 in fb', 1, 30 * MiB, 30 * MiB)], got
 got = [(r['name'], r['peak_live_bytes'], r['peak_live_allocations']) for r in t['by_peak_live']]
 assert got == [('b.py:2 in fb', 30 * MiB, 1), ('c.py:3 in fc', 16 * MiB, 2)], got
-got = [(r['name'], r['self_cuda_mem_bytes'], r['frees']) for r in t['by_self_cuda_mem']]
-assert got == [('c.py:3 in fc', 16 * MiB, 0), ('a.py:1 in fa', 0, 4)], got
+got = [(r['name'], r['cuda_mem_bytes'], r['self_cuda_mem_bytes'], r['frees']) for r in t['by_cuda_mem']]
+assert got == [('b.py:2 in fb', 16 * MiB, 0, 1), ('c.py:3 in fc', 16 * MiB, 16 * MiB, 0)], got
 assert t['no_site']['allocations'] == 0, t['no_site']
 PY
 
@@ -96,7 +99,7 @@ PY
 run --top-sites 3 --profiler "$tmp/tiny.h5" >"$tmp/prof" 2>&1 || fail "run --profiler: exit $?"
 expect_line "^Name +CUDA Mem +Self CUDA Mem +# of Calls$" "$tmp/prof"
 grep -A4 '^Name' "$tmp/prof" | tail -3 | awk '{print $1, $4, $5, $6, $7, $8}' >"$tmp/prof_rows"
-printf 'c.py:3 16.00 Mb 16.00 Mb 2\na.py:1 0 b 0 b 4\nb.py:2 0 b 0 b 1\n' | cmp -s - "$tmp/prof_rows" ||
+printf 'b.py:2 16.00 Mb 0 b 1\nc.py:3 16.00 Mb 16.00 Mb 2\na.py:1 0 b 0 b 4\n' | cmp -s - "$tmp/prof_rows" ||
     fail "profiler rows: $(cat "$tmp/prof_rows")"
 # --profiler alone: 10 rows at most (three here)
 run --profiler "$tmp/tiny.h5" >"$tmp/prof10" 2>&1 || fail "run --profiler alone"
