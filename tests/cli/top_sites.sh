@@ -95,6 +95,20 @@ assert got == [('b.py:2 in fb', 16 * MiB, 0, 1), ('c.py:3 in fc', 16 * MiB, 16 *
 assert t['no_site']['allocations'] == 0, t['no_site']
 PY
 
+# two tenants on one device: the peak is the device's (both copies at their
+# peak, 2 x 46 MiB, reached at the second copy's event 11), each trace listed
+run --top-sites 1 --json "$tmp/two.json" "$tmp/tiny.h5" "$tmp/tiny.h5" --capacity 200MiB >/dev/null 2>&1 ||
+    fail "run --top-sites, two tenants"
+python3 - "$tmp/two.json" <<'PY' || fail "two tenants: top_sites"
+import json, sys
+j = json.load(open(sys.argv[1]))
+ts = j['top_sites']
+assert ts['peak_bytes'] == 92 << 20 == j['device']['peak_allocated_bytes'], (ts['peak_bytes'], j['device'])
+assert ts['peak_tenant'] == 1 and ts['peak_event'] == 11, ts
+assert [[(r['name'], r['peak_live_bytes']) for r in t['by_peak_live']] for t in ts['tenants']] == \
+    [[('b.py:2 in fb', 30 << 20)]] * 2, ts['tenants']
+PY
+
 # --profiler: PyTorch's columns, sorted by CUDA memory usage, row_limit N
 run --top-sites 3 --profiler "$tmp/tiny.h5" >"$tmp/prof" 2>&1 || fail "run --profiler: exit $?"
 expect_line "^Name +CUDA Mem +Self CUDA Mem +# of Calls$" "$tmp/prof"
