@@ -221,6 +221,20 @@ int gm_cli_uint(const char *opt, const char *s, unsigned long long max, unsigned
     return GM_OK;
 }
 
+int gm_cli_top_sites(const char *s, size_t *out, gm_err *err)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (!*s || *end || *s == '-' || *s == '+' || errno || v < 1 || v > GM_CLI_TOP_SITES_MAX)
+        return gm_errf(err, GM_EUSAGE,
+                       "--top-sites: '%s' is not a number of call sites; give a whole number "
+                       "from 1 to %d, e.g. --top-sites 10",
+                       s, GM_CLI_TOP_SITES_MAX);
+    *out = (size_t)v;
+    return GM_OK;
+}
+
 int gm_cli_int(const char *opt, const char *s, int *out, gm_err *err)
 {
     unsigned long long v;

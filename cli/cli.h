@@ -107,6 +107,9 @@ int gm_cli_compress(const char *arg, gm_trace_write_opts *wo, gm_err *err); /* n
 /* A whole number in [0, max] (option opt's value s). */
 int gm_cli_uint(const char *opt, const char *s, unsigned long long max, unsigned long long *out,
                 gm_err *err);
+/* --top-sites N (run, info): a whole number from 1 to GM_CLI_TOP_SITES_MAX. */
+#define GM_CLI_TOP_SITES_MAX 100000
+int gm_cli_top_sites(const char *s, size_t *out, gm_err *err);
 /* A whole number in [0, INT_MAX]. */
 int gm_cli_int(const char *opt, const char *s, int *out, gm_err *err);
 /* "gmsim ARGV..." as one string (quoted where needed), for a trace's

@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "base/units.h"
 #include "study/leak.h"
+#include "study/site_top.h"
 #include "reports/results.h"
 #include "reports/table.h"
 #include "traces/trace.h"
@@ -27,6 +28,7 @@ static void info_usage(FILE *f)
 {
     fprintf(f,
             "usage: gmsim info TRACE [--json FILE|-] [--iteration-marker NAME] [--capacity SIZE]\n"
+            "                  [--top-sites N [--profiler]]\n"
             "\n"
             "Summarizes a trace in one streaming pass: events by op, time span, allocations,\n"
             "peak live requested bytes (including /initial_state blocks), bytes allocated,\n"
@@ -43,6 +45,11 @@ static void info_usage(FILE *f)
             "                  (or starting with it: \"step\" matches \"step 3\")\n"
             "      --capacity SIZE  card for the run-out estimate (default: the memory the\n"
             "                  trace records for its process or device)\n"
+            "      --top-sites N  the N call sites by bytes allocated and by live bytes at the\n"
+            "                  trace's peak of live bytes (no allocator: `gmsim run --top-sites`\n"
+            "                  takes the simulated peak); in --json as \"top_sites\"\n"
+            "      --profiler  with --top-sites (default 10): PyTorch's profiler memory table\n"
+            "                  (Name, CUDA Mem, Self CUDA Mem, # of Calls), requested bytes\n"
             "  -h, --help      show this help\n");
 }
 
@@ -50,6 +57,8 @@ static const struct option info_options[] = {
     {"json", required_argument, NULL, 'j'},
     {"iteration-marker", required_argument, NULL, 'm'},
     {"capacity", required_argument, NULL, 'c'},
+    {"top-sites", required_argument, NULL, 't'},
+    {"profiler", no_argument, NULL, 'p'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -58,6 +67,8 @@ typedef struct info_args {
     const char *path;
     const char *json; /* --json FILE, "-" for stdout */
     gm_leak_opts leak;
+    size_t top_sites; /* --top-sites N; 0: not asked */
+    int profiler;
 } info_args;
 
 static int info_opt(void *ctx, int c, const char *arg, gm_err *err)
@@ -79,6 +90,11 @@ static int info_opt(void *ctx, int c, const char *arg, gm_err *err)
         return GM_OK;
     case 'c':
         return gm_parse_size(arg, "--capacity", &a->leak.capacity_bytes, err) ? GM_EUSAGE : GM_OK;
+    case 't':
+        return gm_cli_top_sites(arg, &a->top_sites, err);
+    case 'p':
+        a->profiler = 1;
+        return GM_OK;
     case 'h':
         info_usage(stdout);
         return GM_CLI_DONE;
@@ -117,6 +133,10 @@ int cmd_info(int argc, char **argv)
     if (rc == GM_OK) rc = gm_trace_scan_run(r, &s, &err);
     gm_leak_report lk = {0};
     if (rc == GM_OK) rc = gm_leak_analyze_trace(r, &a.leak, &lk, &err);
+    if (a.profiler && !a.top_sites) a.top_sites = 10;
+    gm_top_sites ts = {0};
+    if (rc == GM_OK && a.top_sites)
+        rc = gm_top_sites_trace(r, trace != a.path ? a.path : NULL, &ts, &err);
     if (rc == GM_OK) {
         warn_anomalies(&s, a.path);
         /* the table as the other commands print it: on stdout, or on
@@ -124,9 +144,12 @@ int cmd_info(int argc, char **argv)
         FILE *tab = a.json && !strcmp(a.json, "-") ? stderr : stdout;
         gm_table_info(tab, &s, r, trace != a.path ? a.path : NULL);
         gm_table_leak(tab, &lk);
+        if (a.top_sites) gm_table_top_sites(tab, &ts, a.top_sites, a.profiler);
         if (a.json) {
             json_t *j = gm_trace_info_json(&s, r, trace != a.path ? a.path : NULL);
             if (j) json_object_set_new(j, "iterations", gm_leak_json(&lk));
+            if (j && a.top_sites)
+                json_object_set_new(j, "top_sites", gm_top_sites_json(&ts, a.top_sites));
             rc = j ? gm_json_write(j, a.json, &err) : gm_errf(&err, GM_ENOMEM, "out of memory");
             json_decref(j);
         }
@@ -135,5 +158,6 @@ int cmd_info(int argc, char **argv)
     if (r) gm_trace_close(r);
     gm_trace_scan_free(&s);
     gm_leak_report_free(&lk);
+    gm_top_sites_free(&ts);
     return rc == GM_OK ? 0 : gm_cmd_fail("info", rc, err.msg);
 }

@@ -22,6 +22,7 @@
 #include "study/run_opts.h"
 #include "study/explain.h"
 #include "study/simulate.h"
+#include "study/site_top.h"
 
 static void usage(FILE *f)
 {
@@ -39,6 +40,14 @@ static void usage(FILE *f)
                "  --summary              after the table, torch.cuda.memory_summary() of each\n"
                "                         tenant at the end of its trace, from the model's\n"
                "                         counters (allocator pytorch; others keep none)\n"
+               "  --top-sites N          after the table, the N call sites of each trace by\n"
+               "                         bytes allocated over the run and by live bytes at the\n"
+               "                         simulated peak of allocated memory (traces with call\n"
+               "                         sites: imported PyTorch snapshots); in --json as\n"
+               "                         \"top_sites\"\n"
+               "  --profiler             with --top-sites (default 10): the sites as PyTorch's\n"
+               "                         prof.key_averages().table(sort_by=\"cuda_memory_usage\")\n"
+               "                         prints memory: Name, CUDA Mem, Self CUDA Mem, # of Calls\n"
                "  --no-explain           after an OOM, skip the why (live tensors by category)\n"
                "                         and the re-simulation of each single PyTorch setting\n"
                "                         change that might avoid it\n"
@@ -56,14 +65,18 @@ static void usage(FILE *f)
                "      maximum_pool_size:4GiB --capacity 80GiB --repeat 3 rmm.h5\n");
 }
 
-enum { OPT_JSON = 1000, OPT_HTML, OPT_NO_EXPLAIN, OPT_SUMMARY };
+enum { OPT_JSON = 1000, OPT_HTML, OPT_NO_EXPLAIN, OPT_SUMMARY, OPT_TOP_SITES, OPT_PROFILER };
+
+/* --profiler without --top-sites N: as many rows as the README's example. */
+#define PROFILER_ROWS 10
 
 /* Exit status of a run that predicts an OOM (README, "Exit status"). */
 #define EXIT_OOM 3
 
 typedef struct run_args {
     const char *json_path, *html_path;
-    int quiet, no_explain, summary;
+    int quiet, no_explain, summary, profiler;
+    size_t top_sites; /* 0: not asked */
 } run_args;
 
 static int run_opt(void *ctx, int c, const char *arg, gm_err *err)
@@ -87,6 +100,11 @@ static int run_opt(void *ctx, int c, const char *arg, gm_err *err)
         return GM_OK;
     case OPT_SUMMARY:
         a->summary = 1;
+        return GM_OK;
+    case OPT_TOP_SITES:
+        return gm_cli_top_sites(arg, &a->top_sites, err);
+    case OPT_PROFILER:
+        a->profiler = 1;
         return GM_OK;
     default:
         return gm_errf(err, GM_EUSAGE, "unexpected option");
@@ -121,6 +139,8 @@ int cmd_run(int argc, char **argv)
         {"html", required_argument, NULL, OPT_HTML},
         {"no-explain", no_argument, NULL, OPT_NO_EXPLAIN},
         {"summary", no_argument, NULL, OPT_SUMMARY},
+        {"top-sites", required_argument, NULL, OPT_TOP_SITES},
+        {"profiler", no_argument, NULL, OPT_PROFILER},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -145,16 +165,30 @@ int cmd_run(int argc, char **argv)
     }
     gm_sim_config cfg;
     gm_run_opts_config(&o, &cfg);
+    if (args.profiler && !args.top_sites) args.top_sites = PROFILER_ROWS;
+    gm_top_sites ts = {0}; /* --top-sites: filled through the engine's hooks as the run goes */
+    if (args.top_sites && (rc = gm_top_sites_hook(&ts, &cfg, &err)) != GM_OK) {
+        gm_top_sites_free(&ts);
+        gm_run_opts_free(&o);
+        return gm_cmd_fail("run", rc, err.msg);
+    }
     gm_cli_progress_begin("run", quiet, &cfg, 1);
     gm_sim_result *r;
     rc = gm_simulate(&cfg, &r, &err);
     gm_cli_progress_end();
+    gm_top_sites_unhook(&cfg); /* cfg is copied into the OOM fixes' threads below */
+    if (rc == GM_OK && args.top_sites && (ts.rc != GM_OK || gm_top_sites_finish(&ts) != GM_OK)) {
+        gm_sim_result_free(r);
+        rc = gm_errf(&err, GM_ENOMEM, "out of host memory tallying call sites");
+    }
     if (rc != GM_OK) {
+        gm_top_sites_free(&ts);
         gm_run_opts_free(&o);
         return gm_cmd_fail("run", rc, err.msg);
     }
     if (!quiet) gm_table_run(text, &cfg, r);
     if (args.summary) print_summaries(text, r);
+    if (args.top_sites && !quiet) gm_table_top_sites(text, &ts, args.top_sites, args.profiler);
     /* an OOM: what was live, and which single change would have avoided it */
     int explained = 0;
     gm_live_set at, peak;
@@ -165,6 +199,7 @@ int cmd_run(int argc, char **argv)
         rc = gm_live_at(&cfg, first->tenant, first->event_index, &at, &peak, &err);
         if (rc == GM_OK) rc = gm_oom_fixes(&cfg, r, 0, &fixes, &err);
         if (rc != GM_OK) {
+            gm_top_sites_free(&ts);
             gm_sim_result_free(r);
             gm_run_opts_free(&o);
             return gm_cmd_fail("run", rc, err.msg);
@@ -175,6 +210,8 @@ int cmd_run(int argc, char **argv)
     if (json_path || html_path) {
         json_t *j = gm_result_json(&cfg, r, "run");
         if (explained) json_object_set_new(j, "explain", gm_explain_json(&at, &peak, &fixes));
+        if (args.top_sites)
+            json_object_set_new(j, "top_sites", gm_top_sites_json(&ts, args.top_sites));
         /* the trace's statistics (iterations, allocation bands) are three
          * more passes over the trace: made for the page, and then in the
          * JSON too, so it carries everything the page draws; a plain --json
@@ -184,6 +221,7 @@ int cmd_run(int argc, char **argv)
         if (rc == GM_OK && html_path) rc = gm_html_write_file(j, html_path, &err);
         json_decref(j);
         if (rc != GM_OK) {
+            gm_top_sites_free(&ts);
             gm_sim_result_free(r);
             gm_run_opts_free(&o);
             return gm_cmd_fail("run", rc, err.msg);
@@ -205,6 +243,7 @@ int cmd_run(int argc, char **argv)
                 r->device.n_oom == 1 ? "" : "s", r->allocator, r->policy, what);
         code = EXIT_OOM;
     }
+    gm_top_sites_free(&ts);
     gm_sim_result_free(r);
     gm_run_opts_free(&o);
     return code;

@@ -995,7 +995,23 @@ static void iterations(gm_strbuf *b, json_t *st)
                  n);
     esc(b, words);
     gm_sb_puts(b, "; the dashed line is the least-squares fit the leak verdict rests on "
-                  "(hollow points: warm-up, left out of it).</p>");
+                  "(hollow points: warm-up, left out of it).");
+    json_t *grow = json_object_get(it, "growing"); /* steepest first (study/leak.h, groups) */
+    const char *kind = rep_str(it, "group_kind");
+    for (size_t i = 0; i < json_array_size(grow) && i < 5; i++) {
+        json_t *g = json_array_get(grow, i);
+        char v[32];
+        double sl = json_number_value(json_object_get(g, "slope_bytes_per_iteration"));
+        gm_sb_printf(b, "%s",
+                     i                               ? ", "
+                     : kind && !strcmp(kind, "site") ? " Growing call sites: "
+                                                     : " Growing categories: ");
+        esc(b, json_string_value(json_object_get(g, "name")));
+        gm_sb_printf(b, " (+%s per iteration)",
+                     gm_fmt_bytes_auto(sl > 0 ? (uint64_t)sl : 0, v, sizeof v));
+    }
+    if (json_array_size(grow) > 5) gm_sb_printf(b, " and %zu more", json_array_size(grow) - 5);
+    gm_sb_puts(b, "</p>");
     rep_chart_iterations(b, st);
 }
 

@@ -2,6 +2,7 @@
  * and as JSON (info --json, the report's trace statistics). */
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "results.h"
@@ -45,6 +46,31 @@ static void describe_fit(FILE *f, const gm_leak_fit *fit)
         fprintf(f, ", t %.1f)", fit->t);
 }
 
+#define LEAK_SHOWN_GROUPS 10 /* growing groups the text names */
+
+/* The growing groups, steepest first (ties: lower group); *order is
+ * malloc'd (NULL when none or out of memory). */
+static size_t growing_order(const gm_leak_report *r, size_t **order)
+{
+    size_t n = 0;
+    *order = NULL;
+    if (!r->group_fit || r->verdict == GM_LEAK_STEADY || r->verdict == GM_LEAK_UNKNOWN) return 0;
+    for (size_t g = 0; g < r->ngroups; g++)
+        n += r->group_fit[g].growing != 0;
+    if (!n || !(*order = malloc(n * sizeof **order))) return 0;
+    size_t m = 0;
+    for (size_t g = 0; g < r->ngroups; g++) {
+        if (!r->group_fit[g].growing) continue;
+        size_t j = m++;
+        while (j > 0 && r->group_fit[(*order)[j - 1]].slope < r->group_fit[g].slope) {
+            (*order)[j] = (*order)[j - 1];
+            j--;
+        }
+        (*order)[j] = g;
+    }
+    return n;
+}
+
 void gm_table_leak(FILE *f, const gm_leak_report *r)
 {
     char b1[40], b2[40], b3[40], b4[40];
@@ -79,11 +105,20 @@ void gm_table_leak(FILE *f, const gm_leak_report *r)
         fprintf(f, "  growth ended at iteration %zu; live bytes are flat from there on (%s)\n",
                 r->growth_end, gm_fmt_bytes(r->pt[r->growth_end].live_bytes, b1, sizeof b1));
     if (r->verdict == GM_LEAK_GROWING || r->verdict == GM_LEAK_STOPPED) {
-        for (size_t g = 0; g < r->ngroups; g++)
-            if (r->group_fit[g].growing)
-                fprintf(f, "  growing %s: %s %s per iteration (R^2 %.3f)\n", gm_leak_group_kind(r),
-                        gm_leak_group_name(r, g), fmt_signed(r->group_fit[g].slope, b1, sizeof b1),
-                        r->group_fit[g].r2);
+        size_t *order = NULL, n = growing_order(r, &order);
+        for (size_t i = 0; i < n && i < LEAK_SHOWN_GROUPS; i++) {
+            const gm_leak_fit *gf = &r->group_fit[order[i]];
+            fprintf(f, "  growing %s: %s %s per iteration (R^2 %.3f)\n",
+                    r->by_site ? "call site" : "category", gm_leak_group_name(r, order[i]),
+                    fmt_signed(gf->slope, b1, sizeof b1), gf->r2);
+        }
+        if (n > LEAK_SHOWN_GROUPS)
+            fprintf(f, "  ... and %zu more growing %s (--json lists them all)\n",
+                    n - LEAK_SHOWN_GROUPS, r->by_site ? "call sites" : "categories");
+        if (!n && r->by_site)
+            fprintf(f, "  no single call site grows steadily enough to name (the growth is "
+                       "spread over several)\n");
+        free(order);
     }
     if (r->verdict == GM_LEAK_GROWING && r->capacity_bytes) {
         if (r->runout_iteration >= 0)
@@ -138,12 +173,18 @@ json_t *gm_leak_json(const gm_leak_report *r)
     json_object_set_new(o, "runout_iteration",
                         r->runout_iteration >= 0 ? json_integer(r->runout_iteration) : json_null());
     json_object_set_new(o, "group_kind", json_string(gm_leak_group_kind(r)));
-    json_t *growing = json_object();
-    if (r->group_fit)
-        for (size_t g = 0; g < r->ngroups; g++)
-            if (r->group_fit[g].growing && r->verdict != GM_LEAK_STEADY)
-                json_object_set_new(growing, gm_leak_group_name(r, g),
-                                    json_real(r->group_fit[g].slope));
+    json_t *growing = json_object(), *list = json_array();
+    size_t *order = NULL, ng = growing_order(r, &order);
+    for (size_t i = 0; i < ng; i++) { /* steepest first */
+        const gm_leak_fit *gf = &r->group_fit[order[i]];
+        json_object_set_new(growing, gm_leak_group_name(r, order[i]), json_real(gf->slope));
+        json_array_append_new(list,
+                              json_pack("{s:I,s:o,s:f,s:f}", "group", (json_int_t)order[i], "name",
+                                        gm_json_text(gm_leak_group_name(r, order[i])),
+                                        "slope_bytes_per_iteration", gf->slope, "r2", gf->r2));
+    }
+    free(order);
+    json_object_set_new(o, "growing", list);
     json_object_set_new(o, "growing_groups", growing);
     json_t *a = json_array();
     for (size_t k = 0; k < r->n; k++) {
@@ -156,9 +197,10 @@ json_t *gm_leak_json(const gm_leak_report *r)
         json_object_set_new(e, "carried_allocations", json_integer((json_int_t)p->carried_count));
         json_object_set_new(e, "peak_bytes", json_integer((json_int_t)p->peak_bytes));
         json_t *g = json_object();
-        for (size_t i = 0; i < r->ngroups; i++)
-            json_object_set_new(g, gm_leak_group_name(r, i),
-                                json_integer((json_int_t)r->group_bytes[k * r->ngroups + i]));
+        for (size_t i = 0; i < r->ngroups; i++) /* sites: only those with live bytes */
+            if (!r->by_site || r->group_bytes[k * r->ngroups + i])
+                json_object_set_new(g, gm_leak_group_name(r, i),
+                                    json_integer((json_int_t)r->group_bytes[k * r->ngroups + i]));
         json_object_set_new(e, "by_group", g);
         json_array_append_new(a, e);
     }

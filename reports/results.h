@@ -23,6 +23,7 @@
 #include "study/fidelity.h"
 #include "study/fit.h"
 #include "study/leak.h"
+#include "study/site_top.h"
 #include "study/explain.h"
 #include "study/largest.h"
 #include "study/tune.h"
@@ -89,6 +90,9 @@ json_t *gm_trace_info_json(const gm_trace_scan *s, const gm_trace_reader *r, con
 /* leak_out.c: the "iterations" object of info --json and of the report's
  * trace statistics (study/leak.h). */
 json_t *gm_leak_json(const gm_leak_report *r);
+/* site_top_out.c: the "top_sites" object of run --json and info --json
+ * (README "Call sites"). */
+json_t *gm_top_sites_json(const gm_top_sites *ts, size_t k);
 
 /* measured_json.c: gmreplay's "measured" object (sim/measured.h has the
  * schema) and its whole result: gm_result_json(cfg, r, "replay") with

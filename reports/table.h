@@ -17,6 +17,7 @@
 #include "study/fidelity.h"
 #include "study/fit.h"
 #include "study/leak.h"
+#include "study/site_top.h"
 #include "study/explain.h"
 #include "study/tune.h"
 #include "traces/trace_scan.h"
@@ -58,6 +59,13 @@ void gm_table_info(FILE *f, const gm_trace_scan *s, const gm_trace_reader *r, co
 /* leak_out.c: `gmsim info`'s iterations (boundaries, the first and last ten
  * when there are many) and the leak verdict with its evidence. */
 void gm_table_leak(FILE *f, const gm_leak_report *r);
+/* site_top_out.c: --top-sites N (study/site_top.h) for each tenant: the N
+ * call sites by bytes allocated and by live bytes at the peak, or
+ * (as_profiler) PyTorch's profiler memory table (Name, CUDA Mem, Self CUDA
+ * Mem, # of Calls); a trace without call sites gets a note saying so. */
+void gm_table_top_sites(FILE *f, const gm_top_sites *ts, size_t k, int as_profiler);
+/* What a trace without call sites gets instead of the table. */
+const char *gm_top_sites_none_note(void);
 
 /* memory_summary.c: torch.cuda.memory_summary()'s table (PyTorch's layout,
  * every line 77 columns) of one allocator's statistics; `device`: the ID

@@ -18,29 +18,40 @@
 
 /* ------------------------------------------------------------ groups */
 
-/* The group an allocation's bytes are kept under. Call sites plug in here:
- * when events carry a site index, return it (and size ngroups by the
- * trace's /sites table in group_count, name it in gm_leak_group_name). */
-static size_t leak_group(const gm_event *e)
+/* The group an allocation's bytes are kept under: its call site when the
+ * report groups by site (0: none recorded; a site beyond the table counts
+ * as none), else its tensor category. */
+static size_t group_of(const gm_leak_report *rep, uint8_t category, uint32_t site)
 {
-    return e->category < GM_CAT_COUNT ? e->category : GM_CAT_UNKNOWN;
+    if (rep->by_site) return site < rep->ngroups ? site : 0;
+    return category < GM_CAT_COUNT ? category : GM_CAT_UNKNOWN;
 }
 
-static size_t group_count(void)
+static size_t leak_group(const gm_leak_report *rep, const gm_event *e)
 {
-    return GM_CAT_COUNT;
+    return group_of(rep, e->category, e->site);
+}
+
+/* Sites when the source has them and n boundaries x sites stay within
+ * GM_LEAK_MAX_GROUP_CELLS, else categories. */
+static void choose_groups(gm_leak_report *rep, const gm_leak_source *src, size_t n)
+{
+    size_t ns = src->sites ? src->sites->n : 0;
+    rep->by_site = ns && (ns + 1) * (n ? n : 1) <= GM_LEAK_MAX_GROUP_CELLS;
+    rep->ngroups = rep->by_site ? ns + 1 : GM_CAT_COUNT;
 }
 
 const char *gm_leak_group_kind(const gm_leak_report *rep)
 {
-    (void)rep;
-    return "category";
+    return rep->by_site ? "site" : "category";
 }
 
 const char *gm_leak_group_name(const gm_leak_report *rep, size_t g)
 {
-    (void)rep;
-    return gm_category_name((int)g);
+    if (!rep->by_site) return gm_category_name((int)g);
+    const gm_sites *s = rep->site_names ? rep->site_names : &rep->sites;
+    const char *n = g ? gm_sites_name(s, (uint32_t)g) : NULL;
+    return n ? n : "(no site recorded)";
 }
 
 const char *gm_iter_source_name(int source)
@@ -78,6 +89,7 @@ void gm_leak_report_free(gm_leak_report *rep)
     free(rep->pt);
     free(rep->group_bytes);
     free(rep->group_fit);
+    gm_sites_free(&rep->sites);
     memset(rep, 0, sizeof *rep);
 }
 
@@ -438,6 +450,7 @@ typedef struct pass2 {
     uint64_t *iter_bytes, *iter_count; /* by iteration k: live bytes made in it */
     uint64_t old_bytes, old_count;     /* made in iterations <= cur - 2 */
     size_t cur;                        /* boundaries passed */
+    const gm_leak_report *rep;         /* its grouping */
 } pass2;
 
 static int slot_new(pass2 *q, uint64_t size, size_t group, uint32_t iter)
@@ -486,8 +499,8 @@ static void slot_drop(pass2 *q, uint64_t i)
 static int put_init(void *ctx, const gm_init_row *w)
 {
     pass2 *q = ctx;
-    size_t g = w->category < GM_CAT_COUNT ? w->category : GM_CAT_UNKNOWN;
-    return slot_new(q, w->size, g, 0); /* its index, or GM_ENOMEM */
+    return slot_new(q, w->size, group_of(q->rep, w->category, w->site),
+                    0); /* its index, or GM_ENOMEM */
 }
 
 static void at_boundary(pass2 *q, gm_leak_report *rep, const gm_event *e, uint64_t index)
@@ -512,7 +525,7 @@ static void at_boundary(pass2 *q, gm_leak_report *rep, const gm_event *e, uint64
 
 static int run_pass2(const gm_leak_source *src, const bounds *b, gm_leak_report *rep, gm_err *err)
 {
-    pass2 q = {0};
+    pass2 q = {.rep = rep};
     size_t G = rep->ngroups, n = b->n;
     q.group_live = calloc(G, sizeof *q.group_live);
     q.iter_bytes = calloc(n, sizeof *q.iter_bytes);
@@ -539,7 +552,7 @@ static int run_pass2(const gm_leak_source *src, const bounds *b, gm_leak_report 
             uint64_t v, key = gm_addrmap_key(e->addr);
             if (e->op == GM_OP_ALLOC) {
                 if (gm_addrmap_del(&q.live, key, &v)) slot_drop(&q, v);
-                int i = slot_new(&q, e->size, leak_group(e), (uint32_t)q.cur);
+                int i = slot_new(&q, e->size, leak_group(rep, e), (uint32_t)q.cur);
                 if (i < 0 || gm_addrmap_put(&q.live, key, (uint64_t)i)) rc = GM_ENOMEM;
                 if (q.live_bytes > q.peak) q.peak = q.live_bytes;
             } else if (e->op == GM_OP_FREE && gm_addrmap_del(&q.live, key, &v)) {
@@ -649,7 +662,7 @@ int gm_leak_analyze(const gm_leak_source *src, const gm_leak_opts *o, gm_leak_re
 {
     memset(rep, 0, sizeof *rep);
     rep->nevents = src->nevents;
-    rep->ngroups = group_count();
+    rep->site_names = src->sites;
     rep->capacity_bytes = o ? o->capacity_bytes : 0;
     rep->runout_iteration = -1;
     mark_ref *mk;
@@ -670,6 +683,7 @@ int gm_leak_analyze(const gm_leak_source *src, const gm_leak_opts *o, gm_leak_re
         }
     }
     pass1_free(&p);
+    choose_groups(rep, src, b.n);
     if (rc == GM_OK && b.n) rc = src->rewind(src->ctx, err);
     if (rc == GM_OK && b.n) rc = run_pass2(src, &b, rep, err);
     free(b.idx);
@@ -704,12 +718,17 @@ int gm_leak_analyze_trace(gm_trace_reader *r, const gm_leak_opts *o, gm_leak_rep
         .nevents = gm_trace_nevents(r), .read = trace_read, .rewind = trace_rewind, .ctx = r};
     gm_init_row *init = NULL;
     gm_marker *marks = NULL;
+    gm_sites sites = {0};
     int rc = trace_rewind(r, err);
     if (rc == GM_OK) rc = gm_trace_read_initial(r, &init, &src.ninit, err);
     if (rc == GM_OK) rc = gm_trace_read_markers(r, &marks, &src.nmarks, err);
+    if (rc == GM_OK) rc = gm_trace_read_sites(r, &sites, err);
     src.init = init;
     src.marks = marks;
+    src.sites = &sites;
     if (rc == GM_OK) rc = gm_leak_analyze(&src, &oo, rep, err);
+    rep->sites = sites; /* the report owns the names from here */
+    rep->site_names = NULL;
     if (rc == GM_OK) rc = trace_rewind(r, err);
     free(init);
     free(marks);
@@ -738,11 +757,19 @@ static int mem_rewind(void *ctx, gm_err *err)
     return GM_OK;
 }
 
+int gm_leak_analyze_events_sites(const gm_event *ev, size_t n, const gm_init_row *init,
+                                 size_t ninit, const gm_marker *marks, size_t nmarks,
+                                 const gm_sites *sites, const gm_leak_opts *o, gm_leak_report *rep,
+                                 gm_err *err)
+{
+    mem_src ms = {ev, n, 0};
+    gm_leak_source src = {n, init, ninit, marks, nmarks, mem_read, mem_rewind, &ms, sites};
+    return gm_leak_analyze(&src, o, rep, err);
+}
+
 int gm_leak_analyze_events(const gm_event *ev, size_t n, const gm_init_row *init, size_t ninit,
                            const gm_marker *marks, size_t nmarks, const gm_leak_opts *o,
                            gm_leak_report *rep, gm_err *err)
 {
-    mem_src ms = {ev, n, 0};
-    gm_leak_source src = {n, init, ninit, marks, nmarks, mem_read, mem_rewind, &ms};
-    return gm_leak_analyze(&src, o, rep, err);
+    return gm_leak_analyze_events_sites(ev, n, init, ninit, marks, nmarks, NULL, o, rep, err);
 }

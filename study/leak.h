@@ -57,9 +57,12 @@
  * projected boundary live bytes plus the largest rise within one observed
  * iteration after warm-up (peak - boundary) exceed the capacity.
  *
- * Groups: each allocation's live bytes are kept under a group key
- * (leak.c, leak_group: the tensor category today); per group the same fit
- * tells which grows. Call sites, when traces carry them, plug in there.
+ * Groups: each allocation's live bytes are kept under a group key, and per
+ * group the same fit (over the same boundaries as the whole) tells which
+ * grows: its call site (trace.h, /sites; 0 = none recorded) when the trace
+ * names sites, else its tensor category. The sites fall back to categories
+ * when boundaries x (sites + 1) exceed GM_LEAK_MAX_GROUP_CELLS (the live
+ * bytes of every group at every boundary are kept).
  */
 #ifndef GM_LEAK_H
 #define GM_LEAK_H
@@ -74,6 +77,7 @@
 #define GM_LEAK_MIN_POINTS 3      /* boundaries a fit needs (after warm-up)        */
 #define GM_LEAK_MAX_POINTS 100000 /* boundaries kept; later ones are not analyzed */
 #define GM_LEAK_MIN_GROWTH (1ull << 20)
+#define GM_LEAK_MAX_GROUP_CELLS (1u << 23) /* boundaries x groups kept (64 MiB) */
 
 enum gm_iter_source {
     GM_ITER_NONE = 0,    /* no iterations found */
@@ -132,6 +136,9 @@ typedef struct gm_leak_report {
     uint64_t capacity_bytes;
     uint64_t rise_bytes;      /* largest peak - boundary live within one iteration */
     int64_t runout_iteration; /* growing with a capacity: first iteration over it; -1 none */
+    int by_site; /* groups are call sites (g = site, 0: none recorded), not categories */
+    const gm_sites *site_names; /* their names (the source's), or NULL: sites below */
+    gm_sites sites;             /* gm_leak_analyze_trace: the trace's /sites, owned */
 } gm_leak_report;
 
 /* Events from somewhere that can be read twice (two passes). */
@@ -144,6 +151,8 @@ typedef struct gm_leak_source {
     int64_t (*read)(void *ctx, gm_event *buf, size_t cap, gm_err *err); /* 0 at the end */
     int (*rewind)(void *ctx, gm_err *err);
     void *ctx;
+    const gm_sites *sites; /* the call sites events name (NULL or n = 0: none); kept by the
+                              report for their names, so it must outlive it */
 } gm_leak_source;
 
 /* Find the iterations and judge them. rep is filled (free it with
@@ -160,15 +169,21 @@ int gm_leak_analyze_trace(gm_trace_reader *r, const gm_leak_opts *o, gm_leak_rep
 int gm_leak_analyze_events(const gm_event *ev, size_t n, const gm_init_row *init, size_t ninit,
                            const gm_marker *marks, size_t nmarks, const gm_leak_opts *o,
                            gm_leak_report *rep, gm_err *err);
+/* The same with the call sites the events name (they must outlive rep). */
+int gm_leak_analyze_events_sites(const gm_event *ev, size_t n, const gm_init_row *init,
+                                 size_t ninit, const gm_marker *marks, size_t nmarks,
+                                 const gm_sites *sites, const gm_leak_opts *o, gm_leak_report *rep,
+                                 gm_err *err);
 void gm_leak_report_free(gm_leak_report *rep);
 
 /* Least squares of y[0..n) on first..first+n-1 with the growing rule
  * (min_growth 0: GM_LEAK_MIN_GROWTH). */
 void gm_leak_fit_line(const double *y, size_t first, size_t n, uint64_t min_growth, gm_leak_fit *f);
 
-const char *gm_iter_source_name(int source);                         /* "markers", "period", ... */
-const char *gm_leak_verdict_name(int verdict);                       /* "steady", "growing", ... */
-const char *gm_leak_group_kind(const gm_leak_report *rep);           /* "category" */
-const char *gm_leak_group_name(const gm_leak_report *rep, size_t g); /* "activation" */
+const char *gm_iter_source_name(int source);               /* "markers", "period", ... */
+const char *gm_leak_verdict_name(int verdict);             /* "steady", "growing", ... */
+const char *gm_leak_group_kind(const gm_leak_report *rep); /* "site", "category" */
+const char *gm_leak_group_name(const gm_leak_report *rep,
+                               size_t g); /* "train.py:42 in f", "activation" */
 
 #endif

@@ -287,6 +287,93 @@ static void test_too_few(void)
     gm_leak_report_free(&r);
 }
 
+/* Call sites for a built loop: parameters 1, inputs 2, activations 3 and 4
+ * (alternating), optimizer states 5, the planted leak 6 (the one
+ * allocation of L->leak bytes, an activation by category, like the others). */
+#define SITE_LEAK 6
+static const gm_site site_rows[] = {
+    {"model.py:10 in __init__", ""}, {"train.py:20 in load", ""}, {"model.py:30 in attn", ""},
+    {"model.py:31 in mlp", ""},      {"adam.py:40 in step", ""},  {"train.py:99 in log_loss", ""},
+};
+static const gm_sites sites6 = {6, (gm_site *)site_rows, NULL};
+
+static void give_sites(const loop *L, built *b)
+{
+    size_t nact = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        gm_event *e = &b->ev[i];
+        if (e->op != GM_OP_ALLOC) continue;
+        e->site = L->leak && e->size == L->leak           ? SITE_LEAK
+                  : e->category == GM_CAT_PARAMETER       ? 1
+                  : e->category == GM_CAT_INPUT           ? 2
+                  : e->category == GM_CAT_ACTIVATION      ? (uint32_t)(3 + nact++ % 2)
+                  : e->category == GM_CAT_OPTIMIZER_STATE ? 5
+                                                          : 0;
+    }
+}
+
+static int analyze_sites(const loop *L, const gm_sites *sites, gm_leak_report *r)
+{
+    built b;
+    build(L, &b);
+    give_sites(L, &b);
+    gm_err err;
+    int rc = gm_leak_analyze_events_sites(b.ev, b.n, NULL, 0, b.mk, b.nm, sites, NULL, r, &err);
+    built_free(&b);
+    return rc;
+}
+
+/* Sites: a leak in one call site among several (the same category as two
+ * others) is found at exactly that site, at its rate, with markers and by
+ * the period; a steady loop names no site; without a site table, the
+ * groups are the categories. */
+static void test_site_leak(void)
+{
+    const uint64_t rates[] = {0, 2 * GM_MiB, 8 * GM_MiB, 118 * GM_MiB};
+    for (int marks = 0; marks <= 1; marks++)
+        for (size_t i = 0; i < sizeof rates / sizeof *rates; i++) {
+            loop L = base_loop();
+            L.marks = marks;
+            L.leak = rates[i];
+            gm_leak_report r;
+            CU_ASSERT_EQUAL_FATAL(analyze_sites(&L, &sites6, &r), GM_OK);
+            CU_ASSERT_EQUAL(r.by_site, 1);
+            CU_ASSERT_EQUAL_FATAL(r.ngroups, 7);
+            CU_ASSERT_STRING_EQUAL(gm_leak_group_kind(&r), "site");
+            CU_ASSERT_STRING_EQUAL(gm_leak_group_name(&r, SITE_LEAK), "train.py:99 in log_loss");
+            CU_ASSERT_STRING_EQUAL(gm_leak_group_name(&r, 0), "(no site recorded)");
+            CU_ASSERT_EQUAL_FATAL(r.verdict, rates[i] ? GM_LEAK_GROWING : GM_LEAK_STEADY);
+            for (size_t g = 0; g < r.ngroups; g++)
+                CU_ASSERT_EQUAL(r.group_fit[g].growing, rates[i] && g == SITE_LEAK);
+            if (rates[i]) CU_ASSERT(fabs(r.group_fit[SITE_LEAK].slope - (double)rates[i]) < 1);
+            /* the optimizer states sit at their own site from boundary 2 on */
+            CU_ASSERT_EQUAL(r.group_bytes[3 * r.ngroups + 5], L.opt);
+            gm_leak_report_free(&r);
+        }
+    /* one that stops: still that site */
+    loop L = base_loop();
+    L.iters = 16;
+    L.marks = 1;
+    L.leak = 16 * GM_MiB;
+    L.leak_until = 6;
+    gm_leak_report r;
+    CU_ASSERT_EQUAL_FATAL(analyze_sites(&L, &sites6, &r), GM_OK);
+    CU_ASSERT_EQUAL(r.verdict, GM_LEAK_STOPPED);
+    for (size_t g = 0; g < r.ngroups; g++)
+        CU_ASSERT_EQUAL(r.group_fit[g].growing, g == SITE_LEAK);
+    gm_leak_report_free(&r);
+    /* no table: categories (the leak is one more activation) */
+    L = base_loop();
+    L.leak = 8 * GM_MiB;
+    CU_ASSERT_EQUAL_FATAL(analyze_sites(&L, NULL, &r), GM_OK);
+    CU_ASSERT_EQUAL(r.by_site, 0);
+    CU_ASSERT_EQUAL(r.ngroups, GM_CAT_COUNT);
+    CU_ASSERT_STRING_EQUAL(gm_leak_group_kind(&r), "category");
+    for (size_t g = 0; g < r.ngroups; g++)
+        CU_ASSERT_EQUAL(r.group_fit[g].growing, g == GM_CAT_ACTIVATION);
+    gm_leak_report_free(&r);
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("leak", NULL, NULL);
@@ -298,5 +385,6 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_runout);
     GM_ADD_TEST(s, test_sources);
     GM_ADD_TEST(s, test_too_few);
+    GM_ADD_TEST(s, test_site_leak);
     return 0;
 }
