@@ -97,8 +97,9 @@ static void record_oom(sim *s, tenant *t, const gm_event *e, uint64_t now);
 static int x_open(sim *s, tenant *t, gm_err *err);
 static void x_close(tenant *t);
 static uint64_t x_size(tenant *t, const gm_event *e);
-static int x_note(tenant *t, const gm_event *e, uint32_t id);
-static int x_rescue(sim *s, tenant *t, const gm_event *e, uint64_t size, uint64_t now, uint64_t *h);
+static int x_note(tenant *t, const gm_event *e, uint64_t size, uint32_t id);
+static int x_rescue(sim *s, tenant *t, const gm_event *e, uint64_t *size, uint64_t now,
+                    uint64_t *h);
 static void x_skipped_free(sim *s, tenant *t, uint64_t key, uint64_t now);
 
 /* The tenant's trace as people know it (spec->name, else its path): every
@@ -821,9 +822,10 @@ static int do_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abo
         return on_oom(s, t, e, slot, now, abort, err); /* refused by the policy (policy.h) */
     uint64_t size = t->x ? x_size(t, e) : e->size;     /* --on-oom chain may halve it */
     if (t->a->ops->malloc(t->a, size, e->stream, e->category, now, &h) != GM_OK &&
-        !scope_rescue(s, t, e, now, &h) && !(t->x && x_rescue(s, t, e, size, now, &h)))
+        !scope_rescue(s, t, e, now, &h) && !(t->x && x_rescue(s, t, e, &size, now, &h)))
         return on_oom(s, t, e, slot, now, abort, err);
-    if (t->x && x_note(t, e, slot ? e->id : 0)) return gm_errf(err, GM_ENOMEM, "out of memory");
+    if (t->x && x_note(t, e, size, slot ? e->id : 0))
+        return gm_errf(err, GM_ENOMEM, "out of memory");
     if (po->on_tensor) po->on_tensor(t->pol->state, t->a, h, e->category, 0, now);
     if (s->cfg->alloc_hook) /* optional observer: where the model put this allocation */
         s->cfg->alloc_hook(s->cfg->alloc_hook_ctx, t->idx, t->index, e, t->a, h);
@@ -1368,15 +1370,15 @@ static void x_sweep(tenant *t)
     x->sweep_at = 2 * x->n > 4096 ? 2 * x->n : 4096;
 }
 
-/* The allocation e succeeded (in slot id, 0: by address): remember its size
- * and age, for a spill. */
-static int x_note(tenant *t, const gm_event *e, uint32_t id)
+/* The allocation e of `size` bytes (halved if degrading) succeeded (in slot
+ * id, 0: by address): remember its size and age, for a spill. */
+static int x_note(tenant *t, const gm_event *e, uint64_t size, uint32_t id)
 {
     oomx *x = t->x;
     uint64_t key = gm_addrmap_key(e->addr), *idx = gm_addrmap_get(&x->map, key);
     xrec r = {.addr = e->addr,
               .born = x->born++,
-              .size = e->size,
+              .size = size,
               .stream = e->stream,
               .id = id,
               .cat = e->category};
@@ -1486,10 +1488,13 @@ static int x_spill(sim *s, tenant *t, const gm_event *e, uint64_t size, uint64_t
  * policy, the allocator and --scope device did all they could. Without the
  * chain: spill to the host tier. With it: 1) every tenant's cache released
  * (this one's first; each followed by a retry), 2) an activation at half
- * its size, the rest of the iteration degraded, 3) spill. Returns 1 with *h
- * set when one of them resolved it; the caller counts an OOM otherwise. */
-static int x_rescue(sim *s, tenant *t, const gm_event *e, uint64_t size, uint64_t now, uint64_t *h)
+ * its size (*size halved), the rest of the iteration degraded, 3) spill.
+ * Returns 1 with *h set when one of them resolved it; the caller counts an
+ * OOM otherwise. */
+static int x_rescue(sim *s, tenant *t, const gm_event *e, uint64_t *sizep, uint64_t now,
+                    uint64_t *h)
 {
+    uint64_t size = *sizep;
     oomx *x = t->x;
     gm_tier_stats *st = &t->res->tier;
     if (!x->chain) return s->has_tier && x_spill(s, t, e, size, now, h);
@@ -1514,6 +1519,7 @@ static int x_rescue(sim *s, tenant *t, const gm_event *e, uint64_t size, uint64_
         st->by_degrade++;
         st->degraded_allocs++;
         st->degraded_bytes += size - size / 2;
+        *sizep = size / 2;
         x->degrading = 1;
         t->res->degraded = 1;
         return 1;
