@@ -176,6 +176,9 @@ json_t *gm_fit_json(const gm_sim_config *base, const gm_fit *f)
         json_object_set_new(in, "resolution_bytes", json_integer((json_int_t)GM_FIT_STEP));
     }
     json_object_set_new(root, "inputs", in);
+    if (f->density) /* whose OOMs decide whether a copy fits */
+        json_object_set_new(root, "protected",
+                            json_string(f->protected_class ? "guaranteed tenants" : "all tenants"));
     json_t *rows = json_array();
     for (size_t i = 0; i < f->n; i++) {
         const gm_fit_entry *e = &f->e[i];
