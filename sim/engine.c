@@ -1475,12 +1475,13 @@ static int x_spill(sim *s, tenant *t, const gm_event *e, uint64_t size, uint64_t
         t->res->tier.spill_bytes += r->size;
         t->res->tier.spill_ns += gm_host_tier_ns(&s->tier, r->size);
         moved = 1;
-        if (freed >= need || k + 1 == nc)
+        if (freed >= need) /* enough bytes freed; fragmentation may still refuse it */
             ok = a->ops->malloc(a, size, e->stream, e->category, now, h) == GM_OK;
     }
     free(c);
+    if (!ok && moved && freed < need) /* all there was: the cache may coalesce with free memory */
+        ok = a->ops->malloc(a, size, e->stream, e->category, now, h) == GM_OK;
     if (ok) t->res->tier.oom_spill_resolved++;
-    (void)moved;
     return ok;
 }
 
