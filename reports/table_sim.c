@@ -195,7 +195,7 @@ static void print_tier(FILE *f, const gm_sim_result *r)
         if (t->degraded)
             fprintf(f,
                     "    tenant %zu: DEGRADED: %llu activation allocation(s) at half size (%s "
-                    "left out): precision degraded\n",
+                    "less requested, summed over them): precision degraded\n",
                     i, (unsigned long long)x->degraded_allocs,
                     gm_fmt_bytes(x->degraded_bytes, b1, sizeof b1));
     }
