@@ -189,11 +189,6 @@ int cmd_fit(int argc, char **argv)
     }
     gm_sim_config cfg;
     gm_run_opts_config(&o, &cfg);
-    if (tenants && html_path && gm_fit_wants_density(&cfg)) {
-        gm_run_opts_free(&o);
-        return gm_cmd_usage("fit", "the density table (--tenants with --class/--request/--limit) "
-                                   "has no HTML page yet; use --json FILE");
-    }
     char **specs = NULL;
     size_t n = 0;
     if ((rc = gm_policy_list_split(list, &specs, &n, &err)) != GM_OK) {

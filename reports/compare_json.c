@@ -35,7 +35,16 @@ json_t *gm_compare_inputs_json(const gm_sim_config *base, char *const *specs, si
     json_object_set_new(in, "alloc_conf_given",
                         base->alloc_conf ? gm_json_text(base->alloc_conf) : json_null());
     json_object_set_new(in, "memory_fraction", json_real(base->memory_fraction));
-    json_object_set_new(in, "on_oom", json_string(base->on_oom_skip ? "skip" : "abort"));
+    json_object_set_new(in, "on_oom",
+                        json_string(base->on_oom_chain  ? "chain"
+                                    : base->on_oom_skip ? "skip"
+                                                        : "abort"));
+    if (base->host_tier)
+        json_object_set_new(in, "host_tier",
+                            json_pack("{s:s,s:f,s:I,s:s}", "link", base->host_tier->name,
+                                      "bytes_per_s", base->host_tier->bytes_per_s, "size_bytes",
+                                      (json_int_t)base->host_tier->size, "touch",
+                                      gm_touch_name(base->host_tier->touch)));
     json_object_set_new(in, "lenient", json_boolean(base->lenient));
     json_object_set_new(in, "scope", json_string(base->scope_device ? "device" : "self"));
     if (base->share || base->mps) {
@@ -176,6 +185,9 @@ json_t *gm_fit_json(const gm_sim_config *base, const gm_fit *f)
         json_object_set_new(in, "resolution_bytes", json_integer((json_int_t)GM_FIT_STEP));
     }
     json_object_set_new(root, "inputs", in);
+    if (f->density) /* whose OOMs decide whether a copy fits */
+        json_object_set_new(root, "protected",
+                            json_string(f->protected_class ? "guaranteed tenants" : "all tenants"));
     json_t *rows = json_array();
     for (size_t i = 0; i < f->n; i++) {
         const gm_fit_entry *e = &f->e[i];

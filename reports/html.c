@@ -735,6 +735,18 @@ static void reproduce(gm_strbuf *out, const rep_run *r)
     if (mf > 0)
         shell_opt(&b, "--memory-fraction"), shell_word(&b, gm_fmt_num(mf, 6, num, sizeof num));
     if ((s = rep_str(in, "on_oom")) && !strcmp(s, "skip")) shell_opt(&b, "--on-oom skip");
+    if ((s = rep_str(in, "on_oom")) && !strcmp(s, "chain")) shell_opt(&b, "--on-oom chain");
+    if ((s = rep_str(in, "host_tier.link"))) { /* --host-tier (sim/host_tier.h) */
+        char ht[160];
+        double hs = rep_num(in, "host_tier.size_bytes");
+        const char *touch = rep_str(in, "host_tier.touch");
+        int n = snprintf(ht, sizeof ht, "%s", s);
+        if (hs > 0 && n > 0 && (size_t)n < sizeof ht)
+            n += snprintf(ht + n, sizeof ht - (size_t)n, ",size=%.0f", hs);
+        if (touch && !strcmp(touch, "none") && n > 0 && (size_t)n < sizeof ht)
+            snprintf(ht + n, sizeof ht - (size_t)n, ",touch=none");
+        shell_opt(&b, "--host-tier"), shell_word(&b, ht);
+    }
     if ((s = rep_str(in, "scope")) && !strcmp(s, "device")) shell_opt(&b, "--scope device");
     if (json_is_true(json_object_get(in, "lenient"))) shell_opt(&b, "--lenient");
     /* Per-trace options apply to the traces after them. Without any, "--"

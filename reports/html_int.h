@@ -85,6 +85,8 @@ void rep_page_close(gm_strbuf *b, const char *nce);
 #include "base/err.h"
 int rep_fit_page(json_t *fit, gm_strbuf *out, gm_err *err);
 int rep_tune_page(json_t *tune, gm_strbuf *out, gm_err *err);
+/* html_density.c: `gmsim fit --tenants --html` in density mode (per scheduling mode) */
+int rep_density_page(json_t *fit, gm_strbuf *out, gm_err *err);
 
 /* html_model.c */
 int rep_build(rep *p, json_t *root, char *err, size_t errlen);

@@ -72,6 +72,8 @@ int rep_fit_page(json_t *fit, gm_strbuf *out, gm_err *err)
     json_t *traces = json_object_get(json_object_get(fit, "inputs"), "traces");
     if (!json_is_array(res) || !json_array_size(res))
         return gm_errf(err, GM_EINVAL, "cannot make a report: a gmsim-fit/1 without results");
+    const char *fmode = rep_str(fit, "mode");
+    if (fmode && !strcmp(fmode, "density")) return rep_density_page(fit, out, err);
     char nce[40] = {0}, a[48], c[48], d[48];
     rep_page_open(out, "gmsim fit: the smallest device", nce, sizeof nce);
     const char *mode = rep_str(fit, "mode");

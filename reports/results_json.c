@@ -129,6 +129,41 @@ static json_t *tenant_json(const gm_sim_config *cfg, const gm_sim_result *r, siz
     json_object_set_new(o, "free_requested_events", ju(t->free_requested_events));
     json_object_set_new(o, "peak_torch_allocated_bytes", ju(t->peak_torch_allocated_bytes));
     if (t->policy_report) json_object_set_new(o, "policy_report", gm_report_json(t->policy_report));
+    if (r->has_host_tier) { /* --host-tier, --on-oom chain (sim/host_tier.h) */
+        const gm_tier_stats *x = &t->tier;
+        json_t *h = json_object();
+        json_object_set_new(h, "spills", ju(x->spills));
+        json_object_set_new(h, "spill_bytes", ju(x->spill_bytes));
+        json_object_set_new(h, "fetches", ju(x->fetches));
+        json_object_set_new(h, "fetch_bytes", ju(x->fetch_bytes));
+        json_object_set_new(h, "drops", ju(x->drops));
+        json_object_set_new(h, "drop_bytes", ju(x->drop_bytes));
+        json_object_set_new(h, "spill_stall_ns", ju(x->spill_ns));
+        json_object_set_new(h, "fetch_stall_ns", ju(x->fetch_ns));
+        json_object_set_new(h, "stall_ns", ju(x->spill_ns + x->fetch_ns));
+        json_object_set_new(h, "fetch_ooms", ju(x->fetch_ooms));
+        json_object_set_new(h, "ooms_resolved_by_spill", ju(x->oom_spill_resolved));
+        json_object_set_new(h, "peak_host_bytes", ju(x->peak_host_bytes));
+        json_object_set_new(o, "host_tier", h);
+    }
+    if (r->on_oom_chain) {
+        const gm_tier_stats *x = &t->tier;
+        double n = x->chain_ooms ? (double)x->chain_ooms : 1.0;
+        json_t *c = json_object();
+        json_object_set_new(c, "ooms", ju(x->chain_ooms));
+        json_object_set_new(c, "resolved_by_release", ju(x->by_release));
+        json_object_set_new(c, "resolved_by_degrade", ju(x->by_degrade));
+        json_object_set_new(c, "resolved_by_offload", ju(x->by_offload));
+        json_object_set_new(c, "unresolved", ju(x->unresolved));
+        json_object_set_new(c, "release_rate", json_real((double)x->by_release / n));
+        json_object_set_new(c, "degrade_rate", json_real((double)x->by_degrade / n));
+        json_object_set_new(c, "offload_rate", json_real((double)x->by_offload / n));
+        json_object_set_new(c, "unresolved_rate", json_real((double)x->unresolved / n));
+        json_object_set_new(c, "degraded", json_boolean(t->degraded));
+        json_object_set_new(c, "degraded_allocs", ju(x->degraded_allocs));
+        json_object_set_new(c, "degraded_bytes", ju(x->degraded_bytes));
+        json_object_set_new(o, "oom_chain", c);
+    }
     json_object_set_new(o, "metrics", gm_metrics_json(&t->m, r->capacity_bytes));
     json_object_set_new(o, "driver", driver_json(&t->c));
     /* PyTorch's memory_stats() at the end of the trace; absent for a model
@@ -157,7 +192,16 @@ json_t *gm_result_json(const gm_sim_config *cfg, const gm_sim_result *r, const c
     json_object_set_new(in, "policy", gm_json_text(r->policy));
     json_object_set_new(in, "policy_realizable", json_boolean(r->policy_realizable));
     json_object_set_new(in, "memory_fraction", json_real(r->memory_fraction));
-    json_object_set_new(in, "on_oom", json_string(r->on_oom_skip ? "skip" : "abort"));
+    json_object_set_new(in, "on_oom",
+                        json_string(r->on_oom_chain  ? "chain"
+                                    : r->on_oom_skip ? "skip"
+                                                     : "abort"));
+    if (r->has_host_tier)
+        json_object_set_new(in, "host_tier",
+                            json_pack("{s:s,s:f,s:I,s:s}", "link", r->host_tier.name, "bytes_per_s",
+                                      r->host_tier.bytes_per_s, "size_bytes",
+                                      (json_int_t)r->host_tier.size, "touch",
+                                      gm_touch_name(r->host_tier.touch)));
     json_object_set_new(in, "lenient", json_boolean(cfg->lenient));
     json_object_set_new(in, "scope", json_string(cfg->scope_device ? "device" : "self"));
     if (r->share != GM_SHARE_NONE || r->mps) {

@@ -153,6 +153,54 @@ static void print_sharing(FILE *f, const gm_sim_result *r)
     }
 }
 
+/* --host-tier and --on-oom chain (sim/host_tier.h): per tenant. */
+static void print_tier(FILE *f, const gm_sim_result *r)
+{
+    if (!r->has_host_tier) return;
+    char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
+    const gm_host_tier *h = &r->host_tier;
+    fprintf(f, "  %-44s %s, %.1f GB/s each way, host %s, touch=%s\n", "host tier", h->name,
+            h->bytes_per_s / 1e9, h->size ? gm_fmt_bytes(h->size, b1, sizeof b1) : "unlimited",
+            gm_touch_name(h->touch));
+    for (size_t i = 0; i < r->n_tenants; i++) {
+        const gm_tier_stats *x = &r->t[i].tier;
+        fprintf(f,
+                "    tenant %zu: %llu spill%s (%s to host), %llu fetch%s (%s back), %llu "
+                "dropped (%s); stall %s (%s out, %s in); %llu OOM%s resolved by spilling",
+                i, (unsigned long long)x->spills, x->spills == 1 ? "" : "s",
+                gm_fmt_bytes(x->spill_bytes, b1, sizeof b1), (unsigned long long)x->fetches,
+                x->fetches == 1 ? "" : "es", gm_fmt_bytes(x->fetch_bytes, b2, sizeof b2),
+                (unsigned long long)x->drops, gm_fmt_bytes(x->drop_bytes, b3, sizeof b3),
+                gm_fmt_ns(x->spill_ns + x->fetch_ns, b4, sizeof b4),
+                gm_fmt_ns(x->spill_ns, b5, sizeof b5), gm_fmt_ns(x->fetch_ns, b6, sizeof b6),
+                (unsigned long long)x->oom_spill_resolved, x->oom_spill_resolved == 1 ? "" : "s");
+        if (x->fetch_ooms)
+            fprintf(f, "; %llu fetch(es) did not fit (OOMs)", (unsigned long long)x->fetch_ooms);
+        fprintf(f, "\n");
+    }
+    if (!r->on_oom_chain) return;
+    for (size_t i = 0; i < r->n_tenants; i++) {
+        const gm_tenant_result *t = &r->t[i];
+        const gm_tier_stats *x = &t->tier;
+        double n = x->chain_ooms ? (double)x->chain_ooms : 1.0;
+        fprintf(f,
+                "    tenant %zu: OOM chain: %llu OOM%s: release %llu (%.1f %%), degrade %llu "
+                "(%.1f %%), offload %llu (%.1f %%), unresolved %llu (%.1f %%)%s\n",
+                i, (unsigned long long)x->chain_ooms, x->chain_ooms == 1 ? "" : "s",
+                (unsigned long long)x->by_release, 100.0 * (double)x->by_release / n,
+                (unsigned long long)x->by_degrade, 100.0 * (double)x->by_degrade / n,
+                (unsigned long long)x->by_offload, 100.0 * (double)x->by_offload / n,
+                (unsigned long long)x->unresolved, 100.0 * (double)x->unresolved / n,
+                t->degraded ? "" : "; precision not degraded");
+        if (t->degraded)
+            fprintf(f,
+                    "    tenant %zu: DEGRADED: %llu activation allocation(s) at half size (%s "
+                    "less requested, summed over them): precision degraded\n",
+                    i, (unsigned long long)x->degraded_allocs,
+                    gm_fmt_bytes(x->degraded_bytes, b1, sizeof b1));
+    }
+}
+
 void gm_table_run(FILE *f, const gm_sim_config *cfg, const gm_sim_result *r)
 {
     char b1[32], b2[32], p[32];
@@ -164,7 +212,10 @@ void gm_table_run(FILE *f, const gm_sim_config *cfg, const gm_sim_result *r)
         fprintf(f, "device size: %s\n", r->capacity_source);
     fprintf(f, "allocator %s, policy %s%s%s%s\n", r->allocator, r->policy,
             r->policy_realizable ? "" : " (UNREALIZABLE: uses the future; a bound)",
-            r->on_oom_skip ? ", OOMs skipped" : "", cfg->scope_device ? ", scope device" : "");
+            r->on_oom_chain  ? ", OOM chain (release, degrade, offload)"
+            : r->on_oom_skip ? ", OOMs skipped"
+                             : "",
+            cfg->scope_device ? ", scope device" : "");
     for (size_t i = 0; i < r->n_tenants; i++) {
         const gm_tenant_result *t = &r->t[i];
         fprintf(f, "  [%zu] %s  (%s, %llu events, hash %s, alloc conf '%s'%s)\n", i, t->path,
@@ -216,6 +267,7 @@ void gm_table_run(FILE *f, const gm_sim_config *cfg, const gm_sim_result *r)
                 (unsigned long long)resc);
     }
     print_sharing(f, r);
+    print_tier(f, r);
     for (size_t i = 0; i < r->n_tenants; i++) {
         const gm_tenant_result *t = &r->t[i];
         if (t->init_live_bytes && r->initial_state == GM_INITIAL_LIVE)

@@ -52,6 +52,7 @@ typedef struct tenant {
     int restoring; /* rebuilding /initial_state */
     int started;   /* first event reached: initial state rebuilt */
     int done;
+    struct oomx *x; /* --host-tier, --on-oom chain: what they keep (NULL: neither) */
 } tenant;
 
 typedef struct sim {
@@ -70,6 +71,9 @@ typedef struct sim {
     uint64_t next_progress;
     uint64_t timer_min; /* several tenants: no timer of any is due before this */
     size_t *heap;       /* several tenants: indices, a min-heap by (done, next_t, index) */
+    gm_host_tier tier;  /* --host-tier (or --on-oom chain's pcie4), when has_tier */
+    int has_tier;
+    uint64_t host_bytes; /* what the tenants hold on the host tier */
 } sim;
 
 /* ---------------- tenant lifecycle ---------------- */
@@ -88,6 +92,15 @@ static void update_device(sim *s, tenant *t, uint64_t t_ns);
 static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t *slot, uint64_t now, int *abort,
                   gm_err *err);
 static void set_withheld(sim *s, const tenant *t);
+static void tensor_free(tenant *t, uint64_t h, uint64_t now);
+static void record_oom(sim *s, tenant *t, const gm_event *e, uint64_t now);
+static int x_open(sim *s, tenant *t, gm_err *err);
+static void x_close(tenant *t);
+static uint64_t x_size(tenant *t, const gm_event *e);
+static int x_note(tenant *t, const gm_event *e, uint64_t size, uint32_t id);
+static int x_rescue(sim *s, tenant *t, const gm_event *e, uint64_t *size, uint64_t now,
+                    uint64_t *h);
+static void x_skipped_free(sim *s, tenant *t, uint64_t key, uint64_t now);
 
 /* The tenant's trace as people know it (spec->name, else its path): every
  * message and result names it so. */
@@ -227,7 +240,7 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
     if (t->r && !t->own) return gm_errf(err, GM_ENOMEM, "out of memory");
     const gm_policy_ops *po = t->pol->ops;
     t->timer_period = po->timer_period_ns ? po->timer_period_ns(t->pol->state) : 0;
-    return GM_OK;
+    return s->has_tier || cfg->on_oom_chain ? x_open(s, t, err) : GM_OK;
 }
 
 static void hook_trampoline(void *ctx, const gm_seg_event *ev)
@@ -466,6 +479,7 @@ static void tenant_close(tenant *t)
     t->slot = t->slot_addr = NULL;
     t->n_slot = 0;
     gm_addrmap_free(&t->pending);
+    x_close(t);
     free(t->own);
     t->own = NULL;
     t->buf = NULL;
@@ -798,14 +812,20 @@ static int do_alloc(sim *s, tenant *t, const gm_event *e, uint64_t now, int *abo
             gm_addrmap_del(&t->live, key, &h);
         }
         settle(t, key);
-        if (h != SKIPPED) tensor_free(t, h, now);
+        if (h != SKIPPED)
+            tensor_free(t, h, now);
+        else if (t->x)
+            x_skipped_free(s, t, key, now);
     }
     const gm_policy_ops *po = t->pol->ops;
     if (po->admit && !po->admit(t->pol->state, t->a, e->size, e->category, now))
         return on_oom(s, t, e, slot, now, abort, err); /* refused by the policy (policy.h) */
-    if (t->a->ops->malloc(t->a, e->size, e->stream, e->category, now, &h) != GM_OK &&
-        !scope_rescue(s, t, e, now, &h))
+    uint64_t size = t->x ? x_size(t, e) : e->size;     /* --on-oom chain may halve it */
+    if (t->a->ops->malloc(t->a, size, e->stream, e->category, now, &h) != GM_OK &&
+        !scope_rescue(s, t, e, now, &h) && !(t->x && x_rescue(s, t, e, &size, now, &h)))
         return on_oom(s, t, e, slot, now, abort, err);
+    if (t->x && x_note(t, e, size, slot ? e->id : 0))
+        return gm_errf(err, GM_ENOMEM, "out of memory");
     if (po->on_tensor) po->on_tensor(t->pol->state, t->a, h, e->category, 0, now);
     if (s->cfg->alloc_hook) /* optional observer: where the model put this allocation */
         s->cfg->alloc_hook(s->cfg->alloc_hook_ctx, t->idx, t->index, e, t->a, h);
@@ -849,7 +869,10 @@ static int do_free(sim *s, tenant *t, const gm_event *e, uint64_t now, gm_err *e
         h = *slot - 1;
         *slot = 0;
         settle(t, key);
-        if (h != SKIPPED) tensor_free(t, h, now);
+        if (h != SKIPPED)
+            tensor_free(t, h, now);
+        else if (t->x)
+            x_skipped_free(s, t, key, now);
         return GM_OK;
     }
     if (!gm_addrmap_del(&t->live, key, &h)) {
@@ -866,7 +889,10 @@ static int do_free(sim *s, tenant *t, const gm_event *e, uint64_t now, gm_err *e
     }
     if (t->spec->repeat > 1) gm_addrmap_del(&t->pass_new, key, NULL);
     settle(t, key);
-    if (h != SKIPPED) tensor_free(t, h, now);
+    if (h != SKIPPED)
+        tensor_free(t, h, now);
+    else if (t->x)
+        x_skipped_free(s, t, key, now);
     return GM_OK;
 }
 
@@ -1215,6 +1241,16 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
     s.res->n_tenants = s.n;
     s.res->memory_fraction = cfg->memory_fraction;
     s.res->on_oom_skip = cfg->on_oom_skip;
+    s.res->on_oom_chain = cfg->on_oom_chain;
+    if (cfg->host_tier) {
+        s.tier = *cfg->host_tier;
+        s.has_tier = 1;
+    } else if (cfg->on_oom_chain) { /* the chain's third step: PCIe Gen4 unless told */
+        gm_host_tier_parse("pcie4", &s.tier, err);
+        s.has_tier = 1;
+    }
+    s.res->has_host_tier = s.has_tier;
+    if (s.has_tier) s.res->host_tier = s.tier;
     gm_metrics_init(&s.res->device);
     s.next_progress = 1u << 20;
     int rc = setup(&s, err);
@@ -1258,4 +1294,280 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
     }
     *out = s.res;
     return GM_OK;
+}
+
+/* ---------------- --host-tier and --on-oom chain (host_tier.h) ----------------
+ * Off the hot path: a tenant has an oomx only when either is asked for, and
+ * the engine reaches this code only through t->x, at an OOM, or at the free
+ * of a block the live map holds as SKIPPED (spilled, or skipped on OOM). */
+
+typedef struct xrec {
+    uint64_t addr, born, size, stream;
+    uint32_t id; /* its live slot, 0: by address */
+    uint8_t cat, spilled;
+} xrec;
+
+typedef struct oomx {
+    gm_addrmap map; /* address key -> index into recs */
+    xrec *recs;     /* the allocations made since the start (stale ones are swept) */
+    size_t n, cap, sweep_at;
+    uint64_t born;       /* allocations noted so far: the age order */
+    uint64_t host_bytes; /* this tenant's bytes on the host tier */
+    int chain;
+    int degrading;      /* --on-oom chain step 2: activations halved until the iteration ends */
+    uint8_t last_phase; /* the phase of the last allocation that had one */
+} oomx;
+
+static int x_open(sim *s, tenant *t, gm_err *err)
+{
+    t->x = calloc(1, sizeof *t->x);
+    if (!t->x || gm_addrmap_init(&t->x->map, 1024)) return gm_errf(err, GM_ENOMEM, "out of memory");
+    t->x->chain = s->cfg->on_oom_chain;
+    t->x->sweep_at = 4096;
+    return GM_OK;
+}
+
+static void x_close(tenant *t)
+{
+    if (!t->x) return;
+    gm_addrmap_free(&t->x->map);
+    free(t->x->recs);
+    free(t->x);
+    t->x = NULL;
+}
+
+/* Where the live map holds rec's allocation (the value is its handle, + 1
+ * in a slot), or NULL when rec is stale (freed, its slot or address since
+ * taken by another allocation). */
+static uint64_t *x_ref(tenant *t, const xrec *r, int *in_slot)
+{
+    *in_slot = r->id != 0;
+    if (r->id)
+        return r->id < t->n_slot && t->slot[r->id] && t->slot_addr[r->id] == r->addr
+                   ? &t->slot[r->id]
+                   : NULL;
+    return gm_addrmap_get(&t->live, gm_addrmap_key(r->addr));
+}
+
+static void x_remove(oomx *x, size_t i)
+{
+    gm_addrmap_del(&x->map, gm_addrmap_key(x->recs[i].addr), NULL);
+    if (i != --x->n) {
+        x->recs[i] = x->recs[x->n];
+        gm_addrmap_put(&x->map, gm_addrmap_key(x->recs[i].addr), i); /* replaces: no growth */
+    }
+}
+
+/* Drop the records of allocations that are gone (frees do not tell this
+ * code: that would be the hot path). Amortized: when the records doubled. */
+static void x_sweep(tenant *t)
+{
+    oomx *x = t->x;
+    for (size_t i = x->n; i-- > 0;) {
+        int in_slot;
+        if (!x->recs[i].spilled && !x_ref(t, &x->recs[i], &in_slot)) x_remove(x, i);
+    }
+    x->sweep_at = 2 * x->n > 4096 ? 2 * x->n : 4096;
+}
+
+/* The allocation e of `size` bytes (halved if degrading) succeeded (in slot
+ * id, 0: by address): remember its size and age, for a spill. */
+static int x_note(tenant *t, const gm_event *e, uint64_t size, uint32_t id)
+{
+    oomx *x = t->x;
+    uint64_t key = gm_addrmap_key(e->addr), *idx = gm_addrmap_get(&x->map, key);
+    xrec r = {.addr = e->addr,
+              .born = x->born++,
+              .size = size,
+              .stream = e->stream,
+              .id = id,
+              .cat = e->category};
+    if (idx) { /* the address again: the earlier allocation is gone */
+        x->recs[*idx] = r;
+        return GM_OK;
+    }
+    if (x->n >= x->sweep_at) x_sweep(t);
+    if (x->n == x->cap) {
+        size_t cap = x->cap ? 2 * x->cap : 1024;
+        xrec *v = realloc(x->recs, cap * sizeof *v);
+        if (!v) return GM_ENOMEM;
+        x->recs = v;
+        x->cap = cap;
+    }
+    x->recs[x->n] = r;
+    if (gm_addrmap_put(&x->map, key, x->n)) return GM_ENOMEM;
+    x->n++;
+    return GM_OK;
+}
+
+/* --on-oom chain step 2 (README, "Host tier and the OOM fallback chain"):
+ * while degrading, activations are allocated at half their size. The
+ * iteration ends where the allocations' phase comes back to forward from
+ * backward or optimizer; a trace without phases shows no iteration
+ * boundary, so there it lasts to the end of the pass. */
+static uint64_t x_size(tenant *t, const gm_event *e)
+{
+    oomx *x = t->x;
+    if (e->phase != GM_PHASE_UNKNOWN) {
+        if (x->degrading && e->phase == GM_PHASE_FORWARD && x->last_phase != GM_PHASE_FORWARD)
+            x->degrading = 0;
+        x->last_phase = e->phase;
+    }
+    if (!x->degrading || e->category != GM_CAT_ACTIVATION || e->size < 2) return e->size;
+    t->res->tier.degraded_allocs++;
+    t->res->tier.degraded_bytes += e->size - e->size / 2;
+    return e->size / 2;
+}
+
+static void x_host_add(sim *s, tenant *t, uint64_t bytes)
+{
+    s->host_bytes += bytes;
+    t->x->host_bytes += bytes;
+    if (t->x->host_bytes > t->res->tier.peak_host_bytes)
+        t->res->tier.peak_host_bytes = t->x->host_bytes;
+}
+
+static void x_host_sub(sim *s, tenant *t, uint64_t bytes)
+{
+    s->host_bytes -= bytes;
+    t->x->host_bytes -= bytes;
+}
+
+static int cmp_born(const void *p, const void *q)
+{
+    const xrec *a = *(const xrec *const *)p, *b = *(const xrec *const *)q;
+    return a->born < b->born ? -1 : a->born > b->born;
+}
+
+/* Spill live blocks of t, oldest allocated first, until an allocation of
+ * `size` bytes (category, stream of e) fits; blocks waiting for a deferred
+ * free (free_requested) and blocks of /initial_state are not moved, nor
+ * ones the host tier has no room for. Returns 1 with *h set when it fits. */
+static int x_spill(sim *s, tenant *t, const gm_event *e, uint64_t size, uint64_t now, uint64_t *h)
+{
+    oomx *x = t->x;
+    gm_alloc *a = t->a;
+    xrec **c = malloc((x->n ? x->n : 1) * sizeof *c);
+    size_t nc = 0;
+    if (!c) return 0;
+    for (size_t i = 0; i < x->n; i++) {
+        int in_slot;
+        const uint64_t *v = x_ref(t, &x->recs[i], &in_slot);
+        if (x->recs[i].spilled || !v || *v == (in_slot ? SKIPPED + 1 : SKIPPED)) continue;
+        if (t->pending_bytes && gm_addrmap_get(&t->pending, gm_addrmap_key(x->recs[i].addr)))
+            continue;
+        c[nc++] = &x->recs[i];
+    }
+    qsort(c, nc, sizeof *c, cmp_born);
+    uint64_t need = a->ops->block_size(a, size), freed = 0;
+    int moved = 0, ok = 0;
+    for (size_t k = 0; k < nc && !ok; k++) {
+        xrec *r = c[k];
+        if (s->tier.size && s->host_bytes + r->size > s->tier.size) continue;
+        int in_slot;
+        uint64_t *v = x_ref(t, r, &in_slot), hb = in_slot ? *v - 1 : *v;
+        freed += a->ops->block_bytes ? a->ops->block_bytes(a, hb) : a->ops->block_size(a, r->size);
+        tensor_free(t, hb, now);
+        *v = in_slot ? SKIPPED + 1 : SKIPPED;
+        r->spilled = 1;
+        x_host_add(s, t, r->size);
+        t->res->tier.spills++;
+        t->res->tier.spill_bytes += r->size;
+        t->res->tier.spill_ns += gm_host_tier_ns(&s->tier, r->size);
+        moved = 1;
+        if (freed >= need) /* enough bytes freed; fragmentation may still refuse it */
+            ok = a->ops->malloc(a, size, e->stream, e->category, now, h) == GM_OK;
+    }
+    free(c);
+    if (!ok && moved && freed < need) /* all there was: the cache may coalesce with free memory */
+        ok = a->ops->malloc(a, size, e->stream, e->category, now, h) == GM_OK;
+    if (ok) t->res->tier.oom_spill_resolved++;
+    return ok;
+}
+
+/* The allocation e (of `size` bytes: halved if degrading) failed after the
+ * policy, the allocator and --scope device did all they could. Without the
+ * chain: spill to the host tier. With it: 1) every tenant's cache released
+ * (this one's first; each followed by a retry), 2) an activation at half
+ * its size (*size halved), the rest of the iteration degraded, 3) spill.
+ * Returns 1 with *h set when one of them resolved it; the caller counts an
+ * OOM otherwise. */
+static int x_rescue(sim *s, tenant *t, const gm_event *e, uint64_t *sizep, uint64_t now,
+                    uint64_t *h)
+{
+    uint64_t size = *sizep;
+    oomx *x = t->x;
+    gm_tier_stats *st = &t->res->tier;
+    if (!x->chain) return s->has_tier && x_spill(s, t, e, size, now, h);
+    st->chain_ooms++;
+    for (size_t k = 0; k < s->n; k++) {
+        tenant *o = &s->t[((size_t)t->idx + k) % s->n];
+        if (o->done || !o->a) continue;
+        uint64_t got = o->a->ops->empty_cache(o->a, now);
+        if (!got) continue;
+        if (o != t) {
+            o->res->scope_released_bytes += got;
+            tenant_step_metrics(o, now);
+            update_device(s, o, now);
+        }
+        if (t->a->ops->malloc(t->a, size, e->stream, e->category, now, h) == GM_OK) {
+            st->by_release++;
+            return 1;
+        }
+    }
+    if (e->category == GM_CAT_ACTIVATION && size >= 2 &&
+        t->a->ops->malloc(t->a, size / 2, e->stream, e->category, now, h) == GM_OK) {
+        st->by_degrade++;
+        st->degraded_allocs++;
+        st->degraded_bytes += size - size / 2;
+        *sizep = size / 2;
+        x->degrading = 1;
+        t->res->degraded = 1;
+        return 1;
+    }
+    if (x_spill(s, t, e, size, now, h)) {
+        st->by_offload++;
+        return 1;
+    }
+    st->unresolved++;
+    return 0;
+}
+
+/* The trace frees a block the live map holds as SKIPPED: if the host tier
+ * holds it, fetch it back first (touch=free: the free stands for its last
+ * use) or drop the host copy (touch=none). A fetch that does not fit even
+ * after spilling others is counted as an OOM (fetch_ooms) and dropped. */
+static void x_skipped_free(sim *s, tenant *t, uint64_t key, uint64_t now)
+{
+    oomx *x = t->x;
+    uint64_t *idx = gm_addrmap_get(&x->map, key);
+    if (!idx || !x->recs[*idx].spilled) return; /* skipped on OOM: nothing held */
+    xrec r = x->recs[*idx];
+    x_remove(x, *idx);
+    x_host_sub(s, t, r.size);
+    gm_tier_stats *st = &t->res->tier;
+    if (s->tier.touch == GM_TOUCH_NONE) {
+        st->drops++;
+        st->drop_bytes += r.size;
+        return;
+    }
+    gm_event e = {.t_ns = now,
+                  .addr = r.addr,
+                  .size = r.size,
+                  .stream = r.stream,
+                  .op = GM_OP_ALLOC,
+                  .category = r.cat};
+    uint64_t h;
+    if (t->a->ops->malloc(t->a, r.size, r.stream, r.cat, now, &h) != GM_OK &&
+        !x_spill(s, t, &e, r.size, now, &h)) {
+        st->fetch_ooms++;
+        record_oom(s, t, &e, now);
+        return;
+    }
+    st->fetches++;
+    st->fetch_bytes += r.size;
+    st->fetch_ns += gm_host_tier_ns(&s->tier, r.size);
+    const gm_policy_ops *po = t->pol->ops;
+    if (po->on_tensor) po->on_tensor(t->pol->state, t->a, h, r.cat, 0, now);
+    tensor_free(t, h, now);
 }

@@ -17,6 +17,7 @@
 
 #include "alloc.h"
 #include "device.h"
+#include "host_tier.h"
 #include "metrics.h"
 #include "report.h"
 #include "base/err.h"
@@ -118,6 +119,14 @@ typedef struct gm_sim_config {
     int share;                /* enum gm_share_mode (--share)                          */
     int mps;                  /* --mps: one CUDA context for all tenants (the MPS server's),
                                  each --limit a hard cap (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT) */
+    /* --host-tier (host_tier.h): live blocks spilled to host memory when an
+     * allocation would fail; NULL = none */
+    const gm_host_tier *host_tier;
+    /* --on-oom chain: a failing allocation is tried again after 1) every
+     * tenant's cache is released, 2) at half size for an activation, the rest
+     * of the iteration degraded, 3) spilling to the host tier (pcie4 when
+     * host_tier is NULL); only then it is an OOM (the tenant aborts) */
+    int on_oom_chain;
     /* optional: every driver call of every tenant (fidelity, logs), with the
      * index of the trace event that caused it (UINT64_MAX while the initial
      * state is rebuilt) */
@@ -198,6 +207,8 @@ typedef struct gm_tenant_result {
     int has_stats;
     gm_alloc_stats stats;
     gm_report *policy_report; /* the policy's own figures (report.h), or NULL */
+    gm_tier_stats tier;       /* --host-tier, --on-oom chain (host_tier.h)   */
+    int degraded;             /* --on-oom chain halved activations: precision degraded */
     gm_metrics m;
     gm_alloc_counters c;
 } gm_tenant_result;
@@ -214,8 +225,11 @@ typedef struct gm_sim_result {
     int policy_realizable;
     double memory_fraction;
     int on_oom_skip;
-    int share;       /* enum gm_share_mode the run applied (never AUTO) */
-    int mps;         /* --mps: one context for all tenants */
+    int share; /* enum gm_share_mode the run applied (never AUTO) */
+    int mps;   /* --mps: one context for all tenants */
+    int on_oom_chain;
+    int has_host_tier; /* host_tier is the one the run used (chain: pcie4 by default) */
+    gm_host_tier host_tier;
     uint64_t events; /* trace events processed, all tenants */
     double wall_s;
     /* 1: the run's decisions depended on the device's size only through

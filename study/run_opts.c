@@ -32,6 +32,7 @@ enum {
     O_LIMIT,
     O_SHARE,
     O_MPS,
+    O_HOST_TIER,
 };
 
 static const struct option shared[] = {
@@ -57,6 +58,7 @@ static const struct option shared[] = {
     {"limit", required_argument, NULL, O_LIMIT},
     {"share", required_argument, NULL, O_SHARE},
     {"mps", no_argument, NULL, O_MPS},
+    {"host-tier", required_argument, NULL, O_HOST_TIER},
 };
 #define NSHARED (sizeof shared / sizeof shared[0])
 
@@ -178,12 +180,18 @@ int gm_run_opts_parse(gm_run_opts *o, int c, const char *arg, gm_err *err)
     case O_FRACTION:
         return gm_parse_double(arg, "--memory-fraction", 0.0, 1.0, &o->memory_fraction, err);
     case O_ON_OOM:
-        if (!strcmp(arg, "abort"))
-            o->on_oom_skip = 0;
-        else if (!strcmp(arg, "skip"))
+        o->on_oom_skip = o->on_oom_chain = 0;
+        if (!strcmp(arg, "skip"))
             o->on_oom_skip = 1;
-        else
-            return gm_errf(err, GM_EUSAGE, "--on-oom takes 'abort' or 'skip', not '%s'", arg);
+        else if (!strcmp(arg, "chain"))
+            o->on_oom_chain = 1;
+        else if (strcmp(arg, "abort"))
+            return gm_errf(err, GM_EUSAGE, "--on-oom takes 'abort', 'skip' or 'chain', not '%s'",
+                           arg);
+        return GM_OK;
+    case O_HOST_TIER:
+        if (gm_host_tier_parse(arg, &o->host_tier, err)) return err->code;
+        o->has_host_tier = 1;
         return GM_OK;
     case O_PHASE_EC:
         o->empty_cache_at_phase = 1;
@@ -272,8 +280,18 @@ void gm_run_opts_help(FILE *f, int one_policy)
                "                         latency, context overhead and (unless --capacity/\n"
                "                         --overhead are given) capacity\n"
                "  --memory-fraction F    torch.cuda.set_per_process_memory_fraction(F)\n"
-               "  --on-oom abort|skip    abort the tenant like a real job (default), or skip\n"
-               "                         the failing allocation and go on counting OOMs\n"
+               "  --on-oom abort|skip|chain  abort the tenant like a real job (default), skip\n"
+               "                         the failing allocation and go on counting OOMs, or\n"
+               "                         chain: release every cache and retry, then halve\n"
+               "                         activations for the rest of the iteration (precision\n"
+               "                         degraded), then spill to the host tier (pcie4 unless\n"
+               "                         --host-tier); OOM only if all three fail\n"
+               "  --host-tier LINK[,size=SIZE][,touch=free|none]\n"
+               "                         spill live blocks (oldest allocated first) to host\n"
+               "                         memory when an allocation would fail, over pcie4 (25\n"
+               "                         GB/s), pcie5 (50), c2c (NVLink-C2C, 450) or N GB/s;\n"
+               "                         touch=free (default) fetches a block back before its\n"
+               "                         free, none drops it; size caps the host (default none)\n"
                "  --empty-cache-at-phase call torch.cuda.empty_cache() where the program\n"
                "                         enters a new phase (forward, backward, optimizer)\n"
                "  --lenient              skip and count frees of unknown addresses instead of\n"
@@ -302,7 +320,7 @@ void gm_run_opts_help(FILE *f, int one_policy)
 
 int gm_run_opts_owns(int c)
 {
-    return c == 1 || (c >= O_POLICY && c <= O_MPS);
+    return c == 1 || (c >= O_POLICY && c <= O_HOST_TIER);
 }
 
 void gm_run_opts_config(const gm_run_opts *o, gm_sim_config *cfg)
@@ -332,4 +350,6 @@ void gm_run_opts_config(const gm_run_opts *o, gm_sim_config *cfg)
     cfg->scope_device = o->scope_device;
     cfg->share = o->share;
     cfg->mps = o->mps;
+    cfg->on_oom_chain = o->on_oom_chain;
+    cfg->host_tier = o->has_host_tier ? &o->host_tier : NULL;
 }

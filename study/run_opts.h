@@ -21,8 +21,11 @@ typedef struct gm_run_opts {
     uint64_t profile_capacity;   /* --device-profile's device, below --capacity and --gpu */
     gm_latency latency;
     int on_oom_skip, lenient, empty_cache_at_phase;
-    int scope_device;           /* --scope device */
-    int share, mps;             /* --share (enum gm_share_mode), --mps */
+    int scope_device;  /* --scope device */
+    int share, mps;    /* --share (enum gm_share_mode), --mps */
+    int on_oom_chain;  /* --on-oom chain */
+    int has_host_tier; /* --host-tier given: host_tier */
+    gm_host_tier host_tier;
     int overhead_given;         /* --overhead was given (a profile does not override it) */
     const char *device_profile; /* --device-profile FILE, already applied */
     const char *gpu;            /* --gpu NAME (traces/gpus.h): the capacity, unless --capacity */
