@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "reports/html.h"
+#include "reports/segmap.h"
 #include "reports/results.h"
 #include "reports/table.h"
 #include "reports/trace_stats.h"
@@ -36,6 +37,9 @@ static void usage(FILE *f)
                "output:\n"
                "  --json FILE            write all metrics and the inputs that produced them\n"
                "  --html FILE            write a self-contained HTML report (charts, inputs)\n"
+               "  --segments-at TIME     the page also maps the segments at TIME from the\n"
+               "                         first event (1.5s, 200ms); always: at the peak\n"
+               "                         of reserved memory and at the first OOMs\n"
                "  --summary              after the table, torch.cuda.memory_summary() of each\n"
                "                         tenant at the end of its trace, from the model's\n"
                "                         counters (allocator pytorch; others keep none)\n"
@@ -57,6 +61,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_JSON = 1000, OPT_HTML, OPT_NO_EXPLAIN, OPT_SUMMARY };
+enum { OPT_SEGMENTS_AT = 1100 };
 
 /* Exit status of a run that predicts an OOM (README, "Exit status"). */
 #define EXIT_OOM 3
@@ -64,6 +69,7 @@ enum { OPT_JSON = 1000, OPT_HTML, OPT_NO_EXPLAIN, OPT_SUMMARY };
 typedef struct run_args {
     const char *json_path, *html_path;
     int quiet, no_explain, summary;
+    gm_segmap_opts segmap; /* --html's segment maps; --segments-at */
 } run_args;
 
 static int run_opt(void *ctx, int c, const char *arg, gm_err *err)
@@ -88,6 +94,9 @@ static int run_opt(void *ctx, int c, const char *arg, gm_err *err)
     case OPT_SUMMARY:
         a->summary = 1;
         return GM_OK;
+    case OPT_SEGMENTS_AT:
+        a->segmap.at_given = 1;
+        return gm_parse_time(arg, "--segments-at", &a->segmap.at_ns, err);
     default:
         return gm_errf(err, GM_EUSAGE, "unexpected option");
     }
@@ -121,11 +130,13 @@ int cmd_run(int argc, char **argv)
         {"html", required_argument, NULL, OPT_HTML},
         {"no-explain", no_argument, NULL, OPT_NO_EXPLAIN},
         {"summary", no_argument, NULL, OPT_SUMMARY},
+        {"segments-at", required_argument, NULL, OPT_SEGMENTS_AT},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     run_args args = {0};
+    gm_segmap_opts_run(&args.segmap);
     gm_err err = {0};
     int rc = gm_cli_parse_sim(&o, argc, argv, extra, run_opt, &args, &err);
     if (rc != GM_OK) {
@@ -180,6 +191,7 @@ int cmd_run(int argc, char **argv)
          * JSON too, so it carries everything the page draws; a plain --json
          * stays one pass (`gmsim report --trace-stats` adds them later) */
         if (html_path) rc = gm_trace_stats_attach(j, &cfg, &err);
+        if (rc == GM_OK && html_path) rc = gm_segmap_attach(j, &cfg, &args.segmap, &err);
         if (rc == GM_OK && json_path) rc = gm_json_write(j, json_path, &err);
         if (rc == GM_OK && html_path) rc = gm_html_write_file(j, html_path, &err);
         json_decref(j);

@@ -131,6 +131,11 @@ static const char css[] =
     ".ab{stroke:none}.ab:hover,.ab.pin{stroke:#1f2933;stroke-width:1.5}"
     ".k0{fill:#9aa5b1}.k1{fill:#4c78a8}.k2{fill:#72b7b2}.k3{fill:#eeca3b}.k4{fill:#f58518}"
     ".k5{fill:#54a24b}.k6{fill:#e45756}.k7{fill:#b279a2}.al-rest{fill:#cbd2d9;fill-opacity:.8}"
+    ".ss{stroke:#1f2933;stroke-width:1.5}.sb{stroke:#fff;stroke-width:.4}.sb:hover{stroke:#1f2933;"
+    "stroke-width:1.2}"
+    ".sg{fill:#fff;stroke:#cbd2d9}"
+    ".sq{fill:#c53030}.sl{fill:#2b6cb0}.sf{fill:#7aa7d9}.su{fill:#cbd2d9}"
+    ".oomv{color:var(--bad);font-weight:600}details.segm summary{color:var(--fg)}"
     ".al-tip{min-height:1.5em;font-size:12.5px;margin:2px 0;overflow-wrap:anywhere}"
     "#zr{position:fixed;right:18px;bottom:18px;padding:6px 14px;border:1px solid #2b6cb0;"
     "border-radius:4px;background:#fff;color:#2b6cb0;font:inherit;cursor:pointer;"
@@ -213,6 +218,10 @@ static const char script[] =
     "sel=s.querySelector('rect.sel');if(sel)sel.setAttribute('visibility','hidden');"
     "if((b-a)*(+s.dataset.pw)>4){var k=zb-za;moved=1;zoom(za+a*k,za+b*k);}drag=null;});"
     "var R=document.getElementById('zr');if(R)R.addEventListener('click',function(){zoom(0,1);});"
+    "[].forEach.call(document.querySelectorAll('svg.segmap'),function(s){"
+    "var tip=document.getElementById(s.id+'-tip');if(!tip)return;"
+    "s.addEventListener('mouseover',function(e){var r=e.target,t=r.querySelector?"
+    "r.querySelector('title'):null;if(t)tip.textContent=t.textContent;});});"
     "document.documentElement.className+=' js';})();";
 
 /* ------------------------------------------------------------ helpers */
@@ -814,6 +823,7 @@ static void run_card(gm_strbuf *b, const rep *p, size_t k)
                   "style=\"border-color:#8795a1\"></i>reserved but unallocated: 1 \xe2\x88\x92 "
                   "allocated / reserved</span></div>");
     rep_chart_frag(b, p, k);
+    rep_segmaps(b, p, k);
     if (p->multi > 1) {
         gm_sb_puts(b, "<div class=\"legend\"><span>Per tenant (one band each, same axes): "
                       "reserved, allocated, requested</span></div>");
