@@ -365,7 +365,7 @@ static json_t *map_json(obs *o, const char *kind, uint64_t t_ns, const gm_seg_in
     }
     json_decref(index);
     json_t *m =
-        json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "kind", kind, "t_ns", ju(t_ns),
+        json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "kind", kind, "t_ns", ju(t_ns),
                   "reserved", ju(reserved), "allocated", ju(allocated), "largest_free", ju(largest),
                   "segments", ju(ns), "hidden_segments", ju(ns - nr), "hidden_bytes", ju(hid_bytes),
                   "hidden_allocated", ju(hid_alloc), "rows", jr, "sites", sites);
