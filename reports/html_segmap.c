@@ -61,7 +61,7 @@ static void item_title(gm_strbuf *b, json_t *it, json_t *sites, const char *seg)
 /* The failing request against what was free, on one scale. */
 static void oom_bars(gm_strbuf *b, const rep_run *r, json_t *m)
 {
-    double req = rep_num(m, "request_block"), lf = rep_num(m, "tenant_largest_free"),
+    double req = rep_num(m, "request_block"), lf = rep_num(m, "pool_largest_free"),
            fr = rep_num(m, "tenant_free"), unres = r->usable - rep_num(m, "reserved");
     if (isnan(req)) req = rep_num(m, "request");
     if (isnan(unres) || unres < 0) unres = 0;
@@ -69,7 +69,7 @@ static void oom_bars(gm_strbuf *b, const rep_run *r, json_t *m)
         const char *what, *cls;
         double v;
     } bar[] = {{"request (its block)", "sq", req},
-               {"largest free gap", "sl", lf},
+               {"largest free gap it could use", "sl", lf},
                {"free in its segments, in total", "sf", fr},
                {"device memory not reserved", "su", unres}};
     double mx = 1;
@@ -110,14 +110,14 @@ static void map_summary(gm_strbuf *b, const rep *p, const rep_run *r, json_t *m,
         gm_sb_printf(b, "At t = %s (--segments-at)", gm_fmt_unit(t, p->tu, 3, v[1], sizeof v[1]));
     else {
         double req = rep_num(m, "request"), blk = rep_num(m, "request_block"),
-               tl = rep_num(m, "tenant_largest_free"), tf = rep_num(m, "tenant_free");
+               tl = rep_num(m, "pool_largest_free"), tf = rep_num(m, "tenant_free");
         if (isnan(blk)) blk = req;
         gm_sb_printf(b, "OOM %zu at t = %s: <span class=\"oomv\">request %s", ooms,
                      gm_fmt_unit(t, p->tu, 3, v[0], sizeof v[0]), by(req, v[1], sizeof v[1]));
         if (blk != req) gm_sb_printf(b, " (block %s)", by(blk, v[2], sizeof v[2]));
         gm_sb_printf(b, " %s largest free gap %s; %s free in total</span>",
-                     blk > tl ? "&gt;" : "\xe2\x89\xa4 (another stream or pool)",
-                     by(tl, v[3], sizeof v[3]), by(tf, v[4], sizeof v[4]));
+                     blk > tl ? "&gt;" : "\xe2\x89\xa4", by(tl, v[3], sizeof v[3]),
+                     by(tf, v[4], sizeof v[4]));
         if (r->nt > 1) gm_sb_printf(b, " (tenant %.0f)", rep_num(m, "tenant"));
     }
     gm_sb_printf(b,
@@ -128,9 +128,19 @@ static void map_summary(gm_strbuf *b, const rep *p, const rep_run *r, json_t *m,
                  by(lf, v[3], sizeof v[3]), by(fr, v[4], sizeof v[4]));
     if (fr > 0) gm_sb_printf(b, " (external fragmentation %.1f %%)", 100 * (1 - lf / fr));
     if (kind && !strcmp(kind, "oom")) {
-        const char *site = rep_str(m, "site");
+        const char *site = rep_str(m, "site"), *pool = rep_str(m, "request_pool");
         gm_sb_printf(b, "; the request: %s, ", gm_category_name((int)rep_num(m, "category")));
         gm_sb_esc(b, site && *site ? site : "call site unknown");
+        gm_sb_printf(b,
+                     ", from the %s pool, where the largest free gap on its stream is %s "
+                     "(%s free there; largest anywhere %s)",
+                     pool ? pool : "?", by(rep_num(m, "pool_largest_free"), v[0], sizeof v[0]),
+                     by(rep_num(m, "pool_free"), v[1], sizeof v[1]),
+                     by(rep_num(m, "tenant_largest_free"), v[2], sizeof v[2]));
+        if (!(rep_num(m, "request_block") > rep_num(m, "pool_largest_free")))
+            gm_sb_puts(b, "; a gap that large was there, but the model's rules did not let this "
+                          "request use it (e.g. with max_split_size_mb an oversize block is not "
+                          "split for a smaller request)");
     }
     double hid = rep_num(m, "hidden_segments");
     if (hid > 0)

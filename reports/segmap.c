@@ -44,7 +44,7 @@ typedef struct obs {
     size_t nt;
     uint64_t seq, reserved, peak, peak_seq; /* pass 1 sets peak and peak_seq */
     int pending, pend_tenant;
-    uint64_t pend_size, pend_t;
+    uint64_t pend_size, pend_t, pend_stream;
     uint32_t pend_site;
     uint8_t pend_cat;
     int got_peak, got_at, failed;
@@ -463,22 +463,32 @@ static void settle_oom(obs *o)
     json_object_set_new(m, "category", json_integer(o->pend_cat));
     const char *site = o->pend_site ? gm_sites_name(&t->sites, o->pend_site) : NULL;
     if (site) json_object_set_new(m, "site", gm_json_text(site));
-    /* the failing tenant's own largest gap and free bytes */
-    uint64_t lf = 0, fr = 0;
+    /* the failing tenant's largest gap and free bytes: in all its segments,
+     * and in those the request could use (its pool, its stream) */
+    uint64_t lf = 0, fr = 0, plf = 0, pfr = 0;
+    int small = 0;
     if (a) {
+        a->ops->segment_size(a, o->pend_size, &small);
         size_t n = a->ops->segments(a, NULL, 0);
         gm_seg_info *v = malloc((n + 1) * sizeof *v);
         if (v) {
             n = a->ops->segments(a, v, n);
             for (size_t i = 0; i < n; i++) {
+                uint64_t f = v[i].size - v[i].allocated_bytes;
                 if (v[i].largest_free > lf) lf = v[i].largest_free;
-                fr += v[i].size - v[i].allocated_bytes;
+                fr += f;
+                if (!!v[i].small_pool != !!small || v[i].stream != o->pend_stream) continue;
+                if (v[i].largest_free > plf) plf = v[i].largest_free;
+                pfr += f;
             }
         }
         free(v);
     }
+    json_object_set_new(m, "request_pool", json_string(small ? "small" : "large"));
     json_object_set_new(m, "tenant_largest_free", ju(lf));
     json_object_set_new(m, "tenant_free", ju(fr));
+    json_object_set_new(m, "pool_largest_free", ju(plf));
+    json_object_set_new(m, "pool_free", ju(pfr));
     add_map(o, m);
 }
 
@@ -538,6 +548,7 @@ static void on_event(void *ctx, int tenant, uint64_t index, const gm_event *e)
         o->pending = 1;
         o->pend_tenant = tenant;
         o->pend_size = e->size;
+        o->pend_stream = e->stream;
         o->pend_t = now;
         o->pend_site = e->site;
         o->pend_cat = e->category < GM_CAT_COUNT ? e->category : 0;

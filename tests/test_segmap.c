@@ -183,6 +183,10 @@ static void test_oom(void)
     CU_ASSERT_EQUAL(num(m, "tenant_largest_free"), 2 * GM_MiB - GM_MiB - 3584);
     CU_ASSERT_EQUAL(num(m, "tenant_free"), 2 * GM_MiB - GM_MiB - 3072);
     CU_ASSERT_EQUAL(num(m, "category"), GM_CAT_TEMPORARY);
+    /* the request is for the large pool, which has no segment at all */
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(m, "request_pool")), "large");
+    CU_ASSERT_EQUAL(num(m, "pool_largest_free"), 0);
+    CU_ASSERT_EQUAL(num(m, "pool_free"), 0);
     CU_ASSERT_PTR_NOT_NULL(map_of(sm, "peak", 0));
     /* on the page: the verdict in words, the site escaped */
     gm_sim_result *r;
@@ -194,7 +198,7 @@ static void test_oom(void)
     gm_sb_init(&b);
     CU_ASSERT_EQUAL_FATAL(gm_html_render(j, &b, &err), GM_OK);
     const char *h = gm_sb_str(&b);
-    CU_ASSERT_PTR_NOT_NULL(strstr(h, "request 5.00 MiB &gt; largest free gap 1020.50 KiB; "
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, "request 5.00 MiB &gt; largest free gap 0 B; "
                                      "1021.00 KiB free in total"));
     CU_ASSERT_PTR_NOT_NULL(strstr(h, "<svg class=\"chart segmap\" id=\"segmap-0-"));
     CU_ASSERT_PTR_NOT_NULL(strstr(h, "id=\"segmap-0-0-tip\""));

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""report_drive.py CHROMIUM PAGE.html SHOT.png [--zoom SVG_ID] [--bands]
+"""report_drive.py CHROMIUM PAGE.html SHOT.png [--zoom SVG_ID] [--bands] [--segmap] [--oom]
 
 Opens a gmsim HTML page in headless chromium through the DevTools protocol
 (standard library only: a minimal WebSocket client), and checks it the way a
@@ -10,6 +10,10 @@ user would use it:
     hover moves the cursor and writes its read-out, reset restores the range;
   - --bands: hovering an allocation band writes its tooltip (size, category,
     call site, lifetime) into the read-out, a click pins it;
+  - --segmap: the page has a segment map, and hovering its widest block
+    writes the block's tooltip (size, category, call site) under the map;
+  - --oom: an OOM's segment map says "request X > largest free gap Y; Z free
+    in total" and draws the request against the free memory;
   - saves a full-page screenshot to SHOT.png and prints the first-paint and
     load times.
 Exits 1 with a message per failed check.
@@ -232,6 +236,49 @@ def check_bands(page):
         fail("click on a band did not pin it (%r)" % pinned)
 
 
+def check_segmap(page):
+    r = page.js(
+        "(function(){var s=document.querySelector('svg.segmap');if(!s)return null;"
+        "var best=null,a=0;[].forEach.call(s.querySelectorAll('rect.sb'),function(e){"
+        "if(!/\\bk\\d\\b/.test(e.getAttribute('class')))return;"
+        "var b=e.getBoundingClientRect();if(b.width*b.height>a){a=b.width*b.height;best=e;}});"
+        "if(!best)return [s.id];best.scrollIntoView({block:'center'});"
+        "var b=best.getBoundingClientRect();return [s.id,b.left+b.width/2,b.top+b.height/2,"
+        "best.querySelector('title').textContent,s.querySelectorAll('rect.sb').length];})()"
+    )
+    if not r:
+        return fail("no segment map (svg.segmap) on the page")
+    if len(r) < 5:
+        return fail("segment map #%s has no block" % r[0])
+    sid, x, y, title, n = r
+    page.mouse("mouseMoved", x, y)
+    tip = page.js("document.getElementById('%s-tip').textContent" % sid)
+    if tip != title or " block (" not in tip:
+        fail("hover on a segment map block: read-out %r, expected its title %r" % (tip, title))
+    else:
+        print("segment map #%s (%d items): %s" % (sid, n, tip))
+
+
+def check_oom(page):
+    r = page.js(
+        "(function(){var v=[].map.call(document.querySelectorAll('details.segm .oomv'),"
+        "function(e){return e.textContent;});return [v,document.querySelectorAll("
+        "'svg.sbars rect.sq').length];})()"
+    )
+    texts, bars = r
+    import re
+    ok = [t for t in texts if re.match(r"request [0-9.]+ [KMG]?i?B( \(block [^)]*\))? > largest "
+                                        r"free gap [0-9.]+ [KMG]?i?B; [0-9.]+ [KMG]?i?B free in "
+                                        r"total$", t)]
+    if not ok:
+        fail("no OOM segment map says 'request X > largest free gap Y; Z free in total' (%r)"
+             % texts[:3])
+    elif bars < 1:
+        fail("no request bar drawn against the free memory")
+    else:
+        print("OOM map: %s (%d OOM maps)" % (ok[0], len(texts)))
+
+
 def main():
     args = sys.argv[1:]
     if len(args) < 3:
@@ -282,6 +329,10 @@ def main():
             check_zoom(page, zoom)
         if "--bands" in args:
             check_bands(page)
+        if "--segmap" in args:
+            check_segmap(page)
+        if "--oom" in args:
+            check_oom(page)
         page.js("window.scrollTo(0,0)")
         png = page.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
         with open(shot, "wb") as f:
