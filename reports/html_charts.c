@@ -359,6 +359,11 @@ void rep_chart_memory(gm_strbuf *b, const rep *p, size_t run)
     snprintf(id, sizeof id, "mem-%zu", run);
     snprintf(lbl, sizeof lbl, "memory over time, %s", r->label);
     svg_open(b, p, H, id, lbl, p->yu.name);
+    /* the y refit after a zoom (every memory chart together): the axis'
+     * values at its bottom and top (in the unit), and their pixels */
+    gm_sb_printf(b, " data-yr=\"mem\" data-y0=\"%.6g\" data-y1=\"%.6g\" data-top=\"%g\" "
+                    "data-bot=\"%g\"",
+                 p->ymin / p->yu.div, p->ymax / p->yu.div, top, bottom);
     gm_sb_puts(b, " data-names=\"requested|allocated|reserved\" data-v=\"");
     int dec = decimals(p->ymax / p->yu.div);
     for (int c = 0; r->cols && c < REP_NCOL; c++) {
@@ -372,7 +377,16 @@ void rep_chart_memory(gm_strbuf *b, const rep *p, size_t run)
     }
     gm_sb_puts(b, "\">");
     gm_scale x = xscale(), y = {p->ymin, p->ymax, bottom, top};
+    gm_sb_puts(b, "<g class=\"yax0\">");
     gm_svg_grid_y(b, &x, &y, p->ystep, p->yu, decimals(p->ystep / p->yu.div) - 2);
+    /* the ticks of a refitted axis, filled in by the page script */
+    gm_sb_puts(b, "</g><g class=\"yax1\" visibility=\"hidden\">");
+    for (int i = 0; i < ZOOM_TICKS; i++)
+        gm_sb_printf(b,
+                     "<line class=\"grid\" x1=\"%g\" x2=\"%g\" y1=\"0\" y2=\"0\"/><text "
+                     "class=\"ax\" text-anchor=\"end\" x=\"%g\" y=\"0\"></text>",
+                     REP_PX0, REP_PX1, REP_PX0 - 6);
+    gm_sb_puts(b, "</g>");
     time_axis(b, p, bottom);
     if (!r->cols) {
         gm_sb_printf(b, "<text class=\"lbl\" x=\"%g\" y=\"%g\">no timeline in the results</text>",
@@ -394,12 +408,16 @@ void rep_chart_memory(gm_strbuf *b, const rep *p, size_t run)
     if (p->peak_live > 0) {
         snprintf(lbl, sizeof lbl, "limit: peak live %s",
                  gm_fmt_unit(p->peak_live, p->yu, 2, v, sizeof v));
+        gm_sb_printf(b, "<g class=\"hl\" data-hv=\"%.6g\">", p->peak_live / p->yu.div);
         hline(b, "limit", gm_scale_px(&y, p->peak_live), lbl, 1);
+        gm_sb_puts(b, "</g>");
     }
     if (r->usable > 0 && r->usable <= p->ymax) {
         snprintf(lbl, sizeof lbl, "usable capacity %s",
                  gm_fmt_unit(r->usable, p->yu, 2, v, sizeof v));
+        gm_sb_printf(b, "<g class=\"hl\" data-hv=\"%.6g\">", r->usable / p->yu.div);
         hline(b, "cap", gm_scale_px(&y, r->usable), lbl, 0);
+        gm_sb_puts(b, "</g>");
     }
     if (r->cols) {
         mem_ctx m = {r->cols, p->yu};

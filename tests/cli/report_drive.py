@@ -7,14 +7,16 @@ user would use it:
   - no console error, no uncaught exception, no CSP violation;
   - --zoom ID: a drag across the chart ID zooms every time chart (the plot's
     viewBox narrows, the zoomed axis has ticks, the reset button shows), a
-    hover moves the cursor and writes its read-out, reset restores the range;
+    hover moves the cursor and writes its read-out, the memory charts' y axis
+    refits to the zoomed range (new labels), reset restores both;
   - --bands: hovering an allocation band writes its tooltip (size, category,
     call site, lifetime) into the read-out, a click pins it;
   - --segmap: the page has a segment map, and hovering its widest block
     writes the block's tooltip (size, category, call site) under the map;
   - --oom: an OOM's segment map says "request X > largest free gap Y; Z free
     in total" and draws the request against the free memory;
-  - saves a full-page screenshot to SHOT.png and prints the first-paint and
+  - saves a full-page screenshot to SHOT.png (and, with --zoom, the zoomed
+    chart's viewport to SHOT-zoomed.png) and prints the first-paint and
     load times.
 Exits 1 with a message per failed check.
 """
@@ -159,7 +161,7 @@ def box(page, sel):
     )
 
 
-def check_zoom(page, sid):
+def check_zoom(page, sid, shot=None):
     b = box(page, "#" + sid)
     if not b:
         return fail("no chart #%s" % sid)
@@ -200,10 +202,32 @@ def check_zoom(page, sid):
     if hidden:
         fail("the reset button is hidden while zoomed")
     print("zoomed %d charts; axis %s" % (n, ", ".join(ticks)))
+    # the memory charts' y axis refits to the zoomed range
+    ylab = ("(function(){var s=document.querySelector('svg[data-yr]');if(!s)return null;"
+            "var t=function(c){var g=s.querySelector('g.'+c);return [g.getAttribute('visibility')"
+            "||'visible',[].filter.call(g.querySelectorAll('text'),function(e){return "
+            "e.getAttribute('visibility')!=='hidden';}).map(function(e){return e.textContent;})];};"
+            "return [s.id,t('yax0'),t('yax1')];})()")
+    y = page.js(ylab)
+    if y:
+        yid, (v0, t0), (v1, t1) = y
+        if v0 != "hidden" or v1 != "visible" or len(t1) < 2 or t1 == t0:
+            fail("zoom did not refit the y axis of #%s: written %s %r, refitted %s %r"
+                 % (yid, v0, t0, v1, t1))
+        else:
+            print("y axis of #%s refitted: %s -> %s" % (yid, ", ".join(t0), ", ".join(t1)))
+    if shot:  # the zoomed chart, as the user sees it
+        page.js("document.getElementById('%s').scrollIntoView({block:'center'})" % sid)
+        png = page.call("Page.captureScreenshot", format="png")
+        with open(shot, "wb") as f:
+            f.write(base64.b64decode(png["data"]))
     page.js("document.getElementById('zr').click()")
     back = page.js("document.querySelector('#%s svg.pz').getAttribute('viewBox')" % sid)
     if back != before:
         fail("reset: viewBox %r, expected %r" % (back, before))
+    y = page.js(ylab)
+    if y and (y[1][0] != "visible" or y[2][0] != "hidden"):
+        fail("reset did not restore the written y axis of #%s" % y[0])
 
 
 def check_bands(page):
@@ -326,7 +350,7 @@ def main():
         if not page.js("document.documentElement.className.indexOf('js')>=0"):
             fail("the page's script did not run")
         if zoom:
-            check_zoom(page, zoom)
+            check_zoom(page, zoom, shot[:-4] + "-zoomed.png" if shot.endswith(".png") else None)
         if "--bands" in args:
             check_bands(page)
         if "--segmap" in args:
