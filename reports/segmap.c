@@ -12,6 +12,7 @@
  */
 #include "segmap.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +38,16 @@ typedef struct ten {
     uint64_t offset;
 } ten;
 
+/* One level of the zoom pyramid: ZCOLS columns over [w0, w1) (ns). */
+#define ZCOLS 400
+#define ZMAX_LEVELS 16
+typedef struct zlevel {
+    uint64_t w0, w1;
+    double mx[3][ZCOLS], mn[3][ZCOLS]; /* requested, allocated, reserved */
+    double pre[3], last[3];            /* the state before the window; the last sample's */
+    int last_col;                      /* -1: no sample in the window yet */
+} zlevel;
+
 typedef struct obs {
     int pass; /* 1: find the peak, 2: capture */
     const gm_segmap_opts *o;
@@ -50,13 +61,19 @@ typedef struct obs {
     int got_peak, got_at, failed;
     uint64_t first_t; /* pass 1: the first event's time (--segments-at counts from it) */
     int seen_first;
+    uint64_t peak_t, end_t, events; /* pass 1: when the peak was set; the last event; events */
+    /* pass 2: the device's requested, allocated and reserved bytes, sampled
+     * after every event into the levels of the zoom pyramid */
+    double q, al;
+    zlevel *z;
+    size_t nz;
     uint64_t n_oom, last_t;
     json_t *maps;
 } obs;
 
 void gm_segmap_opts_run(gm_segmap_opts *o)
 {
-    *o = (gm_segmap_opts){.max_ooms = 3, .max_items = 900, .max_rows = 400};
+    *o = (gm_segmap_opts){.max_ooms = 3, .max_items = 900, .max_rows = 400, .zoom = 1};
 }
 
 void gm_segmap_opts_compare(gm_segmap_opts *o)
@@ -104,6 +121,8 @@ static sblock *block_new(obs *o, ten *t, uint64_t trace_addr)
             t->capf = c;
         }
         t->freel[t->nfree++] = prev;
+        o->q -= (double)t->b[prev].requested;
+        o->al -= (double)t->b[prev].bytes;
         t->b[prev].bytes = 0;
     } else if (gm_addrmap_put(&t->live, key, slot + 1)) {
         o->failed = 1;
@@ -126,6 +145,8 @@ static void block_free(obs *o, ten *t, uint64_t trace_addr)
         t->freel = v;
         t->capf = c;
     }
+    o->q -= (double)t->b[slot - 1].requested;
+    o->al -= (double)t->b[slot - 1].bytes;
     t->b[slot - 1].bytes = 0;
     t->freel[t->nfree++] = slot - 1;
 }
@@ -492,6 +513,37 @@ static void settle_oom(obs *o)
     add_map(o, m);
 }
 
+static void z_put(zlevel *l, int c, const double *v)
+{
+    for (int k = 0; k < 3; k++) {
+        if (isnan(l->mx[k][c]) || v[k] > l->mx[k][c]) l->mx[k][c] = v[k];
+        if (isnan(l->mn[k][c]) || v[k] < l->mn[k][c]) l->mn[k][c] = v[k];
+    }
+}
+
+/* The state v holds from t on: into every level whose window has t. A
+ * column without a sample holds the state before it. */
+static void z_sample(obs *o, uint64_t t)
+{
+    double v[3] = {o->q, o->al, (double)o->reserved};
+    for (size_t i = 0; i < o->nz; i++) {
+        zlevel *l = &o->z[i];
+        if (t < l->w0) {
+            memcpy(l->pre, v, sizeof v);
+            continue;
+        }
+        if (t >= l->w1) continue;
+        int c = (int)((double)(t - l->w0) / (double)(l->w1 - l->w0) * ZCOLS);
+        if (c >= ZCOLS) c = ZCOLS - 1;
+        const double *prev = l->last_col < 0 ? l->pre : l->last;
+        for (int k = l->last_col + 1; k <= c; k++)
+            z_put(l, k, prev); /* columns the previous state lasted through */
+        z_put(l, c, v);
+        l->last_col = c;
+        memcpy(l->last, v, sizeof v);
+    }
+}
+
 static void on_seg(void *ctx, int tenant, uint64_t event_index, const gm_seg_event *ev)
 {
     obs *o = ctx;
@@ -502,6 +554,7 @@ static void on_seg(void *ctx, int tenant, uint64_t event_index, const gm_seg_eve
         if (o->pass == 1 && o->reserved > o->peak) {
             o->peak = o->reserved;
             o->peak_seq = o->seq;
+            o->peak_t = o->last_t;
         }
     } else {
         o->reserved -= ev->size < o->reserved ? ev->size : o->reserved;
@@ -517,6 +570,8 @@ static void on_init(void *ctx, int tenant, const gm_init_row *row, gm_alloc *a, 
     sblock *b = block_new(o, t, row->addr);
     if (!b) return;
     place(a, handle, row->size, b);
+    o->q += (double)row->size;
+    o->al += (double)b->bytes;
     b->site = row->site;
     b->cat = row->category < GM_CAT_COUNT ? row->category : 0;
 }
@@ -529,6 +584,8 @@ static void on_event(void *ctx, int tenant, uint64_t index, const gm_event *e)
     o->seq++;
     uint64_t now = e->t_ns + o->t[tenant].offset;
     if (o->pass == 1 && !o->seen_first) o->seen_first = 1, o->first_t = now;
+    if (o->pass == 1) o->end_t = now, o->events++;
+    if (o->pass == 2 && o->seq > 1) z_sample(o, o->last_t);
     if (o->pass == 2 && !o->failed) {
         if (!o->got_peak && o->seq == o->peak_seq + 1) {
             o->got_peak = 1;
@@ -573,6 +630,8 @@ static void on_alloc(void *ctx, int tenant, uint64_t index, const gm_event *e, g
     sblock *b = block_new(o, t, e->addr);
     if (!b) return;
     place(a, handle, e->size, b);
+    o->q += (double)e->size;
+    o->al += (double)b->bytes;
     b->site = e->site;
     b->cat = e->category < GM_CAT_COUNT ? e->category : 0;
 }
@@ -583,6 +642,7 @@ static void on_end(void *ctx, int tenant, gm_alloc *a, int status)
     (void)status;
     o->t[tenant].a = a;
     settle_oom(o);
+    if (o->pass == 2) z_sample(o, o->last_t);
     if (o->pass == 2 && !o->got_peak && o->seq == o->peak_seq) {
         o->got_peak = 1;
         json_t *m = capture(o, "peak", o->last_t);
@@ -613,6 +673,57 @@ static void read_sites(const gm_tenant_spec *s, gm_sites *out)
     if (!s->path || gm_trace_open(s->path, &r, &e) != GM_OK) return; /* in memory: none */
     if (gm_trace_read_sites(r, out, &e) != GM_OK) memset(out, 0, sizeof *out);
     gm_trace_close(r);
+}
+
+/* The zoom pyramid's windows: each 4x narrower than the one before,
+ * centred on the peak of reserved memory (inside the trace's span), down to
+ * one holding about 100 events (at the trace's mean rate) or 100 ns. */
+static int z_setup(obs *o, gm_err *err)
+{
+    uint64_t span = o->end_t - o->first_t + 1;
+    o->z = calloc(ZMAX_LEVELS, sizeof *o->z);
+    if (!o->z) return gm_errf(err, GM_ENOMEM, "out of memory");
+    double w = (double)span, ev = (double)o->events;
+    for (size_t k = 0; k < ZMAX_LEVELS && ev > ZCOLS / 4.0; k++) {
+        w /= 4;
+        ev /= 4;
+        if (w < 100) break;
+        zlevel *l = &o->z[o->nz++];
+        uint64_t W = (uint64_t)w, c = o->peak_t;
+        l->w0 = c > o->first_t + W / 2 ? c - W / 2 : o->first_t;
+        if (l->w0 + W > o->end_t + 1) l->w0 = o->end_t + 1 > W ? o->end_t + 1 - W : 0;
+        if (l->w0 < o->first_t) l->w0 = o->first_t;
+        l->w1 = l->w0 + W;
+        l->last_col = -1;
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < ZCOLS; j++)
+                l->mx[i][j] = l->mn[i][j] = NAN;
+    }
+    return GM_OK;
+}
+
+static json_t *z_series(const double *v)
+{
+    json_t *a = json_array();
+    for (int j = 0; j < ZCOLS; j++)
+        json_array_append_new(a, json_integer((json_int_t)v[j]));
+    return a;
+}
+
+static json_t *z_json(obs *o)
+{
+    json_t *lv = json_array();
+    for (size_t i = 0; i < o->nz; i++) {
+        zlevel *l = &o->z[i];
+        const double *prev = l->last_col < 0 ? l->pre : l->last;
+        for (int k = l->last_col + 1; k < ZCOLS; k++)
+            z_put(l, k, prev); /* the state after the window's last sample */
+        json_array_append_new(lv, json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "t0", ju(l->w0), "t1",
+                                            ju(l->w1), "requested", z_series(l->mx[0]),
+                                            "requested_min", z_series(l->mn[0]), "allocated",
+                                            z_series(l->mx[1]), "reserved", z_series(l->mx[2])));
+    }
+    return json_pack("{s:o,s:o}", "center_ns", ju(o->peak_t), "levels", lv);
 }
 
 static int one_pass(const gm_sim_config *cfg, obs *o, gm_err *err)
@@ -669,12 +780,17 @@ int gm_segmap_json(const gm_sim_config *cfg, const gm_segmap_opts *opts, json_t 
     if (rc == GM_OK) rc = one_pass(cfg, &o, err);
     uint64_t peak = o.peak;
     o.pass = 2;
+    if (rc == GM_OK && opts->zoom) rc = z_setup(&o, err);
     if (rc == GM_OK) rc = one_pass(cfg, &o, err);
     if (rc == GM_OK) {
         *out = json_pack("{s:O,s:o,s:o}", "maps", o.maps, "ooms_total", ju(o.n_oom),
                          "peak_reserved_bytes", ju(peak));
-        if (!*out) rc = gm_errf(err, GM_ENOMEM, "out of memory");
+        if (!*out)
+            rc = gm_errf(err, GM_ENOMEM, "out of memory");
+        else if (o.nz)
+            json_object_set_new(*out, "zoom", z_json(&o));
     }
+    free(o.z);
     json_decref(o.maps);
     for (size_t k = 0; k < o.nt; k++) {
         free(o.t[k].b);

@@ -36,16 +36,25 @@ typedef struct gm_segmap_opts {
     size_t max_ooms;  /* maps at the first OOMs; 0 = none */
     size_t max_items; /* items (blocks, gaps, merged runs) per map */
     size_t max_rows;  /* segments drawn per map */
+    int zoom;         /* also the zoom pyramid around the peak (below) */
 } gm_segmap_opts;
 
-/* The defaults for a run page (peak, 3 OOMs, 900 items, 40 rows), and the
- * smaller ones a comparison uses per run (peak and 1 OOM, 300 items). */
+/* The defaults for a run page (peak, 3 OOMs, 900 items, 400 segments, the
+ * zoom pyramid), and the smaller ones a comparison uses per run (peak and 1
+ * OOM, 300 items, 150 segments, no pyramid: it is ~15 KB a level a run). */
 void gm_segmap_opts_run(gm_segmap_opts *o);
 void gm_segmap_opts_compare(gm_segmap_opts *o);
 
 /* Simulate cfg twice more (its policy: cfg->policy) and return the maps as
  * {"maps": [...], "ooms_total": N, "peak_reserved_bytes": B}. A run with
- * --repeat > 1 gives {"maps": [], "skipped": "why"}. */
+ * --repeat > 1 gives {"maps": [], "skipped": "why"}.
+ * With o->zoom, also "zoom": {"center_ns", "levels": [{"t0", "t1",
+ * "requested", "requested_min", "allocated", "reserved"}]}: the device's
+ * bytes in 400 columns (max per column; requested also its min) over
+ * windows around the peak of reserved memory, each 4x narrower than the
+ * one before (the first a quarter of the trace's span), down to one of
+ * about 100 events at the trace's mean rate, so a zoom reaches single
+ * events there. */
 int gm_segmap_json(const gm_sim_config *cfg, const gm_segmap_opts *o, json_t **out, gm_err *err);
 
 /* Give every result (a gmsim-result/1, or each of a gmsim-compare/1's) a

@@ -176,7 +176,7 @@ drive() {
 "$gmsim" run -q "$evil/small.h5" --capacity 600MiB --on-oom skip --html "$tmp/oom.html" \
     >/dev/null 2>"$tmp/oom.err"
 [ "$?" -eq 3 ] || fail "OOM run --html: $(cat "$tmp/oom.err")"
-drive "$tmp/run.html" "$build/report-run.png" --zoom mem-0 --bands --segmap
+drive "$tmp/run.html" "$build/report-run.png" --zoom mem-0 --bands --segmap --deep mem-0
 drive "$tmp/oom.html" "$build/report-oom.png" --segmap --oom
 [ -s "$tmp/compare.html" ] && drive "$tmp/compare.html" "$build/report-compare.png" --zoom alloc-0 --bands
 drive "$tmp/state.html" "$build/report-state.png" --bands

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""report_drive.py CHROMIUM PAGE.html SHOT.png [--zoom SVG_ID] [--bands] [--segmap] [--oom]
+"""report_drive.py CHROMIUM PAGE.html SHOT.png [--zoom SVG_ID] [--bands] [--segmap] [--oom] [--deep SVG_ID]
 
 Opens a gmsim HTML page in headless chromium through the DevTools protocol
 (standard library only: a minimal WebSocket client), and checks it the way a
@@ -11,6 +11,8 @@ user would use it:
     refits to the zoomed range (new labels), reset restores both;
   - --bands: hovering an allocation band writes its tooltip (size, category,
     call site, lifetime) into the read-out, a click pins it;
+  - --deep ID: drags that narrow the range around the peak until the chart
+    ID draws its finest zoom level (data-lv), screenshot SHOT-deep.png;
   - --segmap: the page has a segment map, and hovering its widest block
     writes the block's tooltip (size, category, call site) under the map;
   - --oom: an OOM's segment map says "request X > largest free gap Y; Z free
@@ -260,6 +262,51 @@ def check_bands(page):
         fail("click on a band did not pin it (%r)" % pinned)
 
 
+def check_deep(page, sid, shot=None):
+    """Drags that narrow the range about 8x each, around the peak (the centre
+    of the zoom pyramid), until the fine layer draws single events."""
+    c = page.js("(function(){var s=document.getElementById('%s'),l=(s.dataset.lv||'')"
+                ".split('|').pop().split(';')[0].split(',');return l.length>1?"
+                "[(+l[0]+ +l[1])/2,s.dataset.lv.split('|').length]:null;})()" % sid)
+    if not c:
+        return fail("#%s has no zoom levels (data-lv)" % sid)
+    centre, levels = c
+    a, b = 0.0, 1.0
+    for _ in range(12):
+        bx = box(page, "#" + sid)
+        px = lambda f: bx[0] + bx[2] * (72 + f * 872) / 960.0
+        y = bx[1] + bx[3] * 0.55
+        f = (centre - a) / (b - a)  # the centre, in the zoomed range
+        lo, hi = max(0.0, f - 0.06), min(1.0, f + 0.06)
+        page.mouse("mousePressed", px(lo), y, "left", 1)
+        page.mouse("mouseMoved", px((lo + hi) / 2), y, "left")
+        page.mouse("mouseMoved", px(hi), y, "left")
+        page.mouse("mouseReleased", px(hi), y, "left", 1)
+        vb = page.js("document.querySelector('#%s svg.pz').getAttribute('viewBox')" % sid)
+        vb = [float(v) for v in vb.split()]  # the range the page zoomed to (mouse positions
+        a, b = (vb[0] - 72) / 872, (vb[0] + vb[2] - 72) / 872  # are whole pixels)
+        st = page.js("(function(){var s=document.getElementById('%s'),pf=s.querySelector("
+                     "'svg.pf'),vb=pf.getAttribute('viewBox').split(' ');return [pf.getAttribute("
+                     "'visibility'),+vb[2],[].filter.call(s.querySelectorAll('g.xax1 text'),"
+                     "function(e){return e.getAttribute('visibility')==='visible';}).map("
+                     "function(e){return e.textContent;})];})()" % sid)
+        if st[0] == "visible" and st[1] < 30:  # under 30 of the finest level's columns
+            break
+    vis, cols, ticks = st
+    if vis != "visible":
+        return fail("deep zoom on #%s: the fine layer is not shown" % sid)
+    print("deep zoom on #%s (%d levels): %.1f fine columns in view; axis %s"
+          % (sid, levels, cols, ", ".join(ticks)))
+    if shot:
+        page.js("document.getElementById('%s').scrollIntoView({block:'center'})" % sid)
+        png = page.call("Page.captureScreenshot", format="png")
+        with open(shot, "wb") as f:
+            f.write(base64.b64decode(png["data"]))
+    page.js("document.getElementById('zr').click()")
+    if page.js("document.querySelector('#%s svg.pf').getAttribute('visibility')" % sid) != "hidden":
+        fail("reset did not hide the fine layer of #%s" % sid)
+
+
 def check_segmap(page):
     r = page.js(
         "(function(){var s=document.querySelector('svg.segmap');if(!s)return null;"
@@ -355,6 +402,9 @@ def main():
             check_bands(page)
         if "--segmap" in args:
             check_segmap(page)
+        if "--deep" in args:
+            check_deep(page, args[args.index("--deep") + 1],
+                       shot[:-4] + "-deep.png" if shot.endswith(".png") else None)
         if "--oom" in args:
             check_oom(page)
         page.js("window.scrollTo(0,0)")
