@@ -310,6 +310,7 @@ def check_deep(page, sid, shot=None):
 def check_segmap(page):
     r = page.js(
         "(function(){var s=document.querySelector('svg.segmap');if(!s)return null;"
+        "var dt=s.closest('details');if(dt&&!dt.open)dt.querySelector('summary').click();"
         "var best=null,a=0;[].forEach.call(s.querySelectorAll('rect.sb'),function(e){"
         "if(!/\\bk\\d\\b/.test(e.getAttribute('class')))return;"
         "var b=e.getBoundingClientRect();if(b.width*b.height>a){a=b.width*b.height;best=e;}});"
