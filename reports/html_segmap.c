@@ -106,6 +106,10 @@ static void map_summary(gm_strbuf *b, const rep *p, const rep_run *r, json_t *m,
         gm_sb_printf(b, "At the peak of reserved memory (%s, t = %s)",
                      by(rep_num(m, "peak_reserved"), v[0], sizeof v[0]),
                      gm_fmt_unit(t, p->tu, 3, v[1], sizeof v[1]));
+    else if (kind && !strcmp(kind, "at") && json_is_true(json_object_get(m, "after_end")))
+        gm_sb_printf(b, "At the end, t = %s (--segments-at %s is after the last event)",
+                     gm_fmt_unit(t, p->tu, 3, v[1], sizeof v[1]),
+                     gm_fmt_time_auto(rep_num(m, "asked_ns") - p->t0, v[2], sizeof v[2]));
     else if (kind && !strcmp(kind, "at"))
         gm_sb_printf(b, "At t = %s (--segments-at)", gm_fmt_unit(t, p->tu, 3, v[1], sizeof v[1]));
     else {

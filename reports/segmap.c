@@ -657,6 +657,7 @@ static void on_end(void *ctx, int tenant, gm_alloc *a, int status)
             o->got_at = 1;
             json_t *m = capture(o, "at", o->last_t);
             if (m) json_object_set_new(m, "after_end", json_true());
+            if (m) json_object_set_new(m, "asked_ns", ju(o->first_t + o->o->at_ns));
             add_map(o, m);
         }
     }

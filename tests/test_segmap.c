@@ -155,6 +155,15 @@ static void test_peak_and_time(void)
     CU_ASSERT_EQUAL(num(a, "reserved"), 2 * GM_MiB);
     CU_ASSERT_EQUAL(num(a, "allocated"), 512 + GM_MiB + 3072);
     json_decref(sm);
+    /* a time after the last event: the end state, and it says so */
+    o.at_ns = 1000;
+    CU_ASSERT_EQUAL_FATAL(gm_segmap_json(&cfg, &o, &sm, &err), GM_OK);
+    a = map_of(sm, "at", 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT(json_is_true(json_object_get(a, "after_end")));
+    CU_ASSERT_EQUAL(num(a, "t_ns"), 50);
+    CU_ASSERT_EQUAL(num(a, "asked_ns"), 1000);
+    CU_ASSERT_EQUAL(num(a, "allocated"), GM_MiB + 3072); /* the 5 MiB block freed at 50 */
     unlink(path);
 }
 
