@@ -164,6 +164,7 @@ static void test_peak_and_time(void)
     CU_ASSERT_EQUAL(num(a, "t_ns"), 50);
     CU_ASSERT_EQUAL(num(a, "asked_ns"), 1000);
     CU_ASSERT_EQUAL(num(a, "allocated"), GM_MiB + 3072); /* the 5 MiB block freed at 50 */
+    json_decref(sm);
     unlink(path);
 }
 
