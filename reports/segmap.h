@@ -7,8 +7,9 @@
  *   peak   just after the event that took the device's reserved memory to
  *          its peak (what PyTorch users read: max_memory_reserved)
  *   oom    just after each of the first `max_ooms` failed allocations, with
- *          the failing request, its block size and the tenant's largest
- *          free gap; the rest counted
+ *          the failing request, its block size and pool, the largest free
+ *          gap in the segments it could use (its pool and stream) and the
+ *          job's free bytes; the rest counted
  *   at     the state at a time the user picked (`run --segments-at TIME`):
  *          before the first event at or after it
  * How: two more simulations of the same run with the engine's observer
@@ -16,7 +17,8 @@
  * for its segments (gm_alloc_ops.segments) at the moments and places the
  * live blocks it saw allocated (block_addr, block_bytes). Blocks narrower
  * than a row's resolution are merged with their neighbours into one "n
- * small blocks" item, so a map has at most max_items items whatever the
+ * small blocks" item, coarser until a map has at most max_items items
+ * (a segment keeps at least one, so max_rows bounds it too), whatever the
  * trace; at most max_rows segments are drawn (the largest), the others are
  * summed.
  */
