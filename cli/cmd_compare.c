@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "policies/registry.h"
 #include "reports/html.h"
+#include "reports/segmap.h"
 #include "reports/results.h"
 #include "reports/table.h"
 #include "reports/trace_stats.h"
@@ -201,7 +202,10 @@ int cmd_compare(int argc, char **argv)
         json_t *j = gm_compare_json(&cfg, cmp);
         rc = j ? GM_OK : gm_errf(&err, GM_ENOMEM, "out of memory");
         if (rc == GM_OK && json_path) rc = gm_json_write(j, json_path, &err);
-        if (rc == GM_OK && html_path && (rc = gm_trace_stats_attach(j, &cfg, &err)) == GM_OK)
+        gm_segmap_opts so;
+        gm_segmap_opts_compare(&so);
+        if (rc == GM_OK && html_path && (rc = gm_trace_stats_attach(j, &cfg, &err)) == GM_OK &&
+            (rc = gm_segmap_attach(j, &cfg, &so, &err)) == GM_OK)
             rc = gm_html_write_file(j, html_path, &err);
         json_decref(j);
     }

@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "reports/html.h"
+#include "reports/segmap.h"
 #include "reports/results.h"
 #include "reports/table.h"
 #include "reports/trace_stats.h"
@@ -37,6 +38,9 @@ static void usage(FILE *f)
                "output:\n"
                "  --json FILE            write all metrics and the inputs that produced them\n"
                "  --html FILE            write a self-contained HTML report (charts, inputs)\n"
+               "  --segments-at TIME     the page also maps the segments at TIME from the\n"
+               "                         first event (1.5s, 200ms); always: at the peak\n"
+               "                         of reserved memory and at the first OOMs\n"
                "  --summary              after the table, torch.cuda.memory_summary() of each\n"
                "                         tenant at the end of its trace, from the model's\n"
                "                         counters (allocator pytorch; others keep none)\n"
@@ -66,6 +70,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_JSON = 1000, OPT_HTML, OPT_NO_EXPLAIN, OPT_SUMMARY, OPT_TOP_SITES, OPT_PROFILER };
+enum { OPT_SEGMENTS_AT = 1100 };
 
 /* --profiler without --top-sites N: as many rows as the README's example. */
 #define PROFILER_ROWS 10
@@ -76,7 +81,8 @@ enum { OPT_JSON = 1000, OPT_HTML, OPT_NO_EXPLAIN, OPT_SUMMARY, OPT_TOP_SITES, OP
 typedef struct run_args {
     const char *json_path, *html_path;
     int quiet, no_explain, summary, profiler;
-    size_t top_sites; /* 0: not asked */
+    size_t top_sites;      /* 0: not asked */
+    gm_segmap_opts segmap; /* --html's segment maps; --segments-at */
 } run_args;
 
 static int run_opt(void *ctx, int c, const char *arg, gm_err *err)
@@ -106,6 +112,9 @@ static int run_opt(void *ctx, int c, const char *arg, gm_err *err)
     case OPT_PROFILER:
         a->profiler = 1;
         return GM_OK;
+    case OPT_SEGMENTS_AT:
+        a->segmap.at_given = 1;
+        return gm_parse_time(arg, "--segments-at", &a->segmap.at_ns, err);
     default:
         return gm_errf(err, GM_EUSAGE, "unexpected option");
     }
@@ -141,11 +150,13 @@ int cmd_run(int argc, char **argv)
         {"summary", no_argument, NULL, OPT_SUMMARY},
         {"top-sites", required_argument, NULL, OPT_TOP_SITES},
         {"profiler", no_argument, NULL, OPT_PROFILER},
+        {"segments-at", required_argument, NULL, OPT_SEGMENTS_AT},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     run_args args = {0};
+    gm_segmap_opts_run(&args.segmap);
     gm_err err = {0};
     int rc = gm_cli_parse_sim(&o, argc, argv, extra, run_opt, &args, &err);
     if (rc != GM_OK) {
@@ -217,6 +228,7 @@ int cmd_run(int argc, char **argv)
          * JSON too, so it carries everything the page draws; a plain --json
          * stays one pass (`gmsim report --trace-stats` adds them later) */
         if (html_path) rc = gm_trace_stats_attach(j, &cfg, &err);
+        if (rc == GM_OK && html_path) rc = gm_segmap_attach(j, &cfg, &args.segmap, &err);
         if (rc == GM_OK && json_path) rc = gm_json_write(j, json_path, &err);
         if (rc == GM_OK && html_path) rc = gm_html_write_file(j, html_path, &err);
         json_decref(j);

@@ -351,6 +351,67 @@ static void mem_text(gm_strbuf *b, const void *ctx, size_t c0, size_t c1)
                  fmt_range(col_min(c->r_min, c0, c1), col_max(c->r, c0, c1), m->u, r, sizeof r));
 }
 
+/* The zoom pyramid (reports/segmap.h "zoom") as data-lv: levels split by
+ * '|', each "f0,f1,lo,hi;" (its window as fractions of the chart's span,
+ * its value range in the axis unit) then its series reserved, allocated,
+ * requested, requested minimum split by ';', each ZCOLS integers 0..999
+ * over [lo, hi] split by ','. The script draws the finest level that holds
+ * a zoomed range in the plot's fine layer (rep_zoom_fine). */
+static void zoom_levels_attr(gm_strbuf *b, const rep *p, const rep_run *r)
+{
+    json_t *lv =
+        json_object_get(json_object_get(json_object_get(r->j, "segment_maps"), "zoom"), "levels");
+    double span = p->t1 - p->t0;
+    if (!json_array_size(lv) || !(span > 0)) return;
+    static const char *const ser[] = {"reserved", "allocated", "requested", "requested_min"};
+    gm_sb_puts(b, " data-lv=\"");
+    size_t i;
+    json_t *l;
+    json_array_foreach(lv, i, l)
+    {
+        double lo = INFINITY, hi = -INFINITY;
+        for (int k = 0; k < 4; k++) {
+            size_t j;
+            json_t *v;
+            json_array_foreach(json_object_get(l, ser[k]), j, v)
+            {
+                lo = fmin(lo, json_number_value(v));
+                hi = fmax(hi, json_number_value(v));
+            }
+        }
+        if (!(hi >= lo)) continue;
+        if (hi == lo) hi = lo + 1;
+        if (i) gm_sb_puts(b, "|");
+        gm_sb_printf(b, "%.12g,%.12g,%.9g,%.9g", (rep_num(l, "t0") - p->t0) / span,
+                     (rep_num(l, "t1") - p->t0) / span, lo / p->yu.div, hi / p->yu.div);
+        for (int k = 0; k < 4; k++) {
+            size_t j;
+            json_t *v;
+            gm_sb_puts(b, ";");
+            json_array_foreach(json_object_get(l, ser[k]), j, v) gm_sb_printf(
+                b, "%s%.0f", j ? "," : "", (json_number_value(v) - lo) / (hi - lo) * 999);
+        }
+    }
+    gm_sb_puts(b, "\"");
+}
+
+/* The fine layer over the plot: empty paths the script fills from data-lv
+ * in the level's own columns (its viewBox: 0..400 wide), so a window a
+ * millionth of the trace is drawn without float rounding. */
+static void rep_zoom_fine(gm_strbuf *b, const rep *p, const rep_run *r, double top, double bottom)
+{
+    (void)p;
+    if (!json_array_size(json_object_get(
+            json_object_get(json_object_get(r->j, "segment_maps"), "zoom"), "levels")))
+        return;
+    gm_sb_printf(b,
+                 "<svg class=\"pf\" x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" viewBox=\"0 %g "
+                 "400 %g\" preserveAspectRatio=\"none\" visibility=\"hidden\"><path "
+                 "class=\"s-r\"/><path class=\"s-a\"/><path class=\"s-q\"/><path class=\"s-q "
+                 "lo\"/></svg>",
+                 REP_PX0, top, REP_PX1 - REP_PX0, bottom - top, top, bottom - top);
+}
+
 void rep_chart_memory(gm_strbuf *b, const rep *p, size_t run)
 {
     const rep_run *r = &p->run[run];
@@ -359,6 +420,13 @@ void rep_chart_memory(gm_strbuf *b, const rep *p, size_t run)
     snprintf(id, sizeof id, "mem-%zu", run);
     snprintf(lbl, sizeof lbl, "memory over time, %s", r->label);
     svg_open(b, p, H, id, lbl, p->yu.name);
+    /* the y refit after a zoom (every memory chart together): the axis'
+     * values at its bottom and top (in the unit), and their pixels */
+    gm_sb_printf(b,
+                 " data-yr=\"mem\" data-y0=\"%.6g\" data-y1=\"%.6g\" data-top=\"%g\" "
+                 "data-bot=\"%g\"",
+                 p->ymin / p->yu.div, p->ymax / p->yu.div, top, bottom);
+    zoom_levels_attr(b, p, r);
     gm_sb_puts(b, " data-names=\"requested|allocated|reserved\" data-v=\"");
     int dec = decimals(p->ymax / p->yu.div);
     for (int c = 0; r->cols && c < REP_NCOL; c++) {
@@ -372,13 +440,23 @@ void rep_chart_memory(gm_strbuf *b, const rep *p, size_t run)
     }
     gm_sb_puts(b, "\">");
     gm_scale x = xscale(), y = {p->ymin, p->ymax, bottom, top};
+    gm_sb_puts(b, "<g class=\"yax0\">");
     gm_svg_grid_y(b, &x, &y, p->ystep, p->yu, decimals(p->ystep / p->yu.div) - 2);
+    /* the ticks of a refitted axis, filled in by the page script */
+    gm_sb_puts(b, "</g><g class=\"yax1\" visibility=\"hidden\">");
+    for (int i = 0; i < ZOOM_TICKS; i++)
+        gm_sb_printf(b,
+                     "<line class=\"grid\" x1=\"%g\" x2=\"%g\" y1=\"0\" y2=\"0\"/><text "
+                     "class=\"ax\" text-anchor=\"end\" x=\"%g\" y=\"0\"></text>",
+                     REP_PX0, REP_PX1, REP_PX0 - 6);
+    gm_sb_puts(b, "</g>");
     time_axis(b, p, bottom);
     if (!r->cols) {
         gm_sb_printf(b, "<text class=\"lbl\" x=\"%g\" y=\"%g\">no timeline in the results</text>",
                      REP_PX0 + 8, top + 20);
     }
     rep_zoom_open(b, top, bottom);
+    gm_sb_puts(b, "<g class=\"crs\">");
     if (r->cols) {
         const rep_cols *rc = r->cols;
         path(b, "s-r area", rc->r, &y, 1, NULL);
@@ -389,17 +467,23 @@ void rep_chart_memory(gm_strbuf *b, const rep *p, size_t run)
         path(b, "s-q", rc->q, &y, 0, "requested (live tensor bytes), max per column");
         path(b, "s-q lo", rc->q_min, &y, 0, "requested (live tensor bytes), min per column");
     }
+    gm_sb_puts(b, "</g>");
     oom_marks(b, p, json_object_get(r->m, "ooms"), -1, top, bottom);
     rep_zoom_close(b);
+    rep_zoom_fine(b, p, r, top, bottom);
     if (p->peak_live > 0) {
         snprintf(lbl, sizeof lbl, "limit: peak live %s",
                  gm_fmt_unit(p->peak_live, p->yu, 2, v, sizeof v));
+        gm_sb_printf(b, "<g class=\"hl\" data-hv=\"%.6g\">", p->peak_live / p->yu.div);
         hline(b, "limit", gm_scale_px(&y, p->peak_live), lbl, 1);
+        gm_sb_puts(b, "</g>");
     }
     if (r->usable > 0 && r->usable <= p->ymax) {
         snprintf(lbl, sizeof lbl, "usable capacity %s",
                  gm_fmt_unit(r->usable, p->yu, 2, v, sizeof v));
+        gm_sb_printf(b, "<g class=\"hl\" data-hv=\"%.6g\">", r->usable / p->yu.div);
         hline(b, "cap", gm_scale_px(&y, r->usable), lbl, 0);
+        gm_sb_puts(b, "</g>");
     }
     if (r->cols) {
         mem_ctx m = {r->cols, p->yu};

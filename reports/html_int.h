@@ -111,4 +111,7 @@ void rep_chart_iterations(gm_strbuf *b, json_t *stats);
 void rep_chart_allocs(gm_strbuf *b, const rep *p, json_t *top, double offset_ns, const char *id);
 const char *rep_color(int i); /* policy palette */
 
+/* html_segmap.c: a run's "segment_maps" (reports/segmap.h), if it has any */
+void rep_segmaps(gm_strbuf *b, const rep *p, size_t run);
+
 #endif

@@ -172,10 +172,15 @@ grep -q '>0 B<\|, 0 B,' "$tmp/state.html" && fail "state.html says 0 B for somet
 drive() {
     python3 "$src/tests/cli/report_drive.py" "$browser" "$@" || fail "report_drive.py $*"
 }
-drive "$tmp/run.html" "$build/report-run.png" --zoom mem-0 --bands
+# an OOM run: its segment maps say why the request did not fit
+"$gmsim" run -q "$evil/small.h5" --capacity 600MiB --on-oom skip --html "$tmp/oom.html" \
+    >/dev/null 2>"$tmp/oom.err"
+[ "$?" -eq 3 ] || fail "OOM run --html: $(cat "$tmp/oom.err")"
+drive "$tmp/run.html" "$build/report-run.png" --zoom mem-0 --bands --segmap --deep mem-0
+drive "$tmp/oom.html" "$build/report-oom.png" --segmap --oom
 [ -s "$tmp/compare.html" ] && drive "$tmp/compare.html" "$build/report-compare.png" --zoom alloc-0 --bands
 drive "$tmp/state.html" "$build/report-state.png" --bands
-for png in run compare state; do
+for png in run oom compare state; do
     [ -s "$build/report-$png.png" ] && echo "screenshot: $build/report-$png.png"
 done
 

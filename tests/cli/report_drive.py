@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""report_drive.py CHROMIUM PAGE.html SHOT.png [--zoom SVG_ID] [--bands]
+"""report_drive.py CHROMIUM PAGE.html SHOT.png [--zoom SVG_ID] [--bands] [--segmap] [--oom] [--deep SVG_ID]
 
 Opens a gmsim HTML page in headless chromium through the DevTools protocol
 (standard library only: a minimal WebSocket client), and checks it the way a
@@ -7,10 +7,18 @@ user would use it:
   - no console error, no uncaught exception, no CSP violation;
   - --zoom ID: a drag across the chart ID zooms every time chart (the plot's
     viewBox narrows, the zoomed axis has ticks, the reset button shows), a
-    hover moves the cursor and writes its read-out, reset restores the range;
+    hover moves the cursor and writes its read-out, the memory charts' y axis
+    refits to the zoomed range (new labels), reset restores both;
   - --bands: hovering an allocation band writes its tooltip (size, category,
     call site, lifetime) into the read-out, a click pins it;
-  - saves a full-page screenshot to SHOT.png and prints the first-paint and
+  - --deep ID: drags that narrow the range around the peak until the chart
+    ID draws its finest zoom level (data-lv), screenshot SHOT-deep.png;
+  - --segmap: the page has a segment map, and hovering its widest block
+    writes the block's tooltip (size, category, call site) under the map;
+  - --oom: an OOM's segment map says "request X > largest free gap Y; Z free
+    in total" and draws the request against the free memory;
+  - saves a full-page screenshot to SHOT.png (and, with --zoom, the zoomed
+    chart's viewport to SHOT-zoomed.png) and prints the first-paint and
     load times.
 Exits 1 with a message per failed check.
 """
@@ -155,7 +163,7 @@ def box(page, sel):
     )
 
 
-def check_zoom(page, sid):
+def check_zoom(page, sid, shot=None):
     b = box(page, "#" + sid)
     if not b:
         return fail("no chart #%s" % sid)
@@ -196,10 +204,32 @@ def check_zoom(page, sid):
     if hidden:
         fail("the reset button is hidden while zoomed")
     print("zoomed %d charts; axis %s" % (n, ", ".join(ticks)))
+    # the memory charts' y axis refits to the zoomed range
+    ylab = ("(function(){var s=document.querySelector('svg[data-yr]');if(!s)return null;"
+            "var t=function(c){var g=s.querySelector('g.'+c);return [g.getAttribute('visibility')"
+            "||'visible',[].filter.call(g.querySelectorAll('text'),function(e){return "
+            "e.getAttribute('visibility')!=='hidden';}).map(function(e){return e.textContent;})];};"
+            "return [s.id,t('yax0'),t('yax1')];})()")
+    y = page.js(ylab)
+    if y:
+        yid, (v0, t0), (v1, t1) = y
+        if v0 != "hidden" or v1 != "visible" or len(t1) < 2 or t1 == t0:
+            fail("zoom did not refit the y axis of #%s: written %s %r, refitted %s %r"
+                 % (yid, v0, t0, v1, t1))
+        else:
+            print("y axis of #%s refitted: %s -> %s" % (yid, ", ".join(t0), ", ".join(t1)))
+    if shot:  # the zoomed chart, as the user sees it
+        page.js("document.getElementById('%s').scrollIntoView({block:'center'})" % sid)
+        png = page.call("Page.captureScreenshot", format="png")
+        with open(shot, "wb") as f:
+            f.write(base64.b64decode(png["data"]))
     page.js("document.getElementById('zr').click()")
     back = page.js("document.querySelector('#%s svg.pz').getAttribute('viewBox')" % sid)
     if back != before:
         fail("reset: viewBox %r, expected %r" % (back, before))
+    y = page.js(ylab)
+    if y and (y[1][0] != "visible" or y[2][0] != "hidden"):
+        fail("reset did not restore the written y axis of #%s" % y[0])
 
 
 def check_bands(page):
@@ -230,6 +260,95 @@ def check_bands(page):
     )
     if not pinned.startswith("pinned") or "pin" not in pinned.split("|")[1]:
         fail("click on a band did not pin it (%r)" % pinned)
+
+
+def check_deep(page, sid, shot=None):
+    """Drags that narrow the range about 8x each, around the peak (the centre
+    of the zoom pyramid), until the fine layer draws single events."""
+    c = page.js("(function(){var s=document.getElementById('%s'),l=(s.dataset.lv||'')"
+                ".split('|').pop().split(';')[0].split(',');return l.length>1?"
+                "[(+l[0]+ +l[1])/2,s.dataset.lv.split('|').length]:null;})()" % sid)
+    if not c:
+        return fail("#%s has no zoom levels (data-lv)" % sid)
+    centre, levels = c
+    a, b = 0.0, 1.0
+    for _ in range(12):
+        bx = box(page, "#" + sid)
+        px = lambda f: bx[0] + bx[2] * (72 + f * 872) / 960.0
+        y = bx[1] + bx[3] * 0.55
+        f = (centre - a) / (b - a)  # the centre, in the zoomed range
+        lo, hi = max(0.0, f - 0.06), min(1.0, f + 0.06)
+        page.mouse("mousePressed", px(lo), y, "left", 1)
+        page.mouse("mouseMoved", px((lo + hi) / 2), y, "left")
+        page.mouse("mouseMoved", px(hi), y, "left")
+        page.mouse("mouseReleased", px(hi), y, "left", 1)
+        vb = page.js("document.querySelector('#%s svg.pz').getAttribute('viewBox')" % sid)
+        vb = [float(v) for v in vb.split()]  # the range the page zoomed to (mouse positions
+        a, b = (vb[0] - 72) / 872, (vb[0] + vb[2] - 72) / 872  # are whole pixels)
+        st = page.js("(function(){var s=document.getElementById('%s'),pf=s.querySelector("
+                     "'svg.pf'),vb=pf.getAttribute('viewBox').split(' ');return [pf.getAttribute("
+                     "'visibility'),+vb[2],[].filter.call(s.querySelectorAll('g.xax1 text'),"
+                     "function(e){return e.getAttribute('visibility')==='visible';}).map("
+                     "function(e){return e.textContent;})];})()" % sid)
+        if st[0] == "visible" and st[1] < 30:  # under 30 of the finest level's columns
+            break
+    vis, cols, ticks = st
+    if vis != "visible":
+        return fail("deep zoom on #%s: the fine layer is not shown" % sid)
+    print("deep zoom on #%s (%d levels): %.1f fine columns in view; axis %s"
+          % (sid, levels, cols, ", ".join(ticks)))
+    if shot:
+        page.js("document.getElementById('%s').scrollIntoView({block:'center'})" % sid)
+        png = page.call("Page.captureScreenshot", format="png")
+        with open(shot, "wb") as f:
+            f.write(base64.b64decode(png["data"]))
+    page.js("document.getElementById('zr').click()")
+    if page.js("document.querySelector('#%s svg.pf').getAttribute('visibility')" % sid) != "hidden":
+        fail("reset did not hide the fine layer of #%s" % sid)
+
+
+def check_segmap(page):
+    r = page.js(
+        "(function(){var s=document.querySelector('svg.segmap');if(!s)return null;"
+        "var dt=s.closest('details');if(dt&&!dt.open)dt.querySelector('summary').click();"
+        "var best=null,a=0;[].forEach.call(s.querySelectorAll('rect.sb'),function(e){"
+        "if(!/\\bk\\d\\b/.test(e.getAttribute('class')))return;"
+        "var b=e.getBoundingClientRect();if(b.width*b.height>a){a=b.width*b.height;best=e;}});"
+        "if(!best)return [s.id];best.scrollIntoView({block:'center'});"
+        "var b=best.getBoundingClientRect();return [s.id,b.left+b.width/2,b.top+b.height/2,"
+        "best.querySelector('title').textContent,s.querySelectorAll('rect.sb').length];})()"
+    )
+    if not r:
+        return fail("no segment map (svg.segmap) on the page")
+    if len(r) < 5:
+        return fail("segment map #%s has no block" % r[0])
+    sid, x, y, title, n = r
+    page.mouse("mouseMoved", x, y)
+    tip = page.js("document.getElementById('%s-tip').textContent" % sid)
+    if tip != title or " block (" not in tip:
+        fail("hover on a segment map block: read-out %r, expected its title %r" % (tip, title))
+    else:
+        print("segment map #%s (%d items): %s" % (sid, n, tip))
+
+
+def check_oom(page):
+    r = page.js(
+        "(function(){var v=[].map.call(document.querySelectorAll('details.segm .oomv'),"
+        "function(e){return e.textContent;});return [v,document.querySelectorAll("
+        "'svg.sbars rect.sq').length];})()"
+    )
+    texts, bars = r
+    import re
+    ok = [t for t in texts if re.match(r"request [0-9.]+ [KMG]?i?B( \(block [^)]*\))? > largest "
+                                        r"free gap [0-9.]+ [KMG]?i?B; [0-9.]+ [KMG]?i?B free in "
+                                        r"total$", t)]
+    if not ok:
+        fail("no OOM segment map says 'request X > largest free gap Y; Z free in total' (%r)"
+             % texts[:3])
+    elif bars < 1:
+        fail("no request bar drawn against the free memory")
+    else:
+        print("OOM map: %s (%d OOM maps)" % (ok[0], len(texts)))
 
 
 def main():
@@ -279,9 +398,16 @@ def main():
         if not page.js("document.documentElement.className.indexOf('js')>=0"):
             fail("the page's script did not run")
         if zoom:
-            check_zoom(page, zoom)
+            check_zoom(page, zoom, shot[:-4] + "-zoomed.png" if shot.endswith(".png") else None)
         if "--bands" in args:
             check_bands(page)
+        if "--segmap" in args:
+            check_segmap(page)
+        if "--deep" in args:
+            check_deep(page, args[args.index("--deep") + 1],
+                       shot[:-4] + "-deep.png" if shot.endswith(".png") else None)
+        if "--oom" in args:
+            check_oom(page)
         page.js("window.scrollTo(0,0)")
         png = page.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
         with open(shot, "wb") as f:

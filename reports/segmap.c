@@ -1,0 +1,844 @@
+/*
+ * segmap.c - the allocator's segments and blocks at chosen moments of a run
+ * (segmap.h), as JSON for the page.
+ *
+ * Pass 1 watches the driver calls (seg_hook) and finds the event after
+ * which the device's reserved memory peaked. Pass 2 keeps the live blocks
+ * the model placed (alloc_hook, init_hook; a trace free removes one) and,
+ * at the moments, asks each tenant's model for its segments. Observation
+ * points are counted in calls of event_hook, which the engine makes in one
+ * deterministic global order, so "after the event that set the peak" in
+ * pass 1 is the same point in pass 2.
+ */
+#include "segmap.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/addrmap.h"
+#include "results.h"
+#include "study/simulate.h"
+#include "traces/trace.h"
+
+typedef struct sblock {
+    uint64_t addr, bytes, requested;
+    uint32_t site;
+    uint8_t cat;
+} sblock;
+
+typedef struct ten {
+    gm_alloc *a;
+    sblock *b;
+    size_t nb, capb;
+    size_t *freel; /* free slots of b */
+    size_t nfree, capf;
+    gm_addrmap live; /* trace address -> slot + 1 */
+    gm_sites sites;
+    uint64_t offset;
+} ten;
+
+/* One level of the zoom pyramid: ZCOLS columns over [w0, w1) (ns). */
+#define ZCOLS 400
+#define ZMAX_LEVELS 16
+typedef struct zlevel {
+    uint64_t w0, w1;
+    double mx[3][ZCOLS], mn[3][ZCOLS]; /* requested, allocated, reserved */
+    double pre[3], last[3];            /* the state before the window; the last sample's */
+    int last_col;                      /* -1: no sample in the window yet */
+} zlevel;
+
+typedef struct obs {
+    int pass; /* 1: find the peak, 2: capture */
+    const gm_segmap_opts *o;
+    ten *t;
+    size_t nt;
+    uint64_t seq, reserved, peak, peak_seq; /* pass 1 sets peak and peak_seq */
+    int pending, pend_tenant;
+    uint64_t pend_size, pend_t, pend_stream;
+    uint32_t pend_site;
+    uint8_t pend_cat;
+    int got_peak, got_at, failed;
+    uint64_t first_t; /* pass 1: the first event's time (--segments-at counts from it) */
+    int seen_first;
+    uint64_t peak_t, end_t, events; /* pass 1: when the peak was set; the last event; events */
+    /* pass 2: the device's requested, allocated and reserved bytes, sampled
+     * after every event into the levels of the zoom pyramid */
+    double q, al;
+    zlevel *z;
+    size_t nz;
+    uint64_t n_oom, last_t;
+    json_t *maps;
+} obs;
+
+void gm_segmap_opts_run(gm_segmap_opts *o)
+{
+    *o = (gm_segmap_opts){.max_ooms = 3, .max_items = 900, .max_rows = 400, .zoom = 1};
+}
+
+void gm_segmap_opts_compare(gm_segmap_opts *o)
+{
+    *o = (gm_segmap_opts){.max_ooms = 1, .max_items = 300, .max_rows = 150};
+}
+
+static json_t *ju(uint64_t v)
+{
+    return json_integer((json_int_t)v);
+}
+
+/* ---------------------------------------------------------- live blocks */
+
+static sblock *block_new(obs *o, ten *t, uint64_t trace_addr)
+{
+    size_t slot;
+    if (t->nfree) {
+        slot = t->freel[--t->nfree];
+    } else {
+        if (t->nb == t->capb) {
+            size_t c = t->capb ? 2 * t->capb : 1024;
+            sblock *v = realloc(t->b, c * sizeof *v);
+            if (!v) {
+                o->failed = 1;
+                return NULL;
+            }
+            t->b = v;
+            t->capb = c;
+        }
+        slot = t->nb++;
+    }
+    uint64_t key = gm_addrmap_key(trace_addr), *old = gm_addrmap_get(&t->live, key), prev;
+    if (old) { /* --lenient: a live address allocated again: the old block goes */
+        prev = *old - 1;
+        *old = slot + 1;
+        if (t->nfree == t->capf) {
+            size_t c = t->capf ? 2 * t->capf : 256;
+            size_t *v = realloc(t->freel, c * sizeof *v);
+            if (!v) {
+                o->failed = 1;
+                return NULL;
+            }
+            t->freel = v;
+            t->capf = c;
+        }
+        t->freel[t->nfree++] = prev;
+        o->q -= (double)t->b[prev].requested;
+        o->al -= (double)t->b[prev].bytes;
+        t->b[prev].bytes = 0;
+    } else if (gm_addrmap_put(&t->live, key, slot + 1)) {
+        o->failed = 1;
+        return NULL;
+    }
+    return &t->b[slot];
+}
+
+static void block_free(obs *o, ten *t, uint64_t trace_addr)
+{
+    uint64_t slot;
+    if (!gm_addrmap_del(&t->live, gm_addrmap_key(trace_addr), &slot)) return;
+    if (t->nfree == t->capf) {
+        size_t c = t->capf ? 2 * t->capf : 256;
+        size_t *v = realloc(t->freel, c * sizeof *v);
+        if (!v) {
+            o->failed = 1;
+            return;
+        }
+        t->freel = v;
+        t->capf = c;
+    }
+    o->q -= (double)t->b[slot - 1].requested;
+    o->al -= (double)t->b[slot - 1].bytes;
+    t->b[slot - 1].bytes = 0;
+    t->freel[t->nfree++] = slot - 1;
+}
+
+static void place(gm_alloc *a, uint64_t handle, uint64_t requested, sblock *b)
+{
+    b->addr = a->ops->block_addr(a, handle);
+    b->bytes =
+        a->ops->block_bytes ? a->ops->block_bytes(a, handle) : a->ops->block_size(a, requested);
+    b->requested = requested;
+}
+
+/* --------------------------------------------------------------- capture */
+
+static int cmp_addr(const void *x, const void *y)
+{
+    const sblock *a = *(const sblock *const *)x, *b = *(const sblock *const *)y;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+static int cmp_seg(const void *x, const void *y)
+{
+    const gm_seg_info *a = x, *b = y;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+static int cmp_seg_size(const void *x, const void *y)
+{
+    const gm_seg_info *a = *(const gm_seg_info *const *)x, *b = *(const gm_seg_info *const *)y;
+    if (a->size != b->size) return a->size > b->size ? -1 : 1;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+typedef struct item {
+    uint64_t off, size, requested, alloc; /* alloc: allocated bytes of a merged run */
+    uint32_t n, site;                     /* n: blocks in it; 0 = a free gap */
+    int tenant;
+    uint8_t cat, merged;
+} item;
+
+#define MAP_ROWS 36 /* rows of a map, about */
+
+typedef struct seg_row {
+    const gm_seg_info *g;
+    int tenant;
+    uint64_t extent;
+    size_t r0, r1; /* its items, raw */
+    size_t m0, m1; /* ... and merged */
+} seg_row;
+
+typedef struct cap_buf {
+    item *v;
+    size_t n, cap;
+    int failed;
+} cap_buf;
+
+static void put_item(cap_buf *c, item it)
+{
+    if (c->failed) return;
+    if (c->n == c->cap) {
+        size_t k = c->cap ? 2 * c->cap : 1024;
+        item *v = realloc(c->v, k * sizeof *v);
+        if (!v) {
+            c->failed = 1;
+            return;
+        }
+        c->v = v;
+        c->cap = k;
+    }
+    c->v[c->n++] = it;
+}
+
+/* Items of one row narrower than thr bytes, next to each other, become one
+ * merged run (a lone one stays itself). Appends to out. */
+static void merge_row(const item *in, size_t n, uint64_t thr, cap_buf *out)
+{
+    item acc = {0};
+    size_t nacc = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n && in[i].size < thr) {
+            if (!nacc) {
+                acc = in[i];
+            } else {
+                acc.size = in[i].off + in[i].size - acc.off;
+                acc.n += in[i].n;
+                acc.alloc += in[i].alloc;
+                acc.merged = 1;
+            }
+            nacc++;
+            continue;
+        }
+        if (nacc) put_item(out, acc);
+        nacc = 0;
+        if (i < n) put_item(out, in[i]);
+    }
+}
+
+static json_int_t site_index(json_t *sites, json_t *index, const ten *t, int tenant, uint32_t site)
+{
+    const char *name = site ? gm_sites_name(&t->sites, site) : NULL;
+    if (!name) return 0;
+    char key[32];
+    snprintf(key, sizeof key, "%d:%u", tenant, site);
+    json_t *k = json_object_get(index, key);
+    if (k) return json_integer_value(k);
+    json_int_t i = (json_int_t)json_array_size(sites) + 1;
+    json_array_append_new(sites, gm_json_text(name));
+    json_object_set_new(index, key, json_integer(i));
+    return i;
+}
+
+/* Every tenant's segments, in address order within a tenant (*seg_t: whose). */
+static size_t all_segments(obs *o, gm_seg_info **out, int **seg_t)
+{
+    gm_seg_info *segs = NULL;
+    int *who = NULL;
+    size_t ns = 0;
+    for (size_t k = 0; k < o->nt; k++) {
+        gm_alloc *a = o->t[k].a;
+        if (!a) continue;
+        size_t n = a->ops->segments(a, NULL, 0);
+        gm_seg_info *v = realloc(segs, (ns + n + 1) * sizeof *v);
+        if (v) segs = v;
+        int *w = v ? realloc(who, (ns + n + 1) * sizeof *w) : NULL;
+        if (w) who = w;
+        if (!v || !w) {
+            o->failed = 1;
+            break;
+        }
+        n = a->ops->segments(a, segs + ns, n);
+        qsort(segs + ns, n, sizeof *segs, cmp_seg);
+        for (size_t i = 0; i < n; i++)
+            who[ns + i] = (int)k;
+        ns += n;
+    }
+    *out = segs;
+    *seg_t = who;
+    return o->failed ? 0 : ns;
+}
+
+/* Cut every segment of tenant k (segs[s0, s1)) into blocks and gaps, into
+ * raw; the kept ones become rows. */
+static void cut_tenant(obs *o, size_t k, const gm_seg_info *segs, size_t s0, size_t s1,
+                       const char *keep, cap_buf *raw, seg_row *rows, size_t *nr)
+{
+    ten *t = &o->t[k];
+    size_t nl = 0;
+    const sblock **lb = malloc((t->nb + 1) * sizeof *lb);
+    if (!lb) {
+        o->failed = 1;
+        return;
+    }
+    for (size_t i = 0; i < t->nb; i++)
+        if (t->b[i].bytes) lb[nl++] = &t->b[i];
+    qsort(lb, nl, sizeof *lb, cmp_addr);
+    size_t j = 0;
+    for (size_t s = s0; s < s1; s++) {
+        const gm_seg_info *g = &segs[s];
+        /* an expandable segment's mapped bytes need not start at its base:
+         * it owns the blocks up to the next segment */
+        uint64_t lim = s + 1 < s1 ? segs[s + 1].addr : UINT64_MAX,
+                 end = g->expandable ? lim : g->addr + g->size;
+        while (j < nl && lb[j]->addr < g->addr)
+            j++;
+        uint64_t at = g->addr, ext = g->size;
+        size_t r0 = raw->n;
+        for (; j < nl && lb[j]->addr < end; j++) {
+            const sblock *b = lb[j];
+            if (b->addr > at)
+                put_item(raw, (item){.off = at - g->addr, .size = b->addr - at, .tenant = (int)k});
+            put_item(raw, (item){.off = b->addr - g->addr,
+                                 .size = b->bytes,
+                                 .requested = b->requested,
+                                 .alloc = b->bytes,
+                                 .n = 1,
+                                 .site = b->site,
+                                 .tenant = (int)k,
+                                 .cat = b->cat});
+            at = b->addr + b->bytes;
+        }
+        if (at - g->addr > ext) ext = at - g->addr;
+        if (g->addr + ext > at)
+            put_item(raw,
+                     (item){.off = at - g->addr, .size = g->addr + ext - at, .tenant = (int)k});
+        if (keep[s])
+            rows[(*nr)++] =
+                (seg_row){.g = g, .tenant = (int)k, .extent = ext, .r0 = r0, .r1 = raw->n};
+        else
+            raw->n = r0;
+    }
+    free(lb);
+}
+
+static json_t *map_json(obs *o, const char *kind, uint64_t t_ns, const gm_seg_info *segs, size_t ns,
+                        const seg_row *rows, size_t nr, const cap_buf *fin)
+{
+    uint64_t reserved = 0, allocated = 0, largest = 0;
+    for (size_t i = 0; i < ns; i++) {
+        reserved += segs[i].size;
+        allocated += segs[i].allocated_bytes;
+        if (segs[i].largest_free > largest) largest = segs[i].largest_free;
+    }
+    uint64_t hid_bytes = reserved, hid_alloc = allocated;
+    json_t *sites = json_array(), *index = json_object(), *jr = json_array();
+    for (size_t i = 0; i < nr; i++) {
+        const seg_row *w = &rows[i];
+        hid_bytes -= w->g->size;
+        hid_alloc -= w->g->allocated_bytes;
+        json_t *its = json_array();
+        for (size_t m = w->m0; m < w->m1; m++) {
+            const item *it = &fin->v[m];
+            /* [offset, bytes, kind 0 gap / 1 block / 2 merged, ...] */
+            json_t *a = json_array();
+            json_array_append_new(a, ju(it->off));
+            json_array_append_new(a, ju(it->size));
+            if (!it->n) {
+                json_array_append_new(a, json_integer(0));
+            } else if (it->merged) { /* ..., blocks, allocated bytes */
+                json_array_append_new(a, json_integer(2));
+                json_array_append_new(a, ju(it->n));
+                json_array_append_new(a, ju(it->alloc));
+            } else { /* ..., category, site (1 + index in sites; 0: unknown), requested bytes */
+                json_array_append_new(a, json_integer(1));
+                json_array_append_new(a, json_integer(it->cat));
+                json_array_append_new(a, json_integer(site_index(sites, index, &o->t[it->tenant],
+                                                                 it->tenant, it->site)));
+                json_array_append_new(a, ju(it->requested));
+            }
+            json_array_append_new(its, a);
+        }
+        json_array_append_new(jr, json_pack("{s:o,s:o,s:i,s:s,s:b,s:o,s:o,s:o,s:o}", "addr",
+                                            ju(w->g->addr), "size", ju(w->g->size), "tenant",
+                                            w->tenant, "pool", w->g->small_pool ? "small" : "large",
+                                            "expandable", w->g->expandable, "extent", ju(w->extent),
+                                            "allocated", ju(w->g->allocated_bytes), "largest_free",
+                                            ju(w->g->largest_free), "items", its));
+    }
+    json_decref(index);
+    json_t *m =
+        json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "kind", kind, "t_ns", ju(t_ns),
+                  "reserved", ju(reserved), "allocated", ju(allocated), "largest_free", ju(largest),
+                  "segments", ju(ns), "hidden_segments", ju(ns - nr), "hidden_bytes", ju(hid_bytes),
+                  "hidden_allocated", ju(hid_alloc), "rows", jr, "sites", sites);
+    return m;
+}
+
+/* The state of every tenant now, as one map of kind `kind`. */
+static json_t *capture(obs *o, const char *kind, uint64_t t_ns)
+{
+    if (o->failed) return NULL;
+    gm_seg_info *segs;
+    int *seg_t;
+    size_t ns = all_segments(o, &segs, &seg_t);
+    const gm_seg_info **by_size = malloc((ns + 1) * sizeof *by_size);
+    seg_row *rows = malloc((ns + 1) * sizeof *rows);
+    char *keep = calloc(ns + 1, 1);
+    cap_buf raw = {0}, fin = {0};
+    json_t *m = NULL;
+    if (o->failed || !by_size || !rows || !keep) {
+        o->failed = 1;
+        goto out;
+    }
+    /* the rows drawn: the largest max_rows segments, in address order */
+    for (size_t i = 0; i < ns; i++)
+        by_size[i] = &segs[i];
+    qsort(by_size, ns, sizeof *by_size, cmp_seg_size);
+    for (size_t i = 0; i < ns && i < o->o->max_rows; i++)
+        keep[by_size[i] - segs] = 1;
+    size_t nr = 0;
+    for (size_t s0 = 0; s0 < ns && !o->failed;) {
+        size_t s1 = s0;
+        while (s1 < ns && seg_t[s1] == seg_t[s0])
+            s1++;
+        cut_tenant(o, (size_t)seg_t[s0], segs, s0, s1, keep, &raw, rows, &nr);
+        s0 = s1;
+    }
+    /* the map is one strip of the drawn segments' bytes in address order,
+     * wrapped into rows of row_bytes (about MAP_ROWS rows; a multiple of
+     * 2 MiB, PyTorch's segment granularity); what a row cannot show (under
+     * 1/480 of it) is merged, coarser until the map fits its budget */
+    uint64_t total = 0;
+    for (size_t i = 0; i < nr; i++)
+        total += rows[i].extent;
+    uint64_t gran = 2ull << 20, row_bytes = (total / MAP_ROWS + gran - 1) / gran * gran;
+    if (!row_bytes) row_bytes = gran;
+    for (uint64_t res = 480;; res /= 2) {
+        fin.n = 0;
+        for (size_t i = 0; i < nr; i++) {
+            rows[i].m0 = fin.n;
+            merge_row(raw.v + rows[i].r0, rows[i].r1 - rows[i].r0, row_bytes / res + 1, &fin);
+            rows[i].m1 = fin.n;
+        }
+        if (fin.n + nr <= o->o->max_items || res <= 4 || fin.failed) break;
+    }
+    if (raw.failed || fin.failed || o->failed) {
+        o->failed = 1;
+        goto out;
+    }
+    m = map_json(o, kind, t_ns, segs, ns, rows, nr, &fin);
+    if (!m)
+        o->failed = 1;
+    else
+        json_object_set_new(m, "row_bytes", ju(row_bytes));
+out:
+    free(by_size);
+    free(rows);
+    free(keep);
+    free(raw.v);
+    free(fin.v);
+    free(segs);
+    free(seg_t);
+    return m;
+}
+
+/* ----------------------------------------------------------------- hooks */
+
+static void add_map(obs *o, json_t *m)
+{
+    if (m) json_array_append_new(o->maps, m);
+}
+
+static void settle_oom(obs *o)
+{
+    if (!o->pending) return;
+    o->pending = 0;
+    if (o->pass != 2) return;
+    if (o->n_oom++ >= o->o->max_ooms) return;
+    json_t *m = capture(o, "oom", o->pend_t);
+    if (!m) return;
+    ten *t = &o->t[o->pend_tenant];
+    gm_alloc *a = t->a;
+    json_object_set_new(m, "tenant", json_integer(o->pend_tenant));
+    json_object_set_new(m, "request", ju(o->pend_size));
+    if (a) json_object_set_new(m, "request_block", ju(a->ops->block_size(a, o->pend_size)));
+    json_object_set_new(m, "category", json_integer(o->pend_cat));
+    const char *site = o->pend_site ? gm_sites_name(&t->sites, o->pend_site) : NULL;
+    if (site) json_object_set_new(m, "site", gm_json_text(site));
+    /* the failing tenant's largest gap and free bytes: in all its segments,
+     * and in those the request could use (its pool, its stream) */
+    uint64_t lf = 0, fr = 0, plf = 0, pfr = 0;
+    int small = 0;
+    if (a) {
+        a->ops->segment_size(a, o->pend_size, &small);
+        size_t n = a->ops->segments(a, NULL, 0);
+        gm_seg_info *v = malloc((n + 1) * sizeof *v);
+        if (v) {
+            n = a->ops->segments(a, v, n);
+            for (size_t i = 0; i < n; i++) {
+                uint64_t f = v[i].size - v[i].allocated_bytes;
+                if (v[i].largest_free > lf) lf = v[i].largest_free;
+                fr += f;
+                if (!!v[i].small_pool != !!small || v[i].stream != o->pend_stream) continue;
+                if (v[i].largest_free > plf) plf = v[i].largest_free;
+                pfr += f;
+            }
+        }
+        free(v);
+    }
+    json_object_set_new(m, "request_pool", json_string(small ? "small" : "large"));
+    json_object_set_new(m, "tenant_largest_free", ju(lf));
+    json_object_set_new(m, "tenant_free", ju(fr));
+    json_object_set_new(m, "pool_largest_free", ju(plf));
+    json_object_set_new(m, "pool_free", ju(pfr));
+    add_map(o, m);
+}
+
+static void z_put(zlevel *l, int c, const double *v)
+{
+    for (int k = 0; k < 3; k++) {
+        if (isnan(l->mx[k][c]) || v[k] > l->mx[k][c]) l->mx[k][c] = v[k];
+        if (isnan(l->mn[k][c]) || v[k] < l->mn[k][c]) l->mn[k][c] = v[k];
+    }
+}
+
+/* The state v holds from t on: into every level whose window has t. A
+ * column without a sample holds the state before it. */
+static void z_sample(obs *o, uint64_t t)
+{
+    double v[3] = {o->q, o->al, (double)o->reserved};
+    for (size_t i = 0; i < o->nz; i++) {
+        zlevel *l = &o->z[i];
+        if (t < l->w0) {
+            memcpy(l->pre, v, sizeof v);
+            continue;
+        }
+        if (t >= l->w1) continue;
+        int c = (int)((double)(t - l->w0) / (double)(l->w1 - l->w0) * ZCOLS);
+        if (c >= ZCOLS) c = ZCOLS - 1;
+        const double *prev = l->last_col < 0 ? l->pre : l->last;
+        for (int k = l->last_col + 1; k <= c; k++)
+            z_put(l, k, prev); /* columns the previous state lasted through */
+        z_put(l, c, v);
+        l->last_col = c;
+        memcpy(l->last, v, sizeof v);
+    }
+}
+
+static void on_seg(void *ctx, int tenant, uint64_t event_index, const gm_seg_event *ev)
+{
+    obs *o = ctx;
+    (void)tenant;
+    (void)event_index;
+    if (gm_op_grows(ev->op)) {
+        o->reserved += ev->size;
+        if (o->pass == 1 && o->reserved > o->peak) {
+            o->peak = o->reserved;
+            o->peak_seq = o->seq;
+            o->peak_t = o->last_t;
+        }
+    } else {
+        o->reserved -= ev->size < o->reserved ? ev->size : o->reserved;
+    }
+}
+
+static void on_init(void *ctx, int tenant, const gm_init_row *row, gm_alloc *a, uint64_t handle)
+{
+    obs *o = ctx;
+    ten *t = &o->t[tenant];
+    t->a = a;
+    if (o->pass != 2 || o->failed) return;
+    sblock *b = block_new(o, t, row->addr);
+    if (!b) return;
+    place(a, handle, row->size, b);
+    o->q += (double)row->size;
+    o->al += (double)b->bytes;
+    b->site = row->site;
+    b->cat = row->category < GM_CAT_COUNT ? row->category : 0;
+}
+
+static void on_event(void *ctx, int tenant, uint64_t index, const gm_event *e)
+{
+    obs *o = ctx;
+    (void)index;
+    settle_oom(o); /* the previous event's allocation found no memory */
+    o->seq++;
+    uint64_t now = e->t_ns + o->t[tenant].offset;
+    if (o->pass == 1 && !o->seen_first) o->seen_first = 1, o->first_t = now;
+    if (o->pass == 1) o->end_t = now, o->events++;
+    if (o->pass == 2 && o->seq > 1) z_sample(o, o->last_t);
+    if (o->pass == 2 && !o->failed) {
+        if (!o->got_peak && o->seq == o->peak_seq + 1) {
+            o->got_peak = 1;
+            json_t *m = capture(o, "peak", o->last_t);
+            if (m) json_object_set_new(m, "peak_reserved", ju(o->peak));
+            add_map(o, m);
+        }
+        if (o->o->at_given && !o->got_at && now >= o->first_t + o->o->at_ns) {
+            o->got_at = 1;
+            add_map(o, capture(o, "at", o->first_t + o->o->at_ns));
+        }
+    }
+    o->last_t = now;
+    ten *t = &o->t[tenant];
+    switch (e->op) {
+    case GM_OP_ALLOC:
+        o->pending = 1;
+        o->pend_tenant = tenant;
+        o->pend_size = e->size;
+        o->pend_stream = e->stream;
+        o->pend_t = now;
+        o->pend_site = e->site;
+        o->pend_cat = e->category < GM_CAT_COUNT ? e->category : 0;
+        break;
+    case GM_OP_FREE:
+        if (o->pass == 2) block_free(o, t, e->addr);
+        break;
+    default:
+        break;
+    }
+}
+
+static void on_alloc(void *ctx, int tenant, uint64_t index, const gm_event *e, gm_alloc *a,
+                     uint64_t handle)
+{
+    obs *o = ctx;
+    (void)index;
+    ten *t = &o->t[tenant];
+    t->a = a;
+    o->pending = 0;
+    if (o->pass != 2 || o->failed) return;
+    sblock *b = block_new(o, t, e->addr);
+    if (!b) return;
+    place(a, handle, e->size, b);
+    o->q += (double)e->size;
+    o->al += (double)b->bytes;
+    b->site = e->site;
+    b->cat = e->category < GM_CAT_COUNT ? e->category : 0;
+}
+
+static void on_end(void *ctx, int tenant, gm_alloc *a, int status)
+{
+    obs *o = ctx;
+    (void)status;
+    o->t[tenant].a = a;
+    settle_oom(o);
+    if (o->pass == 2) z_sample(o, o->last_t);
+    if (o->pass == 2 && !o->got_peak && o->seq == o->peak_seq) {
+        o->got_peak = 1;
+        json_t *m = capture(o, "peak", o->last_t);
+        if (m) json_object_set_new(m, "peak_reserved", ju(o->peak));
+        add_map(o, m);
+    }
+    if (o->pass == 2 && o->o->at_given && !o->got_at) { /* after the last event */
+        size_t live = 0;
+        for (size_t k = 0; k < o->nt; k++)
+            live += o->t[k].a != NULL;
+        if (live == 1) {
+            o->got_at = 1;
+            json_t *m = capture(o, "at", o->last_t);
+            if (m) json_object_set_new(m, "after_end", json_true());
+            if (m) json_object_set_new(m, "asked_ns", ju(o->first_t + o->o->at_ns));
+            add_map(o, m);
+        }
+    }
+    o->t[tenant].a = NULL; /* its memory goes back now */
+}
+
+/* ------------------------------------------------------------------ runs */
+
+static void read_sites(const gm_tenant_spec *s, gm_sites *out)
+{
+    memset(out, 0, sizeof *out);
+    gm_trace_reader *r;
+    gm_err e;
+    if (!s->path || gm_trace_open(s->path, &r, &e) != GM_OK) return; /* in memory: none */
+    if (gm_trace_read_sites(r, out, &e) != GM_OK) memset(out, 0, sizeof *out);
+    gm_trace_close(r);
+}
+
+/* The zoom pyramid's windows: each 4x narrower than the one before,
+ * centred on the peak of reserved memory (inside the trace's span), down to
+ * one holding about 100 events (at the trace's mean rate) or 100 ns. */
+static int z_setup(obs *o, gm_err *err)
+{
+    uint64_t span = o->end_t - o->first_t + 1;
+    o->z = calloc(ZMAX_LEVELS, sizeof *o->z);
+    if (!o->z) return gm_errf(err, GM_ENOMEM, "out of memory");
+    double w = (double)span, ev = (double)o->events;
+    for (size_t k = 0; k < ZMAX_LEVELS && ev > ZCOLS / 4.0; k++) {
+        w /= 4;
+        ev /= 4;
+        if (w < 100) break;
+        zlevel *l = &o->z[o->nz++];
+        uint64_t W = (uint64_t)w, c = o->peak_t;
+        l->w0 = c > o->first_t + W / 2 ? c - W / 2 : o->first_t;
+        if (l->w0 + W > o->end_t + 1) l->w0 = o->end_t + 1 > W ? o->end_t + 1 - W : 0;
+        if (l->w0 < o->first_t) l->w0 = o->first_t;
+        l->w1 = l->w0 + W;
+        l->last_col = -1;
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < ZCOLS; j++)
+                l->mx[i][j] = l->mn[i][j] = NAN;
+    }
+    return GM_OK;
+}
+
+static json_t *z_series(const double *v)
+{
+    json_t *a = json_array();
+    for (int j = 0; j < ZCOLS; j++)
+        json_array_append_new(a, json_integer((json_int_t)v[j]));
+    return a;
+}
+
+static json_t *z_json(obs *o)
+{
+    json_t *lv = json_array();
+    for (size_t i = 0; i < o->nz; i++) {
+        zlevel *l = &o->z[i];
+        const double *prev = l->last_col < 0 ? l->pre : l->last;
+        for (int k = l->last_col + 1; k < ZCOLS; k++)
+            z_put(l, k, prev); /* the state after the window's last sample */
+        json_array_append_new(lv, json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "t0", ju(l->w0), "t1",
+                                            ju(l->w1), "requested", z_series(l->mx[0]),
+                                            "requested_min", z_series(l->mn[0]), "allocated",
+                                            z_series(l->mx[1]), "reserved", z_series(l->mx[2])));
+    }
+    return json_pack("{s:o,s:o}", "center_ns", ju(o->peak_t), "levels", lv);
+}
+
+static int one_pass(const gm_sim_config *cfg, obs *o, gm_err *err)
+{
+    gm_sim_config c = *cfg;
+    c.seg_hook = on_seg;
+    c.seg_hook_ctx = o;
+    c.alloc_hook = on_alloc;
+    c.alloc_hook_ctx = o;
+    c.event_hook = on_event;
+    c.event_hook_ctx = o;
+    c.init_hook = on_init;
+    c.init_hook_ctx = o;
+    c.end_hook = on_end;
+    c.end_hook_ctx = o;
+    c.progress = NULL;
+    c.step_done = NULL;
+    o->seq = o->reserved = 0;
+    o->pending = 0;
+    o->last_t = 0;
+    for (size_t k = 0; k < o->nt; k++)
+        o->t[k].a = NULL;
+    gm_sim_result *r = NULL;
+    int rc = gm_simulate(&c, &r, err);
+    gm_sim_result_free(r);
+    if (rc == GM_OK && o->failed) rc = gm_errf(err, GM_ENOMEM, "out of memory (segment maps)");
+    return rc;
+}
+
+int gm_segmap_json(const gm_sim_config *cfg, const gm_segmap_opts *opts, json_t **out, gm_err *err)
+{
+    *out = NULL;
+    for (size_t k = 0; k < cfg->n_tenants; k++)
+        if (cfg->tenants[k].repeat > 1) {
+            *out = json_pack("{s:[],s:s}", "maps", "skipped",
+                             "no segment maps for --repeat (a trace's addresses repeat per pass)");
+            return *out ? GM_OK : gm_errf(err, GM_ENOMEM, "out of memory");
+        }
+    obs o = {.o = opts, .nt = cfg->n_tenants};
+    o.t = calloc(o.nt ? o.nt : 1, sizeof *o.t);
+    o.maps = json_array();
+    if (!o.t || !o.maps) {
+        free(o.t);
+        json_decref(o.maps);
+        return gm_errf(err, GM_ENOMEM, "out of memory");
+    }
+    int rc = GM_OK;
+    for (size_t k = 0; k < o.nt && rc == GM_OK; k++) {
+        o.t[k].offset = cfg->tenants[k].offset_ns;
+        if (gm_addrmap_init(&o.t[k].live, 1024)) rc = gm_errf(err, GM_ENOMEM, "out of memory");
+        read_sites(&cfg->tenants[k], &o.t[k].sites);
+    }
+    o.pass = 1;
+    if (rc == GM_OK) rc = one_pass(cfg, &o, err);
+    uint64_t peak = o.peak;
+    o.pass = 2;
+    if (rc == GM_OK && opts->zoom) rc = z_setup(&o, err);
+    if (rc == GM_OK) rc = one_pass(cfg, &o, err);
+    if (rc == GM_OK) {
+        *out = json_pack("{s:O,s:o,s:o}", "maps", o.maps, "ooms_total", ju(o.n_oom),
+                         "peak_reserved_bytes", ju(peak));
+        if (!*out)
+            rc = gm_errf(err, GM_ENOMEM, "out of memory");
+        else if (o.nz)
+            json_object_set_new(*out, "zoom", z_json(&o));
+    }
+    free(o.z);
+    json_decref(o.maps);
+    for (size_t k = 0; k < o.nt; k++) {
+        free(o.t[k].b);
+        free(o.t[k].freel);
+        gm_addrmap_free(&o.t[k].live);
+        gm_sites_free(&o.t[k].sites);
+    }
+    free(o.t);
+    return rc;
+}
+
+static int attach_one(json_t *res, const gm_sim_config *cfg, const gm_segmap_opts *opts,
+                      gm_err *err)
+{
+    json_t *in = json_object_get(res, "inputs");
+    gm_sim_config c = *cfg;
+    const char *pol = json_string_value(json_object_get(in, "policy")),
+               *al = json_string_value(json_object_get(in, "allocator"));
+    if (pol) c.policy = pol;
+    if (al) c.allocator = al;
+    json_t *m;
+    int rc = gm_segmap_json(&c, opts, &m, err);
+    if (rc != GM_OK) return rc;
+    json_t *want = json_object_get(json_object_get(res, "device"), "peak_reserved_bytes");
+    json_t *got = json_object_get(m, "peak_reserved_bytes");
+    if (json_is_integer(want) && json_is_integer(got) &&
+        json_array_size(json_object_get(m, "maps")) &&
+        json_integer_value(want) != json_integer_value(got)) {
+        json_array_clear(json_object_get(m, "maps"));
+        json_object_set_new(m, "skipped",
+                            json_string("the replay for the segment maps did not reach this "
+                                        "run's peak reserved bytes"));
+    }
+    json_object_set_new(res, "segment_maps", m);
+    return GM_OK;
+}
+
+int gm_segmap_attach(json_t *result, const gm_sim_config *cfg, const gm_segmap_opts *o, gm_err *err)
+{
+    json_t *results = json_object_get(result, "results");
+    if (!json_is_array(results)) return attach_one(result, cfg, o, err);
+    size_t i;
+    json_t *r;
+    json_array_foreach(results, i, r)
+    {
+        int rc = attach_one(r, cfg, o, err);
+        if (rc != GM_OK) return rc;
+    }
+    return GM_OK;
+}

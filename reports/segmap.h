@@ -1,0 +1,70 @@
+/*
+ * segmap.h - the allocator's state as a segment map, for the page
+ * (`run --html`, `compare --html`): the model's segments in address order,
+ * each cut into its live blocks and free gaps, at chosen moments of a run.
+ *
+ * Moments (reports/README.md, "Segment maps"):
+ *   peak   just after the event that took the device's reserved memory to
+ *          its peak (what PyTorch users read: max_memory_reserved)
+ *   oom    just after each of the first `max_ooms` failed allocations, with
+ *          the failing request, its block size and pool, the largest free
+ *          gap in the segments it could use (its pool and stream) and the
+ *          job's free bytes; the rest counted
+ *   at     the state at a time the user picked (`run --segments-at TIME`):
+ *          before the first event at or after it
+ * How: two more simulations of the same run with the engine's observer
+ * hooks (sim/engine.h): the first finds the peak, the second asks the model
+ * for its segments (gm_alloc_ops.segments) at the moments and places the
+ * live blocks it saw allocated (block_addr, block_bytes). Blocks narrower
+ * than a row's resolution are merged with their neighbours into one "n
+ * small blocks" item, coarser until a map has at most max_items items
+ * (a segment keeps at least one, so max_rows bounds it too), whatever the
+ * trace; at most max_rows segments are drawn (the largest), the others are
+ * summed.
+ */
+#ifndef GM_SEGMAP_H
+#define GM_SEGMAP_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "sim/engine.h"
+
+typedef struct gm_segmap_opts {
+    int at_given;     /* --segments-at given */
+    uint64_t at_ns;   /* its time on the device timeline (trace time + offset) */
+    size_t max_ooms;  /* maps at the first OOMs; 0 = none */
+    size_t max_items; /* items (blocks, gaps, merged runs) per map */
+    size_t max_rows;  /* segments drawn per map */
+    int zoom;         /* also the zoom pyramid around the peak (below) */
+} gm_segmap_opts;
+
+/* The defaults for a run page (peak, 3 OOMs, 900 items, 400 segments, the
+ * zoom pyramid), and the smaller ones a comparison uses per run (peak and 1
+ * OOM, 300 items, 150 segments, no pyramid: it is ~15 KB a level a run). */
+void gm_segmap_opts_run(gm_segmap_opts *o);
+void gm_segmap_opts_compare(gm_segmap_opts *o);
+
+/* Simulate cfg twice more (its policy: cfg->policy) and return the maps as
+ * {"maps": [...], "ooms_total": N, "peak_reserved_bytes": B}. A run with
+ * --repeat > 1 gives {"maps": [], "skipped": "why"}.
+ * With o->zoom, also "zoom": {"center_ns", "levels": [{"t0", "t1",
+ * "requested", "requested_min", "allocated", "reserved"}]}: the device's
+ * bytes in 400 columns (max per column; requested also its min) over
+ * windows around the peak of reserved memory, each 4x narrower than the
+ * one before (the first a quarter of the trace's span), down to one of
+ * about 100 events at the trace's mean rate, so a zoom reaches single
+ * events there. */
+int gm_segmap_json(const gm_sim_config *cfg, const gm_segmap_opts *o, json_t **out, gm_err *err);
+
+/* Give every result (a gmsim-result/1, or each of a gmsim-compare/1's) a
+ * "segment_maps" member, simulated with its own inputs.policy and
+ * inputs.allocator on cfg's traces. A map whose replay does not reach the
+ * result's own peak reserved bytes is left out (the result came from other
+ * inputs), and says so. */
+int gm_segmap_attach(json_t *result, const gm_sim_config *cfg, const gm_segmap_opts *o,
+                     gm_err *err);
+
+#endif

@@ -1,0 +1,285 @@
+/*
+ * test_segmap.c - the allocator's segment maps (reports/segmap.h) and their
+ * place on the page (reports/html_segmap.c): blocks where the PyTorch model
+ * puts them at the peak, at an OOM and at a chosen time; merged runs within
+ * the budget; call sites escaped.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cu.h"
+#include "base/strbuf.h"
+#include "base/units.h"
+#include "reports/html.h"
+#include "reports/results.h"
+#include "reports/segmap.h"
+#include "study/simulate.h"
+#include "traces/trace.h"
+
+#define SEG_SITE "<script>alert('seg')</script>/model.py:3 in fwd"
+
+/* 100 B, 1 MiB (call site 1) and 3000 B in the small pool's one 2 MiB
+ * segment (PyTorch: requests <= 1 MiB, 512 B granules), the 100 B freed,
+ * then 5 MiB in a 20 MiB large-pool segment (requests < 10 MiB), freed. */
+static const char *small_trace(void)
+{
+    static char path[4096];
+    snprintf(path, sizeof path, "%s", gm_test_tmp("segmap.h5"));
+    gm_trace_meta m;
+    gm_trace_meta_init(&m);
+    m.device_total_bytes = 16 * GM_GiB;
+    gm_event ev[] = {
+        {.t_ns = 0, .addr = 0x1000, .size = 100, .op = GM_OP_ALLOC, .category = GM_CAT_ACTIVATION},
+        {.t_ns = 10,
+         .addr = 0x2000,
+         .size = GM_MiB,
+         .op = GM_OP_ALLOC,
+         .category = GM_CAT_PARAMETER,
+         .site = 1},
+        {.t_ns = 20,
+         .addr = 0x3000,
+         .size = 3000,
+         .op = GM_OP_ALLOC,
+         .category = GM_CAT_ACTIVATION},
+        {.t_ns = 30, .addr = 0x1000, .op = GM_OP_FREE},
+        {.t_ns = 40,
+         .addr = 0x4000,
+         .size = 5 * GM_MiB,
+         .op = GM_OP_ALLOC,
+         .category = GM_CAT_TEMPORARY},
+        {.t_ns = 50, .addr = 0x4000, .op = GM_OP_FREE},
+    };
+    gm_trace_writer *w;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_trace_create(path, &m, NULL, &w, &err), GM_OK);
+    gm_site site = {SEG_SITE, "model.py:3\n"};
+    CU_ASSERT_EQUAL(gm_trace_write_sites(w, &site, 1, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_append(w, ev, 6, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(gm_trace_finish(w, &err), GM_OK);
+    gm_trace_meta_free(&m);
+    return path;
+}
+
+static void config(gm_sim_config *cfg, gm_tenant_spec *t)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->tenants = t;
+    cfg->n_tenants = 1;
+    cfg->latency = (gm_latency)GM_LATENCY_DEFAULT;
+}
+
+static json_t *map_of(json_t *sm, const char *kind, size_t nth)
+{
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(sm, "maps"), i, m)
+    {
+        if (!strcmp(json_string_value(json_object_get(m, "kind")), kind) && !nth--) return m;
+    }
+    return NULL;
+}
+
+static json_int_t num(json_t *o, const char *key)
+{
+    return json_integer_value(json_object_get(o, key));
+}
+
+static json_int_t at(json_t *item, size_t i)
+{
+    return json_integer_value(json_array_get(item, i));
+}
+
+static void test_peak_and_time(void)
+{
+    const char *path = small_trace();
+    gm_tenant_spec t = {.path = path, .repeat = 1};
+    gm_sim_config cfg;
+    config(&cfg, &t);
+    gm_segmap_opts o;
+    gm_segmap_opts_run(&o);
+    o.at_given = 1;
+    o.at_ns = 25; /* before the free at 30 */
+    json_t *sm;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_segmap_json(&cfg, &o, &sm, &err), GM_OK);
+    CU_ASSERT_EQUAL(num(sm, "peak_reserved_bytes"), 22 * GM_MiB);
+    CU_ASSERT_EQUAL(num(sm, "ooms_total"), 0);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(sm, "maps")), 2);
+    /* the peak: after the 5 MiB allocation, before its free */
+    json_t *pk = map_of(sm, "peak", 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(pk);
+    CU_ASSERT_EQUAL(num(pk, "reserved"), 22 * GM_MiB);
+    CU_ASSERT_EQUAL(num(pk, "allocated"), GM_MiB + 3072 + 5 * GM_MiB);
+    CU_ASSERT_EQUAL(num(pk, "t_ns"), 40);
+    CU_ASSERT_EQUAL(num(pk, "segments"), 2);
+    json_t *rows = json_object_get(pk, "rows");
+    CU_ASSERT_EQUAL_FATAL(json_array_size(rows), 2);
+    json_t *sm0 = json_array_get(rows, 0), *lg = json_array_get(rows, 1);
+    if (num(sm0, "size") != 2 * GM_MiB) { /* address order: either pool may come first */
+        json_t *x = sm0;
+        sm0 = lg;
+        lg = x;
+    }
+    CU_ASSERT_EQUAL(num(sm0, "size"), 2 * GM_MiB);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(sm0, "pool")), "small");
+    json_t *it = json_object_get(sm0, "items");
+    CU_ASSERT_EQUAL_FATAL(json_array_size(it), 4);
+    /* the freed 512 B block is a gap; the 1 MiB block carries its site */
+    CU_ASSERT(at(json_array_get(it, 0), 0) == 0 && at(json_array_get(it, 0), 1) == 512 &&
+              at(json_array_get(it, 0), 2) == 0);
+    json_t *p = json_array_get(it, 1);
+    CU_ASSERT(at(p, 0) == 512 && at(p, 1) == GM_MiB && at(p, 2) == 1 &&
+              at(p, 3) == GM_CAT_PARAMETER && at(p, 4) == 1 && at(p, 5) == GM_MiB);
+    p = json_array_get(it, 2);
+    CU_ASSERT(at(p, 0) == 512 + GM_MiB && at(p, 1) == 3072 && at(p, 2) == 1 &&
+              at(p, 3) == GM_CAT_ACTIVATION && at(p, 4) == 0 && at(p, 5) == 3000);
+    p = json_array_get(it, 3);
+    CU_ASSERT(at(p, 0) == 512 + GM_MiB + 3072 && at(p, 1) == 2 * GM_MiB - 3584 - GM_MiB &&
+              at(p, 2) == 0);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_array_get(json_object_get(pk, "sites"), 0)),
+                           SEG_SITE);
+    it = json_object_get(lg, "items");
+    CU_ASSERT_EQUAL(num(lg, "size"), 20 * GM_MiB);
+    CU_ASSERT_EQUAL_FATAL(json_array_size(it), 2);
+    p = json_array_get(it, 0);
+    CU_ASSERT(at(p, 0) == 0 && at(p, 1) == 5 * GM_MiB && at(p, 3) == GM_CAT_TEMPORARY);
+    p = json_array_get(it, 1);
+    CU_ASSERT(at(p, 0) == 5 * GM_MiB && at(p, 1) == 15 * GM_MiB && at(p, 2) == 0);
+    CU_ASSERT_EQUAL(num(lg, "largest_free"), 15 * GM_MiB);
+    /* --segments-at 25ns: the 100 B block still there, no large segment yet */
+    json_t *a = map_of(sm, "at", 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_EQUAL(num(a, "t_ns"), 25);
+    CU_ASSERT_EQUAL(num(a, "reserved"), 2 * GM_MiB);
+    CU_ASSERT_EQUAL(num(a, "allocated"), 512 + GM_MiB + 3072);
+    json_decref(sm);
+    /* a time after the last event: the end state, and it says so */
+    o.at_ns = 1000;
+    CU_ASSERT_EQUAL_FATAL(gm_segmap_json(&cfg, &o, &sm, &err), GM_OK);
+    a = map_of(sm, "at", 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT(json_is_true(json_object_get(a, "after_end")));
+    CU_ASSERT_EQUAL(num(a, "t_ns"), 50);
+    CU_ASSERT_EQUAL(num(a, "asked_ns"), 1000);
+    CU_ASSERT_EQUAL(num(a, "allocated"), GM_MiB + 3072); /* the 5 MiB block freed at 50 */
+    json_decref(sm);
+    unlink(path);
+}
+
+static void test_oom(void)
+{
+    const char *path = small_trace();
+    gm_tenant_spec t = {.path = path, .repeat = 1};
+    gm_sim_config cfg;
+    config(&cfg, &t);
+    cfg.capacity_bytes = 12 * GM_MiB; /* the 20 MiB segment does not fit */
+    cfg.overhead_given = 1;
+    cfg.on_oom_skip = 1;
+    gm_segmap_opts o;
+    gm_segmap_opts_run(&o);
+    json_t *sm;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_segmap_json(&cfg, &o, &sm, &err), GM_OK);
+    CU_ASSERT_EQUAL(num(sm, "ooms_total"), 1);
+    CU_ASSERT_EQUAL(num(sm, "peak_reserved_bytes"), 2 * GM_MiB);
+    json_t *m = map_of(sm, "oom", 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_EQUAL(num(m, "request"), 5 * GM_MiB);
+    CU_ASSERT_EQUAL(num(m, "request_block"), 5 * GM_MiB);
+    CU_ASSERT_EQUAL(num(m, "t_ns"), 40);
+    /* free in the small segment: the 512 B gap and the tail */
+    CU_ASSERT_EQUAL(num(m, "tenant_largest_free"), 2 * GM_MiB - GM_MiB - 3584);
+    CU_ASSERT_EQUAL(num(m, "tenant_free"), 2 * GM_MiB - GM_MiB - 3072);
+    CU_ASSERT_EQUAL(num(m, "category"), GM_CAT_TEMPORARY);
+    /* the request is for the large pool, which has no segment at all */
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(m, "request_pool")), "large");
+    CU_ASSERT_EQUAL(num(m, "pool_largest_free"), 0);
+    CU_ASSERT_EQUAL(num(m, "pool_free"), 0);
+    CU_ASSERT_PTR_NOT_NULL(map_of(sm, "peak", 0));
+    /* on the page: the verdict in words, the site escaped */
+    gm_sim_result *r;
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&cfg, &r, &err), GM_OK);
+    json_t *j = gm_result_json(&cfg, r, "run");
+    gm_sim_result_free(r);
+    json_object_set_new(j, "segment_maps", sm);
+    gm_strbuf b;
+    gm_sb_init(&b);
+    CU_ASSERT_EQUAL_FATAL(gm_html_render(j, &b, &err), GM_OK);
+    const char *h = gm_sb_str(&b);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, "request 5.00 MiB &gt; largest free gap 0 B; "
+                                     "1021.00 KiB free in total"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, "<svg class=\"chart segmap\" id=\"segmap-0-"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, "id=\"segmap-0-0-tip\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(h, "1.00 MiB block (1.00 MiB requested) \xc2\xb7 parameter "
+                                     "\xc2\xb7 &lt;script&gt;alert(&#39;seg&#39;)&lt;/script&gt;"
+                                     "/model.py:3 in fwd</title>"));
+    CU_ASSERT_PTR_NULL(strstr(h, "alert('seg')"));
+    const char *s = h;
+    int scripts = 0;
+    while ((s = strstr(s, "<script")))
+        scripts++, s++;
+    CU_ASSERT_EQUAL(scripts, 1); /* the page's own */
+    gm_sb_free(&b);
+    json_decref(j);
+    unlink(path);
+}
+
+/* 2000 blocks of 1.5 MiB: 13 to a 20 MiB segment; the map stays in its
+ * budget by merging them, and counts every one. */
+static void test_budget(void)
+{
+    enum { N = 2000 };
+    gm_event *ev = calloc(N, sizeof *ev);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
+    for (int i = 0; i < N; i++)
+        ev[i] = (gm_event){.t_ns = (uint64_t)i,
+                           .addr = 0x100000ull * (i + 1),
+                           .size = 3 * GM_MiB / 2,
+                           .op = GM_OP_ALLOC,
+                           .category = GM_CAT_ACTIVATION};
+    gm_trace_meta m;
+    gm_trace_meta_init(&m);
+    m.device_total_bytes = 80 * GM_GiB;
+    gm_tenant_spec t = {.path = "in-memory", .events = ev, .n_events = N, .meta = &m, .repeat = 1};
+    gm_sim_config cfg;
+    config(&cfg, &t);
+    gm_segmap_opts o;
+    gm_segmap_opts_run(&o);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) o.max_rows = 10;
+        json_t *sm;
+        gm_err err = {0};
+        CU_ASSERT_EQUAL_FATAL(gm_segmap_json(&cfg, &o, &sm, &err), GM_OK);
+        json_t *pk = map_of(sm, "peak", 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(pk);
+        size_t segs = (N + 12) / 13, items = 0, blocks = 0, k, q;
+        CU_ASSERT_EQUAL(num(pk, "segments"), (json_int_t)segs);
+        json_t *rows = json_object_get(pk, "rows"), *g, *it;
+        CU_ASSERT_EQUAL(json_array_size(rows), pass ? 10 : segs);
+        CU_ASSERT_EQUAL(num(pk, "hidden_segments"), pass ? (json_int_t)segs - 10 : 0);
+        json_array_foreach(rows, k, g) json_array_foreach(json_object_get(g, "items"), q, it)
+        {
+            items++;
+            blocks += at(it, 2) == 1 ? 1 : at(it, 2) == 2 ? (size_t)at(it, 3) : 0;
+        }
+        CU_ASSERT(items <= o.max_items);
+        /* the peak is the event that first reached it: the 154th segment's
+         * first block (153 * 13 + 1); of the 10 lowest segments, all full */
+        CU_ASSERT_EQUAL(blocks, pass ? 10 * 13 : 153 * 13 + 1);
+        json_decref(sm);
+    }
+    gm_trace_meta_free(&m);
+    free(ev);
+}
+
+int gm_test_register(void)
+{
+    CU_pSuite s = CU_add_suite("segmap", NULL, NULL);
+    if (!s) return CU_get_error();
+    GM_ADD_TEST(s, test_peak_and_time);
+    GM_ADD_TEST(s, test_oom);
+    GM_ADD_TEST(s, test_budget);
+    return CUE_SUCCESS;
+}
