@@ -277,10 +277,14 @@ static const char script[] =
     "sel=s.querySelector('rect.sel');if(sel)sel.setAttribute('visibility','hidden');"
     "if((b-a)*(+s.dataset.pw)>4){var k=zb-za;moved=1;zoom(za+a*k,za+b*k);}drag=null;});"
     "var R=document.getElementById('zr');if(R)R.addEventListener('click',function(){zoom(0,1);});"
-    "[].forEach.call(document.querySelectorAll('svg.segmap'),function(s){"
+    /* read-outs of segment maps and of the search pages (.tips: an
+     * element's <title>, or a row's data-tip, written into ID-tip) */
+    "[].forEach.call(document.querySelectorAll('svg.segmap,.tips'),function(s){"
     "var tip=document.getElementById(s.id+'-tip');if(!tip)return;"
-    "s.addEventListener('mouseover',function(e){var r=e.target,t=r.querySelector?"
-    "r.querySelector('title'):null;if(t)tip.textContent=t.textContent;});});"
+    "s.addEventListener('mouseover',function(e){var r=e.target,t=r!==s&&r.querySelector?"
+    "r.querySelector(':scope>title'):null,d=r.closest?r.closest('[data-tip]'):null;"
+    "if(t)tip.textContent=t.textContent;else if(d&&s.contains(d))"
+    "tip.textContent=d.getAttribute('data-tip');});});"
     "document.documentElement.className+=' js';})();";
 
 /* ------------------------------------------------------------ helpers */

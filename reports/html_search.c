@@ -130,7 +130,9 @@ int rep_fit_page(json_t *fit, gm_strbuf *out, gm_err *err)
                  "<p class=\"note\">Found by bisection to %s; sizes include the context "
                  "overhead.</p>",
                  gib(rep_num(fit, "inputs.resolution_bytes"), c, sizeof c));
-    gm_sb_puts(out, "</div>\n<h2>Per policy</h2><table><tr><th class=\"l\">policy</th>"
+    gm_sb_puts(out, "</div>\n<h2>Per policy</h2><p class=\"al-tip\" id=\"fits-tip\" "
+                    "aria-live=\"polite\">Hover a row: the policy's answer in words.</p>"
+                    "<table class=\"tips\" id=\"fits\"><tr><th class=\"l\">policy</th>"
                     "<th>fits at</th><th>OOM at</th><th>peak live</th><th>peak reserved</th>"
                     "<th>simulations</th></tr>");
     json_array_foreach(res, i, e)
@@ -141,10 +143,21 @@ int rep_fit_page(json_t *fit, gm_strbuf *out, gm_err *err)
         const char *pol = rep_str(e, "policy");
         int win = (best_policy && pol && !strcmp(pol, best_policy) && cap == best) ||
                   (dep_policy && pol && !strcmp(pol, dep_policy) && cap == dep);
-        gm_sb_printf(out, "<tr%s><td class=\"l pol\">",
+        gm_sb_printf(out, "<tr%s data-tip=\"",
                      win    ? " class=\"win\""
                      : real ? ""
                             : " class=\"bound\"");
+        esc(out, pol);
+        if (found)
+            gm_sb_printf(out, ": no OOM on %s; an OOM on %s; peak reserved %s",
+                         cap_s(cap, a, sizeof a),
+                         cap_s(rep_num(e, "oom_capacity_bytes"), c, sizeof c),
+                         gib(rep_num(e, "peak_reserved_bytes"), d, sizeof d));
+        else
+            gm_sb_printf(out, ": an OOM on every size up to %s",
+                         gib(rep_num(e, "max_capacity_tried_bytes"), a, sizeof a));
+        gm_sb_puts(out, real ? "\"" : " (a bound: it knows the future)\"");
+        gm_sb_puts(out, "><td class=\"l pol\">");
         esc(out, pol);
         if (!real)
             gm_sb_puts(out, "<span class=\"badge bound\">bound, not deployable</span>");
@@ -198,7 +211,8 @@ static void tune_pareto(gm_strbuf *b, json_t *set, json_t *best, json_t *dflt)
     gm_nice_top(sx.d1 - sx.d0, 6, &stx);
     gm_nice_top(sy.d1 - sy.d0, 5, &sty);
     gm_sb_puts(b,
-               "<h2>Peak reserved against driver time</h2><svg class=\"chart\" viewBox=\"0 0 960 "
+               "<h2>Peak reserved against driver time</h2><svg class=\"chart tips\" id=\"pareto\" "
+               "viewBox=\"0 0 960 "
                "300\" role=\"img\" aria-label=\"peak reserved against driver time, per "
                "setting\">");
     /* grid at multiples of the step inside the span */
@@ -271,7 +285,9 @@ static void tune_pareto(gm_strbuf *b, json_t *set, json_t *best, json_t *dflt)
                   "</i>the best</span><span><i class=\"sw\" style=\"background:#1f2933\"></i>the "
                   "default</span><span><i class=\"sw\" style=\"background:#c53030\"></i>OOMs</span>"
                   "<span><i class=\"key\" style=\"border-color:#dd6b20\"></i>Pareto front: no "
-                  "setting has both less reserved and less driver time</span></div>\n");
+                  "setting has both less reserved and less driver time</span></div>"
+                  "<p class=\"al-tip\" id=\"pareto-tip\" aria-live=\"polite\">Hover a point: "
+                  "its setting, peak reserved and driver time.</p>\n");
 }
 
 int rep_tune_page(json_t *tune, gm_strbuf *out, gm_err *err)

@@ -179,8 +179,15 @@ drive() {
 drive "$tmp/run.html" "$build/report-run.png" --zoom mem-0 --bands --segmap --deep mem-0
 drive "$tmp/oom.html" "$build/report-oom.png" --segmap --oom
 [ -s "$tmp/compare.html" ] && drive "$tmp/compare.html" "$build/report-compare.png" --zoom alloc-0 --bands
+# the search pages: tune's Pareto chart and fit's table answer a hover
+"$gmsim" tune -q --capacity 8GiB --html "$tmp/tune.html" "$src/tests/data/gpt-medium-ctx128-train.pickle" \
+    >/dev/null 2>"$tmp/tune.err" || fail "tune --html: $(cat "$tmp/tune.err")"
+"$gmsim" fit -q --html "$tmp/fit.html" "$src/tests/data/gpt-medium-ctx128-train.pickle" \
+    >/dev/null 2>"$tmp/fit.err" || fail "fit --html: $(cat "$tmp/fit.err")"
+drive "$tmp/tune.html" "$build/report-tune.png" --tip pareto
+drive "$tmp/fit.html" "$build/report-fit.png" --tip fits
 drive "$tmp/state.html" "$build/report-state.png" --bands
-for png in run oom compare state; do
+for png in run oom compare state tune fit; do
     [ -s "$build/report-$png.png" ] && echo "screenshot: $build/report-$png.png"
 done
 

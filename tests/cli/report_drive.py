@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""report_drive.py CHROMIUM PAGE.html SHOT.png [--zoom SVG_ID] [--bands] [--segmap] [--oom] [--deep SVG_ID]
+"""report_drive.py CHROMIUM PAGE.html SHOT.png [--zoom SVG_ID] [--bands] [--segmap] [--oom] [--deep SVG_ID] [--tip ID]
 
 Opens a gmsim HTML page in headless chromium through the DevTools protocol
 (standard library only: a minimal WebSocket client), and checks it the way a
@@ -15,6 +15,9 @@ user would use it:
     ID draws its finest zoom level (data-lv), screenshot SHOT-deep.png;
   - --segmap: the page has a segment map, and hovering its widest block
     writes the block's tooltip (size, category, call site) under the map;
+  - --tip ID: hovering an item of the element ID (a point of tune's Pareto
+    chart, a row of fit's table) writes its text (the point's <title>, the
+    row's data-tip) into the read-out ID-tip;
   - --oom: an OOM's segment map says "request X > largest free gap Y; Z free
     in total" and draws the request against the free memory;
   - saves a full-page screenshot to SHOT.png (and, with --zoom, the zoomed
@@ -331,6 +334,32 @@ def check_segmap(page):
         print("segment map #%s (%d items): %s" % (sid, n, tip))
 
 
+def check_tip(page, eid):
+    r = page.js(
+        "(function(){var s=document.getElementById('%s');if(!s)return null;"
+        "var it=[].filter.call(s.querySelectorAll('*'),function(e){return e.hasAttribute("
+        "'data-tip')||(e!==s&&e.querySelector(':scope>title'));});"
+        "if(!it.length)return [];s.scrollIntoView({block:'center'});"
+        # an item on top at the point hovered (Pareto points overlap)
+        "for(var i=it.length>1?1:0;i<it.length;i++){var e=it[i],b=e.getBoundingClientRect(),"
+        "x=b.left+Math.min(b.width/2,20),y=b.top+b.height/2,h=document.elementFromPoint(x,y);"
+        "if(h!==e&&!(h&&e.contains(h)))continue;var t=e.getAttribute('data-tip');"
+        "if(t===null)t=e.querySelector(':scope>title').textContent;return [x,y,t,it.length];}"
+        "return [];})()" % eid
+    )
+    if r is None:
+        return fail("no element #%s on the page" % eid)
+    if not r:
+        return fail("#%s has nothing to hover (no <title> or data-tip)" % eid)
+    x, y, want, n = r
+    page.mouse("mouseMoved", x, y)
+    got = page.js("document.getElementById('%s-tip').textContent" % eid)
+    if got != want or not want:
+        fail("hover in #%s: read-out %r, expected %r" % (eid, got, want))
+    else:
+        print("#%s (%d items): %s" % (eid, n, got))
+
+
 def check_oom(page):
     r = page.js(
         "(function(){var v=[].map.call(document.querySelectorAll('details.segm .oomv'),"
@@ -408,6 +437,8 @@ def main():
                        shot[:-4] + "-deep.png" if shot.endswith(".png") else None)
         if "--oom" in args:
             check_oom(page)
+        if "--tip" in args:
+            check_tip(page, args[args.index("--tip") + 1])
         page.js("window.scrollTo(0,0)")
         png = page.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
         with open(shot, "wb") as f:
