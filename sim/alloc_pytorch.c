@@ -98,6 +98,12 @@ struct pt_segment {
     uint32_t n_blocks, n_alloc;
     uint64_t alloc_bytes, last_use_ns;
     uint32_t cat_mask;
+    /* the largest free block of a classic segment, kept as blocks enter and
+     * leave the free-block index while lf_valid; a block that leaves at
+     * that size clears lf_valid, and the next view walks the blocks once
+     * (policies read views on every timer tick) */
+    uint64_t lf;
+    uint8_t lf_valid;
     /* its policy view (seg_info), kept until a block of the segment changes
      * (view_stale; the GC age is filled in each time) */
     uint8_t view_stale;
@@ -196,6 +202,8 @@ static inline size_t next_bin(const pt_index *x, size_t from)
 
 static inline void index_insert(pt_index *x, pt_block *b)
 {
+    pt_segment *g = b->seg;
+    if (g->lf_valid && b->size > g->lf) g->lf = b->size;
     size_t i = bin_of(b->size);
     pt_bin *bn = &x->bin[i];
     if (!bn->min) { /* an empty bin: the block is its tree */
@@ -213,6 +221,8 @@ static inline void index_insert(pt_index *x, pt_block *b)
 
 static inline void index_remove(pt_index *x, pt_block *b)
 {
+    pt_segment *g = b->seg;
+    if (b->size >= g->lf) g->lf_valid = 0;
     size_t i = bin_of(b->size);
     pt_bin *bn = &x->bin[i];
     if (RB_ROOT(&bn->t) == b && !RB_LEFT(b, node) && !RB_RIGHT(b, node)) { /* its only block */
@@ -1019,6 +1029,21 @@ static void view_build(pt_segment *g)
     o->allocated_bytes = g->alloc_bytes;
     o->last_use_ns = g->last_use_ns;
     o->category_mask = g->cat_mask;
+    if (!g->expandable && (g->lf_valid || g->n_blocks - g->n_alloc <= 1)) {
+        /* at most one free block: it is all the free bytes */
+        if (!g->lf_valid) g->lf = g->size - g->alloc_bytes;
+        g->lf_valid = 1;
+        o->largest_free = g->lf;
+        if (g->n_alloc == 0 && g->n_blocks == 1) o->releasable = g->size;
+        g->view_stale = 0;
+#ifdef GM_LF_CHECK /* -DGM_LF_CHECK: check it against a walk of the blocks */
+        uint64_t lf = 0;
+        for (const pt_block *b = g->first; b; b = b->next)
+            if (!b->allocated && b->mapped && b->size > lf) lf = b->size;
+        if (lf != g->lf) abort();
+#endif
+        return;
+    }
     for (const pt_block *b = g->first; b; b = b->next) {
         if (b->allocated || !b->mapped) continue;
         if (b->size > o->largest_free) o->largest_free = b->size;
@@ -1028,6 +1053,8 @@ static void view_build(pt_segment *g)
         }
     }
     if (!g->expandable && g->n_alloc == 0 && g->n_blocks == 1) o->releasable = g->size;
+    g->lf = o->largest_free;
+    g->lf_valid = !g->expandable;
     g->view_stale = 0;
 }
 
