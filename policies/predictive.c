@@ -578,12 +578,14 @@ static void key_sort(pd_key *v, pd_key *tmp, size_t n)
 
 /*
  * Rank the releasable classic segments of the fresh view into p->order
- * (and p->keys), furthest predicted next use first,
+ * (and p->keys), furthest predicted next use first (with predictions and
+ * not `all`, only those predicted not reused: what a proactive release
+ * takes, and they would come first anyway),
  * recording a prediction for each one without an outstanding one. Without
  * predictions: LRU order. Returns how many are predicted not reused within
  * the horizon (they come first in the order).
  */
-static size_t rank_segments(pd_policy *p, uint64_t now)
+static size_t rank_segments(pd_policy *p, uint64_t now, int all)
 {
     const gm_seg_info *v = p->view.v;
     size_t n = 0;
@@ -618,8 +620,10 @@ static size_t rank_segments(pd_policy *p, uint64_t now)
         uint32_t j = 0;
         pd_walk w;
         const gm_seg_info *prev = NULL;
+        size_t kept = 0;
         for (size_t r = 0; r < n; r++) {
-            const gm_seg_info *s = &v[key[r].i];
+            uint32_t i = key[r].i;
+            const gm_seg_info *s = &v[i];
             if (!prev || s->small_pool != prev->small_pool || s->size != prev->size) {
                 j = 0;
                 walk_start(p, &w, cls_find(p, s->small_pool, s->size, 0), now);
@@ -628,9 +632,11 @@ static size_t rank_segments(pd_policy *p, uint64_t now)
             int reused = d <= h;
             not_reused += !reused;
             if (!s->expandable && !pending_open(p, s->addr)) pending_add(p, s, reused, now);
-            key[r] = (pd_key){UINT64_MAX - d, s->last_use_ns, s->addr, key[r].i};
+            if (all || !reused) /* kept <= r: key[r] was read */
+                key[kept++] = (pd_key){UINT64_MAX - d, s->last_use_ns, s->addr, i};
             prev = s;
         }
+        n = kept;
         key_sort(key, p->keys_tmp, n);
     }
     gm_addr_list *o = &p->order;
@@ -717,7 +723,7 @@ static void on_timer(void *state, gm_alloc *a, uint64_t now)
     if (p->proactive && predicting(p)) {
         uint64_t over = p->threshold > 0 ? gm_pressure_over(a, p->threshold, 0) : NEVER;
         if (over) {
-            size_t n = rank_segments(p, now);
+            size_t n = rank_segments(p, now, 0);
             if (n && rank_copy(p) == GM_OK)
                 p->proactive_bytes += release_ranked(p, a, n, over, now);
         }
@@ -751,7 +757,7 @@ static int on_alloc_fail(void *state, gm_alloc *a, const gm_pressure *pr)
     if (pr->attempt == 0) {
         uint64_t need = gm_pressure_need(a, pr);
         if (view_fetch(p, a) != GM_OK) return GM_POLICY_NEXT;
-        rank_segments(p, pr->now_ns);
+        rank_segments(p, pr->now_ns, 1);
         uint64_t got = 0;
         if (rank_copy(p) == GM_OK) got = release_ranked(p, a, p->order.n, need, pr->now_ns);
         p->fail_bytes += got;
@@ -769,7 +775,7 @@ static uint64_t on_foreign_pressure(void *state, gm_alloc *a, uint64_t need, uin
 {
     pd_policy *p = state;
     if (view_fetch(p, a) != GM_OK) return 0;
-    rank_segments(p, now);
+    rank_segments(p, now, 1);
     uint64_t got = 0;
     if (rank_copy(p) == GM_OK) got = release_ranked(p, a, p->order.n, need, now);
     p->foreign_bytes += got;
