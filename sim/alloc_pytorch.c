@@ -204,7 +204,7 @@ static inline size_t next_bin(const pt_index *x, size_t from)
 }
 
 /* A free block of `size` entered g (see pt_segment.lf). */
-static inline void lf_add(pt_segment *g, uint64_t size)
+__attribute__((noinline)) static void lf_add(pt_segment *g, uint64_t size)
 {
     size_t m = 0; /* the smallest kept */
     for (size_t i = 1; i < g->lf_n; i++)
@@ -219,7 +219,7 @@ static inline void lf_add(pt_segment *g, uint64_t size)
 }
 
 /* A free block of `size` left g. */
-static inline void lf_del(pt_segment *g, uint64_t size)
+__attribute__((noinline)) static void lf_del(pt_segment *g, uint64_t size)
 {
     for (size_t i = 0; i < g->lf_n; i++)
         if (g->lf[i] == size) {
