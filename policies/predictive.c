@@ -125,7 +125,8 @@ typedef struct pd_policy {
     uint64_t released_bytes, released_needed_bytes;
     uint64_t proactive_bytes, fail_bytes, foreign_bytes, flushes;
     /* scratch */
-    gm_seglist view; /* current view, sorted by address */
+    gm_seglist view; /* current view, in address order (descending when view_desc) */
+    int view_desc;
     gm_seglist rank;
     gm_addr_list order;
     struct pd_key *keys, *keys_tmp; /* the ranking's sort keys */
@@ -285,12 +286,16 @@ static size_t cls_lower(const pd_policy *p, int small, uint64_t size)
     return lo;
 }
 
-/* The class index of (small, size), created when `add`; -1 if none. */
-static long cls_find(pd_policy *p, int small, uint64_t size, int add)
+static inline size_t memo_slot(uint64_t key)
 {
-    uint64_t key = size ^ (uint64_t)small; /* sizes are even: small is the low bit */
-    size_t slot = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 58);
-    if (p->memo_cls[slot] && p->memo_size[slot] == key) return (long)p->memo_cls[slot] - 1;
+    return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 58);
+}
+
+/* cls_find past the memo. */
+static long cls_find_slow(pd_policy *p, int small, uint64_t size, int add)
+{
+    uint64_t key = size ^ (uint64_t)small;
+    size_t slot = memo_slot(key);
     size_t i = cls_lower(p, small, size);
     if (i < p->ncls && cls_cmp(&p->cls[i], small, size) == 0) {
         p->memo_size[slot] = key;
@@ -322,6 +327,16 @@ static long cls_find(pd_policy *p, int small, uint64_t size, int add)
     return (long)i;
 }
 
+/* The class index of (small, size), created when `add`; -1 if none. Every
+ * tick looks up the class of every busy segment: the memo is inline. */
+static inline long cls_find(pd_policy *p, int small, uint64_t size, int add)
+{
+    uint64_t key = size ^ (uint64_t)small; /* sizes are even: small is the low bit */
+    size_t slot = memo_slot(key);
+    if (p->memo_cls[slot] && p->memo_size[slot] == key) return (long)p->memo_cls[slot] - 1;
+    return cls_find_slow(p, small, size, add);
+}
+
 /* ---------------- the view ---------------- */
 
 static int cmp_addr(const void *x, const void *y)
@@ -336,52 +351,45 @@ static int view_fetch(pd_policy *p, gm_alloc *a)
     gm_seg_info *v = p->view.v;
     size_t n = p->view.n, i = 1;
     /* segments() lists the newest first, and addresses mostly grow: often
-     * in reverse order already (gm_seg_sort's check, inline) */
+     * in descending order already, kept as it is (view_desc) */
     while (i < n && v[i - 1].addr > v[i].addr)
         i++;
-    if (i == n) {
-        for (size_t lo = 0, hi = n ? n - 1 : 0; lo < hi; lo++, hi--) {
-            gm_seg_info x = v[lo];
-            v[lo] = v[hi];
-            v[hi] = x;
-        }
-        return GM_OK;
-    }
-    gm_seg_sort(v, n, cmp_addr);
+    p->view_desc = n > 1 && i == n;
+    if (!p->view_desc) gm_seg_sort(v, n, cmp_addr);
     return GM_OK;
 }
 
-/* The view entry of addr, trying first where it was (*hint; views keep
- * their order while no segment comes or goes); NULL if none. */
+/* The i-th view entry in address order: its index in p->view.v. */
+static inline size_t view_at(const pd_policy *p, size_t i)
+{
+    return p->view_desc ? p->view.n - 1 - i : i;
+}
+
+/* The view entry of addr, trying first where it was (*hint, an index into
+ * p->view.v; views keep their order while no segment comes or goes); NULL
+ * if none. */
 static const gm_seg_info *view_find_at(const pd_policy *p, uint64_t addr, uint32_t *hint)
 {
     if (*hint < p->view.n && p->view.v[*hint].addr == addr) return &p->view.v[*hint];
     size_t lo = 0, hi = p->view.n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (p->view.v[mid].addr < addr)
+        if (p->view.v[view_at(p, mid)].addr < addr)
             lo = mid + 1;
         else
             hi = mid;
     }
-    if (lo < p->view.n && p->view.v[lo].addr == addr) {
-        *hint = (uint32_t)lo;
-        return &p->view.v[lo];
+    if (lo < p->view.n && p->view.v[view_at(p, lo)].addr == addr) {
+        *hint = (uint32_t)view_at(p, lo);
+        return &p->view.v[*hint];
     }
     return NULL;
 }
 
 static const gm_seg_info *view_find(const pd_policy *p, uint64_t addr)
 {
-    size_t lo = 0, hi = p->view.n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (p->view.v[mid].addr < addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < p->view.n && p->view.v[lo].addr == addr ? &p->view.v[lo] : NULL;
+    uint32_t hint = UINT32_MAX;
+    return view_find_at(p, addr, &hint);
 }
 
 /* Count busy segments per class (view must be fresh). */
@@ -604,7 +612,8 @@ static size_t rank_segments(pd_policy *p, uint64_t now, int all)
     pd_key *key = p->keys;
     size_t m = 0;
     int pred = predicting(p);
-    for (size_t i = 0; i < p->view.n; i++) {
+    for (size_t r = 0; r < p->view.n; r++) { /* in address order: ties go to the lower */
+        size_t i = view_at(p, r);
         if (!v[i].releasable) continue;
         if (pred)
             key[m] =
