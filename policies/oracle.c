@@ -60,6 +60,8 @@ typedef struct or_policy {
     int attached;
     or_key *keys; /* sorted by (small, cls) */
     size_t nkeys, capkeys;
+    uint64_t memo_tag[64]; /* key_get's memo: 0 = empty, else index + 1 */
+    uint32_t memo_idx[64];
     gm_future *fut;
     uint64_t read_errors;     /* lookups the temporary file could not answer */
     uint64_t n_events;        /* per pass */
@@ -144,8 +146,22 @@ static size_t key_lower(const or_policy *p, int small, uint64_t cls)
 
 static or_key *key_get(or_policy *p, int small, uint64_t cls)
 {
+    /* the keys last found, by a hash of (small, cls): attach looks up two
+     * keys per allocation of the trace. Classes are segment sizes or 0,
+     * even, so small can be the low bit of the memo's tag. */
+    uint64_t tag = cls ^ (uint64_t)small;
+    size_t slot = (size_t)((tag * 0x9e3779b97f4a7c15ull) >> 58);
+    if (p->memo_idx[slot] && p->memo_tag[slot] == tag) {
+        or_key *k = &p->keys[p->memo_idx[slot] - 1];
+        if (k->small == small && k->cls == cls) return k;
+    }
     size_t i = key_lower(p, small, cls);
-    if (i < p->nkeys && key_cmp(&p->keys[i], small, cls) == 0) return &p->keys[i];
+    if (i < p->nkeys && key_cmp(&p->keys[i], small, cls) == 0) {
+        p->memo_tag[slot] = tag;
+        p->memo_idx[slot] = (uint32_t)i + 1;
+        return &p->keys[i];
+    }
+    memset(p->memo_idx, 0, sizeof p->memo_idx); /* keys above i move up */
     if (p->nkeys == p->capkeys) {
         size_t cap = p->capkeys ? p->capkeys * 2 : 64;
         or_key *k = realloc(p->keys, cap * sizeof *k);

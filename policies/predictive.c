@@ -83,6 +83,7 @@ typedef struct pd_pending {
     uint8_t predicted; /* 1: reused within the horizon */
     uint8_t released;  /* truth from grows (1) or from its last use (0) */
     uint64_t t_dec, deadline, last_use;
+    uint32_t hint; /* where its segment was in the view last time */
 } pd_pending;
 
 typedef struct pd_policy {
@@ -124,9 +125,12 @@ typedef struct pd_policy {
     uint64_t released_bytes, released_needed_bytes;
     uint64_t proactive_bytes, fail_bytes, foreign_bytes, flushes;
     /* scratch */
-    gm_seglist view; /* current view, sorted by address */
+    gm_seglist view; /* current view, in address order (descending when view_desc) */
+    int view_desc;
     gm_seglist rank;
     gm_addr_list order;
+    struct pd_key *keys, *keys_tmp; /* the ranking's sort keys */
+    size_t cap_keys, nkeys;
 } pd_policy;
 
 /* ---------------- lifecycle ---------------- */
@@ -175,6 +179,8 @@ static void destroy(void *state)
     gm_seglist_free(&p->view);
     gm_seglist_free(&p->rank);
     gm_addr_list_free(&p->order);
+    free(p->keys);
+    free(p->keys_tmp);
     free(p);
 }
 
@@ -280,12 +286,16 @@ static size_t cls_lower(const pd_policy *p, int small, uint64_t size)
     return lo;
 }
 
-/* The class index of (small, size), created when `add`; -1 if none. */
-static long cls_find(pd_policy *p, int small, uint64_t size, int add)
+static inline size_t memo_slot(uint64_t key)
 {
-    uint64_t key = size ^ (uint64_t)small; /* sizes are even: small is the low bit */
-    size_t slot = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 58);
-    if (p->memo_cls[slot] && p->memo_size[slot] == key) return (long)p->memo_cls[slot] - 1;
+    return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 58);
+}
+
+/* cls_find past the memo. */
+static long cls_find_slow(pd_policy *p, int small, uint64_t size, int add)
+{
+    uint64_t key = size ^ (uint64_t)small;
+    size_t slot = memo_slot(key);
     size_t i = cls_lower(p, small, size);
     if (i < p->ncls && cls_cmp(&p->cls[i], small, size) == 0) {
         p->memo_size[slot] = key;
@@ -317,6 +327,16 @@ static long cls_find(pd_policy *p, int small, uint64_t size, int add)
     return (long)i;
 }
 
+/* The class index of (small, size), created when `add`; -1 if none. Every
+ * tick looks up the class of every busy segment: the memo is inline. */
+static inline long cls_find(pd_policy *p, int small, uint64_t size, int add)
+{
+    uint64_t key = size ^ (uint64_t)small; /* sizes are even: small is the low bit */
+    size_t slot = memo_slot(key);
+    if (p->memo_cls[slot] && p->memo_size[slot] == key) return (long)p->memo_cls[slot] - 1;
+    return cls_find_slow(p, small, size, add);
+}
+
 /* ---------------- the view ---------------- */
 
 static int cmp_addr(const void *x, const void *y)
@@ -328,21 +348,48 @@ static int cmp_addr(const void *x, const void *y)
 static int view_fetch(pd_policy *p, gm_alloc *a)
 {
     if (gm_seglist_fetch(&p->view, a) != GM_OK) return GM_ENOMEM;
-    gm_seg_sort(p->view.v, p->view.n, cmp_addr);
+    gm_seg_info *v = p->view.v;
+    size_t n = p->view.n, i = 1;
+    /* segments() lists the newest first, and addresses mostly grow: often
+     * in descending order already, kept as it is (view_desc) */
+    while (i < n && v[i - 1].addr > v[i].addr)
+        i++;
+    p->view_desc = n > 1 && i == n;
+    if (!p->view_desc) gm_seg_sort(v, n, cmp_addr);
     return GM_OK;
 }
 
-static const gm_seg_info *view_find(const pd_policy *p, uint64_t addr)
+/* The i-th view entry in address order: its index in p->view.v. */
+static inline size_t view_at(const pd_policy *p, size_t i)
 {
+    return p->view_desc ? p->view.n - 1 - i : i;
+}
+
+/* The view entry of addr, trying first where it was (*hint, an index into
+ * p->view.v; views keep their order while no segment comes or goes); NULL
+ * if none. */
+static const gm_seg_info *view_find_at(const pd_policy *p, uint64_t addr, uint32_t *hint)
+{
+    if (*hint < p->view.n && p->view.v[*hint].addr == addr) return &p->view.v[*hint];
     size_t lo = 0, hi = p->view.n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (p->view.v[mid].addr < addr)
+        if (p->view.v[view_at(p, mid)].addr < addr)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < p->view.n && p->view.v[lo].addr == addr ? &p->view.v[lo] : NULL;
+    if (lo < p->view.n && p->view.v[view_at(p, lo)].addr == addr) {
+        *hint = (uint32_t)view_at(p, lo);
+        return &p->view.v[*hint];
+    }
+    return NULL;
+}
+
+static const gm_seg_info *view_find(const pd_policy *p, uint64_t addr)
+{
+    uint32_t hint = UINT32_MAX;
+    return view_find_at(p, addr, &hint);
 }
 
 /* Count busy segments per class (view must be fresh). */
@@ -410,6 +457,7 @@ static void pending_add(pd_policy *p, const gm_seg_info *s, int predicted, uint6
     q->t_dec = now;
     q->deadline = now + horizon(p);
     q->last_use = s->last_use_ns;
+    q->hint = (uint32_t)(s - p->view.v);
     p->predictions++;
 }
 
@@ -420,7 +468,7 @@ static void resolve(pd_policy *p, uint64_t now, int view_fresh)
         pd_pending *q = &p->pend[i];
         int done = 0, reused = 0;
         if (!q->released && view_fresh) {
-            const gm_seg_info *s = view_find(p, q->addr);
+            const gm_seg_info *s = view_find_at(p, q->addr, &q->hint);
             if (!s) { /* gone without our knowing: no truth */
                 pending_drop(p, i);
                 continue;
@@ -453,81 +501,184 @@ static void note_released(pd_policy *p)
     }
 }
 
-/* Predicted distance (ns) to the next use of a free segment of class c that
- * is the j-th most recent free one of it; NEVER if none within a period. */
-static uint64_t predict_next(const pd_policy *p, long c, uint32_t j, uint64_t now)
+/* Predicted distances (ns) to the next use of the free segments of class c,
+ * asked in order of j (the j-th most recent free one of the class), j = 0,
+ * 1, ...: the first bin ahead within a period whose demand exceeds
+ * busy(c) + j, else NEVER. j only grows, so one walk of the bins ahead,
+ * keeping the highest demand seen so far, serves the whole class. */
+typedef struct pd_walk {
+    const pd_class *k;
+    uint32_t busy;
+    unsigned b0, d;   /* the bin now; the distance reached (1..NB+1) */
+    uint32_t highest; /* the highest demand in bins 1..d-1 ahead */
+} pd_walk;
+
+static void walk_start(const pd_policy *p, pd_walk *w, long c, uint64_t now)
 {
-    if (c < 0) return 0; /* unknown class: assume it is needed (keep) */
-    const pd_class *k = &p->cls[c];
-    uint32_t need = p->busy_now[c] + j;
-    unsigned b0 = bin_of(p, now);
-    for (unsigned d = 1; d <= NB; d++) {
-        unsigned b = (b0 + d) % NB;
-        uint32_t demand = k->prev[b] > k->cur[b] ? k->prev[b] : k->cur[b];
-        if (demand > need) return (uint64_t)((double)d * (double)p->period_ns / NB);
+    w->k = c < 0 ? NULL : &p->cls[c];
+    w->busy = c < 0 ? 0 : p->busy_now[c];
+    w->b0 = bin_of(p, now);
+    w->d = 1;
+    w->highest = 0;
+}
+
+static uint64_t walk_next(const pd_policy *p, pd_walk *w, uint32_t j)
+{
+    if (!w->k) return 0; /* unknown class: assume it is needed (keep) */
+    uint32_t need = w->busy + j;
+    while (w->highest <= need && w->d <= NB) {
+        unsigned b = (w->b0 + w->d) % NB;
+        uint32_t demand = w->k->prev[b] > w->k->cur[b] ? w->k->prev[b] : w->k->cur[b];
+        if (demand > w->highest) w->highest = demand;
+        if (w->highest > need) break;
+        w->d++;
     }
+    if (w->highest > need) return (uint64_t)((double)w->d * (double)p->period_ns / NB);
     return NEVER;
 }
 
-/* Most recently used first within a class, so j counts the fresher ones. */
-static int cmp_class_recent(const void *x, const void *y)
+/*
+ * The ranking sorts small keys, not the 96-byte views: (k1, k2, k3)
+ * ascending, stably, then the views in that order. The orders it uses
+ * (each as the qsort comparators they replace defined them):
+ *   least recent use: (last use, address);
+ *   class, most recent first: (pool, size, -last use), stable on the view's
+ *     address order, so ties go to the lower address;
+ *   furthest predicted next use: (-distance, last use, address).
+ */
+typedef struct pd_key {
+    uint64_t k1, k2, k3;
+    uint32_t i; /* index into the view */
+} pd_key;
+
+static inline int key_less(const pd_key *a, const pd_key *b)
 {
-    const gm_seg_info *a = x, *b = y;
-    if (a->small_pool != b->small_pool) return a->small_pool < b->small_pool ? -1 : 1;
-    if (a->size != b->size) return a->size < b->size ? -1 : 1;
-    if (a->last_use_ns != b->last_use_ns) return a->last_use_ns > b->last_use_ns ? -1 : 1;
-    return a->addr < b->addr ? -1 : a->addr > b->addr;
+    if (a->k1 != b->k1) return a->k1 < b->k1;
+    if (a->k2 != b->k2) return a->k2 < b->k2;
+    return a->k3 < b->k3;
 }
 
-/* Furthest predicted next use first (in gc_age of the private copy); ties
- * by least recent use. */
-static int cmp_furthest(const void *x, const void *y)
+/* Stable sort of v[0..n) (merge sort, insertion sort below 16), tmp as
+ * large as v. Keys are often in order already: O(n) then. */
+static void key_sort(pd_key *v, pd_key *tmp, size_t n)
 {
-    const gm_seg_info *a = x, *b = y;
-    if (a->gc_age != b->gc_age) return a->gc_age > b->gc_age ? -1 : 1;
-    return gm_seg_cmp_lru(x, y);
+    if (n < 16) {
+        for (size_t i = 1; i < n; i++) {
+            pd_key x = v[i];
+            size_t j = i;
+            for (; j > 0 && key_less(&x, &v[j - 1]); j--)
+                v[j] = v[j - 1];
+            v[j] = x;
+        }
+        return;
+    }
+    size_t h = n / 2;
+    key_sort(v, tmp, h);
+    key_sort(v + h, tmp, n - h);
+    if (!key_less(&v[h], &v[h - 1])) return; /* already in order */
+    memcpy(tmp, v, h * sizeof *v);
+    size_t i = 0, j = h, o = 0;
+    while (i < h && j < n)
+        v[o++] = key_less(&v[j], &tmp[i]) ? v[j++] : tmp[i++];
+    while (i < h)
+        v[o++] = tmp[i++];
 }
 
 /*
- * Rank the releasable classic segments of the fresh view into p->rank and
- * p->order, furthest predicted next use first, recording a prediction for
- * each one without an outstanding one. Without predictions: LRU order.
- * Returns how many are predicted not reused within the horizon (they come
- * first in the order).
+ * Rank the releasable classic segments of the fresh view into p->order
+ * (and p->keys), furthest predicted next use first (with predictions and
+ * not `all`, only those predicted not reused: what a proactive release
+ * takes, and they would come first anyway),
+ * recording a prediction for each one without an outstanding one. Without
+ * predictions: LRU order. Returns how many are predicted not reused within
+ * the horizon (they come first in the order).
  */
-static size_t rank_segments(pd_policy *p, uint64_t now)
+static size_t rank_segments(pd_policy *p, uint64_t now, int all)
 {
-    gm_seglist *r = &p->rank;
-    r->n = 0;
-    if (r->cap < p->view.n) {
-        gm_seg_info *v = realloc(r->v, p->view.n * sizeof *v);
-        if (!v) return 0;
-        r->v = v;
-        r->cap = p->view.n;
-    }
+    const gm_seg_info *v = p->view.v;
+    size_t n = 0;
+    p->nkeys = p->order.n = 0;
     for (size_t i = 0; i < p->view.n; i++)
-        if (p->view.v[i].releasable) r->v[r->n++] = p->view.v[i];
+        n += v[i].releasable != 0;
+    if (p->cap_keys < n) {
+        size_t cap = n * 2;
+        pd_key *k = realloc(p->keys, cap * sizeof *k);
+        pd_key *t = k ? realloc(p->keys_tmp, cap * sizeof *t) : NULL;
+        if (k) p->keys = k;
+        if (!t) return 0;
+        p->keys_tmp = t;
+        p->cap_keys = cap;
+    }
+    pd_key *key = p->keys;
+    size_t m = 0;
+    int pred = predicting(p);
+    for (size_t r = 0; r < p->view.n; r++) { /* in address order: ties go to the lower */
+        size_t i = view_at(p, r);
+        if (!v[i].releasable) continue;
+        if (pred)
+            key[m] =
+                (pd_key){v[i].small_pool, v[i].size, UINT64_MAX - v[i].last_use_ns, (uint32_t)i};
+        else
+            key[m] = (pd_key){v[i].last_use_ns, v[i].addr, 0, (uint32_t)i};
+        m++;
+    }
+    key_sort(key, p->keys_tmp, n);
     size_t not_reused = 0;
-    if (!predicting(p)) {
-        gm_seg_sort(r->v, r->n, gm_seg_cmp_lru);
-    } else {
-        gm_seg_sort(r->v, r->n, cmp_class_recent);
+    if (pred) {
         uint64_t h = horizon(p);
         uint32_t j = 0;
-        for (size_t i = 0; i < r->n; i++) {
-            gm_seg_info *s = &r->v[i];
-            if (i && (s->small_pool != s[-1].small_pool || s->size != s[-1].size)) j = 0;
-            long c = s->expandable ? -1 : cls_find(p, s->small_pool, s->size, 0);
-            uint64_t d = s->expandable ? 0 : predict_next(p, c, j++, now);
-            s->gc_age = d;
+        pd_walk w;
+        const gm_seg_info *prev = NULL;
+        size_t kept = 0;
+        for (size_t r = 0; r < n; r++) {
+            uint32_t i = key[r].i;
+            const gm_seg_info *s = &v[i];
+            if (!prev || s->small_pool != prev->small_pool || s->size != prev->size) {
+                j = 0;
+                walk_start(p, &w, cls_find(p, s->small_pool, s->size, 0), now);
+            }
+            uint64_t d = s->expandable ? 0 : walk_next(p, &w, j++);
             int reused = d <= h;
             not_reused += !reused;
             if (!s->expandable && !pending_open(p, s->addr)) pending_add(p, s, reused, now);
+            if (all || !reused) /* kept <= r: key[r] was read */
+                key[kept++] = (pd_key){UINT64_MAX - d, s->last_use_ns, s->addr, i};
+            prev = s;
         }
-        gm_seg_sort(r->v, r->n, cmp_furthest);
+        n = kept;
+        key_sort(key, p->keys_tmp, n);
     }
-    gm_addr_list_from(&p->order, r);
+    gm_addr_list *o = &p->order;
+    o->n = 0;
+    if (o->cap < n) {
+        uint64_t *a = realloc(o->v, n * sizeof *a);
+        if (!a) return 0;
+        o->v = a;
+        o->cap = n;
+    }
+    for (size_t r = 0; r < n; r++)
+        o->v[r] = v[key[r].i].addr;
+    o->n = n;
+    p->nkeys = n;
     return not_reused;
+}
+
+/* The views of the ranking in its order into p->rank, as
+ * gm_release_in_order takes them; GM_OK or GM_ENOMEM. */
+static int rank_copy(pd_policy *p)
+{
+    gm_seglist *l = &p->rank;
+    size_t n = p->nkeys;
+    if (l->cap < n) {
+        gm_seg_info *c = realloc(l->v, n * sizeof *c);
+        if (!c) return GM_ENOMEM;
+        l->v = c;
+        l->cap = n;
+    }
+    for (size_t r = 0; r < n; r++)
+        l->v[r] = p->view.v[p->keys[r].i];
+    l->n = n;
+    return GM_OK;
 }
 
 /* Release in p->order (first n entries) until need; keeps accounts. */
@@ -581,8 +732,9 @@ static void on_timer(void *state, gm_alloc *a, uint64_t now)
     if (p->proactive && predicting(p)) {
         uint64_t over = p->threshold > 0 ? gm_pressure_over(a, p->threshold, 0) : NEVER;
         if (over) {
-            size_t n = rank_segments(p, now);
-            if (n) p->proactive_bytes += release_ranked(p, a, n, over, now);
+            size_t n = rank_segments(p, now, 0);
+            if (n && rank_copy(p) == GM_OK)
+                p->proactive_bytes += release_ranked(p, a, n, over, now);
         }
     }
     p->last_tick_ns = now;
@@ -614,8 +766,9 @@ static int on_alloc_fail(void *state, gm_alloc *a, const gm_pressure *pr)
     if (pr->attempt == 0) {
         uint64_t need = gm_pressure_need(a, pr);
         if (view_fetch(p, a) != GM_OK) return GM_POLICY_NEXT;
-        rank_segments(p, pr->now_ns);
-        uint64_t got = release_ranked(p, a, p->order.n, need, pr->now_ns);
+        rank_segments(p, pr->now_ns, 1);
+        uint64_t got = 0;
+        if (rank_copy(p) == GM_OK) got = release_ranked(p, a, p->order.n, need, pr->now_ns);
         p->fail_bytes += got;
         return got >= need ? GM_POLICY_RETRY : GM_POLICY_NEXT;
     }
@@ -631,8 +784,9 @@ static uint64_t on_foreign_pressure(void *state, gm_alloc *a, uint64_t need, uin
 {
     pd_policy *p = state;
     if (view_fetch(p, a) != GM_OK) return 0;
-    rank_segments(p, now);
-    uint64_t got = release_ranked(p, a, p->order.n, need, now);
+    rank_segments(p, now, 1);
+    uint64_t got = 0;
+    if (rank_copy(p) == GM_OK) got = release_ranked(p, a, p->order.n, need, now);
     p->foreign_bytes += got;
     return got;
 }

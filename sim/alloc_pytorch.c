@@ -73,6 +73,7 @@
 
 typedef struct pt_block pt_block;
 typedef struct pt_segment pt_segment;
+#define LF_K 4 /* free-block sizes a segment keeps for its largest_free */
 typedef struct pt_pool pt_pool;
 typedef struct pt_index pt_index;
 
@@ -98,6 +99,14 @@ struct pt_segment {
     uint32_t n_blocks, n_alloc;
     uint64_t alloc_bytes, last_use_ns;
     uint32_t cat_mask;
+    /* the sizes of a classic segment's largest free blocks, for its view's
+     * largest_free (policies read views on every timer tick): while
+     * lf_valid, lf[0..lf_n) are the lf_n largest (a multiset; every free
+     * block when lf_all), kept as blocks enter and leave the free-block
+     * index (lf_add, lf_del). When the last one leaves and others may
+     * remain, lf_valid clears and the next view walks the blocks. */
+    uint64_t lf[LF_K];
+    uint8_t lf_n, lf_all, lf_valid;
     /* its policy view (seg_info), kept until a block of the segment changes
      * (view_stale; the GC age is filled in each time) */
     uint8_t view_stale;
@@ -194,8 +203,37 @@ static inline size_t next_bin(const pt_index *x, size_t from)
     return (w << 6) | (size_t)__builtin_ctzll(x->map[w]);
 }
 
+/* A free block of `size` entered g (see pt_segment.lf). */
+__attribute__((noinline)) static void lf_add(pt_segment *g, uint64_t size)
+{
+    size_t m = 0; /* the smallest kept */
+    for (size_t i = 1; i < g->lf_n; i++)
+        if (g->lf[i] < g->lf[m]) m = i;
+    if (g->lf_n < LF_K && (g->lf_all || size >= g->lf[m])) {
+        g->lf[g->lf_n++] = size; /* still the largest lf_n + 1 */
+        return;
+    }
+    if (g->lf_n < LF_K) return; /* below the largest kept, none missing above */
+    if (size > g->lf[m]) g->lf[m] = size;
+    g->lf_all = 0; /* one left out: the smaller of the two */
+}
+
+/* A free block of `size` left g. */
+__attribute__((noinline)) static void lf_del(pt_segment *g, uint64_t size)
+{
+    for (size_t i = 0; i < g->lf_n; i++)
+        if (g->lf[i] == size) {
+            g->lf[i] = g->lf[--g->lf_n];
+            if (!g->lf_n && !g->lf_all) g->lf_valid = 0; /* the rest are unknown */
+            return;
+        }
+    /* not kept: smaller than every kept one, unless they were all */
+    if (g->lf_all) g->lf_valid = 0;
+}
+
 static inline void index_insert(pt_index *x, pt_block *b)
 {
+    if (b->seg->lf_valid) lf_add(b->seg, b->size);
     size_t i = bin_of(b->size);
     pt_bin *bn = &x->bin[i];
     if (!bn->min) { /* an empty bin: the block is its tree */
@@ -213,6 +251,7 @@ static inline void index_insert(pt_index *x, pt_block *b)
 
 static inline void index_remove(pt_index *x, pt_block *b)
 {
+    if (b->seg->lf_valid) lf_del(b->seg, b->size);
     size_t i = bin_of(b->size);
     pt_bin *bn = &x->bin[i];
     if (RB_ROOT(&bn->t) == b && !RB_LEFT(b, node) && !RB_RIGHT(b, node)) { /* its only block */
@@ -1019,15 +1058,38 @@ static void view_build(pt_segment *g)
     o->allocated_bytes = g->alloc_bytes;
     o->last_use_ns = g->last_use_ns;
     o->category_mask = g->cat_mask;
+    if (!g->expandable && !g->lf_valid && g->n_blocks - g->n_alloc <= 1) {
+        /* at most one free block: it is all the free bytes */
+        g->lf_n = g->n_blocks > g->n_alloc;
+        g->lf[0] = g->size - g->alloc_bytes;
+        g->lf_all = g->lf_valid = 1;
+    }
+    if (!g->expandable && g->lf_valid) {
+        for (size_t i = 0; i < g->lf_n; i++)
+            if (g->lf[i] > o->largest_free) o->largest_free = g->lf[i];
+        if (g->n_alloc == 0 && g->n_blocks == 1) o->releasable = g->size;
+        g->view_stale = 0;
+#ifdef GM_LF_CHECK /* -DGM_LF_CHECK: check it against a walk of the blocks */
+        uint64_t lf = 0;
+        for (const pt_block *b = g->first; b; b = b->next)
+            if (!b->allocated && b->mapped && b->size > lf) lf = b->size;
+        if (lf != o->largest_free) abort();
+#endif
+        return;
+    }
+    g->lf_n = 0;
+    g->lf_all = 1;
     for (const pt_block *b = g->first; b; b = b->next) {
         if (b->allocated || !b->mapped) continue;
         if (b->size > o->largest_free) o->largest_free = b->size;
+        if (!g->expandable) lf_add(g, b->size);
         if (g->expandable) {
             uint64_t lo = page_ceil(g, b->ptr), hi = page_floor(g, b->ptr + b->size);
             if (hi > lo) o->releasable += hi - lo;
         }
     }
     if (!g->expandable && g->n_alloc == 0 && g->n_blocks == 1) o->releasable = g->size;
+    g->lf_valid = !g->expandable;
     g->view_stale = 0;
 }
 
