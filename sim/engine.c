@@ -1314,8 +1314,9 @@ typedef struct oomx {
     uint64_t born;       /* allocations noted so far: the age order */
     uint64_t host_bytes; /* this tenant's bytes on the host tier */
     int chain;
-    int degrading;      /* --on-oom chain step 2: activations halved until the iteration ends */
-    uint8_t last_phase; /* the phase of the last allocation that had one */
+    int degrading;          /* --on-oom chain step 2: activations halved until the iteration ends */
+    uint8_t last_phase;     /* the phase of the last allocation that had one */
+    uint64_t degrade_floor; /* no phases: degrading ends once allocated bytes are down to this */
 } oomx;
 
 static int x_open(sim *s, tenant *t, gm_err *err)
@@ -1403,8 +1404,11 @@ static int x_note(tenant *t, const gm_event *e, uint64_t size, uint32_t id)
 /* --on-oom chain step 2 (README, "Host tier and the OOM fallback chain"):
  * while degrading, activations are allocated at half their size. The
  * iteration ends where the allocations' phase comes back to forward from
- * backward or optimizer; a trace without phases shows no iteration
- * boundary, so there it lasts to the end of the pass. */
+ * backward or optimizer. A trace without phases (a serving trace) shows no
+ * iteration boundary, so there the degradation ends when the pressure that
+ * caused it has passed: the tenant's allocated bytes are back down to what
+ * they were at the OOM less the request (degrade_floor), so the memory
+ * freed since would hold the failed request at full size. */
 static uint64_t x_size(tenant *t, const gm_event *e)
 {
     oomx *x = t->x;
@@ -1412,6 +1416,9 @@ static uint64_t x_size(tenant *t, const gm_event *e)
         if (x->degrading && e->phase == GM_PHASE_FORWARD && x->last_phase != GM_PHASE_FORWARD)
             x->degrading = 0;
         x->last_phase = e->phase;
+    } else if (x->degrading && x->last_phase == GM_PHASE_UNKNOWN &&
+               t->a->c.allocated_bytes <= x->degrade_floor) {
+        x->degrading = 0;
     }
     if (!x->degrading || e->category != GM_CAT_ACTIVATION || e->size < 2) return e->size;
     t->res->tier.degraded_allocs++;
@@ -1515,8 +1522,10 @@ static int x_rescue(sim *s, tenant *t, const gm_event *e, uint64_t *sizep, uint6
             return 1;
         }
     }
+    uint64_t at_oom = t->a->c.allocated_bytes;
     if (e->category == GM_CAT_ACTIVATION && size >= 2 &&
         t->a->ops->malloc(t->a, size / 2, e->stream, e->category, now, h) == GM_OK) {
+        x->degrade_floor = at_oom > size ? at_oom - size : 0;
         st->by_degrade++;
         st->degraded_allocs++;
         st->degraded_bytes += size - size / 2;

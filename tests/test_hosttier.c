@@ -245,6 +245,44 @@ static void test_degrade_ends_with_iteration(void)
     gm_sim_result_free(r);
 }
 
+/* Without phases, degradation ends when the pressure has passed: the
+ * allocated bytes are back to those at the OOM less the request. Direct
+ * allocator (2 MiB rounding), 8 MiB, no phase on any event:
+ *   t0 A 4 MiB activation
+ *   t1 B 6 MiB activation fails (4 allocated at the OOM); halved, 3 MiB
+ *      (4 on the device) fits -> degrade until allocated <= 4 - 6: 0
+ *   t2 C 2 MiB activation: 8 allocated, halved (1 MiB, 2 on the device)
+ *   t3 A, B and C freed: 0 allocated
+ *   t6 D 6 MiB activation: the pressure passed, full size (fits: 6 <= 8)
+ * 2 degraded allocations (B, C), 3 + 1 MiB left out. */
+static void test_degrade_ends_with_pressure(void)
+{
+    gm_event e[] = {A(0, 1, 4, GM_CAT_ACTIVATION),
+                    A(1, 2, 6, GM_CAT_ACTIVATION),
+                    F(2, 1),
+                    A(3, 3, 2, GM_CAT_ACTIVATION),
+                    F(4, 2),
+                    F(5, 3),
+                    A(6, 4, 6, GM_CAT_ACTIVATION)};
+    for (size_t i = 0; i < sizeof e / sizeof e[0]; i++)
+        e[i].phase = GM_PHASE_UNKNOWN;
+    gm_tenant_spec t = {.path = "serve", .events = e, .n_events = 7, .repeat = 1};
+    gm_sim_config c;
+    config(&c, &t, 1, 8 * MiB, "direct");
+    c.on_oom_chain = 1;
+    gm_sim_result *r;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    const gm_tier_stats *x = &r->t[0].tier;
+    CU_ASSERT_EQUAL(x->chain_ooms, 1);
+    CU_ASSERT_EQUAL(x->by_degrade, 1);
+    CU_ASSERT_EQUAL(x->degraded_allocs, 2);
+    CU_ASSERT_EQUAL(x->degraded_bytes, 3 * MiB + 1 * MiB);
+    CU_ASSERT_EQUAL(r->device.n_oom, 0);
+    CU_ASSERT_EQUAL(r->t[0].status, GM_TENANT_COMPLETED);
+    gm_sim_result_free(r);
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("hosttier", NULL, NULL);
@@ -254,5 +292,6 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_host_size);
     GM_ADD_TEST(s, test_chain);
     GM_ADD_TEST(s, test_degrade_ends_with_iteration);
+    GM_ADD_TEST(s, test_degrade_ends_with_pressure);
     return 0;
 }
