@@ -122,8 +122,9 @@ int rep_density_page(json_t *fit, gm_strbuf *out, gm_err *err)
     gm_sb_puts(out, "</table><p class=\"note\">A copy of the mix fits when the ");
     esc(out, who);
     gm_sb_puts(out, " all complete without OOM. <b>jobs</b>: tenants on the device at that many "
-                    "copies; <b>slowdown</b>: their modelled driver time over their time on the "
-                    "device; <b>utilization</b>: time-weighted allocated bytes over the device; "
+                    "copies; <b>slowdown</b>: their modelled driver time (and host tier "
+                    "transfers, with one) over their time on the device; <b>utilization</b>: "
+                    "time-weighted allocated bytes over the device; "
                     "<b>other OOMs</b>: OOMs of the tenants that do not decide (burstable, "
                     "opportunistic). One job per GPU and hard caps run under the policy pytorch; "
                     "requests/limits and device scope under the release policy named.</p>\n");

@@ -690,7 +690,8 @@ static void print_density(FILE *f, const gm_sim_config *cfg, const gm_fit *fit)
                 none ? "-" : sl, none ? "-" : ut, (unsigned long long)e->other_ooms, more);
     }
     fprintf(f,
-            "  (slowdown: the %s' modelled driver time over their time on the device; "
+            "  (slowdown: the %s' modelled driver time, and host tier transfers with one, "
+            "over their time on the device; "
             "utilization: time-weighted allocated bytes over the device)\n",
             who);
 }

@@ -347,7 +347,10 @@ static void density_add(const gm_sim_result *r, int protected_class, density_acc
             snprintf(acc->why, sizeof acc->why, "tenant %zu (%.120s, %s) ran out of memory", i,
                      t->path, gm_tenant_class_name(t->cls));
         }
-        acc->driver_ns += (double)gm_counters_driver_ns(&t->c);
+        /* slowdown: time stalled on driver calls and on the host tier's
+         * transfers (--host-tier, --on-oom chain), over the trace's span */
+        acc->driver_ns += (double)gm_counters_driver_ns(&t->c) + (double)t->tier.spill_ns +
+                          (double)t->tier.fetch_ns;
         acc->span_ns += (double)(t->m.t_last - t->m.t_first);
     }
     acc->int_a += r->device.int_a;

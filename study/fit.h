@@ -91,8 +91,9 @@ int gm_fit_tenants(const gm_sim_config *base, char *const *specs, size_t n, int 
  * mode's admission refuses counting as not fitting; the modes: one job per
  * GPU and hard caps under the policy pytorch, requests/limits and device
  * scope under each of specs (release policies). Slowdown: the protected
- * tenants' modelled driver time over their time on the device (the engine
- * does not delay events by it); utilization: time-weighted allocated bytes
+ * tenants' modelled driver time, plus their host tier transfers when base
+ * has a host tier or the OOM chain, over their time on the device (the
+ * engine does not delay events by it); utilization: time-weighted allocated bytes
  * over the device's capacity. */
 int gm_fit_density(const gm_sim_config *base, char *const *specs, size_t n, int threads,
                    uint32_t max_copies, uint64_t stagger_ns, gm_fit **out, gm_err *err);

@@ -2,6 +2,7 @@
  * test_density.c - gmsim fit --tenants by scheduling mode (study/fit.h,
  * gm_fit_density), every figure worked out by hand on a two-tenant mix.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "cu.h"
@@ -90,10 +91,51 @@ static void test_density_modes(void)
     CU_ASSERT_EQUAL(gm_fit_density(&c, specs, 1, 1, 8, 0, &f, &err), GM_EUSAGE);
 }
 
+/* The host tier's transfers count in the slowdown. One guaranteed tenant
+ * (request 100 MiB) on a 1 GiB device, no context overhead: A 600 MiB at 0,
+ * B 600 MiB at 0.5 s, both freed at 1 s. Without a tier B does not fit: 0
+ * copies in every mode. With a 1 GB/s tier (touch=none: a spilled block's
+ * free drops its host copy) B's failure spills A (600 MiB = 629145600 B:
+ * 629145600 ns at 1e9 B/s), and B takes A's cached segment. Driver time:
+ * three cudaMalloc calls of 600 MiB at 20 us + 600/1024 x 100 us = 78593 ns
+ * each (A's; B's, which fails, and its retry after PyTorch released its
+ * cache, which fails too: a failed call costs its time). Slowdown of one
+ * job per GPU: (3 x 78593 + 629145600) ns over its 1 s. */
+static void test_density_host_tier_stall(void)
+{
+    gm_event g[] = {{.t_ns = 0, .addr = 1, .size = 600 * MiB, .op = GM_OP_ALLOC},
+                    {.t_ns = SEC / 2, .addr = 2, .size = 600 * MiB, .op = GM_OP_ALLOC},
+                    {.t_ns = SEC, .addr = 1, .op = GM_OP_FREE},
+                    {.t_ns = SEC, .addr = 2, .op = GM_OP_FREE}};
+    gm_tenant_spec t = {.path = "g",
+                        .events = g,
+                        .n_events = 4,
+                        .repeat = 1,
+                        .cls = GM_CLASS_GUARANTEED,
+                        .request_bytes = 100 * MiB};
+    static const gm_latency lat = GM_LATENCY_DEFAULT;
+    gm_sim_config c = {.tenants = &t, .n_tenants = 1, .capacity_bytes = GiB, .latency = lat};
+    char lru[] = "lru", *specs[] = {lru};
+    gm_fit *f = NULL;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_fit_density(&c, specs, 1, 1, 1, 0, &f, &err), GM_OK);
+    CU_ASSERT_EQUAL(f->e[0].mode, GM_DENSITY_ONE_PER_GPU);
+    CU_ASSERT_EQUAL(f->e[0].jobs, 0);
+    gm_fit_free(f);
+    gm_host_tier h = {.bytes_per_s = 1e9, .touch = GM_TOUCH_NONE};
+    snprintf(h.name, sizeof h.name, "1GB/s");
+    c.host_tier = &h;
+    CU_ASSERT_EQUAL_FATAL(gm_fit_density(&c, specs, 1, 1, 1, 0, &f, &err), GM_OK);
+    CU_ASSERT_EQUAL(f->e[0].jobs, 1);
+    CU_ASSERT_DOUBLE_EQUAL(f->e[0].slowdown, (3 * 78593.0 + 629145600.0) / SEC, 1e-12);
+    gm_fit_free(f);
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("density", NULL, NULL);
     if (!s) return CU_get_error();
     GM_ADD_TEST(s, test_density_modes);
+    GM_ADD_TEST(s, test_density_host_tier_stall);
     return CUE_SUCCESS;
 }
