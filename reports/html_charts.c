@@ -769,7 +769,9 @@ void rep_chart_sizes(gm_strbuf *b, json_t *stats)
 
 /* Live bytes at each iteration boundary (trace_stats.iterations, from
  * study/leak.c), warm-up points hollow, the fitted line over the points
- * the fit used, and the verdict in words. Nothing without boundaries. */
+ * the fit used, and the verdict in words. Nothing without boundaries.
+ * Beyond ITER_MAX_POINTS boundaries, one min-max bar per bin of them. */
+#define ITER_MAX_POINTS 400
 void rep_chart_iterations(gm_strbuf *b, json_t *stats)
 {
     json_t *it = json_object_get(stats, "iterations");
@@ -813,7 +815,12 @@ void rep_chart_iterations(gm_strbuf *b, json_t *stats)
         gm_sb_puts(b, "\"/>");
     }
     size_t tick = n <= 20 ? 1 : (size_t)gm_nice_step((double)n, 10);
-    for (size_t k = 0; k < n; k++) {
+    /* a point per boundary; past ITER_MAX_POINTS (a 50 M-event trace has
+     * 19 000), the warm-up ones and then one min-to-max bar per bin of
+     * boundaries, so the page stays in its budget and a growth still shows */
+    size_t nb = n > ITER_MAX_POINTS ? ITER_MAX_POINTS : n - (warm < n ? warm : n),
+           w = warm < n ? warm : n, m = n - w;
+    for (size_t k = 0; k < (n > ITER_MAX_POINTS ? w : n); k++) {
         double v = json_number_value(json_object_get(json_array_get(pts, k), "live_bytes"));
         char s[32];
         gm_sb_printf(b, "<circle class=\"%s\" r=\"3.5\" cx=\"", k < warm ? "pt warm" : "pt");
@@ -822,11 +829,34 @@ void rep_chart_iterations(gm_strbuf *b, json_t *stats)
         gm_svg_num(b, gm_scale_px(&y, v));
         gm_sb_printf(b, "\"><title>iteration %zu%s: %s live</title></circle>", k,
                      k < warm ? " (warm-up)" : "", gm_fmt_unit(v, u, 2, s, sizeof s));
-        if (k % tick == 0) {
-            gm_sb_puts(b, "<text class=\"ax\" text-anchor=\"middle\" x=\"");
-            gm_svg_num(b, gm_scale_px(&x, (double)k));
-            gm_sb_printf(b, "\" y=\"%g\">%zu</text>", bottom + 14, k);
+    }
+    for (size_t i = 0; n > ITER_MAX_POINTS && i < nb; i++) {
+        size_t k0 = w + i * m / nb, k1 = w + (i + 1) * m / nb;
+        double lo = INFINITY, hi = -INFINITY;
+        for (size_t k = k0; k < k1; k++) {
+            double v = json_number_value(json_object_get(json_array_get(pts, k), "live_bytes"));
+            lo = fmin(lo, v);
+            hi = fmax(hi, v);
         }
+        if (k1 <= k0) continue;
+        char s[32], s2[32];
+        double cx = gm_scale_px(&x, (double)(k0 + k1 - 1) / 2);
+        gm_sb_puts(b, "<line class=\"pt rng\" x1=\"");
+        gm_svg_num(b, cx);
+        gm_sb_puts(b, "\" x2=\"");
+        gm_svg_num(b, cx);
+        gm_sb_puts(b, "\" y1=\"");
+        gm_svg_num(b, gm_scale_px(&y, lo));
+        gm_sb_puts(b, "\" y2=\"");
+        gm_svg_num(b, gm_scale_px(&y, hi));
+        gm_sb_printf(b, "\"><title>iterations %zu&ndash;%zu: %s &ndash; %s live</title></line>", k0,
+                     k1 - 1, gm_fmt_unit(lo, u, 2, s, sizeof s),
+                     gm_fmt_unit(hi, u, 2, s2, sizeof s2));
+    }
+    for (size_t k = 0; k < n; k += tick) {
+        gm_sb_puts(b, "<text class=\"ax\" text-anchor=\"middle\" x=\"");
+        gm_svg_num(b, gm_scale_px(&x, (double)k));
+        gm_sb_printf(b, "\" y=\"%g\">%zu</text>", bottom + 14, k);
     }
     gm_sb_printf(b,
                  "<text class=\"ax\" text-anchor=\"middle\" x=\"%g\" y=\"%g\">iteration "
