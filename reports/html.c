@@ -89,7 +89,7 @@ static const char css[] =
     "line.limit{stroke:#1a202c;stroke-dasharray:2 3}text.limit{fill:#1a202c}"
     "line.cap{stroke:#c53030;stroke-dasharray:7 4;stroke-width:1.3}text.cap{fill:#c53030}"
     "text.lbl{paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}"
-    ".oom line{stroke:#c53030;stroke-opacity:.35}.oom path{fill:#c53030}"
+    ".oom line,.fo line{stroke:#c53030;stroke-opacity:.35}.oom path,.fo path{fill:#c53030}"
     ".band{fill:#fafbfc;stroke:#e4e7eb}.band-l{font-weight:600;fill:#3e4c59;"
     "paint-order:stroke;stroke:#fafbfc;stroke-width:3px}"
     ".abort{stroke:#c53030;stroke-width:2}"
@@ -98,7 +98,8 @@ static const char css[] =
     "stroke-linejoin:round}"
     ".tt rect,.hit{fill:#000;fill-opacity:0}.bar:hover .hit{fill-opacity:.04}"
     ".h-n{fill:#2b6cb0}.h-b{fill:#dd6b20}"
-    ".iter .pt{fill:#0072b2}.iter .pt.warm{fill:#fff;stroke:#0072b2;stroke-width:1.5}"
+    ".iter .pt{fill:#0072b2}.iter .rng{stroke:#0072b2;stroke-width:3;stroke-linecap:round}.iter "
+    ".pt.warm{fill:#fff;stroke:#0072b2;stroke-width:1.5}"
     ".iter .fit{stroke:#d55e00;stroke-width:2;stroke-dasharray:6 4}"
     ".legend{display:flex;flex-wrap:wrap;gap:3px 16px;font-size:12.5px;color:var(--mut);"
     "margin:10px 0 0}"
@@ -158,11 +159,19 @@ static const char script[] =
     "function fr(s,e){var p=s.createSVGPoint();p.x=e.clientX;p.y=e.clientY;"
     "var q=p.matrixTransform(s.getScreenCTM().inverse()),d=s.dataset;"
     "return(q.x-(+d.px0))/(+d.pw);}"
-    "function show(c){S.forEach(function(s,i){var g=s.querySelector('g.cur');if(!g)return;"
-    "var d=s.dataset,f=((c+0.5)/(+d.n)-za)/(zb-za);"
+    "function show(c,fz){S.forEach(function(s,i){var g=s.querySelector('g.cur');if(!g)return;"
+    "var d=s.dataset,f=((c+0.5)/(+d.n)-za)/(zb-za),row=D[i][c]||[],t=(c+0.5)*(+d.tc),tp=4,"
+    "F=s._fl;"
+    /* where the fine layer is drawn, its column's values (reserved,
+     * allocated, requested, requested min), time and cursor position */
+    "if(F&&c>=0&&fz>=0){var L=F.l,j=Math.floor((fz-L.f0)/(L.f1-L.f0)*400);if(j>=0&&j<400){"
+    "var fc=L.f0+(j+0.5)/400*(L.f1-L.f0),cw=(L.f1-L.f0)*(+d.tc),q=function(v){"
+    "return v.toFixed(L.dg);},lo=q(L.v[3][j]),hi=q(L.v[2][j]);"
+    "row=[lo===hi?hi:lo+'\\u2013'+hi,q(L.v[1][j]),q(L.v[0][j])];t=fc*400*(+d.tc);"
+    "tp=Math.min(15,Math.max(4,Math.ceil(Math.log(t/cw)/Math.LN10)+2));f=(fc-za)/(zb-za);}}"
     "if(c<0||f<0||f>1){g.setAttribute('visibility','hidden');return;}"
-    "var x=(+d.px0)+f*(+d.pw),row=D[i][c]||[],n=(d.names||'').split('|'),"
-    "t=(c+0.5)*(+d.tc),l=g.querySelector('line'),s2='t '+(+t.toPrecision(4))+' '+d.tu,"
+    "var x=(+d.px0)+f*(+d.pw),n=(d.names||'').split('|'),"
+    "l=g.querySelector('line'),s2='t '+(+t.toPrecision(tp))+' '+d.tu,"
     "lg=d.legend?document.getElementById(d.legend):null,"
     "lv=lg?lg.querySelectorAll('b.lv'):[];"
     "l.setAttribute('x1',x);l.setAttribute('x2',x);"
@@ -199,9 +208,18 @@ static const char script[] =
     "cr=s.querySelector('g.crs');if(!d.lv||!pf)return;"
     "if(!s._lv)s._lv=d.lv.split('|').map(function(t){var p=t.split(';'),h=p[0].split(',')"
     ".map(Number);return{f0:h[0],f1:h[1],lo:h[2],hi:h[3],v:p.slice(1).map(function(q){"
-    "return q.split(',').map(function(x){return h[2]+(+x)/999*(h[3]-h[2]);});})};});"
+    "return q.split(',').map(function(x){return h[2]+(+x)/999*(h[3]-h[2]);});}),"
+    "dg:Math.min(6,Math.max(0,-Math.floor(Math.log((h[3]-h[2])/999)/Math.LN10)))};});"
     "var L=null,e=1e-9;if(z)s._lv.forEach(function(l){if(l.f0<=za+e&&l.f1>=zb-e&&"
     "(!L||l.f1-l.f0<L.f1-L.f0))L=l;});s._fl=null;"
+    /* the OOMs at their exact times while the fine layer is drawn */
+    "var px0=+d.px0,pw=+d.pw,X=L&&L.f1-L.f0<1e-3;"
+    "[].forEach.call(s.querySelectorAll('g.oom'),function(g){"
+    "g.setAttribute('visibility',X?'hidden':'visible');});"
+    "[].forEach.call(s.querySelectorAll('g.fo'),function(g){"
+    "var x=px0+(+g.getAttribute('data-f')-za)/(zb-za)*pw,v=X&&x>=px0-1&&x<=px0+pw+1;"
+    "g.setAttribute('visibility',v?'visible':'hidden');"
+    "if(v)g.setAttribute('transform','translate('+x+' 0)');});"
     "if(!L){pf.setAttribute('visibility','hidden');"
     "if(cr)cr.removeAttribute('visibility');return;}"
     "var y0=+d.y0,y1=+d.y1,tp=+d.top,bt=+d.bot,py=function(v){return bt-(v-y0)/(y1-y0)*(bt-tp);},"
@@ -250,12 +268,21 @@ static const char script[] =
     "T[i].textContent=v.toFixed(Math.min(dg,6))+' '+d.unit;"
     "L[i].setAttribute('visibility','visible');T[i].setAttribute('visibility','visible');}"
     "for(;i<L.length;i++){L[i].setAttribute('visibility','hidden');"
-    "T[i].setAttribute('visibility','hidden');}});}"
+    "T[i].setAttribute('visibility','hidden');}});"
+    /* the legends' "y axis from X" says the refitted range */
+    "var "
+    "u=G.length?G[0].dataset.unit:'',dg=Math.max(0,-Math.floor(Math.log((hi-lo)/5)/Math.LN10)+1);"
+    "[].forEach.call(document.querySelectorAll('span.yf'),function(e){"
+    "if(e._t===undefined)e._t=e.textContent;if(f){e.textContent='y axis "
+    "'+lo.toFixed(Math.min(dg,6))"
+    "+' \u2013 '+hi.toFixed(Math.min(dg,6))+' '+u+', fitted to the zoomed range';"
+    "e.removeAttribute('hidden');}else{e.textContent=e._t;if(!e._t)e.setAttribute('hidden','');}});"
+    "}"
     "S.forEach(function(s){var d=s.dataset,sel=s.querySelector('rect.sel');"
     "s.addEventListener('mousedown',function(e){if(e.button!==0)return;"
     "drag={s:s,f:fr(s,e)};moved=0;e.preventDefault();});"
-    "s.addEventListener('mousemove',function(e){var f=fr(s,e),"
-    "c=Math.floor((za+f*(zb-za))*(+d.n));show(f>=0&&f<=1&&c>=0&&c<(+d.n)?c:-1);"
+    "s.addEventListener('mousemove',function(e){var f=fr(s,e),fz=za+f*(zb-za),"
+    "c=Math.floor(fz*(+d.n));show(f>=0&&f<=1&&c>=0&&c<(+d.n)?c:-1,fz);"
     "if(drag&&drag.s===s&&sel){var a=Math.max(0,Math.min(drag.f,f)),"
     "b=Math.min(1,Math.max(drag.f,f));sel.setAttribute('x',(+d.px0)+a*(+d.pw));"
     "sel.setAttribute('width',(b-a)*(+d.pw));sel.setAttribute('visibility','visible');}});"
@@ -630,9 +657,12 @@ static void legend_memory(gm_strbuf *b, const rep *p, const rep_run *r)
         gm_sb_printf(b, "<span>capacity %s (above the axis)</span>",
                      gm_fmt_bytes_auto(r->capacity, v, sizeof v));
     gm_sb_puts(b, "<span><b style=\"color:#c53030\">\xe2\x96\xbc</b> OOM</span>");
+    /* (the script rewrites it while zoomed: the refitted range) */
     if (p->ymin > 0)
-        gm_sb_printf(b, "<span>y axis from %s, fitted to the data</span>",
+        gm_sb_printf(b, "<span class=\"yf\">y axis from %s, fitted to the data</span>",
                      gm_fmt_bytes_auto(p->ymin, v, sizeof v));
+    else
+        gm_sb_puts(b, "<span class=\"yf\" hidden></span>");
     gm_sb_puts(b, "</div>");
 }
 

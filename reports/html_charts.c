@@ -208,7 +208,7 @@ static void oom_mark(gm_strbuf *b, const rep *p, json_t *first, size_t n, double
     char t[32], t2[32], s[32], r[32], a[32], lf[32];
     double sz = rep_num(first, "size_bytes"), rs = rep_num(first, "reserved_bytes");
     gm_sb_puts(b, "<g class=\"oom\" data-x=\"");
-    gm_svg_num(b, px);
+    gm_sb_printf(b, "%.4f", px);
     gm_sb_puts(b, "\"><title>");
     if (n > 1)
         gm_sb_printf(b, "%zu OOMs from %s to %s; the first: ", n,
@@ -228,11 +228,11 @@ static void oom_mark(gm_strbuf *b, const rep *p, json_t *first, size_t n, double
                  gm_fmt_unit(rep_num(first, "largest_free_bytes"),
                              gm_unit_bytes(rep_num(first, "largest_free_bytes")), 2, lf,
                              sizeof lf));
-    gm_svg_num(b, px);
+    gm_sb_printf(b, "%.4f", px);
     gm_sb_puts(b, "\" x2=\"");
-    gm_svg_num(b, px);
+    gm_sb_printf(b, "%.4f", px);
     gm_sb_printf(b, "\" y1=\"%g\" y2=\"%g\"/><path d=\"M", top, bottom);
-    gm_svg_num(b, px - 5);
+    gm_sb_printf(b, "%.4f", px - 5);
     gm_sb_printf(b, " %g h10 l-5 8Z\"/></g>", top - 8);
 }
 
@@ -352,8 +352,9 @@ static void mem_text(gm_strbuf *b, const void *ctx, size_t c0, size_t c1)
 }
 
 /* The zoom pyramid (reports/segmap.h "zoom") as data-lv: levels split by
- * '|', each "f0,f1,lo,hi;" (its window as fractions of the chart's span,
- * its value range in the axis unit) then its series reserved, allocated,
+ * '|', each "f0,f1,lo,hi,g;" (its window as fractions of the chart's span,
+ * its value range in the axis unit, its group: 0 around the peak, k around
+ * the k-th OOM) then its series reserved, allocated,
  * requested, requested minimum split by ';', each ZCOLS integers 0..999
  * over [lo, hi] split by ','. The script draws the finest level that holds
  * a zoomed range in the plot's fine layer (rep_zoom_fine). */
@@ -365,7 +366,7 @@ static void zoom_levels_attr(gm_strbuf *b, const rep *p, const rep_run *r)
     if (!json_array_size(lv) || !(span > 0)) return;
     static const char *const ser[] = {"reserved", "allocated", "requested", "requested_min"};
     gm_sb_puts(b, " data-lv=\"");
-    size_t i;
+    size_t i, nw = 0;
     json_t *l;
     json_array_foreach(lv, i, l)
     {
@@ -381,9 +382,11 @@ static void zoom_levels_attr(gm_strbuf *b, const rep *p, const rep_run *r)
         }
         if (!(hi >= lo)) continue;
         if (hi == lo) hi = lo + 1;
-        if (i) gm_sb_puts(b, "|");
-        gm_sb_printf(b, "%.12g,%.12g,%.9g,%.9g", (rep_num(l, "t0") - p->t0) / span,
-                     (rep_num(l, "t1") - p->t0) / span, lo / p->yu.div, hi / p->yu.div);
+        if (nw++) gm_sb_puts(b, "|");
+        json_t *g = json_object_get(l, "oom");
+        gm_sb_printf(b, "%.12g,%.12g,%.9g,%.9g,%d", (rep_num(l, "t0") - p->t0) / span,
+                     (rep_num(l, "t1") - p->t0) / span, lo / p->yu.div, hi / p->yu.div,
+                     json_is_integer(g) ? (int)json_integer_value(g) + 1 : 0);
         for (int k = 0; k < 4; k++) {
             size_t j;
             json_t *v;
@@ -393,6 +396,39 @@ static void zoom_levels_attr(gm_strbuf *b, const rep *p, const rep_run *r)
         }
     }
     gm_sb_puts(b, "\"");
+}
+
+/* The OOMs inside the zoom pyramid's narrow windows (under 1/1000 of the
+ * chart), each at its exact time (data-f: a fraction of the chart's span)
+ * for the script to place while such a level is drawn: there the plot's
+ * markers (x to 1/10000 px, drawn through a viewBox in single precision)
+ * would sit beside the events; hidden otherwise. At most the results' own
+ * list of OOMs (the first 256). */
+static void fine_ooms(gm_strbuf *b, const rep *p, const rep_run *r, double top, double bottom)
+{
+    json_t *lv =
+        json_object_get(json_object_get(json_object_get(r->j, "segment_maps"), "zoom"), "levels");
+    double span = p->t1 - p->t0;
+    if (!json_array_size(lv) || !(span > 0)) return;
+    size_t i, k;
+    json_t *o, *l;
+    json_array_foreach(json_object_get(r->m, "ooms"), i, o)
+    {
+        double t = rep_num(o, "t_ns");
+        int in = 0;
+        json_array_foreach(lv, k, l) in |= t >= rep_num(l, "t0") && t < rep_num(l, "t1") &&
+                                           rep_num(l, "t1") - rep_num(l, "t0") < span / 1000;
+        if (!in) continue;
+        char sz[32], lf[32];
+        double req = rep_num(o, "size_bytes"), big = rep_num(o, "largest_free_bytes");
+        gm_sb_printf(b,
+                     "<g class=\"fo\" data-f=\"%.12g\" visibility=\"hidden\"><title>OOM at "
+                     "%.10g %s: %s requested, largest free block %s</title><line x1=\"0\" "
+                     "x2=\"0\" y1=\"%g\" y2=\"%g\"/><path d=\"M-5 %g h10 l-5 8Z\"/></g>",
+                     (t - p->t0) / span, (t - p->t0) / p->tu.div, p->tu.name,
+                     gm_fmt_unit(req, gm_unit_bytes(req), 2, sz, sizeof sz),
+                     gm_fmt_unit(big, gm_unit_bytes(big), 2, lf, sizeof lf), top, bottom, top - 8);
+    }
 }
 
 /* The fine layer over the plot: empty paths the script fills from data-lv
@@ -471,6 +507,7 @@ void rep_chart_memory(gm_strbuf *b, const rep *p, size_t run)
     oom_marks(b, p, json_object_get(r->m, "ooms"), -1, top, bottom);
     rep_zoom_close(b);
     rep_zoom_fine(b, p, r, top, bottom);
+    fine_ooms(b, p, r, top, bottom);
     if (p->peak_live > 0) {
         snprintf(lbl, sizeof lbl, "limit: peak live %s",
                  gm_fmt_unit(p->peak_live, p->yu, 2, v, sizeof v));
@@ -732,7 +769,9 @@ void rep_chart_sizes(gm_strbuf *b, json_t *stats)
 
 /* Live bytes at each iteration boundary (trace_stats.iterations, from
  * study/leak.c), warm-up points hollow, the fitted line over the points
- * the fit used, and the verdict in words. Nothing without boundaries. */
+ * the fit used, and the verdict in words. Nothing without boundaries.
+ * Beyond ITER_MAX_POINTS boundaries, one min-max bar per bin of them. */
+#define ITER_MAX_POINTS 400
 void rep_chart_iterations(gm_strbuf *b, json_t *stats)
 {
     json_t *it = json_object_get(stats, "iterations");
@@ -776,7 +815,12 @@ void rep_chart_iterations(gm_strbuf *b, json_t *stats)
         gm_sb_puts(b, "\"/>");
     }
     size_t tick = n <= 20 ? 1 : (size_t)gm_nice_step((double)n, 10);
-    for (size_t k = 0; k < n; k++) {
+    /* a point per boundary; past ITER_MAX_POINTS (a 50 M-event trace has
+     * 19 000), the warm-up ones and then one min-to-max bar per bin of
+     * boundaries, so the page stays in its budget and a growth still shows */
+    size_t nb = n > ITER_MAX_POINTS ? ITER_MAX_POINTS : n - (warm < n ? warm : n),
+           w = warm < n ? warm : n, m = n - w;
+    for (size_t k = 0; k < (n > ITER_MAX_POINTS ? w : n); k++) {
         double v = json_number_value(json_object_get(json_array_get(pts, k), "live_bytes"));
         char s[32];
         gm_sb_printf(b, "<circle class=\"%s\" r=\"3.5\" cx=\"", k < warm ? "pt warm" : "pt");
@@ -785,11 +829,34 @@ void rep_chart_iterations(gm_strbuf *b, json_t *stats)
         gm_svg_num(b, gm_scale_px(&y, v));
         gm_sb_printf(b, "\"><title>iteration %zu%s: %s live</title></circle>", k,
                      k < warm ? " (warm-up)" : "", gm_fmt_unit(v, u, 2, s, sizeof s));
-        if (k % tick == 0) {
-            gm_sb_puts(b, "<text class=\"ax\" text-anchor=\"middle\" x=\"");
-            gm_svg_num(b, gm_scale_px(&x, (double)k));
-            gm_sb_printf(b, "\" y=\"%g\">%zu</text>", bottom + 14, k);
+    }
+    for (size_t i = 0; n > ITER_MAX_POINTS && i < nb; i++) {
+        size_t k0 = w + i * m / nb, k1 = w + (i + 1) * m / nb;
+        double lo = INFINITY, hi = -INFINITY;
+        for (size_t k = k0; k < k1; k++) {
+            double v = json_number_value(json_object_get(json_array_get(pts, k), "live_bytes"));
+            lo = fmin(lo, v);
+            hi = fmax(hi, v);
         }
+        if (k1 <= k0) continue;
+        char s[32], s2[32];
+        double cx = gm_scale_px(&x, (double)(k0 + k1 - 1) / 2);
+        gm_sb_puts(b, "<line class=\"pt rng\" x1=\"");
+        gm_svg_num(b, cx);
+        gm_sb_puts(b, "\" x2=\"");
+        gm_svg_num(b, cx);
+        gm_sb_puts(b, "\" y1=\"");
+        gm_svg_num(b, gm_scale_px(&y, lo));
+        gm_sb_puts(b, "\" y2=\"");
+        gm_svg_num(b, gm_scale_px(&y, hi));
+        gm_sb_printf(b, "\"><title>iterations %zu&ndash;%zu: %s &ndash; %s live</title></line>", k0,
+                     k1 - 1, gm_fmt_unit(lo, u, 2, s, sizeof s),
+                     gm_fmt_unit(hi, u, 2, s2, sizeof s2));
+    }
+    for (size_t k = 0; k < n; k += tick) {
+        gm_sb_puts(b, "<text class=\"ax\" text-anchor=\"middle\" x=\"");
+        gm_svg_num(b, gm_scale_px(&x, (double)k));
+        gm_sb_printf(b, "\" y=\"%g\">%zu</text>", bottom + 14, k);
     }
     gm_sb_printf(b,
                  "<text class=\"ax\" text-anchor=\"middle\" x=\"%g\" y=\"%g\">iteration "

@@ -41,8 +41,10 @@ typedef struct ten {
 /* One level of the zoom pyramid: ZCOLS columns over [w0, w1) (ns). */
 #define ZCOLS 400
 #define ZMAX_LEVELS 16
+#define ZMAX_OOMS 8 /* OOMs with their own windows, at most */
 typedef struct zlevel {
     uint64_t w0, w1;
+    int group;                         /* 0: around the peak; k: around the k-th OOM */
     double mx[3][ZCOLS], mn[3][ZCOLS]; /* requested, allocated, reserved */
     double pre[3], last[3];            /* the state before the window; the last sample's */
     int last_col;                      /* -1: no sample in the window yet */
@@ -62,6 +64,8 @@ typedef struct obs {
     uint64_t first_t; /* pass 1: the first event's time (--segments-at counts from it) */
     int seen_first;
     uint64_t peak_t, end_t, events; /* pass 1: when the peak was set; the last event; events */
+    uint64_t oom_t[ZMAX_OOMS];      /* pass 1: when the first OOMs failed */
+    size_t n_oom_t;
     /* pass 2: the device's requested, allocated and reserved bytes, sampled
      * after every event into the levels of the zoom pyramid */
     double q, al;
@@ -472,6 +476,8 @@ static void settle_oom(obs *o)
 {
     if (!o->pending) return;
     o->pending = 0;
+    if (o->pass == 1 && o->n_oom_t < o->o->max_ooms && o->n_oom_t < ZMAX_OOMS)
+        o->oom_t[o->n_oom_t++] = o->pend_t;
     if (o->pass != 2) return;
     if (o->n_oom++ >= o->o->max_ooms) return;
     json_t *m = capture(o, "oom", o->pend_t);
@@ -676,29 +682,50 @@ static void read_sites(const gm_tenant_spec *s, gm_sites *out)
     gm_trace_close(r);
 }
 
-/* The zoom pyramid's windows: each 4x narrower than the one before,
- * centred on the peak of reserved memory (inside the trace's span), down to
- * one holding about 100 events (at the trace's mean rate) or 100 ns. */
+/* The window of width W centred on c, inside the trace's span. */
+static uint64_t z_start(const obs *o, uint64_t c, uint64_t W)
+{
+    uint64_t w0 = c > o->first_t + W / 2 ? c - W / 2 : o->first_t;
+    if (w0 + W > o->end_t + 1) w0 = o->end_t + 1 > W ? o->end_t + 1 - W : 0;
+    return w0 < o->first_t ? o->first_t : w0;
+}
+
+/* The zoom pyramid's windows: each 4x narrower than the one before, down to
+ * one holding about 100 events (at the trace's mean rate) or 100 ns;
+ * centred on the peak of reserved memory, then on each of the first OOMs
+ * (group k: the k-th). An OOM's window is left out where one of the same
+ * width already holds the middle three quarters of it (an OOM at the peak,
+ * or next to an earlier one): a zoom there is served by that one. */
 static int z_setup(obs *o, gm_err *err)
 {
     uint64_t span = o->end_t - o->first_t + 1;
-    o->z = calloc(ZMAX_LEVELS, sizeof *o->z);
+    size_t groups = 1 + o->n_oom_t;
+    o->z = calloc(ZMAX_LEVELS * groups, sizeof *o->z);
     if (!o->z) return gm_errf(err, GM_ENOMEM, "out of memory");
-    double w = (double)span, ev = (double)o->events;
-    for (size_t k = 0; k < ZMAX_LEVELS && ev > ZCOLS / 4.0; k++) {
-        w /= 4;
-        ev /= 4;
-        if (w < 100) break;
-        zlevel *l = &o->z[o->nz++];
-        uint64_t W = (uint64_t)w, c = o->peak_t;
-        l->w0 = c > o->first_t + W / 2 ? c - W / 2 : o->first_t;
-        if (l->w0 + W > o->end_t + 1) l->w0 = o->end_t + 1 > W ? o->end_t + 1 - W : 0;
-        if (l->w0 < o->first_t) l->w0 = o->first_t;
-        l->w1 = l->w0 + W;
-        l->last_col = -1;
-        for (int i = 0; i < 3; i++)
-            for (int j = 0; j < ZCOLS; j++)
-                l->mx[i][j] = l->mn[i][j] = NAN;
+    for (size_t g = 0; g < groups; g++) {
+        uint64_t c = g ? o->oom_t[g - 1] : o->peak_t;
+        double w = (double)span, ev = (double)o->events;
+        for (size_t k = 0; k < ZMAX_LEVELS && ev > ZCOLS / 4.0; k++) {
+            w /= 4;
+            ev /= 4;
+            if (w < 100) break;
+            uint64_t W = (uint64_t)w, w0 = z_start(o, c, W);
+            uint64_t m0 = c > W * 3 / 8 ? c - W * 3 / 8 : 0, m1 = c + W * 3 / 8;
+            if (m0 < w0) m0 = w0;
+            if (m1 > w0 + W) m1 = w0 + W;
+            int covered = 0;
+            for (size_t i = 0; i < o->nz && !covered; i++)
+                covered = o->z[i].w1 - o->z[i].w0 == W && o->z[i].w0 <= m0 && o->z[i].w1 >= m1;
+            if (covered) continue;
+            zlevel *l = &o->z[o->nz++];
+            l->w0 = w0;
+            l->w1 = w0 + W;
+            l->group = (int)g;
+            l->last_col = -1;
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < ZCOLS; j++)
+                    l->mx[i][j] = l->mn[i][j] = NAN;
+        }
     }
     return GM_OK;
 }
@@ -719,12 +746,17 @@ static json_t *z_json(obs *o)
         const double *prev = l->last_col < 0 ? l->pre : l->last;
         for (int k = l->last_col + 1; k < ZCOLS; k++)
             z_put(l, k, prev); /* the state after the window's last sample */
-        json_array_append_new(lv, json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "t0", ju(l->w0), "t1",
-                                            ju(l->w1), "requested", z_series(l->mx[0]),
-                                            "requested_min", z_series(l->mn[0]), "allocated",
-                                            z_series(l->mx[1]), "reserved", z_series(l->mx[2])));
+        json_t *j = json_pack("{s:o,s:o,s:s,s:o,s:o,s:o,s:o}", "t0", ju(l->w0), "t1", ju(l->w1),
+                              "around", l->group ? "oom" : "peak", "requested", z_series(l->mx[0]),
+                              "requested_min", z_series(l->mn[0]), "allocated", z_series(l->mx[1]),
+                              "reserved", z_series(l->mx[2]));
+        if (j && l->group) json_object_set_new(j, "oom", json_integer(l->group - 1));
+        json_array_append_new(lv, j);
     }
-    return json_pack("{s:o,s:o}", "center_ns", ju(o->peak_t), "levels", lv);
+    json_t *oo = json_array();
+    for (size_t k = 0; k < o->n_oom_t; k++)
+        json_array_append_new(oo, ju(o->oom_t[k]));
+    return json_pack("{s:o,s:o,s:o}", "center_ns", ju(o->peak_t), "oom_ns", oo, "levels", lv);
 }
 
 static int one_pass(const gm_sim_config *cfg, obs *o, gm_err *err)

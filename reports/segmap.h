@@ -50,13 +50,17 @@ void gm_segmap_opts_compare(gm_segmap_opts *o);
 /* Simulate cfg twice more (its policy: cfg->policy) and return the maps as
  * {"maps": [...], "ooms_total": N, "peak_reserved_bytes": B}. A run with
  * --repeat > 1 gives {"maps": [], "skipped": "why"}.
- * With o->zoom, also "zoom": {"center_ns", "levels": [{"t0", "t1",
+ * With o->zoom, also "zoom": {"center_ns", "oom_ns": [...], "levels":
+ * [{"t0", "t1", "around": "peak" | "oom", "oom": k (around the k-th OOM),
  * "requested", "requested_min", "allocated", "reserved"}]}: the device's
  * bytes in 400 columns (max per column; requested also its min) over
- * windows around the peak of reserved memory, each 4x narrower than the
+ * windows around the peak of reserved memory (center_ns) and around each of
+ * the first max_ooms OOMs (oom_ns, at most 8), each 4x narrower than the
  * one before (the first a quarter of the trace's span), down to one of
  * about 100 events at the trace's mean rate, so a zoom reaches single
- * events there. */
+ * events there. An OOM's window is left out where one of the same width
+ * already holds its middle three quarters (an OOM at the peak or next to
+ * an earlier one). */
 int gm_segmap_json(const gm_sim_config *cfg, const gm_segmap_opts *o, json_t **out, gm_err *err);
 
 /* Give every result (a gmsim-result/1, or each of a gmsim-compare/1's) a

@@ -723,6 +723,29 @@ static void test_iterations_chart(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(h, "runs out at iteration 463"));
     CU_ASSERT_PTR_NOT_NULL(strstr(h, "from the trace&#39;s iteration markers"));
     free(h);
+    /* 5000 boundaries (a long trace): the warm-up point, then 400 min-max
+     * bars, one holding a 1 GiB spike at boundary 1234 */
+    pts = json_array();
+    for (int k = 0; k < 5000; k++)
+        json_array_append_new(
+            pts, json_pack("{s:I}", "live_bytes",
+                           (json_int_t)(k == 1234 ? GM_GiB : (json_int_t)(100 + k % 7) * GM_MiB)));
+    json_object_set_new(it, "boundaries", pts);
+    h = render(j);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    svg = strstr(h, "<svg class=\"chart iter\" id=\"iterations\"");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+    end = strstr(svg, "</svg>");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(end);
+    chart = strndup(svg, (size_t)(end - svg));
+    CU_ASSERT_EQUAL(count(chart, "<line class=\"pt rng\""), 400);
+    CU_ASSERT_EQUAL(count(chart, "<circle class=\"pt warm\""), 1);
+    CU_ASSERT_EQUAL(count(chart, "<circle class=\"pt\""), 0);
+    CU_ASSERT_EQUAL(count(chart, "1.00 GiB live</title>"), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(chart, "iterations 1&ndash;12: 0.10 GiB &ndash; 0.10 GiB live"));
+    CU_ASSERT(strlen(chart) < 80000);
+    free(chart);
+    free(h);
     /* the same trace without iterations: no chart, no verdict */
     json_object_set_new(it, "boundaries", json_array());
     h = render(j);

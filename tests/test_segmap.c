@@ -274,6 +274,134 @@ static void test_budget(void)
     free(ev);
 }
 
+/* 40000 events, 10 ns apart: 1 MiB tensors allocated and freed in turn, a
+ * 64 MiB one held over [10 us, 12 us) (the peak of reserved memory), and
+ * a 1 GiB request that cannot fit at 200 us, at 300 us and 300 ns later
+ * (OOMs far from the peak). The zoom pyramid has windows around the peak
+ * and around each OOM, each 4x narrower, all holding their moment, the
+ * finest ~40 events; the third OOM, next to the second, gets only the
+ * windows the second's do not hold. */
+static void test_zoom_oom(void)
+{
+    enum { N = 40000 };
+    const uint64_t want[3] = {200000, 300000, 300300};
+    uint64_t oom_t[3] = {0, 0, 0};
+    gm_event *ev = calloc(N, sizeof *ev);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
+    size_t n = 0, k_oom = 0;
+    int big = 0;
+    for (uint64_t s = 0; n + 4 < N; s++) {
+        if (big < 2 && n * 10 >= (big ? 12000u : 10000u)) {
+            ev[n] = (gm_event){.t_ns = n * 10,
+                               .addr = 0x7000000000ull,
+                               .size = big ? 0 : 64 * GM_MiB,
+                               .op = big ? GM_OP_FREE : GM_OP_ALLOC,
+                               .category = GM_CAT_ACTIVATION};
+            n++, big++;
+        }
+        if (k_oom < 3 && n * 10 >= want[k_oom]) {
+            oom_t[k_oom] = n * 10;
+            ev[n] = (gm_event){.t_ns = n * 10,
+                               .addr = 0x8000000000ull + k_oom,
+                               .size = GM_GiB,
+                               .op = GM_OP_ALLOC,
+                               .category = GM_CAT_TEMPORARY};
+            n++, k_oom++;
+        }
+        uint64_t a = 0x100000ull * (s + 1);
+        ev[n] = (gm_event){.t_ns = n * 10, .addr = a, .size = GM_MiB, .op = GM_OP_ALLOC};
+        n++;
+        ev[n] = (gm_event){.t_ns = n * 10, .addr = a, .op = GM_OP_FREE};
+        n++;
+    }
+    CU_ASSERT_EQUAL_FATAL(k_oom, 3);
+    gm_trace_meta m;
+    gm_trace_meta_init(&m);
+    m.device_total_bytes = 80 * GM_GiB;
+    gm_tenant_spec t = {.path = "in-memory", .events = ev, .n_events = n, .meta = &m, .repeat = 1};
+    gm_sim_config cfg;
+    config(&cfg, &t);
+    cfg.capacity_bytes = 512 * GM_MiB;
+    cfg.overhead_given = 1;
+    cfg.on_oom_skip = 1;
+    gm_segmap_opts o;
+    gm_segmap_opts_run(&o);
+    json_t *sm;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_segmap_json(&cfg, &o, &sm, &err), GM_OK);
+    CU_ASSERT_EQUAL(num(sm, "ooms_total"), 3);
+    json_t *z = json_object_get(sm, "zoom"), *lv = json_object_get(z, "levels"), *l;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(lv);
+    json_t *oo = json_object_get(z, "oom_ns");
+    CU_ASSERT_EQUAL_FATAL(json_array_size(oo), 3);
+    for (size_t k = 0; k < 3; k++)
+        CU_ASSERT_EQUAL(json_integer_value(json_array_get(oo, k)), (json_int_t)oom_t[k]);
+    uint64_t peak_t = (uint64_t)num(z, "center_ns");
+    CU_ASSERT(peak_t >= 10000 && peak_t < 12000);
+    /* per group (peak, OOM 0, 1, 2): its levels, each 4x narrower than the
+     * one before it, every one holding its moment */
+    uint64_t last_w[4] = {0}, fin_w[4] = {0}, span = (n - 1) * 10 + 1;
+    size_t per[4] = {0}, i, k;
+    json_array_foreach(lv, i, l)
+    {
+        const char *around = json_string_value(json_object_get(l, "around"));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(around);
+        int g = !strcmp(around, "peak") ? 0 : 1 + (int)num(l, "oom");
+        CU_ASSERT_FATAL(g >= 0 && g < 4);
+        CU_ASSERT_EQUAL(!strcmp(around, "oom"), g > 0);
+        uint64_t t0 = (uint64_t)num(l, "t0"), t1 = (uint64_t)num(l, "t1"), w = t1 - t0,
+                 c = g ? oom_t[g - 1] : peak_t;
+        CU_ASSERT(t0 <= c && c < t1);
+        CU_ASSERT(t1 <= span);
+        /* a quarter of the trace, then each a quarter of the one before */
+        uint64_t expect = last_w[g] ? last_w[g] / 4 : span / 4;
+        if (!(g == 3 && !last_w[g])) CU_ASSERT(w + 1 >= expect && w <= expect + 1);
+        last_w[g] = fin_w[g] = w;
+        per[g]++;
+        CU_ASSERT_EQUAL(json_array_size(json_object_get(l, "reserved")), 400);
+        json_t *l2; /* no two windows alike */
+        json_array_foreach(lv, k, l2) if (k < i)
+            CU_ASSERT(num(l2, "t0") != (json_int_t)t0 || num(l2, "t1") != (json_int_t)t1);
+    }
+    /* 40000 events: 10000, 2500, 625, 156, 39 events a window */
+    CU_ASSERT_EQUAL(per[0], 5);
+    CU_ASSERT_EQUAL(per[1], 5);
+    CU_ASSERT_EQUAL(per[2], 5);
+    CU_ASSERT_EQUAL(per[3], 2); /* the 3 coarser ones are the second OOM's */
+    for (int g = 0; g < 4; g++)
+        CU_ASSERT(fin_w[g] > 0 && fin_w[g] <= 1000); /* <= 100 events */
+    /* on the page: data-lv carries every level, each with its group */
+    gm_sim_result *r;
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&cfg, &r, &err), GM_OK);
+    json_t *j = gm_result_json(&cfg, r, "run");
+    gm_sim_result_free(r);
+    json_object_set_new(j, "segment_maps", sm);
+    gm_strbuf b;
+    gm_sb_init(&b);
+    CU_ASSERT_EQUAL_FATAL(gm_html_render(j, &b, &err), GM_OK);
+    const char *h = strstr(gm_sb_str(&b), " data-lv=\""), *e = h ? strchr(h + 10, '"') : NULL;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    size_t levels = 1, groups[4] = {0};
+    for (const char *q = h + 10; q < e; q++)
+        levels += *q == '|';
+    CU_ASSERT_EQUAL(levels, json_array_size(lv));
+    for (const char *q = h + 10; q && q < e; q = strchr(q, '|'), q = q ? q + 1 : NULL) {
+        double f0, f1, lo, hi;
+        int g = -1;
+        CU_ASSERT_EQUAL_FATAL(sscanf(q, "%lf,%lf,%lf,%lf,%d;", &f0, &f1, &lo, &hi, &g), 5);
+        CU_ASSERT_FATAL(g >= 0 && g < 4);
+        groups[g]++;
+        CU_ASSERT(f0 >= 0 && f0 < f1 && f1 <= 1.0001 && lo < hi);
+    }
+    for (int g = 0; g < 4; g++)
+        CU_ASSERT_EQUAL(groups[g], per[g]);
+    CU_ASSERT((size_t)(e - h) < levels * 7000); /* 4 series of 400 values 0..999 a level */
+    gm_sb_free(&b);
+    json_decref(j);
+    gm_trace_meta_free(&m);
+    free(ev);
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("segmap", NULL, NULL);
@@ -281,5 +409,6 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_peak_and_time);
     GM_ADD_TEST(s, test_oom);
     GM_ADD_TEST(s, test_budget);
+    GM_ADD_TEST(s, test_zoom_oom);
     return CUE_SUCCESS;
 }

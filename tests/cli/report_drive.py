@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""report_drive.py CHROMIUM PAGE.html SHOT.png [--zoom SVG_ID] [--bands] [--segmap] [--oom] [--deep SVG_ID] [--tip ID]
+"""report_drive.py CHROMIUM PAGE.html SHOT.png [--zoom SVG_ID] [--bands] [--segmap] [--oom]
+                 [--deep SVG_ID] [--deep-oom SVG_ID] [--tip ID]
 
 Opens a gmsim HTML page in headless chromium through the DevTools protocol
 (standard library only: a minimal WebSocket client), and checks it the way a
@@ -12,7 +13,11 @@ user would use it:
   - --bands: hovering an allocation band writes its tooltip (size, category,
     call site, lifetime) into the read-out, a click pins it;
   - --deep ID: drags that narrow the range around the peak until the chart
-    ID draws its finest zoom level (data-lv), screenshot SHOT-deep.png;
+    ID draws its finest zoom level (data-lv), screenshot SHOT-deep.png; a
+    hover there reads the fine level (a time inside the zoomed range);
+  - --deep-oom ID: the same around the first OOM (its own windows, the
+    finest holding an OOM marker), where the OOM is drawn at its exact time
+    inside the view, screenshot SHOT-deep-oom.png;
   - --segmap: the page has a segment map, and hovering its widest block
     writes the block's tooltip (size, category, call site) under the map;
   - --tip ID: hovering an item of the element ID (a point of tune's Pareto
@@ -207,6 +212,12 @@ def check_zoom(page, sid, shot=None):
     if hidden:
         fail("the reset button is hidden while zoomed")
     print("zoomed %d charts; axis %s" % (n, ", ".join(ticks)))
+    yf = page.js("[].map.call(document.querySelectorAll('span.yf'),function(e){"
+                 "return e.hidden?'':e.textContent;})")
+    if yf and not all("fitted to the zoomed range" in t for t in yf):
+        fail("zoomed: the legends' y axis text did not follow the refit (%r)" % yf[:2])
+    elif yf:
+        print("legend: " + yf[0])
     # the memory charts' y axis refits to the zoomed range
     ylab = ("(function(){var s=document.querySelector('svg[data-yr]');if(!s)return null;"
             "var t=function(c){var g=s.querySelector('g.'+c);return [g.getAttribute('visibility')"
@@ -233,6 +244,10 @@ def check_zoom(page, sid, shot=None):
     y = page.js(ylab)
     if y and (y[1][0] != "visible" or y[2][0] != "hidden"):
         fail("reset did not restore the written y axis of #%s" % y[0])
+    yf2 = page.js("[].map.call(document.querySelectorAll('span.yf'),function(e){"
+                  "return e.hidden?'':e.textContent;})")
+    if any("zoomed range" in t for t in yf2 or []):
+        fail("reset did not restore the legends' y axis text (%r)" % yf2[:2])
 
 
 def check_bands(page):
@@ -265,15 +280,27 @@ def check_bands(page):
         fail("click on a band did not pin it (%r)" % pinned)
 
 
-def check_deep(page, sid, shot=None):
-    """Drags that narrow the range about 8x each, around the peak (the centre
-    of the zoom pyramid), until the fine layer draws single events."""
-    c = page.js("(function(){var s=document.getElementById('%s'),l=(s.dataset.lv||'')"
-                ".split('|').pop().split(';')[0].split(',');return l.length>1?"
-                "[(+l[0]+ +l[1])/2,s.dataset.lv.split('|').length]:null;})()" % sid)
+def check_deep(page, sid, shot=None, group=0):
+    """Drags that narrow the range about 8x each, around the peak (group 0,
+    the centre of the zoom pyramid) or the first OOM (group 1, its own
+    windows), until the fine layer draws single events; then a hover there
+    reads the fine level's values (its time lies in the zoomed range, not at
+    a 400-column centre)."""
+    c = page.js("(function(){var s=document.getElementById('%s'),L=(s.dataset.lv||'')"
+                ".split('|').map(function(t){return t.split(';')[0].split(',').map(Number);})"
+                ".filter(function(h){return h.length>1&&(h[4]||0)===%d;});if(!L.length)return null;"
+                "var l=L[L.length-1];return [(l[0]+l[1])/2,L.length,l[0],l[1]];})()" % (sid, group))
     if not c:
-        return fail("#%s has no zoom levels (data-lv)" % sid)
-    centre, levels = c
+        return fail("#%s has no zoom levels (data-lv) around %s" % (sid, "an OOM" if group else
+                                                                     "the peak"))
+    centre, levels, w0, w1 = c
+    if group:  # the finest window around an OOM holds an OOM marker
+        xs = page.js("[].map.call(document.querySelectorAll('#%s g.oom'),function(g){"
+                     "return +g.getAttribute('data-x');})" % sid)
+        fr = [(x - 72) / 872 for x in xs]
+        if not any(w0 - 0.5 / 872 <= f <= w1 + 0.5 / 872 for f in fr):
+            fail("#%s: the finest OOM window %.6g..%.6g holds no OOM marker (%r)"
+                 % (sid, w0, w1, fr[:5]))
     a, b = 0.0, 1.0
     for _ in range(12):
         bx = box(page, "#" + sid)
@@ -298,8 +325,36 @@ def check_deep(page, sid, shot=None):
     vis, cols, ticks = st
     if vis != "visible":
         return fail("deep zoom on #%s: the fine layer is not shown" % sid)
-    print("deep zoom on #%s (%d levels): %.1f fine columns in view; axis %s"
-          % (sid, levels, cols, ", ".join(ticks)))
+    print("deep zoom on #%s around %s (%d levels): %.1f fine columns in view; axis %s"
+          % (sid, "the first OOM" if group else "the peak", levels, cols, ", ".join(ticks)))
+    if group:  # the OOM drawn at its exact time, inside the zoomed view
+        fo = page.js("(function(){var s=document.getElementById('%s'),r=s.getBoundingClientRect();"
+                     "return [].filter.call(s.querySelectorAll('g.fo'),function(g){"
+                     "return g.getAttribute('visibility')==='visible';}).map(function(g){"
+                     "var b=g.querySelector('line').getBoundingClientRect();return [(b.left-r.left)"
+                     "/r.width*960,g.querySelector('title').textContent];});})()" % sid)
+        inside = [f for f in fo if 72 <= f[0] <= 944]
+        if not inside:
+            fail("deep zoom on #%s at an OOM: no OOM marker in the view (%r)" % (sid, fo[:3]))
+        else:
+            print("OOM marker at x=%.1f: %s" % tuple(inside[0]))
+    # the cursor reads the fine level: a time inside the zoomed range
+    bx = box(page, "#" + sid)
+    page.mouse("mouseMoved", bx[0] + bx[2] * (72 + 0.5 * 872) / 960.0, bx[1] + bx[3] * 0.55)
+    ro = page.js("(function(){var s=document.getElementById('%s');return [s.querySelector("
+                 "'g.cur text').textContent,+s.dataset.tc];})()" % sid)
+    import re
+    m = re.match(r"t ([0-9.e+-]+) ", ro[0] or "")
+    if not m:
+        fail("deep zoom on #%s: no cursor read-out (%r)" % (sid, ro[0]))
+    else:
+        t = float(m.group(1)) / (400 * ro[1])  # as a fraction of the span
+        if not (a - (b - a) <= t <= b + (b - a)):
+            fail("deep zoom on #%s: the read-out's time %r is not in the zoomed range %.9g..%.9g"
+                 " (the 400 columns' value, not the fine level's)" % (sid, ro[0], a, b))
+        else:
+            print("fine read-out: " + ro[0])
+    page.mouse("mouseMoved", 1, 1)
     if shot:
         page.js("document.getElementById('%s').scrollIntoView({block:'center'})" % sid)
         png = page.call("Page.captureScreenshot", format="png")
@@ -435,6 +490,9 @@ def main():
         if "--deep" in args:
             check_deep(page, args[args.index("--deep") + 1],
                        shot[:-4] + "-deep.png" if shot.endswith(".png") else None)
+        if "--deep-oom" in args:
+            check_deep(page, args[args.index("--deep-oom") + 1],
+                       shot[:-4] + "-deep-oom.png" if shot.endswith(".png") else None, group=1)
         if "--oom" in args:
             check_oom(page)
         if "--tip" in args:
