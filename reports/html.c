@@ -201,7 +201,20 @@ static const char script[] =
     "Math.ceil(Math.log(t1/st)/Math.LN10)+2))))+' '+u[1];"
     "T[i].setAttribute('visibility','visible');}"
     "for(;i<L.length;i++){L[i].setAttribute('visibility','hidden');"
-    "T[i].setAttribute('visibility','hidden');}});fine(z);yfit(z);}"
+    "T[i].setAttribute('visibility','hidden');}});fine(z);yfit(z);tiny(z);}"
+    /* a chart zoomed below one pixel of its own columns and with no finer
+     * level drawn has nothing more to show (and the browser cannot draw a
+     * viewBox that narrow): its plot is hidden behind a line that says so */
+    "function tiny(z){S.forEach(function(s){var d=s.dataset,t=z&&(zb-za)*(+d.pw)<1&&!s._fl,"
+    "P=s.querySelectorAll('svg.pz'),m=s.querySelector('text.zf');if(!P.length)return;"
+    "[].forEach.call(P,function(p){if(t)p.setAttribute('visibility','hidden');"
+    "else p.removeAttribute('visibility');});"
+    "if(t&&!m){m=document.createElementNS(s.namespaceURI,'text');"
+    "m.setAttribute('class','zf');m.setAttribute('x',(+d.px0)+(+d.pw)/2);"
+    "m.setAttribute('y',(+P[0].getAttribute('y'))+(+P[0].getAttribute('height'))/2);"
+    "m.setAttribute('text-anchor','middle');m.textContent='this chart keeps no finer "
+    "data than this: zoom out (double-click) to see it';s.appendChild(m);}"
+    "if(m)m.setAttribute('visibility',t?'visible':'hidden');});}"
     /* finer data when zoomed: the finest level of data-lv whose window
      * holds the zoomed range, drawn as steps in the fine layer */
     "function fine(z){S.forEach(function(s){var d=s.dataset,pf=s.querySelector('svg.pf'),"

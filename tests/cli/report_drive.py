@@ -13,7 +13,8 @@ user would use it:
   - --bands: hovering an allocation band writes its tooltip (size, category,
     call site, lifetime) into the read-out, a click pins it;
   - --deep ID: drags that narrow the range around the peak until the chart
-    ID draws its finest zoom level (data-lv), screenshot SHOT-deep.png; a
+    ID draws its finest zoom level (data-lv), screenshot SHOT-deep.png; the
+    charts without finer data then say so instead of drawing; a
     hover there reads the fine level (a time inside the zoomed range);
   - --deep-oom ID: the same around the first OOM (its own windows, the
     finest holding an OOM marker), where the OOM is drawn at its exact time
@@ -327,6 +328,15 @@ def check_deep(page, sid, shot=None, group=0):
         return fail("deep zoom on #%s: the fine layer is not shown" % sid)
     print("deep zoom on #%s around %s (%d levels): %.1f fine columns in view; axis %s"
           % (sid, "the first OOM" if group else "the peak", levels, cols, ", ".join(ticks)))
+    # every other time chart zoomed below a pixel of its columns, with no
+    # finer level of its own, hides its plot behind a line that says so
+    bad = page.js("[].filter.call(document.querySelectorAll('svg.tl'),function(s){"
+                  "var pf=s.querySelector('svg.pf');if(pf&&pf.getAttribute('visibility')==='visible')"
+                  "return false;var p=s.querySelector('svg.pz'),m=s.querySelector('text.zf');"
+                  "return p&&(p.getAttribute('visibility')!=='hidden'||!m||"
+                  "m.getAttribute('visibility')!=='visible');}).map(function(s){return s.id;})")
+    if bad:
+        fail("deep zoom: charts without finer data still draw their stretched columns: %r" % bad)
     if group:  # the OOM drawn at its exact time, inside the zoomed view
         fo = page.js("(function(){var s=document.getElementById('%s'),r=s.getBoundingClientRect();"
                      "return [].filter.call(s.querySelectorAll('g.fo'),function(g){"
