@@ -64,6 +64,7 @@
 
 #include "alloc.h"
 #include "policy.h"
+#include "base/addrmap.h"
 #include "traces/alloc_conf.h"
 
 /* PyTorch's names for its constants (traces/alloc_conf.h). */
@@ -343,6 +344,7 @@ typedef struct pt_state {
     uint32_t n_segs;
     pt_segment **arr; /* the same segments in an array, oldest first (the view walks it) */
     size_t cap_arr;
+    gm_addrmap by_base; /* each segment's base address -> the segment (segment_at) */
     /* what a release can give back (pt_releasable): the whole free classic
      * segments of the default pools, and the expandable ones */
     pt_segment *free_segs;
@@ -526,6 +528,10 @@ static pt_segment *segment_new(pt_state *s, uint64_t base, uint64_t size, uint64
     }
     pt_segment *g = calloc(1, sizeof *g);
     if (!g) return NULL;
+    if (gm_addrmap_put(&s->by_base, gm_addrmap_key(base), (uint64_t)(uintptr_t)g) != GM_OK) {
+        free(g);
+        return NULL;
+    }
     g->arr_idx = s->n_segs;
     s->arr[s->n_segs] = g;
     g->idx = x;
@@ -599,6 +605,7 @@ static void segment_unlink(pt_state *s, pt_segment *g)
     if (g->lnext) g->lnext->lprev = g->lprev;
     track_free_set(s, g, 0);
     if (g->expandable) track_expandable(s, g, 0);
+    gm_addrmap_del(&s->by_base, gm_addrmap_key(g->base), NULL);
     for (size_t i = g->arr_idx + 1; i < s->n_segs; i++) { /* a driver call: rare */
         s->arr[i - 1] = s->arr[i];
         s->arr[i - 1]->arr_idx = i - 1;
@@ -1134,6 +1141,19 @@ static size_t pt_releasable(gm_alloc *a, gm_seg_info *buf, size_t cap)
     return i;
 }
 
+/* A classic segment with no allocated block has one free block (free
+ * neighbours always merge: try_merge), so it is whole free and releasable:
+ * the promise segment_at makes (alloc.h). */
+static int pt_segment_at(gm_alloc *a, uint64_t addr, gm_seg_info *out)
+{
+    pt_state *s = a->impl;
+    const uint64_t *x = gm_addrmap_get(&s->by_base, gm_addrmap_key(addr));
+    pt_segment *g = x ? (pt_segment *)(uintptr_t)*x : NULL;
+    if (!g || g->priv) return 0;
+    seg_info(s, g, out);
+    return 1;
+}
+
 static uint64_t pt_release(gm_alloc *a, uint64_t id, uint64_t now)
 {
     pt_state *s = a->impl;
@@ -1408,6 +1428,10 @@ static int pt_create(gm_alloc *a, const char *conf, gm_err *err)
                        "chooses it)",
                        conf);
     }
+    if (gm_addrmap_init(&s->by_base, 64) != GM_OK) {
+        free(s);
+        return gm_errf(err, GM_ENOMEM, "out of memory");
+    }
     RB_INIT(&s->small.unmapped);
     RB_INIT(&s->large.unmapped);
     RB_INIT(&s->priv_small.unmapped);
@@ -1461,6 +1485,7 @@ static void pt_destroy(gm_alloc *a)
     }
     free(s->arr);
     free(s->exp);
+    gm_addrmap_free(&s->by_base);
     pool_free(&s->small);
     pool_free(&s->large);
     pool_free(&s->priv_small);
@@ -1521,4 +1546,5 @@ const gm_alloc_ops gm_alloc_pytorch = {
     .releasable = pt_releasable,
     .stats = pt_stats,
     .free_requested = pt_free_requested,
+    .segment_at = pt_segment_at,
 };
