@@ -449,7 +449,7 @@ static void sc_build(pd_policy *p, gm_alloc *a)
             p->sc_ok = 0;
             break;
         }
-        size_t k = sc_find_slow(p, s->small_pool, s->size);
+        size_t k = sc_find(p, s->small_pool, s->size);
         if (k == p->nsc) {
             memset(p->sc_memo, 0, sizeof p->sc_memo); /* indices above k move up */
             if (p->nsc == p->capsc) {
@@ -802,6 +802,54 @@ static void key_group(pd_key *v, pd_key *tmp, size_t n)
 }
 
 /*
+ * Whether a proactive tick can skip the ranking: every releasable segment
+ * (keys v[0..n), none expandable) predicted reused within the horizon. The
+ * j-th most recent free segment of class c is reused when its walk
+ * (walk_next) finds a bin within the horizon whose demand exceeds busy(c) +
+ * j; distances only grow with the bin, so that is: the highest demand of
+ * the bins within the horizon exceeds busy(c) + j. Checked for each class's
+ * last j, its count - 1. 0 when not sure (then rank as usual).
+ */
+static int all_reused(pd_policy *p, const pd_key *v, size_t n, uint64_t now, uint64_t h)
+{
+    enum { MAXG = 16 };
+    uint64_t g[MAXG];
+    uint32_t cnt[MAXG];
+    size_t ng = 0, last = 0;
+    if (h == NEVER) return 0; /* NEVER <= h: the walk's answer would count */
+    for (size_t i = 0; i < n; i++) {
+        size_t k = last;
+        if (k >= ng || g[k] != v[i].k1)
+            for (k = 0; k < ng && g[k] != v[i].k1; k++)
+                ;
+        if (k == ng) {
+            if (ng == MAXG) return 0;
+            g[ng] = v[i].k1;
+            cnt[ng++] = 0;
+        }
+        cnt[k]++;
+        last = k;
+    }
+    unsigned b0 = bin_of(p, now), dh = 0; /* the bins ahead within the horizon: 1..dh */
+    while (dh < NB && (uint64_t)((double)(dh + 1) * (double)p->period_ns / NB) <= h)
+        dh++;
+    for (size_t k = 0; k < ng; k++) {
+        long c = cls_find(p, (int)(g[k] >> 63), g[k] & ~(1ull << 63), 0);
+        if (c < 0) continue; /* unknown class: kept (walk_next) */
+        const pd_class *x = &p->cls[c];
+        uint32_t need = p->busy_now[c] + cnt[k] - 1, highest = 0;
+        if (x->maxd <= need) return 0;
+        for (unsigned d = 1; d <= dh && highest <= need; d++) {
+            unsigned b = (b0 + d) % NB;
+            uint32_t demand = x->prev[b] > x->cur[b] ? x->prev[b] : x->cur[b];
+            if (demand > highest) highest = demand;
+        }
+        if (highest <= need) return 0;
+    }
+    return 1;
+}
+
+/*
  * Rank the releasable classic segments of the fresh view into p->order
  * (and p->keys), furthest predicted next use first (with predictions and
  * not `all`, only those predicted not reused: what a proactive release
@@ -828,7 +876,7 @@ static size_t rank_segments(pd_policy *p, uint64_t now, int all)
     }
     pd_key *key = p->keys;
     size_t m = 0;
-    int pred = predicting(p);
+    int pred = predicting(p), expandable = 0;
     for (size_t r = 0; r < p->view.n; r++) {
         size_t i = view_at(p, r);
         if (!v[i].releasable) continue;
@@ -838,6 +886,19 @@ static size_t rank_segments(pd_policy *p, uint64_t now, int all)
         else
             key[m] = (pd_key){v[i].last_use_ns, v[i].addr, 0, (uint32_t)i};
         m++;
+        expandable |= v[i].expandable;
+    }
+    if (pred && !all && !expandable && all_reused(p, key, n, now, horizon(p))) {
+        /* nothing to release: only the new predictions (all "reused"), made
+         * in the ranking's order, which is total (the address ends it) */
+        size_t k = 0;
+        for (size_t r = 0; r < n; r++)
+            if (!pending_open(p, v[key[r].i].addr)) key[k++] = key[r];
+        key_sort(key, p->keys_tmp, k);
+        for (size_t r = 0; r < k; r++)
+            pending_add(p, &v[key[r].i], 1, now);
+        p->order.n = 0;
+        return 0;
     }
     if (pred) key_group(key, p->keys_tmp, n);
     key_sort(key, p->keys_tmp, n);
