@@ -75,7 +75,14 @@ typedef struct pd_class {
     uint8_t small;
     uint64_t size;
     uint16_t prev[NB], cur[NB];
+    uint16_t maxd; /* the highest of prev and cur over all bins */
 } pd_class;
+
+typedef struct pd_segclass {
+    uint8_t small;
+    uint64_t size;
+    uint32_t total, free, since; /* segments; releasable ones; of those, used since the last tick */
+} pd_segclass;
 
 typedef struct pd_pending {
     uint64_t addr, size;
@@ -84,6 +91,7 @@ typedef struct pd_pending {
     uint8_t released;  /* truth from grows (1) or from its last use (0) */
     uint64_t t_dec, deadline, last_use;
     uint32_t hint; /* where its segment was in the view last time */
+    uint64_t seen; /* the partial view (view_stamp) it was found in at hint */
 } pd_pending;
 
 typedef struct pd_policy {
@@ -120,15 +128,29 @@ typedef struct pd_policy {
     /* predictions */
     pd_pending *pend;
     size_t npend, cappend;
-    gm_addrmap open; /* addresses of the predictions not yet released (one each) */
+    gm_addrmap open; /* addresses of the predictions not yet released (one each), to their index */
     uint64_t tp, fp, fn, tn, predictions;
     uint64_t released_bytes, released_needed_bytes;
     uint64_t proactive_bytes, fail_bytes, foreign_bytes, flushes;
+    /* the classic segments per class (sorted by pool, then size), counted in
+     * the last full view, at driver-call count sc_gen: while no driver call
+     * happens they stay, and a tick reads only the releasable segments
+     * (busy = the class's segments - its releasable ones); sc_ok when the
+     * model makes segment_at's promise (alloc.h) and the view kept it */
+    struct pd_segclass *sc;
+    size_t nsc, capsc;
+    uint64_t sc_gen;
+    int sc_ok;
+    uint64_t sc_memo_key[64]; /* sc_find's memo, as cls_find's: index + 1, 0 = empty */
+    uint32_t sc_memo[64];
     /* scratch */
-    gm_seglist view; /* current view, in address order (descending when view_desc) */
+    gm_seglist view; /* current view, in address order (descending when view_desc);
+                        when view_partial, the releasable segments in no order */
     int view_desc;
+    int view_partial; /* the view holds only the releasable segments */
     gm_seglist rank;
     gm_addr_list order;
+    uint64_t view_stamp;            /* counts partial views matched to the predictions */
     struct pd_key *keys, *keys_tmp; /* the ranking's sort keys */
     size_t cap_keys, nkeys;
 } pd_policy;
@@ -181,6 +203,7 @@ static void destroy(void *state)
     gm_addr_list_free(&p->order);
     free(p->keys);
     free(p->keys_tmp);
+    free(p->sc);
     free(p);
 }
 
@@ -200,6 +223,7 @@ static void reset_profile(pd_policy *p)
     for (size_t i = 0; i < p->ncls; i++) {
         memset(p->cls[i].prev, 0, sizeof p->cls[i].prev);
         memset(p->cls[i].cur, 0, sizeof p->cls[i].cur);
+        p->cls[i].maxd = 0;
     }
     p->wraps = 0;
 }
@@ -356,7 +380,100 @@ static int view_fetch(pd_policy *p, gm_alloc *a)
         i++;
     p->view_desc = n > 1 && i == n;
     if (!p->view_desc) gm_seg_sort(v, n, cmp_addr);
+    p->view_partial = 0;
     return GM_OK;
+}
+
+/* The view of the releasable segments only, in the model's order: nothing
+ * reads it by address (resolve finds predictions through p->open; the
+ * ranking's keys end with the address). */
+static int view_fetch_releasable(pd_policy *p, gm_alloc *a)
+{
+    if (gm_seglist_fetch_releasable(&p->view, a) != GM_OK) return GM_ENOMEM;
+    p->view_desc = 0;
+    p->view_partial = 1;
+    return GM_OK;
+}
+
+static uint64_t driver_calls(const gm_alloc *a)
+{
+    return a->c.n_driver_alloc + a->c.n_driver_free;
+}
+
+static int sc_cmp(const pd_segclass *c, int small, uint64_t size)
+{
+    if (c->small != small) return c->small < small ? -1 : 1;
+    return c->size < size ? -1 : c->size > size;
+}
+
+/* The segment class of (small, size) in p->sc: its index, or p->nsc. */
+static size_t sc_find_slow(pd_policy *p, int small, uint64_t size)
+{
+    size_t lo = 0, hi = p->nsc;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sc_cmp(&p->sc[mid], small, size) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < p->nsc && sc_cmp(&p->sc[lo], small, size) == 0) {
+        uint64_t key = size ^ (uint64_t)small;
+        p->sc_memo_key[memo_slot(key)] = key;
+        p->sc_memo[memo_slot(key)] = (uint32_t)lo + 1;
+        return lo;
+    }
+    return p->nsc;
+}
+
+static inline size_t sc_find(pd_policy *p, int small, uint64_t size)
+{
+    uint64_t key = size ^ (uint64_t)small;
+    size_t slot = memo_slot(key);
+    if (p->sc_memo[slot] && p->sc_memo_key[slot] == key) return p->sc_memo[slot] - 1;
+    return sc_find_slow(p, small, size);
+}
+
+/* Count the classic segments of the (fresh, full) view per class, and
+ * whether the model's promise holds in it (segment_at, alloc.h). */
+static void sc_build(pd_policy *p, gm_alloc *a)
+{
+    p->nsc = 0;
+    memset(p->sc_memo, 0, sizeof p->sc_memo);
+    p->sc_gen = driver_calls(a);
+    p->sc_ok = a->ops->segment_at != NULL;
+    for (size_t i = 0; i < p->view.n && p->sc_ok; i++) {
+        const gm_seg_info *s = &p->view.v[i];
+        if (s->expandable) continue;
+        if ((s->n_allocated == 0) != (s->releasable != 0)) {
+            p->sc_ok = 0;
+            break;
+        }
+        size_t k = sc_find(p, s->small_pool, s->size);
+        if (k == p->nsc) {
+            memset(p->sc_memo, 0, sizeof p->sc_memo); /* indices above k move up */
+            if (p->nsc == p->capsc) {
+                size_t cap = p->capsc ? 2 * p->capsc : 16;
+                pd_segclass *v = realloc(p->sc, cap * sizeof *v);
+                if (!v) {
+                    p->sc_ok = 0;
+                    break;
+                }
+                p->sc = v;
+                p->capsc = cap;
+            }
+            k = 0;
+            while (k < p->nsc && sc_cmp(&p->sc[k], s->small_pool, s->size) < 0)
+                k++;
+            memmove(&p->sc[k + 1], &p->sc[k], (p->nsc - k) * sizeof *p->sc);
+            p->nsc++;
+            p->sc[k] = (pd_segclass){s->small_pool, s->size, 0, 0, 0};
+        }
+        p->sc[k].total++;
+    }
+    /* a class is made as its first busy segment is counted: with room for
+     * every class there is, the order they are made in does not matter */
+    if (p->ncls + p->nsc > MAX_CLASSES) p->sc_ok = 0;
 }
 
 /* The i-th view entry in address order: its index in p->view.v. */
@@ -409,6 +526,35 @@ static void count_busy(pd_policy *p)
     }
 }
 
+/* count_busy from a view of the releasable segments only, with the
+ * classes' segment counts of sc_build (no driver call since): a classic
+ * segment is busy now unless it is releasable (the model's promise), and
+ * busy this tick also when releasable and used since the last tick. */
+static void count_busy_partial(pd_policy *p)
+{
+    for (size_t i = 0; i < p->ncls; i++)
+        p->busy_now[i] = p->busy_tick[i] = 0;
+    for (size_t k = 0; k < p->nsc; k++)
+        p->sc[k].free = p->sc[k].since = 0;
+    for (size_t i = 0; i < p->view.n; i++) {
+        const gm_seg_info *s = &p->view.v[i];
+        if (s->expandable) continue;
+        size_t k = sc_find(p, s->small_pool, s->size);
+        if (k == p->nsc) continue; /* not in the counts: cannot happen (no driver call) */
+        p->sc[k].free++;
+        p->sc[k].since += s->last_use_ns > p->last_tick_ns;
+    }
+    for (size_t k = 0; k < p->nsc; k++) {
+        const pd_segclass *x = &p->sc[k];
+        uint32_t now = x->total - x->free, since = now + x->since;
+        if (!since) continue;
+        long c = cls_find(p, x->small, x->size, 1);
+        if (c < 0) continue;
+        p->busy_now[c] += now;
+        p->busy_tick[c] += since;
+    }
+}
+
 /* ---------------- predictions ---------------- */
 
 static void outcome(pd_policy *p, const pd_pending *q, int reused)
@@ -436,6 +582,8 @@ static void pending_drop(pd_policy *p, size_t i)
 {
     if (!p->pend[i].released) gm_addrmap_del(&p->open, gm_addrmap_key(p->pend[i].addr), NULL);
     p->pend[i] = p->pend[--p->npend];
+    if (i < p->npend && !p->pend[i].released) /* the last one moved to i */
+        *gm_addrmap_get(&p->open, gm_addrmap_key(p->pend[i].addr)) = i;
 }
 
 static void pending_add(pd_policy *p, const gm_seg_info *s, int predicted, uint64_t now)
@@ -447,7 +595,7 @@ static void pending_add(pd_policy *p, const gm_seg_info *s, int predicted, uint6
         p->pend = v;
         p->cappend = cap;
     }
-    if (gm_addrmap_put(&p->open, gm_addrmap_key(s->addr), 1)) return;
+    if (gm_addrmap_put(&p->open, gm_addrmap_key(s->addr), p->npend)) return;
     pd_pending *q = &p->pend[p->npend++];
     q->addr = s->addr;
     q->size = s->size;
@@ -458,17 +606,36 @@ static void pending_add(pd_policy *p, const gm_seg_info *s, int predicted, uint6
     q->deadline = now + horizon(p);
     q->last_use = s->last_use_ns;
     q->hint = (uint32_t)(s - p->view.v);
+    q->seen = 0;
     p->predictions++;
 }
 
-/* Resolve outstanding predictions from a fresh view at time now. */
-static void resolve(pd_policy *p, uint64_t now, int view_fresh)
+/* Resolve outstanding predictions from a fresh view at time now (a
+ * partial one: a segment not in it is asked of the model). */
+static void resolve(pd_policy *p, gm_alloc *a, uint64_t now, int view_fresh)
 {
+    int partial = view_fresh && p->view_partial;
+    if (partial) { /* the view is in no order: find its segments' predictions */
+        p->view_stamp++;
+        for (size_t i = 0; i < p->view.n; i++) {
+            const uint64_t *x = gm_addrmap_get(&p->open, gm_addrmap_key(p->view.v[i].addr));
+            if (!x) continue;
+            p->pend[*x].hint = (uint32_t)i;
+            p->pend[*x].seen = p->view_stamp;
+        }
+    }
     for (size_t i = 0; i < p->npend;) {
         pd_pending *q = &p->pend[i];
         int done = 0, reused = 0;
         if (!q->released && view_fresh) {
-            const gm_seg_info *s = view_find_at(p, q->addr, &q->hint);
+            const gm_seg_info *s;
+            gm_seg_info one;
+            if (!partial)
+                s = view_find_at(p, q->addr, &q->hint);
+            else if (q->seen == p->view_stamp)
+                s = &p->view.v[q->hint];
+            else /* not releasable: busy, asked of the model */
+                s = a->ops->segment_at(a, q->addr, &one) ? &one : NULL;
             if (!s) { /* gone without our knowing: no truth */
                 pending_drop(p, i);
                 continue;
@@ -526,6 +693,7 @@ static uint64_t walk_next(const pd_policy *p, pd_walk *w, uint32_t j)
 {
     if (!w->k) return 0; /* unknown class: assume it is needed (keep) */
     uint32_t need = w->busy + j;
+    if (w->highest <= need && w->k->maxd <= need) return NEVER; /* no bin needs more */
     while (w->highest <= need && w->d <= NB) {
         unsigned b = (w->b0 + w->d) % NB;
         uint32_t demand = w->k->prev[b] > w->k->cur[b] ? w->k->prev[b] : w->k->cur[b];
@@ -542,8 +710,8 @@ static uint64_t walk_next(const pd_policy *p, pd_walk *w, uint32_t j)
  * ascending, stably, then the views in that order. The orders it uses
  * (each as the qsort comparators they replace defined them):
  *   least recent use: (last use, address);
- *   class, most recent first: (pool, size, -last use), stable on the view's
- *     address order, so ties go to the lower address;
+ *   class, most recent first: (pool, size, -last use, address), the pool
+ *     and size packed in k1;
  *   furthest predicted next use: (-distance, last use, address).
  */
 typedef struct pd_key {
@@ -584,6 +752,103 @@ static void key_sort(pd_key *v, pd_key *tmp, size_t n)
         v[o++] = tmp[i++];
 }
 
+/* Group keys by k1 (a few classes per tick) before key_sort, keeping their
+ * order within a class: the releasable segments of a partial view come
+ * most recently freed first, so each class is then in order already and
+ * key_sort runs in O(n). The order the sort gives is total (k3 is the
+ * address), so this changes its cost only. tmp holds n keys. */
+static void key_group(pd_key *v, pd_key *tmp, size_t n)
+{
+    enum { MAXG = 16 };
+    uint64_t g[MAXG];
+    uint32_t cnt[MAXG], at[MAXG];
+    uint8_t ord[MAXG];
+    size_t ng = 0, last = 0;
+    for (size_t i = 0; i < n; i++) { /* the classes, in order of appearance */
+        size_t k = last;
+        if (k >= ng || g[k] != v[i].k1)
+            for (k = 0; k < ng && g[k] != v[i].k1; k++)
+                ;
+        if (k == ng) {
+            if (ng == MAXG) return; /* too many classes: key_sort alone */
+            g[ng] = v[i].k1;
+            cnt[ng++] = 0;
+        }
+        cnt[k]++;
+        last = k;
+    }
+    if (ng < 2) return;
+    for (size_t k = 0; k < ng; k++) { /* the classes in k1 order */
+        size_t j = k;
+        for (; j > 0 && g[ord[j - 1]] > g[k]; j--)
+            ord[j] = ord[j - 1];
+        ord[j] = (uint8_t)k;
+    }
+    uint32_t o = 0;
+    for (size_t r = 0; r < ng; r++) {
+        at[ord[r]] = o;
+        o += cnt[ord[r]];
+    }
+    last = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = last;
+        if (g[k] != v[i].k1)
+            for (k = 0; g[k] != v[i].k1; k++)
+                ;
+        tmp[at[k]++] = v[i];
+        last = k;
+    }
+    memcpy(v, tmp, n * sizeof *v);
+}
+
+/*
+ * Whether a proactive tick can skip the ranking: every releasable segment
+ * (keys v[0..n), none expandable) predicted reused within the horizon. The
+ * j-th most recent free segment of class c is reused when its walk
+ * (walk_next) finds a bin within the horizon whose demand exceeds busy(c) +
+ * j; distances only grow with the bin, so that is: the highest demand of
+ * the bins within the horizon exceeds busy(c) + j. Checked for each class's
+ * last j, its count - 1. 0 when not sure (then rank as usual).
+ */
+static int all_reused(pd_policy *p, const pd_key *v, size_t n, uint64_t now, uint64_t h)
+{
+    enum { MAXG = 16 };
+    uint64_t g[MAXG];
+    uint32_t cnt[MAXG];
+    size_t ng = 0, last = 0;
+    if (h == NEVER) return 0; /* NEVER <= h: the walk's answer would count */
+    for (size_t i = 0; i < n; i++) {
+        size_t k = last;
+        if (k >= ng || g[k] != v[i].k1)
+            for (k = 0; k < ng && g[k] != v[i].k1; k++)
+                ;
+        if (k == ng) {
+            if (ng == MAXG) return 0;
+            g[ng] = v[i].k1;
+            cnt[ng++] = 0;
+        }
+        cnt[k]++;
+        last = k;
+    }
+    unsigned b0 = bin_of(p, now), dh = 0; /* the bins ahead within the horizon: 1..dh */
+    while (dh < NB && (uint64_t)((double)(dh + 1) * (double)p->period_ns / NB) <= h)
+        dh++;
+    for (size_t k = 0; k < ng; k++) {
+        long c = cls_find(p, (int)(g[k] >> 63), g[k] & ~(1ull << 63), 0);
+        if (c < 0) continue; /* unknown class: kept (walk_next) */
+        const pd_class *x = &p->cls[c];
+        uint32_t need = p->busy_now[c] + cnt[k] - 1, highest = 0;
+        if (x->maxd <= need) return 0;
+        for (unsigned d = 1; d <= dh && highest <= need; d++) {
+            unsigned b = (b0 + d) % NB;
+            uint32_t demand = x->prev[b] > x->cur[b] ? x->prev[b] : x->cur[b];
+            if (demand > highest) highest = demand;
+        }
+        if (highest <= need) return 0;
+    }
+    return 1;
+}
+
 /*
  * Rank the releasable classic segments of the fresh view into p->order
  * (and p->keys), furthest predicted next use first (with predictions and
@@ -611,17 +876,31 @@ static size_t rank_segments(pd_policy *p, uint64_t now, int all)
     }
     pd_key *key = p->keys;
     size_t m = 0;
-    int pred = predicting(p);
-    for (size_t r = 0; r < p->view.n; r++) { /* in address order: ties go to the lower */
+    int pred = predicting(p), expandable = 0;
+    for (size_t r = 0; r < p->view.n; r++) {
         size_t i = view_at(p, r);
         if (!v[i].releasable) continue;
-        if (pred)
-            key[m] =
-                (pd_key){v[i].small_pool, v[i].size, UINT64_MAX - v[i].last_use_ns, (uint32_t)i};
+        if (pred) /* sizes are far below 2^63: the pool goes in the top bit */
+            key[m] = (pd_key){(uint64_t)v[i].small_pool << 63 | v[i].size,
+                              UINT64_MAX - v[i].last_use_ns, v[i].addr, (uint32_t)i};
         else
             key[m] = (pd_key){v[i].last_use_ns, v[i].addr, 0, (uint32_t)i};
         m++;
+        expandable |= v[i].expandable;
     }
+    if (pred && !all && !expandable && all_reused(p, key, n, now, horizon(p))) {
+        /* nothing to release: only the new predictions (all "reused"), made
+         * in the ranking's order, which is total (the address ends it) */
+        size_t k = 0;
+        for (size_t r = 0; r < n; r++)
+            if (!pending_open(p, v[key[r].i].addr)) key[k++] = key[r];
+        key_sort(key, p->keys_tmp, k);
+        for (size_t r = 0; r < k; r++)
+            pending_add(p, &v[key[r].i], 1, now);
+        p->order.n = 0;
+        return 0;
+    }
+    if (pred) key_group(key, p->keys_tmp, n);
     key_sort(key, p->keys_tmp, n);
     size_t not_reused = 0;
     if (pred) {
@@ -707,28 +986,41 @@ static void on_timer(void *state, gm_alloc *a, uint64_t now)
     p->tick_index = idx;
     p->tick_pass = pass;
     if (idle) { /* nothing happened: only deadlines pass */
-        resolve(p, now, 0);
+        resolve(p, a, now, 0);
         p->last_tick_ns = now;
         return;
     }
-    if (view_fetch(p, a) != GM_OK) return;
-    count_busy(p);
+    if (p->sc_ok && p->sc_gen == driver_calls(a)) {
+        if (view_fetch_releasable(p, a) != GM_OK) return;
+        count_busy_partial(p);
+    } else {
+        if (view_fetch(p, a) != GM_OK) return;
+        count_busy(p);
+        sc_build(p, a);
+    }
     if (p->period_ns) {
         uint64_t cyc = (now - p->anchor_ns) / p->period_ns;
         if (cyc != p->cycle) {
             for (size_t i = 0; i < p->ncls; i++) {
-                memcpy(p->cls[i].prev, p->cls[i].cur, sizeof p->cls[i].prev);
-                memset(p->cls[i].cur, 0, sizeof p->cls[i].cur);
+                pd_class *k = &p->cls[i];
+                memcpy(k->prev, k->cur, sizeof k->prev);
+                memset(k->cur, 0, sizeof k->cur);
+                k->maxd = 0;
+                for (size_t j = 0; j < NB; j++)
+                    if (k->prev[j] > k->maxd) k->maxd = k->prev[j];
             }
             p->cycle = cyc;
             p->wraps++;
         }
         unsigned b = bin_of(p, now);
         for (size_t i = 0; i < p->ncls; i++)
-            if (p->busy_tick[i] > p->cls[i].cur[b])
-                p->cls[i].cur[b] = (uint16_t)(p->busy_tick[i] > 65535 ? 65535 : p->busy_tick[i]);
+            if (p->busy_tick[i] > p->cls[i].cur[b]) {
+                pd_class *k = &p->cls[i];
+                k->cur[b] = (uint16_t)(p->busy_tick[i] > 65535 ? 65535 : p->busy_tick[i]);
+                if (k->cur[b] > k->maxd) k->maxd = k->cur[b];
+            }
     }
-    resolve(p, now, 1);
+    resolve(p, a, now, 1);
     if (p->proactive && predicting(p)) {
         uint64_t over = p->threshold > 0 ? gm_pressure_over(a, p->threshold, 0) : NEVER;
         if (over) {

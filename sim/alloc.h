@@ -131,7 +131,7 @@ typedef struct gm_alloc gm_alloc;
  * against another layout of this struct is refused (gm_alloc_create) instead of being called
  * through the wrong pointers.
  */
-#define GM_ALLOC_VERSION 3
+#define GM_ALLOC_VERSION 4
 
 typedef struct gm_alloc_ops {
     /* GM_ALLOC_VERSION: the interface this model implements. */
@@ -190,6 +190,15 @@ typedef struct gm_alloc_ops {
      * nothing: a model that keeps stats counts the allocation as freed
      * here, as PyTorch's free() does before free_block. */
     void (*free_requested)(gm_alloc *a, uint64_t handle);
+    /* The view of the segment of segments() that starts at addr, as
+     * segments() shows it, into *out: 1, or 0 when there is none. Optional.
+     * A model that has it also promises two things, which let a policy
+     * count busy segments from releasable() alone between driver calls
+     * (predictive): classic (not expandable) segments of segments() come
+     * and go only with a driver call (a->c.n_driver_alloc or n_driver_free
+     * moves), and a classic segment's releasable is not 0 exactly when it
+     * holds no allocated block (n_allocated == 0). */
+    int (*segment_at)(gm_alloc *a, uint64_t addr, gm_seg_info *out);
 } gm_alloc_ops;
 
 struct gm_alloc {

@@ -64,6 +64,7 @@
 
 #include "alloc.h"
 #include "policy.h"
+#include "base/addrmap.h"
 #include "traces/alloc_conf.h"
 
 /* PyTorch's names for its constants (traces/alloc_conf.h). */
@@ -343,6 +344,10 @@ typedef struct pt_state {
     uint32_t n_segs;
     pt_segment **arr; /* the same segments in an array, oldest first (the view walks it) */
     size_t cap_arr;
+    /* each segment's base address -> the segment, for segment_at: made on
+     * its first call (a policy that never asks pays nothing), then kept */
+    gm_addrmap by_base;
+    int by_base_on;
     /* what a release can give back (pt_releasable): the whole free classic
      * segments of the default pools, and the expandable ones */
     pt_segment *free_segs;
@@ -526,6 +531,11 @@ static pt_segment *segment_new(pt_state *s, uint64_t base, uint64_t size, uint64
     }
     pt_segment *g = calloc(1, sizeof *g);
     if (!g) return NULL;
+    if (s->by_base_on &&
+        gm_addrmap_put(&s->by_base, gm_addrmap_key(base), (uint64_t)(uintptr_t)g) != GM_OK) {
+        free(g);
+        return NULL;
+    }
     g->arr_idx = s->n_segs;
     s->arr[s->n_segs] = g;
     g->idx = x;
@@ -599,6 +609,7 @@ static void segment_unlink(pt_state *s, pt_segment *g)
     if (g->lnext) g->lnext->lprev = g->lprev;
     track_free_set(s, g, 0);
     if (g->expandable) track_expandable(s, g, 0);
+    if (s->by_base_on) gm_addrmap_del(&s->by_base, gm_addrmap_key(g->base), NULL);
     for (size_t i = g->arr_idx + 1; i < s->n_segs; i++) { /* a driver call: rare */
         s->arr[i - 1] = s->arr[i];
         s->arr[i - 1]->arr_idx = i - 1;
@@ -1134,6 +1145,34 @@ static size_t pt_releasable(gm_alloc *a, gm_seg_info *buf, size_t cap)
     return i;
 }
 
+/* A classic segment with no allocated block has one free block (free
+ * neighbours always merge: try_merge), so it is whole free and releasable:
+ * the promise segment_at makes (alloc.h). */
+static int pt_segment_at(gm_alloc *a, uint64_t addr, gm_seg_info *out)
+{
+    pt_state *s = a->impl;
+    if (!s->by_base_on && gm_addrmap_init(&s->by_base, 2 * (size_t)s->n_segs + 16) == GM_OK) {
+        s->by_base_on = 1;
+        for (size_t k = 0; k < s->n_segs && s->by_base_on; k++)
+            if (gm_addrmap_put(&s->by_base, gm_addrmap_key(s->arr[k]->base),
+                               (uint64_t)(uintptr_t)s->arr[k]) != GM_OK) {
+                gm_addrmap_free(&s->by_base);
+                s->by_base_on = 0;
+            }
+    }
+    pt_segment *g = NULL;
+    if (s->by_base_on) {
+        const uint64_t *x = gm_addrmap_get(&s->by_base, gm_addrmap_key(addr));
+        g = x ? (pt_segment *)(uintptr_t)*x : NULL;
+    } else { /* out of memory for the map: a walk */
+        for (size_t k = 0; k < s->n_segs && !g; k++)
+            if (s->arr[k]->base == addr) g = s->arr[k];
+    }
+    if (!g || g->priv) return 0;
+    seg_info(s, g, out);
+    return 1;
+}
+
 static uint64_t pt_release(gm_alloc *a, uint64_t id, uint64_t now)
 {
     pt_state *s = a->impl;
@@ -1461,6 +1500,7 @@ static void pt_destroy(gm_alloc *a)
     }
     free(s->arr);
     free(s->exp);
+    if (s->by_base_on) gm_addrmap_free(&s->by_base);
     pool_free(&s->small);
     pool_free(&s->large);
     pool_free(&s->priv_small);
@@ -1521,4 +1561,5 @@ const gm_alloc_ops gm_alloc_pytorch = {
     .releasable = pt_releasable,
     .stats = pt_stats,
     .free_requested = pt_free_requested,
+    .segment_at = pt_segment_at,
 };

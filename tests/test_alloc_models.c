@@ -5,7 +5,8 @@
  * the device's capacity keeps the counters and the policy view consistent
  * after each call (requested <= allocated <= reserved = the device's use,
  * largest free <= reserved - allocated, live blocks inside the segments the
- * view lists, an OOM changes nothing); everything returns at the end; and
+ * view lists, an OOM changes nothing; segment_at, where a model has it,
+ * shows each segment as the view does); everything returns at the end; and
  * the engine runs each pair to completion (timers, the oracle's future).
  */
 #include <stdio.h>
@@ -76,6 +77,18 @@ static void check_state(fx *f, const uint64_t *live, size_t nlive, int deep)
         n_alloc += v[i].n_allocated;
         CU_ASSERT(v[i].releasable <= v[i].size);
         CU_ASSERT(v[i].n_allocated <= v[i].n_blocks);
+        if (!f->a->ops->segment_at) continue;
+        /* segment_at: the same view, and its promise (alloc.h) */
+        gm_seg_info one;
+        CU_ASSERT_FATAL(f->a->ops->segment_at(f->a, v[i].addr, &one) == 1);
+        CU_ASSERT_EQUAL(one.id, v[i].id);
+        CU_ASSERT_EQUAL(one.size, v[i].size);
+        CU_ASSERT_EQUAL(one.n_allocated, v[i].n_allocated);
+        CU_ASSERT_EQUAL(one.releasable, v[i].releasable);
+        CU_ASSERT_EQUAL(one.last_use_ns, v[i].last_use_ns);
+        CU_ASSERT_EQUAL(one.largest_free, v[i].largest_free);
+        CU_ASSERT_EQUAL(f->a->ops->segment_at(f->a, v[i].addr + 1, &one), 0);
+        if (!v[i].expandable) CU_ASSERT_EQUAL(v[i].n_allocated == 0, v[i].releasable != 0);
     }
     CU_ASSERT(total <= c->reserved_bytes);
     if (strcmp(f->a->ops->name, "direct")) CU_ASSERT_EQUAL(n_alloc, nlive);
