@@ -179,8 +179,7 @@ static block *new_block(obs *o, uint64_t trace_addr)
 static void place(gm_alloc *a, uint64_t handle, uint64_t requested, block *b)
 {
     b->addr = a->ops->block_addr(a, handle);
-    b->bytes =
-        a->ops->block_bytes ? a->ops->block_bytes(a, handle) : a->ops->block_size(a, requested);
+    b->bytes = gm_alloc_block_bytes(a, handle, requested);
     b->requested = requested;
 }
 

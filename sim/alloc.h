@@ -241,6 +241,12 @@ static inline uint64_t gm_alloc_release(gm_alloc *a, uint64_t id, uint64_t now_n
 {
     return a->ops->release(a, id, now_ns);
 }
+/* Bytes of a live allocation's block, as allocated_bytes counts them: the
+ * model's block_bytes, or (it is optional) block_size of the request. */
+static inline uint64_t gm_alloc_block_bytes(gm_alloc *a, uint64_t handle, uint64_t requested)
+{
+    return a->ops->block_bytes ? a->ops->block_bytes(a, handle) : a->ops->block_size(a, requested);
+}
 
 /* restore() for a model that cannot rebuild another allocator's cache: the
  * live blocks of rows are allocated through a->ops->malloc in address

@@ -913,7 +913,7 @@ static int do_free_requested(tenant *t, const gm_event *e, gm_err *err)
     t->res->free_requested_events++;
     if (!h || *h == SKIPPED || gm_addrmap_get(&t->pending, key)) return GM_OK;
     const gm_alloc_ops *o = t->a->ops;
-    uint64_t bytes = o->block_bytes ? o->block_bytes(t->a, *h) : o->block_size(t->a, e->size);
+    uint64_t bytes = gm_alloc_block_bytes(t->a, *h, e->size);
     if (gm_addrmap_put(&t->pending, key, bytes)) return gm_errf(err, GM_ENOMEM, "out of memory");
     t->pending_bytes += bytes;
     if (o->free_requested) o->free_requested(t->a, *h);
@@ -1473,7 +1473,7 @@ static int x_spill(sim *s, tenant *t, const gm_event *e, uint64_t size, uint64_t
         if (s->tier.size && s->host_bytes + r->size > s->tier.size) continue;
         int in_slot;
         uint64_t *v = x_ref(t, r, &in_slot), hb = in_slot ? *v - 1 : *v;
-        freed += a->ops->block_bytes ? a->ops->block_bytes(a, hb) : a->ops->block_size(a, r->size);
+        freed += gm_alloc_block_bytes(a, hb, r->size);
         tensor_free(t, hb, now);
         *v = in_slot ? SKIPPED + 1 : SKIPPED;
         r->spilled = 1;

@@ -90,18 +90,14 @@ static void check_peak(gm_top_sites *ts, int tenant, uint64_t event)
     if (a > ts->peak_bytes) new_peak(ts, a, tenant, event);
 }
 
-static uint64_t block_of(gm_alloc *a, uint64_t handle, uint64_t size)
-{
-    return a->ops->block_bytes ? a->ops->block_bytes(a, handle) : a->ops->block_size(a, size);
-}
-
 static void on_alloc(void *ctx, int tenant, uint64_t event_index, const gm_event *ev, gm_alloc *a,
                      uint64_t handle)
 {
     gm_top_sites *ts = ctx;
     gm_site_acc *c = &ts->t[tenant];
     c->a = a;
-    if (acc_add(c, ev->addr, ev->size, block_of(a, handle, ev->size), ev->site) != GM_OK)
+    if (acc_add(c, ev->addr, ev->size, gm_alloc_block_bytes(a, handle, ev->size), ev->site) !=
+        GM_OK)
         ts->rc = GM_ENOMEM;
     check_peak(ts, tenant, event_index);
 }
@@ -118,7 +114,8 @@ static void on_init(void *ctx, int tenant, const gm_init_row *row, gm_alloc *a, 
     gm_top_sites *ts = ctx;
     gm_site_acc *c = &ts->t[tenant];
     c->a = a;
-    if (acc_add(c, row->addr, row->size, block_of(a, handle, row->size), row->site) != GM_OK)
+    if (acc_add(c, row->addr, row->size, gm_alloc_block_bytes(a, handle, row->size), row->site) !=
+        GM_OK)
         ts->rc = GM_ENOMEM;
     check_peak(ts, -1, 0);
 }
