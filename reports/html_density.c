@@ -37,29 +37,17 @@ int rep_density_page(json_t *fit, gm_strbuf *out, gm_err *err)
     char nce[40] = {0}, cap[48];
     rep_page_open(out, "gmsim fit: how many jobs share one GPU", nce, sizeof nce);
     gm_sb_puts(out, "<header><h1>How many jobs share one GPU: ");
-    size_t i;
-    json_t *e;
-    json_array_foreach(traces, i, e)
-    {
-        const char *name = json_is_string(e) ? json_string_value(e) : rep_str(e, "trace");
-        gm_sb_puts(out, i ? ", <code>" : "<code>");
-        esc(out, name);
-        gm_sb_puts(out, "</code>");
-    }
+    rep_traces_line(out, traces);
     double capacity = rep_num(fit, "inputs.capacity_bytes");
     gm_sb_printf(out, "</h1><p class=\"sub\">a %s device \xc2\xb7 ",
                  isnan(capacity) ? "?" : gm_fmt_bytes_auto(capacity, cap, sizeof cap));
-    esc(out, rep_str(fit, "inputs.allocator"));
-    gm_sb_puts(out, " allocator \xc2\xb7 gmsim ");
-    esc(out, rep_str(fit, "gmsim_version"));
-    gm_sb_puts(out, " \xc2\xb7 ");
-    esc(out, rep_str(fit, "created_utc"));
-    gm_sb_puts(out, "</p></header>\n");
+    rep_fit_made(out, fit);
 
     const char *who = rep_str(fit, "protected");
     if (!who) who = "guaranteed tenants";
     double best_jobs = -1, most = 0;
-    json_t *best = NULL;
+    json_t *best = NULL, *e;
+    size_t i;
     json_array_foreach(res, i, e)
     {
         double jobs = rep_num(e, "jobs");

@@ -84,6 +84,10 @@ void rep_page_close(gm_strbuf *b, const char *nce);
  * `gmsim tune --html` (gmsim-tune/1) */
 #include "base/err.h"
 int rep_fit_page(json_t *fit, gm_strbuf *out, gm_err *err);
+/* The traces a search ran on, as <code> names; a fit document's header
+ * trailer (allocator, gmsim version, date) closing the header. */
+void rep_traces_line(gm_strbuf *b, json_t *traces);
+void rep_fit_made(gm_strbuf *b, json_t *fit);
 int rep_tune_page(json_t *tune, gm_strbuf *out, gm_err *err);
 /* html_density.c: `gmsim fit --tenants --html` in density mode (per scheduling mode) */
 int rep_density_page(json_t *fit, gm_strbuf *out, gm_err *err);

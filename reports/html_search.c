@@ -44,7 +44,7 @@ static const char *cap_s(double v, char *buf, size_t len)
     return gm_fmt_unit(v, (gm_unit){"GiB", 1073741824.0}, 3, buf, len);
 }
 
-static void traces_line(gm_strbuf *b, json_t *traces)
+void rep_traces_line(gm_strbuf *b, json_t *traces)
 {
     size_t i;
     json_t *t;
@@ -66,6 +66,16 @@ static int finish(gm_strbuf *out, const char *nce, gm_err *err)
 
 /* ------------------------------------------------------------------ fit */
 
+void rep_fit_made(gm_strbuf *b, json_t *fit)
+{
+    esc(b, rep_str(fit, "inputs.allocator"));
+    gm_sb_puts(b, " allocator \xc2\xb7 gmsim ");
+    esc(b, rep_str(fit, "gmsim_version"));
+    gm_sb_puts(b, " \xc2\xb7 ");
+    esc(b, rep_str(fit, "created_utc"));
+    gm_sb_puts(b, "</p></header>\n");
+}
+
 int rep_fit_page(json_t *fit, gm_strbuf *out, gm_err *err)
 {
     json_t *res = json_object_get(fit, "results");
@@ -80,14 +90,9 @@ int rep_fit_page(json_t *fit, gm_strbuf *out, gm_err *err)
     int tenants = mode && !strcmp(mode, "tenants");
     gm_sb_puts(out, "<header><h1>");
     gm_sb_puts(out, tenants ? "How many copies fit: " : "The smallest device for ");
-    traces_line(out, traces);
+    rep_traces_line(out, traces);
     gm_sb_puts(out, "</h1><p class=\"sub\">");
-    esc(out, rep_str(fit, "inputs.allocator"));
-    gm_sb_puts(out, " allocator \xc2\xb7 gmsim ");
-    esc(out, rep_str(fit, "gmsim_version"));
-    gm_sb_puts(out, " \xc2\xb7 ");
-    esc(out, rep_str(fit, "created_utc"));
-    gm_sb_puts(out, "</p></header>\n");
+    rep_fit_made(out, fit);
 
     /* the smallest realizable answer, and the smallest deployable one */
     size_t i;
@@ -298,7 +303,7 @@ int rep_tune_page(json_t *tune, gm_strbuf *out, gm_err *err)
     char nce[40] = {0}, a[48], c[48], d[48];
     rep_page_open(out, "gmsim tune: PYTORCH_CUDA_ALLOC_CONF", nce, sizeof nce);
     gm_sb_puts(out, "<header><h1>Allocator settings for ");
-    traces_line(out, json_object_get(tune, "traces"));
+    rep_traces_line(out, json_object_get(tune, "traces"));
     gm_sb_printf(out, "</h1><p class=\"sub\">%s device (",
                  gib(rep_num(tune, "capacity_bytes"), a, sizeof a));
     esc(out, rep_str(tune, "capacity_source"));
