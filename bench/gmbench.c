@@ -35,6 +35,10 @@
  * engine pairs allocations by hashing addresses (as for traces written
  * before ids existed).
  *
+ * Runs keep no PyTorch memory_stats(), as `gmsim run` without --json,
+ * --html or --summary (sim/engine.h, no_device_stats); GMBENCH_STATS=1
+ * keeps them, as those do.
+ *
  * Each figure is the best of 3 runs of the simulating thread's CPU time
  * (CLOCK_THREAD_CPUTIME_ID): the machines are shared and noisy, and CPU
  * time does not count the time other processes take.
@@ -87,6 +91,13 @@ static double thread_cpu_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* GMBENCH_STATS=1: the runs keep PyTorch's memory_stats(). */
+static int stats_kept(void)
+{
+    const char *v = getenv("GMBENCH_STATS");
+    return v && *v && strcmp(v, "0");
+}
+
 /* Best of 3: the smallest CPU time of the simulating thread. */
 static int simulate(gm_tenant_spec *spec, size_t n, uint64_t capacity, const char *policy,
                     double *best_s, gm_sim_result **last)
@@ -99,6 +110,7 @@ static int simulate(gm_tenant_spec *spec, size_t n, uint64_t capacity, const cha
     cfg.capacity_bytes = capacity;
     cfg.overhead_bytes = GM_DEFAULT_OVERHEAD;
     cfg.latency = lat;
+    cfg.no_device_stats = !stats_kept();
     *best_s = 0;
     for (int i = 0; i < 3; i++) {
         gm_err err = {0};
@@ -202,6 +214,7 @@ static void file_config(gm_sim_config *cfg, gm_tenant_spec *spec, const char *pa
     cfg->n_tenants = 1;
     cfg->overhead_bytes = GM_DEFAULT_OVERHEAD;
     cfg->latency = lat;
+    cfg->no_device_stats = !stats_kept(); /* as the commands without --json */
 }
 
 /* compare: wall time on 1 and 2 threads; each simulation's CPU time alone,
@@ -335,11 +348,12 @@ int main(int argc, char **argv)
     double s;
     if (simulate(spec, k, capacity, policy, &s, &r)) return 1;
     printf("mode %s, policy %s, %zu tenant%s: %llu events, best of 3: %.1f M events/s, %.1f ns "
-           "per event (%.3f s CPU), peak reserved %.2f GiB, peak RSS %ld MiB%s\n",
+           "per event (%.3f s CPU), peak reserved %.2f GiB, peak RSS %ld MiB%s%s\n",
            mode, policy, k, k == 1 ? "" : "s", (unsigned long long)r->events,
            (double)r->events / s / 1e6, s * 1e9 / (double)r->events, s,
            (double)r->device.peak_r / (double)GM_GiB, rss_mib(),
-           spec[0].events ? " (includes the in-memory trace)" : "");
+           spec[0].events ? " (includes the in-memory trace)" : "",
+           stats_kept() ? ", memory_stats kept" : "");
     gm_sim_result_free(r);
     free(spec);
     free(ev.v);

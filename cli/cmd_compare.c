@@ -184,6 +184,7 @@ int cmd_compare(int argc, char **argv)
     }
     gm_sim_config cfg;
     gm_run_opts_config(&o, &cfg);
+    cfg.no_device_stats = !json_path && !html_path; /* memory_stats() only in the JSON */
     gm_compare *cmp = NULL;
     gm_cli_progress_begin("compare", quiet, &cfg, 0);
     gm_preload pre; /* every run replays the traces from memory (study/preload.h) */

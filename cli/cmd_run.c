@@ -176,6 +176,9 @@ int cmd_run(int argc, char **argv)
     }
     gm_sim_config cfg;
     gm_run_opts_config(&o, &cfg);
+    /* PyTorch's memory_stats() go only into the JSON (and the page's) and
+     * --summary: without them the model skips keeping them (engine.h) */
+    cfg.no_device_stats = !json_path && !html_path && !args.summary;
     if (args.profiler && !args.top_sites) args.top_sites = PROFILER_ROWS;
     gm_top_sites ts = {0}; /* --top-sites: filled through the engine's hooks as the run goes */
     if (args.top_sites && (rc = gm_top_sites_hook(&ts, &cfg, &err)) != GM_OK) {

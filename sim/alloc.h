@@ -213,6 +213,10 @@ struct gm_alloc {
     int tenant;        /* index within the run, for multi-tenant scope */
     int torch_version; /* GM_TORCH_* (traces/alloc_conf.h) whose rules parse the
                           settings; 0 = the newest. Set before create(). */
+    /* 1: nobody will read ops->stats (set after create(), before the first
+     * operation): a model may skip keeping the statistics that change with
+     * every malloc and free, and ops->stats then answers with what is left */
+    int no_stats;
 };
 
 /* The registry (alloc_registry.c). */

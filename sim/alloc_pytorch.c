@@ -464,6 +464,28 @@ static void stats_alloc(pt_state *s, const pt_block *b, uint64_t req)
     if (b->size >= s->conf.max_split_size) stat_inc(&st->oversize_allocations, 1);
 }
 
+/* alloc_found_block's counts: b (split from rest, unless NULL) handed out
+ * for `req` bytes; counted: b is in a classic segment; already_split: b
+ * had neighbours before. */
+static void stats_found(pt_state *s, const pt_block *b, const pt_block *rest, int counted,
+                        int already_split, uint64_t req)
+{
+    gm_alloc_stats *st = &s->st;
+    int small = b->seg->small;
+    if (rest) {
+        if (counted && already_split) {
+            stats_dec(st->inactive_split_bytes, small, b->size);
+        } else if (counted) {
+            stats_inc(st->inactive_split_bytes, small, rest->size);
+            stats_inc(st->inactive_split, small, 1);
+        }
+    } else if (counted && already_split) {
+        stats_dec(st->inactive_split_bytes, small, b->size);
+        stats_dec(st->inactive_split, small, 1);
+    }
+    stats_alloc(s, b, req);
+}
+
 /* free()'s counts: the program let go of b. */
 static void stats_let_go(pt_state *s, const pt_block *b)
 {
@@ -960,21 +982,13 @@ static int pt_malloc(gm_alloc *a, uint64_t req, uint64_t stream, uint8_t cat, ui
     }
     /* alloc_found_block */
     int counted = !b->seg->expandable, already_split = b->prev || b->next;
+    pt_block *rest = NULL;
     if (should_split(s, b, size)) {
-        pt_block *rest = split_at(s, b, size);
+        rest = split_at(s, b, size);
         if (!rest) return GM_EOOM;
         pool_insert(p, rest);
-        if (counted && already_split) {
-            stats_dec(s->st.inactive_split_bytes, b->seg->small, b->size);
-        } else if (counted) {
-            stats_inc(s->st.inactive_split_bytes, b->seg->small, rest->size);
-            stats_inc(s->st.inactive_split, b->seg->small, 1);
-        }
-    } else if (counted && already_split) {
-        stats_dec(s->st.inactive_split_bytes, b->seg->small, b->size);
-        stats_dec(s->st.inactive_split, b->seg->small, 1);
     }
-    stats_alloc(s, b, req);
+    if (!a->no_stats) stats_found(s, b, rest, counted, already_split, req);
     b->allocated = 1;
     b->requested = req;
     b->category = cat;
@@ -996,7 +1010,8 @@ static void pt_free(gm_alloc *a, uint64_t handle, uint64_t now)
     pt_state *s = a->impl;
     pt_block *b = (pt_block *)(uintptr_t)handle;
     pt_segment *g = b->seg;
-    if (!b->let_go) stats_let_go(s, b); /* free(), unless a free_requested did it */
+    int counting = !a->no_stats;
+    if (counting && !b->let_go) stats_let_go(s, b); /* free(), unless a free_requested did it */
     uint64_t bytes = b->size, req = b->requested;
     a->c.requested_bytes -= b->requested;
     a->c.allocated_bytes -= b->size;
@@ -1015,6 +1030,7 @@ static void pt_free(gm_alloc *a, uint64_t handle, uint64_t now)
     pool_insert(pool_of(s, g), b);
     track_free(s, g);
     if (b->prev || b->next) n_split++, split_bytes += (int64_t)b->size;
+    if (!counting) return;
     gm_alloc_stats *st = &s->st;
     if (!g->expandable) {
         stats_net(st->inactive_split, g->small, n_split);

@@ -207,6 +207,7 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
     if (cap && (!t->a->limits.memory_limit || cap < t->a->limits.memory_limit))
         t->a->limits.memory_limit = cap;
     t->a->tenant = t->idx;
+    t->a->no_stats = cfg->no_device_stats; /* no one reads them: the model may skip them */
     if (t->pol->ops->attach) { /* policies/policy.h: the tenant's inputs (oracle: its future) */
         gm_policy_env env = {.trace_path = t->spec->path,
                              .events = t->spec->events,
@@ -620,7 +621,7 @@ static void tenant_step_metrics(tenant *t, uint64_t now)
 static int retire(sim *s, tenant *t, uint64_t now, int status, gm_err *err)
 {
     t->res->c = t->a->c;
-    if (t->a->ops->stats) {
+    if (t->a->ops->stats && !t->a->no_stats) {
         t->a->ops->stats(t->a, &t->res->stats);
         t->res->has_stats = 1;
     }

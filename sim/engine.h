@@ -111,6 +111,10 @@ typedef struct gm_sim_config {
     int on_oom_skip;          /* 1: skip the failing allocation; 0: abort the tenant  */
     int no_hash;              /* 1: no trace hash (results' trace_hash ""): searches that
                                  keep only a verdict (fit) */
+    int no_device_stats;      /* 1: no PyTorch memory_stats() in the results (has_stats 0):
+                                 runs whose output shows none (a text `run`, `compare`
+                                 without --json, fit, tune) let the model skip keeping
+                                 them (gm_alloc.no_stats), ~15 % of a run's time */
     int lenient;              /* count and skip frees of unknown addresses             */
     int empty_cache_at_phase; /* 1: torch.cuda.empty_cache() before the first event of each
                                  new phase (forward, backward, optimizer) */

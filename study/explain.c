@@ -188,6 +188,7 @@ static void fix_one(void *arg, size_t i)
     cfg.memory_fraction = f->memory_fraction;
     cfg.empty_cache_at_phase = cfg.empty_cache_at_phase || f->phase_empty_cache;
     cfg.progress = NULL;
+    cfg.no_device_stats = 1; /* a verdict or a row: no memory_stats() (engine.h) */
     gm_sim_result *r = NULL;
     f->rc = gm_simulate(&cfg, &r, &f->err);
     if (f->rc == GM_OK) {

@@ -90,6 +90,7 @@ static void fit_capacity_one(void *arg, size_t i)
     cfg.progress = NULL;
     cfg.device = NULL;
     cfg.no_hash = 1;            /* fit reports no trace hash: the searches skip it */
+    cfg.no_device_stats = 1;    /* a verdict or a row: no memory_stats() (engine.h) */
     gm_sim_result *best = NULL; /* the run that showed `hi` fits */
     int ok;
     uint64_t start = x->base_capacity, max_capacity = x->max_capacity;
@@ -272,7 +273,8 @@ static void fit_tenants_one(void *arg, size_t i)
     cfg.progress = NULL;
     cfg.tenants = ts;
     cfg.capacity_bytes = x->base_capacity;
-    cfg.no_hash = 1; /* fit reports no trace hash */
+    cfg.no_hash = 1;         /* fit reports no trace hash */
+    cfg.no_device_stats = 1; /* a verdict or a row: no memory_stats() (engine.h) */
     for (uint32_t k = 1; k <= f->max_copies; k++) {
         cfg.n_tenants = group * k;
         gm_sim_result *r = NULL;
@@ -404,6 +406,7 @@ static void fit_density_one(void *arg, size_t i)
     cfg.progress = NULL;
     cfg.device = NULL;
     cfg.no_hash = 1;
+    cfg.no_device_stats = 1; /* a verdict or a row: no memory_stats() (engine.h) */
     cfg.capacity_bytes = x->base_capacity;
     cfg.scope_device = e->mode == GM_DENSITY_SCOPE;
     cfg.share = e->mode == GM_DENSITY_HARD_CAP   ? GM_SHARE_HARD_CAP

@@ -24,6 +24,7 @@ static int try_value(const gm_sim_config *base, gm_scale *s, int64_t x, gm_large
     cfg.n_tenants = 1;
     cfg.progress = NULL;
     cfg.device = NULL;
+    cfg.no_device_stats = 1; /* a verdict or a row: no memory_stats() (engine.h) */
     gm_sim_result *r = NULL;
     out->runs++;
     rc = gm_simulate(&cfg, &r, err);

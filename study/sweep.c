@@ -465,7 +465,8 @@ void gm_sweep_run_case(const gm_sweep_plan *p, size_t i, gm_sweep_row *row)
                          .latency = lat,
                          .on_oom_skip = p->on_oom_skip,
                          .lenient = p->lenient,
-                         .scope_device = p->scope_device};
+                         .scope_device = p->scope_device,
+                         .no_device_stats = 1}; /* a row: no memory_stats() */
     gm_sim_result *r = NULL;
     gm_err err = {0};
     row->status = gm_simulate(&cfg, &r, &err);

@@ -148,6 +148,7 @@ static void tune_one(void *arg, size_t i)
     cfg.memory_fraction = e->memory_fraction;
     cfg.torch_version = x->t->torch_version;
     cfg.progress = NULL;
+    cfg.no_device_stats = 1; /* a verdict or a row: no memory_stats() (engine.h) */
     gm_sim_result *r = NULL;
     e->rc = gm_simulate(&cfg, &r, &e->err);
     if (e->rc == GM_OK) summarize(e, r);

@@ -658,6 +658,61 @@ static void test_mps(void)
     CU_ASSERT_EQUAL(gm_simulate(&c, &r, &err), GM_EUSAGE);
 }
 
+/* no_device_stats skips PyTorch's memory_stats() and nothing else: a
+ * random trace (frees deferred by free_requested among them, OOMs skipped)
+ * gives the same run with and without them, under two policies. */
+static void test_no_device_stats(void)
+{
+    enum { N = 20000 };
+    gm_event *ev = calloc(2 * N + N / 4, sizeof *ev);
+    uint64_t live[64] = {0};
+    size_t n = 0;
+    unsigned x = 12345;
+    for (uint64_t t = 1; t <= N; t++) {
+        x = x * 1103515245u + 12345u;
+        size_t k = (x >> 8) % 64;
+        if (live[k]) { /* free it, sometimes announced first */
+            if ((x >> 20) % 4 == 0)
+                ev[n++] = (gm_event){.t_ns = 10 * t, .addr = live[k], .op = GM_OP_FREE_REQUESTED};
+            ev[n++] = ev_free(10 * t + 5, live[k]);
+            live[k] = 0;
+        } else {
+            static const uint64_t sizes[] = {512, 4096, 700 * 1024, 3 * MiB, 12 * MiB, 48 * MiB};
+            live[k] = (k + 1) << 32 | t << 12;
+            ev[n++] = ev_alloc(10 * t, live[k], sizes[(x >> 16) % 6] + (x >> 24));
+        }
+    }
+    static const char *const pol[] = {"pytorch", "lru"};
+    for (int p = 0; p < 2; p++) {
+        gm_sim_result *r[2] = {NULL, NULL};
+        for (int off = 0; off < 2; off++) {
+            gm_tenant_spec t = {.path = "random", .events = ev, .n_events = n, .repeat = 1};
+            gm_sim_config c;
+            config(&c, &t, 1, 400 * MiB);
+            c.policy = pol[p];
+            c.on_oom_skip = 1;
+            c.no_device_stats = off;
+            gm_err err = {0};
+            CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r[off], &err), GM_OK);
+        }
+        const gm_tenant_result *a = &r[0]->t[0], *b = &r[1]->t[0];
+        CU_ASSERT_EQUAL(a->has_stats, 1);
+        CU_ASSERT_EQUAL(b->has_stats, 0);
+        CU_ASSERT(a->stats.allocation[GM_STAT_ALL].allocated > 0); /* they were kept */
+        CU_ASSERT(r[0]->device.n_oom > 0);                         /* OOMs happened */
+        CU_ASSERT_EQUAL(r[0]->device.n_oom, r[1]->device.n_oom);
+        CU_ASSERT_EQUAL(r[0]->device.peak_r, r[1]->device.peak_r);
+        CU_ASSERT_EQUAL(r[0]->device.peak_a, r[1]->device.peak_a);
+        CU_ASSERT_DOUBLE_EQUAL(r[0]->device.int_a, r[1]->device.int_a, 0);
+        CU_ASSERT_DOUBLE_EQUAL(r[0]->device.int_r, r[1]->device.int_r, 0);
+        CU_ASSERT_EQUAL(memcmp(&a->c, &b->c, sizeof a->c), 0); /* every counter */
+        CU_ASSERT_STRING_EQUAL(a->trace_hash, b->trace_hash);
+        gm_sim_result_free(r[0]);
+        gm_sim_result_free(r[1]);
+    }
+    free(ev);
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("engine", NULL, NULL);
@@ -676,5 +731,6 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_bad_files);
     GM_ADD_TEST(s, test_bad_settings);
     GM_ADD_TEST(s, test_capacity_dependence);
+    GM_ADD_TEST(s, test_no_device_stats);
     return CUE_SUCCESS;
 }
