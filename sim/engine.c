@@ -67,7 +67,11 @@ typedef struct sim {
     uint64_t overhead; /* context overhead per tenant, resolved in setup() */
     int share;         /* enum gm_share_mode applied (setup(): never AUTO) */
     int withhold;      /* --share requests with a request somewhere: others' requests held back */
-    size_t contexts;   /* --mps: tenants alive on the one context */
+    /* 1: step() has one of its rare cases to look at (several tenants, an
+     * event hook, empty_cache at phases, withheld requests): one test per
+     * event instead of four */
+    int rare;
+    size_t contexts; /* --mps: tenants alive on the one context */
     uint64_t next_progress;
     uint64_t timer_min; /* several tenants: no timer of any is due before this */
     size_t *heap;       /* several tenants: indices, a min-heap by (done, next_t, index) */
@@ -87,8 +91,8 @@ typedef struct hook_ctx {
 
 static int refill(sim *s, tenant *t, gm_err *err);
 static int retire(sim *s, tenant *t, uint64_t now, int status, gm_err *err);
-static void tenant_step_metrics(tenant *t, uint64_t now);
-static void update_device(sim *s, tenant *t, uint64_t t_ns);
+static inline void tenant_step_metrics(tenant *t, uint64_t now);
+static inline void update_device(sim *s, tenant *t, uint64_t t_ns);
 static int on_oom(sim *s, tenant *t, const gm_event *e, uint64_t *slot, uint64_t now, int *abort,
                   gm_err *err);
 static void set_withheld(sim *s, const tenant *t);
@@ -574,38 +578,44 @@ static int refill(sim *s, tenant *t, gm_err *err)
     return GM_OK;
 }
 
-/* Tenant t's counters changed (or it retired: t->a is NULL): with several
- * tenants, fold the change into the device totals and step the device's
- * series (one tenant: the device series is the tenant's, copied at the
- * end). Then the device's peak use. */
-static void update_device(sim *s, tenant *t, uint64_t t_ns)
+/* update_device with several tenants: fold t's change into the device
+ * totals and step the device's series (one tenant: the device series is
+ * the tenant's, copied at the end). */
+static void update_device_shared(sim *s, tenant *t, uint64_t t_ns)
 {
-    if (s->n > 1) {
-        const gm_alloc_counters *c = t->a ? &t->a->c : NULL;
-        uint64_t q = c ? c->requested_bytes : 0, a = c ? c->allocated_bytes : 0,
-                 r = c ? c->reserved_bytes : 0;
-        s->q += q - t->dev_q;
-        s->a += a - t->dev_a;
-        s->r += r - t->dev_r;
-        t->dev_q = q;
-        t->dev_a = a;
-        t->dev_r = r;
-        gm_metrics *d = &s->res->device;
-        if (gm_metrics_step(d, t_ns, s->q, s->a, s->r)) {
-            uint64_t lf = 0;
-            for (size_t i = 0; i < s->n; i++)
-                if (s->t[i].a) {
-                    uint64_t x = s->t[i].a->ops->largest_free(s->t[i].a);
-                    lf = x > lf ? x : lf;
-                }
-            gm_metrics_ext_sample(d, lf);
-        }
+    const gm_alloc_counters *c = t->a ? &t->a->c : NULL;
+    uint64_t q = c ? c->requested_bytes : 0, a = c ? c->allocated_bytes : 0,
+             r = c ? c->reserved_bytes : 0;
+    s->q += q - t->dev_q;
+    s->a += a - t->dev_a;
+    s->r += r - t->dev_r;
+    t->dev_q = q;
+    t->dev_a = a;
+    t->dev_r = r;
+    gm_metrics *d = &s->res->device;
+    if (gm_metrics_step(d, t_ns, s->q, s->a, s->r)) {
+        uint64_t lf = 0;
+        for (size_t i = 0; i < s->n; i++)
+            if (s->t[i].a) {
+                uint64_t x = s->t[i].a->ops->largest_free(s->t[i].a);
+                lf = x > lf ? x : lf;
+            }
+        gm_metrics_ext_sample(d, lf);
     }
+}
+
+/* Tenant t's counters changed (or it retired: t->a is NULL): the device's
+ * series when it has several tenants, then the device's peak use. Inline:
+ * once per event. */
+static inline void update_device(sim *s, tenant *t, uint64_t t_ns)
+{
+    if (s->n > 1) update_device_shared(s, t, t_ns);
     uint64_t used = s->dev->used_bytes + s->dev->overhead_bytes;
     if (used > s->res->peak_device_used) s->res->peak_device_used = used;
 }
 
-static void tenant_step_metrics(tenant *t, uint64_t now)
+/* Inline: once per event. */
+static inline __attribute__((always_inline)) void tenant_step_metrics(tenant *t, uint64_t now)
 {
     gm_alloc *a = t->a;
     uint64_t torch_allocated = a->c.allocated_bytes - t->pending_bytes;
@@ -971,21 +981,11 @@ static void set_withheld(sim *s, const tenant *t)
     s->dev->withheld_bytes = w;
 }
 
-/* Process the tenant's next event. */
-static int step(sim *s, tenant *t, gm_err *err)
+/* What step() does before an event in a rare configuration (sim.rare):
+ * the other tenants' due ticks, the event hook, empty_cache at a phase. */
+static void step_rare(sim *s, tenant *t, const gm_event *e, uint64_t now)
 {
-    int rc;
-    if (s->withhold) set_withheld(s, t);
-    if (!t->started && ((rc = tenant_start(s, t, err)) || t->done)) return rc;
-    const gm_event *e = &t->buf[t->pos];
-    uint64_t now = t->next_t;
-    if (t->timer_period && t->next_timer <= now) {
-        fire_timers(t, now);
-        if (s->n > 1) timer_min_update(s);
-    }
     if (s->n > 1 && s->timer_min <= now) fire_other_timers(s, t, now);
-    int abort = 0;
-    rc = GM_OK;
     if (s->cfg->event_hook) s->cfg->event_hook(s->cfg->event_hook_ctx, t->idx, t->index, e);
     if (s->cfg->empty_cache_at_phase && e->phase != GM_PHASE_UNKNOWN) {
         /* torch.cuda.empty_cache() where the program enters a new phase */
@@ -995,6 +995,23 @@ static int step(sim *s, tenant *t, gm_err *err)
         }
         t->last_phase = e->phase;
     }
+}
+
+/* Process the tenant's next event. */
+static int step(sim *s, tenant *t, gm_err *err)
+{
+    int rc;
+    if (__builtin_expect(s->rare, 0) && s->withhold) set_withheld(s, t);
+    if (!t->started && ((rc = tenant_start(s, t, err)) || t->done)) return rc;
+    const gm_event *e = &t->buf[t->pos];
+    uint64_t now = t->next_t;
+    if (t->timer_period && t->next_timer <= now) {
+        fire_timers(t, now);
+        if (s->n > 1) timer_min_update(s);
+    }
+    if (__builtin_expect(s->rare, 0)) step_rare(s, t, e, now);
+    int abort = 0;
+    rc = GM_OK;
     switch (e->op) {
     case GM_OP_ALLOC:
         rc = do_alloc(s, t, e, now, &abort, err);
@@ -1204,6 +1221,7 @@ static int setup(sim *s, gm_err *err)
         if ((rc = tenant_open(s, t, err))) return rc;
         gm_metrics_init(&t->res->m);
     }
+    s->rare = s->n > 1 || cfg->event_hook || cfg->empty_cache_at_phase || s->withhold;
     gm_policy *p0 = s->t[0].pol;
     snprintf(s->res->policy, sizeof s->res->policy, "%s%s%s", p0->ops->name,
              p0->params[0] ? ":" : "", p0->params);
