@@ -87,6 +87,7 @@ struct pt_block {
     uint64_t gc_base; /* pool lookup count when it entered the pool (GC age) */
     uint8_t allocated, mapped, category;
     uint8_t let_go; /* a free_requested was seen: PyTorch's free() ran, free_block not yet */
+    uint16_t bin;   /* its size bin while in a free-block index (bin_of(size)) */
 };
 
 struct pt_segment {
@@ -139,6 +140,7 @@ struct pt_segment {
 #define BIN_SHIFT 9 /* sizes in 512 B units (kMinBlockSize)  */
 #define NBINS ((64 - BIN_SHIFT - BIN_SUB + 1) << BIN_SUB) /* 3200: any 64-bit size */
 #define NWORDS ((NBINS + 63) / 64)
+_Static_assert(NBINS <= 65536, "pt_block.bin holds a bin index");
 
 RB_HEAD(pt_bin_tree, pt_block);
 
@@ -236,6 +238,7 @@ static inline void index_insert(pt_index *x, pt_block *b)
 {
     if (b->seg->lf_valid) lf_add(b->seg, b->size);
     size_t i = bin_of(b->size);
+    b->bin = (uint16_t)i; /* its size does not change while it is filed */
     pt_bin *bn = &x->bin[i];
     if (!bn->min) { /* an empty bin: the block is its tree */
         RB_SET(b, NULL, node);
@@ -253,7 +256,7 @@ static inline void index_insert(pt_index *x, pt_block *b)
 static inline void index_remove(pt_index *x, pt_block *b)
 {
     if (b->seg->lf_valid) lf_del(b->seg, b->size);
-    size_t i = bin_of(b->size);
+    size_t i = b->bin;
     pt_bin *bn = &x->bin[i];
     if (RB_ROOT(&bn->t) == b && !RB_LEFT(b, node) && !RB_RIGHT(b, node)) { /* its only block */
         RB_ROOT(&bn->t) = NULL;
@@ -285,7 +288,7 @@ static pt_block *index_next(const pt_index *x, pt_block *b)
 {
     pt_block *n = pt_bin_tree_RB_NEXT(b);
     if (n) return n;
-    size_t i = next_bin(x, bin_of(b->size) + 1);
+    size_t i = next_bin(x, (size_t)b->bin + 1);
     return i < NBINS ? x->bin[i].min : NULL;
 }
 
@@ -642,7 +645,7 @@ static void segment_unlink(pt_state *s, pt_segment *g)
 
 /* try_merge_blocks: absorb src into dst when src is free and alike;
  * returns the bytes absorbed (0: none). */
-static uint64_t try_merge(pt_state *s, pt_block *dst, pt_block *src)
+static inline uint64_t try_merge(pt_state *s, pt_block *dst, pt_block *src)
 {
     if (!src || src->allocated || dst->mapped != src->mapped) return 0;
     dst->seg->view_stale = 1;
