@@ -270,7 +270,7 @@ static int bench_compare(const char *path)
         }
     printf("mode compare: 5 policies, %s, best of 3 wall: 1 thread %.3f s, 2 threads %.3f s: "
            "%.2fx; from the CPU times alone: %.3f s in all, on 2 threads %.3f s in a pool's order "
-           "(%.2fx), %.3f s shared turn by turn (2x)\n",
+           "(%.2fx), %.3f s shared turn by turn (compare: the work alone, halved)\n",
            cfg.tenants[0].events ? "from memory" : "from the file", wall[1], wall[2],
            wall[1] / wall[2], total, span, total / span, total / 2);
     gm_preload_free(&pre);
