@@ -150,9 +150,19 @@ typedef struct pd_policy {
     int view_partial; /* the view holds only the releasable segments */
     gm_seglist rank;
     gm_addr_list order;
-    uint64_t view_stamp;            /* counts partial views matched to the predictions */
+    uint64_t view_stamp;            /* counts views matched to the predictions */
     struct pd_key *keys, *keys_tmp; /* the ranking's sort keys */
     size_t cap_keys, nkeys;
+    /* what the tick found in its view, for the ranking that follows: while
+     * marks_ok, open[i] != 0 when view entry i has an open prediction
+     * (resolve); while free_ok, p->sc[k].free counts the view's entries of
+     * class k, and the view holds only those (count_busy_partial) */
+    uint8_t *open_at;
+    size_t cap_open_at;
+    int marks_ok, free_ok;
+    /* the bins ahead within the horizon (all_reused), for dh_period, dh_h */
+    uint64_t dh_period, dh_h;
+    unsigned dh;
 } pd_policy;
 
 /* ---------------- lifecycle ---------------- */
@@ -204,6 +214,7 @@ static void destroy(void *state)
     free(p->keys);
     free(p->keys_tmp);
     free(p->sc);
+    free(p->open_at);
     free(p);
 }
 
@@ -381,6 +392,7 @@ static int view_fetch(pd_policy *p, gm_alloc *a)
     p->view_desc = n > 1 && i == n;
     if (!p->view_desc) gm_seg_sort(v, n, cmp_addr);
     p->view_partial = 0;
+    p->marks_ok = p->free_ok = 0;
     return GM_OK;
 }
 
@@ -392,6 +404,7 @@ static int view_fetch_releasable(pd_policy *p, gm_alloc *a)
     if (gm_seglist_fetch_releasable(&p->view, a) != GM_OK) return GM_ENOMEM;
     p->view_desc = 0;
     p->view_partial = 1;
+    p->marks_ok = p->free_ok = 0;
     return GM_OK;
 }
 
@@ -536,14 +549,20 @@ static void count_busy_partial(pd_policy *p)
         p->busy_now[i] = p->busy_tick[i] = 0;
     for (size_t k = 0; k < p->nsc; k++)
         p->sc[k].free = p->sc[k].since = 0;
+    int all = 1; /* every entry releasable, classic and counted: free_ok */
     for (size_t i = 0; i < p->view.n; i++) {
         const gm_seg_info *s = &p->view.v[i];
+        all &= s->releasable != 0 && !s->expandable;
         if (s->expandable) continue;
         size_t k = sc_find(p, s->small_pool, s->size);
-        if (k == p->nsc) continue; /* not in the counts: cannot happen (no driver call) */
+        if (k == p->nsc) { /* not in the counts: cannot happen (no driver call) */
+            all = 0;
+            continue;
+        }
         p->sc[k].free++;
         p->sc[k].since += s->last_use_ns > p->last_tick_ns;
     }
+    p->free_ok = all;
     for (size_t k = 0; k < p->nsc; k++) {
         const pd_segclass *x = &p->sc[k];
         uint32_t now = x->total - x->free, since = now + x->since;
@@ -610,13 +629,37 @@ static void pending_add(pd_policy *p, const gm_seg_info *s, int predicted, uint6
     p->predictions++;
 }
 
+/* Clear p->open_at for the fresh view; 0 when out of memory (then the
+ * ranking looks predictions up: pending_open). resolve sets open_at[i] for
+ * each view entry i with a prediction it keeps open (found in the view, at
+ * its hint), so that the ranking needs no look-up per segment. */
+static int open_marks(pd_policy *p)
+{
+    size_t n = p->view.n;
+    if (p->cap_open_at < n) {
+        uint8_t *v = realloc(p->open_at, 2 * n);
+        if (!v) return 0;
+        p->open_at = v;
+        p->cap_open_at = 2 * n;
+    }
+    if (n) memset(p->open_at, 0, n);
+    return 1;
+}
+
+/* Whether view entry i (segment addr) has an open prediction. */
+static inline int open_at(const pd_policy *p, size_t i, uint64_t addr)
+{
+    return p->marks_ok ? p->open_at[i] : pending_open(p, addr);
+}
+
 /* Resolve outstanding predictions from a fresh view at time now (a
  * partial one: a segment not in it is asked of the model). */
 static void resolve(pd_policy *p, gm_alloc *a, uint64_t now, int view_fresh)
 {
     int partial = view_fresh && p->view_partial;
+    int marks = view_fresh && open_marks(p);
+    if (view_fresh) p->view_stamp++;
     if (partial) { /* the view is in no order: find its segments' predictions */
-        p->view_stamp++;
         for (size_t i = 0; i < p->view.n; i++) {
             const uint64_t *x = gm_addrmap_get(&p->open, gm_addrmap_key(p->view.v[i].addr));
             if (!x) continue;
@@ -630,9 +673,10 @@ static void resolve(pd_policy *p, gm_alloc *a, uint64_t now, int view_fresh)
         if (!q->released && view_fresh) {
             const gm_seg_info *s;
             gm_seg_info one;
-            if (!partial)
+            if (!partial) {
                 s = view_find_at(p, q->addr, &q->hint);
-            else if (q->seen == p->view_stamp)
+                q->seen = p->view_stamp;
+            } else if (q->seen == p->view_stamp)
                 s = &p->view.v[q->hint];
             else /* not releasable: busy, asked of the model */
                 s = a->ops->segment_at(a, q->addr, &one) ? &one : NULL;
@@ -650,9 +694,11 @@ static void resolve(pd_policy *p, gm_alloc *a, uint64_t now, int view_fresh)
             outcome(p, q, reused);
             pending_drop(p, i);
         } else {
+            if (marks && !q->released && q->seen == p->view_stamp) p->open_at[q->hint] = 1;
             i++;
         }
     }
+    p->marks_ok = marks;
 }
 
 /* Kept predictions whose segment is no longer in the (fresh) view were
@@ -801,6 +847,42 @@ static void key_group(pd_key *v, pd_key *tmp, size_t n)
     memcpy(v, tmp, n * sizeof *v);
 }
 
+/* The bins ahead within horizon h, 1..dh: the most d <= NB whose distance
+ * (walk_next's, d * period / NB) is within h; kept while the period and h
+ * stay. */
+static unsigned bins_ahead(pd_policy *p, uint64_t h)
+{
+    if (p->dh_period != p->period_ns || p->dh_h != h) {
+        unsigned dh = 0;
+        while (dh < NB && (uint64_t)((double)(dh + 1) * (double)p->period_ns / NB) <= h)
+            dh++;
+        p->dh_period = p->period_ns;
+        p->dh_h = h;
+        p->dh = dh;
+    }
+    return p->dh;
+}
+
+/* Whether the last of cnt free segments of class (small, size), j = cnt -
+ * 1, is predicted reused: the highest demand of the bins 1..dh ahead of b0
+ * exceeds busy + j (see all_reused). */
+static int class_reused(pd_policy *p, int small, uint64_t size, uint32_t cnt, unsigned b0,
+                        unsigned dh)
+{
+    long c = cls_find(p, small, size, 0);
+    if (c < 0) return 1; /* unknown class: kept (walk_next) */
+    const pd_class *x = &p->cls[c];
+    uint32_t need = p->busy_now[c] + cnt - 1, highest = 0;
+    if (x->maxd <= need) return 0;
+    if (dh == NB) return 1; /* every bin: the highest is maxd */
+    for (unsigned d = 1; d <= dh && highest <= need; d++) {
+        unsigned b = (b0 + d) % NB;
+        uint32_t demand = x->prev[b] > x->cur[b] ? x->prev[b] : x->cur[b];
+        if (demand > highest) highest = demand;
+    }
+    return highest > need;
+}
+
 /*
  * Whether a proactive tick can skip the ranking: every releasable segment
  * (keys v[0..n), none expandable) predicted reused within the horizon. The
@@ -808,7 +890,9 @@ static void key_group(pd_key *v, pd_key *tmp, size_t n)
  * (walk_next) finds a bin within the horizon whose demand exceeds busy(c) +
  * j; distances only grow with the bin, so that is: the highest demand of
  * the bins within the horizon exceeds busy(c) + j. Checked for each class's
- * last j, its count - 1. 0 when not sure (then rank as usual).
+ * last j, its count - 1. 0 when not sure (then rank as usual). maxd is the
+ * highest demand of all the bins (kept so by every change of prev and cur),
+ * so a horizon of all NB bins needs no walk.
  */
 static int all_reused(pd_policy *p, const pd_key *v, size_t n, uint64_t now, uint64_t h)
 {
@@ -830,23 +914,54 @@ static int all_reused(pd_policy *p, const pd_key *v, size_t n, uint64_t now, uin
         cnt[k]++;
         last = k;
     }
-    unsigned b0 = bin_of(p, now), dh = 0; /* the bins ahead within the horizon: 1..dh */
-    while (dh < NB && (uint64_t)((double)(dh + 1) * (double)p->period_ns / NB) <= h)
-        dh++;
-    for (size_t k = 0; k < ng; k++) {
-        long c = cls_find(p, (int)(g[k] >> 63), g[k] & ~(1ull << 63), 0);
-        if (c < 0) continue; /* unknown class: kept (walk_next) */
-        const pd_class *x = &p->cls[c];
-        uint32_t need = p->busy_now[c] + cnt[k] - 1, highest = 0;
-        if (x->maxd <= need) return 0;
-        for (unsigned d = 1; d <= dh && highest <= need; d++) {
-            unsigned b = (b0 + d) % NB;
-            uint32_t demand = x->prev[b] > x->cur[b] ? x->prev[b] : x->cur[b];
-            if (demand > highest) highest = demand;
-        }
-        if (highest <= need) return 0;
-    }
+    unsigned b0 = bin_of(p, now), dh = bins_ahead(p, h);
+    for (size_t k = 0; k < ng; k++)
+        if (!class_reused(p, (int)(g[k] >> 63), g[k] & ~(1ull << 63), cnt[k], b0, dh)) return 0;
     return 1;
+}
+
+/* all_reused from the classes' counts of releasable segments
+ * (count_busy_partial, p->free_ok): the same test without keys. */
+static int all_reused_free(pd_policy *p, uint64_t now, uint64_t h)
+{
+    if (h == NEVER) return 0;
+    unsigned b0 = bin_of(p, now), dh = bins_ahead(p, h);
+    for (size_t k = 0; k < p->nsc; k++)
+        if (p->sc[k].free && !class_reused(p, p->sc[k].small, p->sc[k].size, p->sc[k].free, b0, dh))
+            return 0;
+    return 1;
+}
+
+/* Room for n keys in p->keys and p->keys_tmp: GM_OK or GM_ENOMEM. */
+static int keys_room(pd_policy *p, size_t n)
+{
+    if (p->cap_keys >= n) return GM_OK;
+    size_t cap = n * 2;
+    pd_key *k = realloc(p->keys, cap * sizeof *k);
+    pd_key *t = k ? realloc(p->keys_tmp, cap * sizeof *t) : NULL;
+    if (k) p->keys = k;
+    if (!t) return GM_ENOMEM;
+    p->keys_tmp = t;
+    p->cap_keys = cap;
+    return GM_OK;
+}
+
+/* The ranking's key of view entry i when predicting: (class, most recent
+ * first, address); sizes are far below 2^63: the pool goes in the top bit. */
+static inline pd_key class_key(const gm_seg_info *s, size_t i)
+{
+    return (pd_key){(uint64_t)s->small_pool << 63 | s->size, UINT64_MAX - s->last_use_ns, s->addr,
+                    (uint32_t)i};
+}
+
+/* The predictions (all "reused") of the view's segments without an open
+ * one, made in the ranking's order, which is total (the address ends it):
+ * what ranking does when nothing is to be released. */
+static void predict_reused(pd_policy *p, pd_key *key, size_t k, uint64_t now)
+{
+    key_sort(key, p->keys_tmp, k);
+    for (size_t r = 0; r < k; r++)
+        pending_add(p, &p->view.v[key[r].i], 1, now);
 }
 
 /*
@@ -862,42 +977,42 @@ static size_t rank_segments(pd_policy *p, uint64_t now, int all)
 {
     const gm_seg_info *v = p->view.v;
     size_t n = 0;
+    int pred = predicting(p), counted = pred && !all && p->free_ok && p->marks_ok;
     p->nkeys = p->order.n = 0;
+    if (counted && all_reused_free(p, now, horizon(p))) {
+        /* nothing to release, known from the classes' counts (the view
+         * holds only releasable classic segments): keys only for the
+         * segments without an open prediction (resolve marked them) */
+        if (keys_room(p, p->view.n) != GM_OK) return 0;
+        for (size_t i = 0; i < p->view.n; i++)
+            if (!p->open_at[i]) p->keys[n++] = class_key(&v[i], i);
+        predict_reused(p, p->keys, n, now);
+        p->marks_ok = 0; /* pending_add opened some */
+        return 0;
+    }
     for (size_t i = 0; i < p->view.n; i++)
         n += v[i].releasable != 0;
-    if (p->cap_keys < n) {
-        size_t cap = n * 2;
-        pd_key *k = realloc(p->keys, cap * sizeof *k);
-        pd_key *t = k ? realloc(p->keys_tmp, cap * sizeof *t) : NULL;
-        if (k) p->keys = k;
-        if (!t) return 0;
-        p->keys_tmp = t;
-        p->cap_keys = cap;
-    }
+    if (keys_room(p, n) != GM_OK) return 0;
     pd_key *key = p->keys;
     size_t m = 0;
-    int pred = predicting(p), expandable = 0;
+    int expandable = 0;
     for (size_t r = 0; r < p->view.n; r++) {
         size_t i = view_at(p, r);
         if (!v[i].releasable) continue;
-        if (pred) /* sizes are far below 2^63: the pool goes in the top bit */
-            key[m] = (pd_key){(uint64_t)v[i].small_pool << 63 | v[i].size,
-                              UINT64_MAX - v[i].last_use_ns, v[i].addr, (uint32_t)i};
+        if (pred)
+            key[m] = class_key(&v[i], i);
         else
             key[m] = (pd_key){v[i].last_use_ns, v[i].addr, 0, (uint32_t)i};
         m++;
         expandable |= v[i].expandable;
     }
-    if (pred && !all && !expandable && all_reused(p, key, n, now, horizon(p))) {
-        /* nothing to release: only the new predictions (all "reused"), made
-         * in the ranking's order, which is total (the address ends it) */
+    if (pred && !all && !expandable && !counted && all_reused(p, key, n, now, horizon(p))) {
+        /* nothing to release: only the new predictions */
         size_t k = 0;
         for (size_t r = 0; r < n; r++)
-            if (!pending_open(p, v[key[r].i].addr)) key[k++] = key[r];
-        key_sort(key, p->keys_tmp, k);
-        for (size_t r = 0; r < k; r++)
-            pending_add(p, &v[key[r].i], 1, now);
-        p->order.n = 0;
+            if (!open_at(p, key[r].i, v[key[r].i].addr)) key[k++] = key[r];
+        predict_reused(p, key, k, now);
+        p->marks_ok = 0;
         return 0;
     }
     if (pred) key_group(key, p->keys_tmp, n);
@@ -919,7 +1034,7 @@ static size_t rank_segments(pd_policy *p, uint64_t now, int all)
             uint64_t d = s->expandable ? 0 : walk_next(p, &w, j++);
             int reused = d <= h;
             not_reused += !reused;
-            if (!s->expandable && !pending_open(p, s->addr)) pending_add(p, s, reused, now);
+            if (!s->expandable && !open_at(p, i, s->addr)) pending_add(p, s, reused, now);
             if (all || !reused) /* kept <= r: key[r] was read */
                 key[kept++] = (pd_key){UINT64_MAX - d, s->last_use_ns, s->addr, i};
             prev = s;
@@ -927,6 +1042,7 @@ static size_t rank_segments(pd_policy *p, uint64_t now, int all)
         n = kept;
         key_sort(key, p->keys_tmp, n);
     }
+    p->marks_ok = 0; /* pending_add opened some */
     gm_addr_list *o = &p->order;
     o->n = 0;
     if (o->cap < n) {
