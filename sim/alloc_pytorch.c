@@ -1145,6 +1145,48 @@ static size_t pt_releasable(gm_alloc *a, gm_seg_info *buf, size_t cap)
     return i;
 }
 
+/* A segment's brief: a classic one's are its own fields (view_build's),
+ * an expandable one's (free pages) come from its view. */
+static gm_seg_brief brief_of(const pt_state *s, pt_segment *g)
+{
+    if (!g->expandable)
+        return (gm_seg_brief){g->base,
+                              g->size,
+                              g->last_use_ns,
+                              g->n_alloc == 0 && g->n_blocks == 1 ? g->size : 0,
+                              g->n_alloc,
+                              g->small,
+                              0};
+    gm_seg_info o;
+    seg_info(s, g, &o);
+    return gm_seg_brief_of(&o);
+}
+
+/* pt_segments or pt_releasable in short. */
+static size_t pt_briefs(gm_alloc *a, int releasable_only, gm_seg_brief *buf, size_t cap)
+{
+    pt_state *s = a->impl;
+    size_t i = 0;
+    if (!releasable_only) {
+        for (size_t k = s->n_segs; k-- > 0;) { /* newest first */
+            pt_segment *g = s->arr[k];
+            if (g->priv) continue;
+            if (i < cap) buf[i] = brief_of(s, g);
+            i++;
+        }
+        return i;
+    }
+    for (pt_segment *g = s->free_segs; g; g = g->fnext, i++)
+        if (i < cap) buf[i] = brief_of(s, g);
+    for (size_t k = 0; k < s->n_exp; k++) {
+        gm_seg_brief o = brief_of(s, s->exp[k]);
+        if (!o.releasable) continue;
+        if (i < cap) buf[i] = o;
+        i++;
+    }
+    return i;
+}
+
 /* A classic segment with no allocated block has one free block (free
  * neighbours always merge: try_merge), so it is whole free and releasable:
  * the promise segment_at makes (alloc.h). */
@@ -1562,4 +1604,5 @@ const gm_alloc_ops gm_alloc_pytorch = {
     .stats = pt_stats,
     .free_requested = pt_free_requested,
     .segment_at = pt_segment_at,
+    .briefs = pt_briefs,
 };
