@@ -144,8 +144,9 @@ typedef struct pd_policy {
     uint64_t sc_memo_key[64]; /* sc_find's memo, as cls_find's: index + 1, 0 = empty */
     uint32_t sc_memo[64];
     /* scratch */
-    gm_seglist view; /* current view, in address order (descending when view_desc);
-                        when view_partial, the releasable segments in no order */
+    gm_seglist view; /* the last full view, in address order (descending when view_desc) */
+    gm_brieflist bv; /* the current view in short: the full view's entries at the same
+                        indices, or (view_partial) the releasable segments in no order */
     int view_desc;
     int view_partial; /* the view holds only the releasable segments */
     gm_seglist rank;
@@ -209,6 +210,7 @@ static void destroy(void *state)
     free(p->pend);
     gm_addrmap_free(&p->open);
     gm_seglist_free(&p->view);
+    gm_brieflist_free(&p->bv);
     gm_seglist_free(&p->rank);
     gm_addr_list_free(&p->order);
     free(p->keys);
@@ -391,6 +393,7 @@ static int view_fetch(pd_policy *p, gm_alloc *a)
         i++;
     p->view_desc = n > 1 && i == n;
     if (!p->view_desc) gm_seg_sort(v, n, cmp_addr);
+    if (gm_brieflist_of(&p->bv, v, n) != GM_OK) return GM_ENOMEM;
     p->view_partial = 0;
     p->marks_ok = p->free_ok = 0;
     return GM_OK;
@@ -401,7 +404,7 @@ static int view_fetch(pd_policy *p, gm_alloc *a)
  * ranking's keys end with the address). */
 static int view_fetch_releasable(pd_policy *p, gm_alloc *a)
 {
-    if (gm_seglist_fetch_releasable(&p->view, a) != GM_OK) return GM_ENOMEM;
+    if (gm_brieflist_fetch_releasable(&p->bv, a) != GM_OK) return GM_ENOMEM;
     p->view_desc = 0;
     p->view_partial = 1;
     p->marks_ok = p->free_ok = 0;
@@ -492,7 +495,7 @@ static void sc_build(pd_policy *p, gm_alloc *a)
 /* The i-th view entry in address order: its index in p->view.v. */
 static inline size_t view_at(const pd_policy *p, size_t i)
 {
-    return p->view_desc ? p->view.n - 1 - i : i;
+    return p->view_desc ? p->bv.n - 1 - i : i;
 }
 
 /* The view entry of addr, trying first where it was (*hint, an index into
@@ -550,17 +553,20 @@ static void count_busy_partial(pd_policy *p)
     for (size_t k = 0; k < p->nsc; k++)
         p->sc[k].free = p->sc[k].since = 0;
     int all = 1; /* every entry releasable, classic and counted: free_ok */
-    for (size_t i = 0; i < p->view.n; i++) {
-        const gm_seg_info *s = &p->view.v[i];
-        all &= s->releasable != 0 && !s->expandable;
-        if (s->expandable) continue;
+    uint64_t last = p->last_tick_ns;
+    for (size_t i = 0; i < p->bv.n; i++) {
+        const gm_seg_brief *s = &p->bv.v[i];
+        if (__builtin_expect(s->expandable || !s->releasable, 0)) {
+            all = 0;
+            if (s->expandable) continue;
+        }
         size_t k = sc_find(p, s->small_pool, s->size);
         if (k == p->nsc) { /* not in the counts: cannot happen (no driver call) */
             all = 0;
             continue;
         }
         p->sc[k].free++;
-        p->sc[k].since += s->last_use_ns > p->last_tick_ns;
+        p->sc[k].since += s->last_use_ns > last;
     }
     p->free_ok = all;
     for (size_t k = 0; k < p->nsc; k++) {
@@ -605,7 +611,7 @@ static void pending_drop(pd_policy *p, size_t i)
         *gm_addrmap_get(&p->open, gm_addrmap_key(p->pend[i].addr)) = i;
 }
 
-static void pending_add(pd_policy *p, const gm_seg_info *s, int predicted, uint64_t now)
+static void pending_add(pd_policy *p, const gm_seg_brief *s, int predicted, uint64_t now)
 {
     if (p->npend == p->cappend) {
         size_t cap = p->cappend ? p->cappend * 2 : 64;
@@ -624,25 +630,26 @@ static void pending_add(pd_policy *p, const gm_seg_info *s, int predicted, uint6
     q->t_dec = now;
     q->deadline = now + horizon(p);
     q->last_use = s->last_use_ns;
-    q->hint = (uint32_t)(s - p->view.v);
+    q->hint = (uint32_t)(s - p->bv.v);
     q->seen = 0;
     p->predictions++;
 }
 
-/* Clear p->open_at for the fresh view; 0 when out of memory (then the
- * ranking looks predictions up: pending_open). resolve sets open_at[i] for
- * each view entry i with a prediction it keeps open (found in the view, at
- * its hint), so that the ranking needs no look-up per segment. */
-static int open_marks(pd_policy *p)
+/* Room in p->open_at for the fresh view (cleared when `clear`); 0 when
+ * out of memory (then the ranking looks predictions up: pending_open).
+ * resolve leaves open_at[i] set for each view entry i with a prediction it
+ * keeps open (found in the view, at its hint), so that the ranking needs
+ * no look-up per segment. */
+static int open_marks(pd_policy *p, int clear)
 {
-    size_t n = p->view.n;
+    size_t n = p->bv.n;
     if (p->cap_open_at < n) {
         uint8_t *v = realloc(p->open_at, 2 * n);
         if (!v) return 0;
         p->open_at = v;
         p->cap_open_at = 2 * n;
     }
-    if (n) memset(p->open_at, 0, n);
+    if (clear && n) memset(p->open_at, 0, n);
     return 1;
 }
 
@@ -657,29 +664,54 @@ static inline int open_at(const pd_policy *p, size_t i, uint64_t addr)
 static void resolve(pd_policy *p, gm_alloc *a, uint64_t now, int view_fresh)
 {
     int partial = view_fresh && p->view_partial;
-    int marks = view_fresh && open_marks(p);
+    int marks = view_fresh && open_marks(p, !partial);
     if (view_fresh) p->view_stamp++;
     if (partial) { /* the view is in no order: find its segments' predictions */
-        for (size_t i = 0; i < p->view.n; i++) {
-            const uint64_t *x = gm_addrmap_get(&p->open, gm_addrmap_key(p->view.v[i].addr));
+        for (size_t i = 0; i < p->bv.n; i++) {
+            const uint64_t *x = gm_addrmap_get(&p->open, gm_addrmap_key(p->bv.v[i].addr));
+            if (marks) p->open_at[i] = x != NULL; /* cleared below if resolved */
             if (!x) continue;
             p->pend[*x].hint = (uint32_t)i;
             p->pend[*x].seen = p->view_stamp;
         }
     }
+    if (partial) { /* the same as below, for a partial view */
+        for (size_t i = 0; i < p->npend;) {
+            pd_pending *q = &p->pend[i];
+            int done = 0, reused = 0, in_view = !q->released && q->seen == p->view_stamp;
+            if (!q->released) {
+                uint64_t last_use;
+                gm_seg_info one;
+                if (in_view) {
+                    last_use = p->bv.v[q->hint].last_use_ns;
+                } else if (a->ops->segment_at(a, q->addr, &one)) { /* busy: asked of the model */
+                    last_use = one.last_use_ns;
+                } else { /* gone without our knowing: no truth */
+                    pending_drop(p, i);
+                    continue;
+                }
+                if (last_use > q->last_use) {
+                    done = 1;
+                    reused = last_use <= q->deadline || p->last_tick_ns < q->deadline;
+                }
+            }
+            if (!done && now > q->deadline) done = 1; /* reused = 0 */
+            if (done) {
+                if (marks && in_view) p->open_at[q->hint] = 0;
+                outcome(p, q, reused);
+                pending_drop(p, i);
+            } else {
+                i++;
+            }
+        }
+        p->marks_ok = marks;
+        return;
+    }
     for (size_t i = 0; i < p->npend;) {
         pd_pending *q = &p->pend[i];
         int done = 0, reused = 0;
         if (!q->released && view_fresh) {
-            const gm_seg_info *s;
-            gm_seg_info one;
-            if (!partial) {
-                s = view_find_at(p, q->addr, &q->hint);
-                q->seen = p->view_stamp;
-            } else if (q->seen == p->view_stamp)
-                s = &p->view.v[q->hint];
-            else /* not releasable: busy, asked of the model */
-                s = a->ops->segment_at(a, q->addr, &one) ? &one : NULL;
+            const gm_seg_info *s = view_find_at(p, q->addr, &q->hint);
             if (!s) { /* gone without our knowing: no truth */
                 pending_drop(p, i);
                 continue;
@@ -694,7 +726,7 @@ static void resolve(pd_policy *p, gm_alloc *a, uint64_t now, int view_fresh)
             outcome(p, q, reused);
             pending_drop(p, i);
         } else {
-            if (marks && !q->released && q->seen == p->view_stamp) p->open_at[q->hint] = 1;
+            if (marks && !q->released) p->open_at[q->hint] = 1; /* found in the view */
             i++;
         }
     }
@@ -948,7 +980,7 @@ static int keys_room(pd_policy *p, size_t n)
 
 /* The ranking's key of view entry i when predicting: (class, most recent
  * first, address); sizes are far below 2^63: the pool goes in the top bit. */
-static inline pd_key class_key(const gm_seg_info *s, size_t i)
+static inline pd_key class_key(const gm_seg_brief *s, size_t i)
 {
     return (pd_key){(uint64_t)s->small_pool << 63 | s->size, UINT64_MAX - s->last_use_ns, s->addr,
                     (uint32_t)i};
@@ -961,7 +993,7 @@ static void predict_reused(pd_policy *p, pd_key *key, size_t k, uint64_t now)
 {
     key_sort(key, p->keys_tmp, k);
     for (size_t r = 0; r < k; r++)
-        pending_add(p, &p->view.v[key[r].i], 1, now);
+        pending_add(p, &p->bv.v[key[r].i], 1, now);
 }
 
 /*
@@ -975,7 +1007,7 @@ static void predict_reused(pd_policy *p, pd_key *key, size_t k, uint64_t now)
  */
 static size_t rank_segments(pd_policy *p, uint64_t now, int all)
 {
-    const gm_seg_info *v = p->view.v;
+    const gm_seg_brief *v = p->bv.v;
     size_t n = 0;
     int pred = predicting(p), counted = pred && !all && p->free_ok && p->marks_ok;
     p->nkeys = p->order.n = 0;
@@ -983,20 +1015,20 @@ static size_t rank_segments(pd_policy *p, uint64_t now, int all)
         /* nothing to release, known from the classes' counts (the view
          * holds only releasable classic segments): keys only for the
          * segments without an open prediction (resolve marked them) */
-        if (keys_room(p, p->view.n) != GM_OK) return 0;
-        for (size_t i = 0; i < p->view.n; i++)
+        if (keys_room(p, p->bv.n) != GM_OK) return 0;
+        for (size_t i = 0; i < p->bv.n; i++)
             if (!p->open_at[i]) p->keys[n++] = class_key(&v[i], i);
         predict_reused(p, p->keys, n, now);
         p->marks_ok = 0; /* pending_add opened some */
         return 0;
     }
-    for (size_t i = 0; i < p->view.n; i++)
+    for (size_t i = 0; i < p->bv.n; i++)
         n += v[i].releasable != 0;
     if (keys_room(p, n) != GM_OK) return 0;
     pd_key *key = p->keys;
     size_t m = 0;
     int expandable = 0;
-    for (size_t r = 0; r < p->view.n; r++) {
+    for (size_t r = 0; r < p->bv.n; r++) {
         size_t i = view_at(p, r);
         if (!v[i].releasable) continue;
         if (pred)
@@ -1022,11 +1054,11 @@ static size_t rank_segments(pd_policy *p, uint64_t now, int all)
         uint64_t h = horizon(p);
         uint32_t j = 0;
         pd_walk w;
-        const gm_seg_info *prev = NULL;
+        const gm_seg_brief *prev = NULL;
         size_t kept = 0;
         for (size_t r = 0; r < n; r++) {
             uint32_t i = key[r].i;
-            const gm_seg_info *s = &v[i];
+            const gm_seg_brief *s = &v[i];
             if (!prev || s->small_pool != prev->small_pool || s->size != prev->size) {
                 j = 0;
                 walk_start(p, &w, cls_find(p, s->small_pool, s->size, 0), now);
@@ -1064,6 +1096,10 @@ static int rank_copy(pd_policy *p)
 {
     gm_seglist *l = &p->rank;
     size_t n = p->nkeys;
+    if (p->view_partial) { /* briefs hold no id: gm_release_in_order takes a full view */
+        l->n = 0;
+        return GM_OK;
+    }
     if (l->cap < n) {
         gm_seg_info *c = realloc(l->v, n * sizeof *c);
         if (!c) return GM_ENOMEM;
