@@ -1116,7 +1116,10 @@ static int rank_copy(pd_policy *p)
 static uint64_t release_ranked(pd_policy *p, gm_alloc *a, size_t n, uint64_t need, uint64_t now)
 {
     uint64_t got = gm_release_in_order(a, &p->rank, p->order.v, n, need, now, NULL);
-    if (got && view_fetch(p, a) == GM_OK) note_released(p);
+    if (got && view_fetch(p, a) == GM_OK) {
+        note_released(p);
+        sc_build(p, a); /* the counts after the release: the next tick reads less */
+    }
     return got;
 }
 
