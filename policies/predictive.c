@@ -144,9 +144,9 @@ typedef struct pd_policy {
     uint64_t sc_memo_key[64]; /* sc_find's memo, as cls_find's: index + 1, 0 = empty */
     uint32_t sc_memo[64];
     /* scratch */
-    gm_seglist view; /* the last full view, in address order (descending when view_desc) */
-    gm_brieflist bv; /* the current view in short: the full view's entries at the same
-                        indices, or (view_partial) the releasable segments in no order */
+    gm_brieflist bv; /* the current view in short: every segment, in address order
+                        (descending when view_desc), or (view_partial) the releasable
+                        segments in no order */
     int view_desc;
     int view_partial; /* the view holds only the releasable segments */
     gm_seglist rank;
@@ -209,7 +209,6 @@ static void destroy(void *state)
     free(p->busy_tick);
     free(p->pend);
     gm_addrmap_free(&p->open);
-    gm_seglist_free(&p->view);
     gm_brieflist_free(&p->bv);
     gm_seglist_free(&p->rank);
     gm_addr_list_free(&p->order);
@@ -378,22 +377,23 @@ static inline long cls_find(pd_policy *p, int small, uint64_t size, int add)
 
 static int cmp_addr(const void *x, const void *y)
 {
-    const gm_seg_info *a = x, *b = y;
+    const gm_seg_brief *a = x, *b = y;
     return a->addr < b->addr ? -1 : a->addr > b->addr;
 }
 
+/* The view of every segment, in address order (briefs: a release takes
+ * the views it needs itself, gm_release_in_order). */
 static int view_fetch(pd_policy *p, gm_alloc *a)
 {
-    if (gm_seglist_fetch(&p->view, a) != GM_OK) return GM_ENOMEM;
-    gm_seg_info *v = p->view.v;
-    size_t n = p->view.n, i = 1;
+    if (gm_brieflist_fetch(&p->bv, a) != GM_OK) return GM_ENOMEM;
+    gm_seg_brief *v = p->bv.v;
+    size_t n = p->bv.n, i = 1;
     /* segments() lists the newest first, and addresses mostly grow: often
      * in descending order already, kept as it is (view_desc) */
     while (i < n && v[i - 1].addr > v[i].addr)
         i++;
     p->view_desc = n > 1 && i == n;
-    if (!p->view_desc) gm_seg_sort(v, n, cmp_addr);
-    if (gm_brieflist_of(&p->bv, v, n) != GM_OK) return GM_ENOMEM;
+    if (!p->view_desc && n > 1) qsort(v, n, sizeof *v, cmp_addr); /* addresses differ: any sort */
     p->view_partial = 0;
     p->marks_ok = p->free_ok = 0;
     return GM_OK;
@@ -458,8 +458,8 @@ static void sc_build(pd_policy *p, gm_alloc *a)
     memset(p->sc_memo, 0, sizeof p->sc_memo);
     p->sc_gen = driver_calls(a);
     p->sc_ok = a->ops->segment_at != NULL;
-    for (size_t i = 0; i < p->view.n && p->sc_ok; i++) {
-        const gm_seg_info *s = &p->view.v[i];
+    for (size_t i = 0; i < p->bv.n && p->sc_ok; i++) {
+        const gm_seg_brief *s = &p->bv.v[i];
         if (s->expandable) continue;
         if ((s->n_allocated == 0) != (s->releasable != 0)) {
             p->sc_ok = 0;
@@ -492,34 +492,34 @@ static void sc_build(pd_policy *p, gm_alloc *a)
     if (p->ncls + p->nsc > MAX_CLASSES) p->sc_ok = 0;
 }
 
-/* The i-th view entry in address order: its index in p->view.v. */
+/* The i-th view entry in address order: its index in p->bv.v. */
 static inline size_t view_at(const pd_policy *p, size_t i)
 {
     return p->view_desc ? p->bv.n - 1 - i : i;
 }
 
 /* The view entry of addr, trying first where it was (*hint, an index into
- * p->view.v; views keep their order while no segment comes or goes); NULL
+ * p->bv.v; views keep their order while no segment comes or goes); NULL
  * if none. */
-static const gm_seg_info *view_find_at(const pd_policy *p, uint64_t addr, uint32_t *hint)
+static const gm_seg_brief *view_find_at(const pd_policy *p, uint64_t addr, uint32_t *hint)
 {
-    if (*hint < p->view.n && p->view.v[*hint].addr == addr) return &p->view.v[*hint];
-    size_t lo = 0, hi = p->view.n;
+    if (*hint < p->bv.n && p->bv.v[*hint].addr == addr) return &p->bv.v[*hint];
+    size_t lo = 0, hi = p->bv.n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (p->view.v[view_at(p, mid)].addr < addr)
+        if (p->bv.v[view_at(p, mid)].addr < addr)
             lo = mid + 1;
         else
             hi = mid;
     }
-    if (lo < p->view.n && p->view.v[view_at(p, lo)].addr == addr) {
+    if (lo < p->bv.n && p->bv.v[view_at(p, lo)].addr == addr) {
         *hint = (uint32_t)view_at(p, lo);
-        return &p->view.v[*hint];
+        return &p->bv.v[*hint];
     }
     return NULL;
 }
 
-static const gm_seg_info *view_find(const pd_policy *p, uint64_t addr)
+static const gm_seg_brief *view_find(const pd_policy *p, uint64_t addr)
 {
     uint32_t hint = UINT32_MAX;
     return view_find_at(p, addr, &hint);
@@ -530,8 +530,8 @@ static void count_busy(pd_policy *p)
 {
     for (size_t i = 0; i < p->ncls; i++)
         p->busy_now[i] = p->busy_tick[i] = 0;
-    for (size_t i = 0; i < p->view.n; i++) {
-        const gm_seg_info *s = &p->view.v[i];
+    for (size_t i = 0; i < p->bv.n; i++) {
+        const gm_seg_brief *s = &p->bv.v[i];
         if (s->expandable) continue;
         int now = s->n_allocated > 0, since = now || s->last_use_ns > p->last_tick_ns;
         if (!since) continue;
@@ -711,7 +711,7 @@ static void resolve(pd_policy *p, gm_alloc *a, uint64_t now, int view_fresh)
         pd_pending *q = &p->pend[i];
         int done = 0, reused = 0;
         if (!q->released && view_fresh) {
-            const gm_seg_info *s = view_find_at(p, q->addr, &q->hint);
+            const gm_seg_brief *s = view_find_at(p, q->addr, &q->hint);
             if (!s) { /* gone without our knowing: no truth */
                 pending_drop(p, i);
                 continue;
@@ -1090,31 +1090,10 @@ static size_t rank_segments(pd_policy *p, uint64_t now, int all)
     return not_reused;
 }
 
-/* The views of the ranking in its order into p->rank, as
- * gm_release_in_order takes them; GM_OK or GM_ENOMEM. */
-static int rank_copy(pd_policy *p)
-{
-    gm_seglist *l = &p->rank;
-    size_t n = p->nkeys;
-    if (p->view_partial) { /* briefs hold no id: gm_release_in_order takes a full view */
-        l->n = 0;
-        return GM_OK;
-    }
-    if (l->cap < n) {
-        gm_seg_info *c = realloc(l->v, n * sizeof *c);
-        if (!c) return GM_ENOMEM;
-        l->v = c;
-        l->cap = n;
-    }
-    for (size_t r = 0; r < n; r++)
-        l->v[r] = p->view.v[p->keys[r].i];
-    l->n = n;
-    return GM_OK;
-}
-
 /* Release in p->order (first n entries) until need; keeps accounts. */
 static uint64_t release_ranked(pd_policy *p, gm_alloc *a, size_t n, uint64_t need, uint64_t now)
 {
+    p->rank.n = 0; /* briefs hold no id: gm_release_in_order takes the views itself */
     uint64_t got = gm_release_in_order(a, &p->rank, p->order.v, n, need, now, NULL);
     if (got && view_fetch(p, a) == GM_OK) {
         note_released(p);
@@ -1180,8 +1159,7 @@ static void on_timer(void *state, gm_alloc *a, uint64_t now)
         uint64_t over = p->threshold > 0 ? gm_pressure_over(a, p->threshold, 0) : NEVER;
         if (over) {
             size_t n = rank_segments(p, now, 0);
-            if (n && rank_copy(p) == GM_OK)
-                p->proactive_bytes += release_ranked(p, a, n, over, now);
+            if (n) p->proactive_bytes += release_ranked(p, a, n, over, now);
         }
     }
     p->last_tick_ns = now;
@@ -1215,7 +1193,7 @@ static int on_alloc_fail(void *state, gm_alloc *a, const gm_pressure *pr)
         if (view_fetch(p, a) != GM_OK) return GM_POLICY_NEXT;
         rank_segments(p, pr->now_ns, 1);
         uint64_t got = 0;
-        if (rank_copy(p) == GM_OK) got = release_ranked(p, a, p->order.n, need, pr->now_ns);
+        got = release_ranked(p, a, p->order.n, need, pr->now_ns);
         p->fail_bytes += got;
         return got >= need ? GM_POLICY_RETRY : GM_POLICY_NEXT;
     }
@@ -1233,7 +1211,7 @@ static uint64_t on_foreign_pressure(void *state, gm_alloc *a, uint64_t need, uin
     if (view_fetch(p, a) != GM_OK) return 0;
     rank_segments(p, now, 1);
     uint64_t got = 0;
-    if (rank_copy(p) == GM_OK) got = release_ranked(p, a, p->order.n, need, now);
+    got = release_ranked(p, a, p->order.n, need, now);
     p->foreign_bytes += got;
     return got;
 }
