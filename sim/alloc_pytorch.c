@@ -1176,8 +1176,9 @@ static size_t pt_briefs(gm_alloc *a, int releasable_only, gm_seg_brief *buf, siz
         }
         return i;
     }
-    for (pt_segment *g = s->free_segs; g; g = g->fnext, i++)
-        if (i < cap) buf[i] = brief_of(s, g);
+    for (pt_segment *g = s->free_segs; g; g = g->fnext, i++) /* classic, whole free */
+        if (i < cap)
+            buf[i] = (gm_seg_brief){g->base, g->size, g->last_use_ns, g->size, 0, g->small, 0};
     for (size_t k = 0; k < s->n_exp; k++) {
         gm_seg_brief o = brief_of(s, s->exp[k]);
         if (!o.releasable) continue;
