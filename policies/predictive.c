@@ -149,7 +149,6 @@ typedef struct pd_policy {
                         segments in no order */
     int view_desc;
     int view_partial; /* the view holds only the releasable segments */
-    gm_seglist rank;
     gm_addr_list order;
     uint64_t view_stamp;            /* counts views matched to the predictions */
     struct pd_key *keys, *keys_tmp; /* the ranking's sort keys */
@@ -210,7 +209,6 @@ static void destroy(void *state)
     free(p->pend);
     gm_addrmap_free(&p->open);
     gm_brieflist_free(&p->bv);
-    gm_seglist_free(&p->rank);
     gm_addr_list_free(&p->order);
     free(p->keys);
     free(p->keys_tmp);
@@ -381,8 +379,7 @@ static int cmp_addr(const void *x, const void *y)
     return a->addr < b->addr ? -1 : a->addr > b->addr;
 }
 
-/* The view of every segment, in address order (briefs: a release takes
- * the views it needs itself, gm_release_in_order). */
+/* The view of every segment, in address order. */
 static int view_fetch(pd_policy *p, gm_alloc *a)
 {
     if (gm_brieflist_fetch(&p->bv, a) != GM_OK) return GM_ENOMEM;
@@ -681,7 +678,7 @@ static void resolve(pd_policy *p, gm_alloc *a, uint64_t now, int view_fresh)
             int done = 0, reused = 0, in_view = !q->released && q->seen == p->view_stamp;
             if (!q->released) {
                 uint64_t last_use;
-                gm_seg_info one;
+                gm_seg_brief one;
                 if (in_view) {
                     last_use = p->bv.v[q->hint].last_use_ns;
                 } else if (a->ops->segment_at(a, q->addr, &one)) { /* busy: asked of the model */
@@ -1090,11 +1087,17 @@ static size_t rank_segments(pd_policy *p, uint64_t now, int all)
     return not_reused;
 }
 
-/* Release in p->order (first n entries) until need; keeps accounts. */
+/* Release the first n segments of the ranking (p->order, p->keys) in its
+ * order until need, as gm_release_in_order does with a ranked list (a
+ * release changes only the segment it releases: the others keep their id
+ * and brief); keeps accounts. */
 static uint64_t release_ranked(pd_policy *p, gm_alloc *a, size_t n, uint64_t need, uint64_t now)
 {
-    p->rank.n = 0; /* briefs hold no id: gm_release_in_order takes the views itself */
-    uint64_t got = gm_release_in_order(a, &p->rank, p->order.v, n, need, now, NULL);
+    uint64_t got = 0;
+    for (size_t r = 0; r < n && r < p->nkeys && got < need; r++) {
+        const gm_seg_brief *s = &p->bv.v[p->keys[r].i];
+        if (s->releasable) got += gm_alloc_release(a, s->id, now);
+    }
     if (got && view_fetch(p, a) == GM_OK) {
         note_released(p);
         sc_build(p, a); /* the counts after the release: the next tick reads less */

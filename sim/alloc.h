@@ -106,11 +106,12 @@ typedef struct gm_seg_info {
     uint32_t category_mask; /* 1<<gm_category of tensors that used it    */
 } gm_seg_info;
 
-/* A segment in short (briefs): the fields of its gm_seg_info that a
- * policy reading the segments on every timer tick needs, 40 bytes instead
- * of 96. */
+/* A segment in short (briefs, segment_at): the fields of its gm_seg_info
+ * that a policy reading the segments on every timer tick needs, 48 bytes
+ * instead of 96 (and no view for the model to build). */
 typedef struct gm_seg_brief {
-    uint64_t addr, size, last_use_ns, releasable; /* as in gm_seg_info */
+    uint64_t id; /* as in gm_seg_info: release() takes it */
+    uint64_t addr, size, last_use_ns, releasable;
     uint32_t n_allocated;
     uint8_t small_pool, expandable;
 } gm_seg_brief;
@@ -199,15 +200,16 @@ typedef struct gm_alloc_ops {
      * nothing: a model that keeps stats counts the allocation as freed
      * here, as PyTorch's free() does before free_block. */
     void (*free_requested)(gm_alloc *a, uint64_t handle);
-    /* The view of the segment of segments() that starts at addr, as
-     * segments() shows it, into *out: 1, or 0 when there is none. Optional.
+    /* The brief of the segment of segments() that starts at addr, as
+     * briefs() shows it, into *out: 1, or 0 when there is none. Optional.
+     * A model that has it has briefs too.
      * A model that has it also promises two things, which let a policy
      * count busy segments from releasable() alone between driver calls
      * (predictive): classic (not expandable) segments of segments() come
      * and go only with a driver call (a->c.n_driver_alloc or n_driver_free
      * moves), and a classic segment's releasable is not 0 exactly when it
      * holds no allocated block (n_allocated == 0). */
-    int (*segment_at)(gm_alloc *a, uint64_t addr, gm_seg_info *out);
+    int (*segment_at)(gm_alloc *a, uint64_t addr, gm_seg_brief *out);
     /* segments() in short, or with releasable_only releasable(): the same
      * segments in the same order, each as the gm_seg_brief of its view,
      * filling up to cap and returning how many there are. Optional: NULL
@@ -258,8 +260,8 @@ static inline uint64_t gm_alloc_release(gm_alloc *a, uint64_t id, uint64_t now_n
 /* The brief of a view. */
 static inline gm_seg_brief gm_seg_brief_of(const gm_seg_info *s)
 {
-    return (gm_seg_brief){s->addr,        s->size,       s->last_use_ns, s->releasable,
-                          s->n_allocated, s->small_pool, s->expandable};
+    return (gm_seg_brief){s->id,         s->addr,        s->size,       s->last_use_ns,
+                          s->releasable, s->n_allocated, s->small_pool, s->expandable};
 }
 /* Bytes of a live allocation's block, as allocated_bytes counts them: the
  * model's block_bytes, or (it is optional) block_size of the request. */

@@ -6,7 +6,7 @@
  * after each call (requested <= allocated <= reserved = the device's use,
  * largest free <= reserved - allocated, live blocks inside the segments the
  * view lists, an OOM changes nothing; segment_at, where a model has it,
- * shows each segment as the view does, and briefs the segments and the
+ * shows each segment as its brief, and briefs the segments and the
  * releasable ones as segments() and releasable() do); everything returns
  * at the end; and
  * the engine runs each pair to completion (timers, the oracle's future).
@@ -79,6 +79,7 @@ static void check_briefs(fx *f, const gm_seg_info *v, size_t n, size_t cap)
         size_t nb = f->a->ops->briefs(f->a, only, b, cap);
         CU_ASSERT_EQUAL(nb, nr);
         for (size_t i = 0; i < nb && i < nr && i < cap; i++) {
+            CU_ASSERT_EQUAL(b[i].id, r[i].id);
             CU_ASSERT_EQUAL(b[i].addr, r[i].addr);
             CU_ASSERT_EQUAL(b[i].size, r[i].size);
             CU_ASSERT_EQUAL(b[i].last_use_ns, r[i].last_use_ns);
@@ -115,15 +116,18 @@ static void check_state(fx *f, const uint64_t *live, size_t nlive, int deep)
         CU_ASSERT(v[i].releasable <= v[i].size);
         CU_ASSERT(v[i].n_allocated <= v[i].n_blocks);
         if (!f->a->ops->segment_at) continue;
-        /* segment_at: the same view, and its promise (alloc.h) */
-        gm_seg_info one;
+        /* segment_at: the view in short, and its promise (alloc.h) */
+        CU_ASSERT_PTR_NOT_NULL(f->a->ops->briefs);
+        gm_seg_brief one;
         CU_ASSERT_FATAL(f->a->ops->segment_at(f->a, v[i].addr, &one) == 1);
         CU_ASSERT_EQUAL(one.id, v[i].id);
+        CU_ASSERT_EQUAL(one.addr, v[i].addr);
         CU_ASSERT_EQUAL(one.size, v[i].size);
         CU_ASSERT_EQUAL(one.n_allocated, v[i].n_allocated);
         CU_ASSERT_EQUAL(one.releasable, v[i].releasable);
         CU_ASSERT_EQUAL(one.last_use_ns, v[i].last_use_ns);
-        CU_ASSERT_EQUAL(one.largest_free, v[i].largest_free);
+        CU_ASSERT_EQUAL(one.small_pool, v[i].small_pool);
+        CU_ASSERT_EQUAL(one.expandable, v[i].expandable);
         CU_ASSERT_EQUAL(f->a->ops->segment_at(f->a, v[i].addr + 1, &one), 0);
         if (!v[i].expandable) CU_ASSERT_EQUAL(v[i].n_allocated == 0, v[i].releasable != 0);
     }
