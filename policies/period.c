@@ -28,10 +28,9 @@ static void cross_sums(gm_period_work *w, const double *x, size_t n, double m)
 
 /* r[L] = Pearson correlation of x[0..n-L) with x[L..n) (what
  * gsl_stats_correlation would give for each lag), from the FFT's cross sums
- * and prefix sums of v and v^2. */
-static void lag_correlations(gm_period_work *w, const double *x, size_t n)
+ * and prefix sums of v and v^2; m is the series' mean. */
+static void lag_correlations(gm_period_work *w, const double *x, size_t n, double m)
 {
-    double m = gsl_stats_mean(x, 1, n);
     cross_sums(w, x, n, m);
     double *s1 = w->ps1, *s2 = w->ps2; /* prefix sums of v, v^2 */
     s1[0] = s2[0] = 0;
@@ -54,8 +53,12 @@ double gm_period_lag(gm_period_work *w, const double *x, size_t n, double *conf)
 {
     size_t maxlag = n / 2;
     *conf = 0;
-    if (n < 16 || n > GM_PERIOD_WIN || gsl_stats_variance(x, 1, n) <= 0) return 0;
-    lag_correlations(w, x, n);
+    if (n < 16 || n > GM_PERIOD_WIN) return 0;
+    /* gsl_stats_variance is gsl_stats_variance_m of gsl_stats_mean: the mean
+     * once (GSL's running mean divides per sample, one after another) */
+    double m = gsl_stats_mean(x, 1, n);
+    if (gsl_stats_variance_m(x, 1, n, m) <= 0) return 0;
+    lag_correlations(w, x, n, m);
     size_t l0 = 0;
     for (size_t L = 1; L <= maxlag && !l0; L++)
         if (w->r[L] < 0.2) l0 = L;

@@ -144,15 +144,25 @@ typedef struct pd_policy {
     uint64_t sc_memo_key[64]; /* sc_find's memo, as cls_find's: index + 1, 0 = empty */
     uint32_t sc_memo[64];
     /* scratch */
-    gm_seglist view; /* current view, in address order (descending when view_desc);
-                        when view_partial, the releasable segments in no order */
+    gm_brieflist bv; /* the current view in short: every segment, in address order
+                        (descending when view_desc), or (view_partial) the releasable
+                        segments in no order */
     int view_desc;
     int view_partial; /* the view holds only the releasable segments */
-    gm_seglist rank;
     gm_addr_list order;
-    uint64_t view_stamp;            /* counts partial views matched to the predictions */
+    uint64_t view_stamp;            /* counts views matched to the predictions */
     struct pd_key *keys, *keys_tmp; /* the ranking's sort keys */
     size_t cap_keys, nkeys;
+    /* what the tick found in its view, for the ranking that follows: while
+     * marks_ok, open[i] != 0 when view entry i has an open prediction
+     * (resolve); while free_ok, p->sc[k].free counts the view's entries of
+     * class k, and the view holds only those (count_busy_partial) */
+    uint8_t *open_at;
+    size_t cap_open_at;
+    int marks_ok, free_ok;
+    /* the bins ahead within the horizon (all_reused), for dh_period, dh_h */
+    uint64_t dh_period, dh_h;
+    unsigned dh;
 } pd_policy;
 
 /* ---------------- lifecycle ---------------- */
@@ -198,12 +208,12 @@ static void destroy(void *state)
     free(p->busy_tick);
     free(p->pend);
     gm_addrmap_free(&p->open);
-    gm_seglist_free(&p->view);
-    gm_seglist_free(&p->rank);
+    gm_brieflist_free(&p->bv);
     gm_addr_list_free(&p->order);
     free(p->keys);
     free(p->keys_tmp);
     free(p->sc);
+    free(p->open_at);
     free(p);
 }
 
@@ -365,22 +375,24 @@ static inline long cls_find(pd_policy *p, int small, uint64_t size, int add)
 
 static int cmp_addr(const void *x, const void *y)
 {
-    const gm_seg_info *a = x, *b = y;
+    const gm_seg_brief *a = x, *b = y;
     return a->addr < b->addr ? -1 : a->addr > b->addr;
 }
 
+/* The view of every segment, in address order. */
 static int view_fetch(pd_policy *p, gm_alloc *a)
 {
-    if (gm_seglist_fetch(&p->view, a) != GM_OK) return GM_ENOMEM;
-    gm_seg_info *v = p->view.v;
-    size_t n = p->view.n, i = 1;
+    if (gm_brieflist_fetch(&p->bv, a) != GM_OK) return GM_ENOMEM;
+    gm_seg_brief *v = p->bv.v;
+    size_t n = p->bv.n, i = 1;
     /* segments() lists the newest first, and addresses mostly grow: often
      * in descending order already, kept as it is (view_desc) */
     while (i < n && v[i - 1].addr > v[i].addr)
         i++;
     p->view_desc = n > 1 && i == n;
-    if (!p->view_desc) gm_seg_sort(v, n, cmp_addr);
+    if (!p->view_desc && n > 1) qsort(v, n, sizeof *v, cmp_addr); /* addresses differ: any sort */
     p->view_partial = 0;
+    p->marks_ok = p->free_ok = 0;
     return GM_OK;
 }
 
@@ -389,9 +401,10 @@ static int view_fetch(pd_policy *p, gm_alloc *a)
  * ranking's keys end with the address). */
 static int view_fetch_releasable(pd_policy *p, gm_alloc *a)
 {
-    if (gm_seglist_fetch_releasable(&p->view, a) != GM_OK) return GM_ENOMEM;
+    if (gm_brieflist_fetch_releasable(&p->bv, a) != GM_OK) return GM_ENOMEM;
     p->view_desc = 0;
     p->view_partial = 1;
+    p->marks_ok = p->free_ok = 0;
     return GM_OK;
 }
 
@@ -442,8 +455,8 @@ static void sc_build(pd_policy *p, gm_alloc *a)
     memset(p->sc_memo, 0, sizeof p->sc_memo);
     p->sc_gen = driver_calls(a);
     p->sc_ok = a->ops->segment_at != NULL;
-    for (size_t i = 0; i < p->view.n && p->sc_ok; i++) {
-        const gm_seg_info *s = &p->view.v[i];
+    for (size_t i = 0; i < p->bv.n && p->sc_ok; i++) {
+        const gm_seg_brief *s = &p->bv.v[i];
         if (s->expandable) continue;
         if ((s->n_allocated == 0) != (s->releasable != 0)) {
             p->sc_ok = 0;
@@ -476,34 +489,34 @@ static void sc_build(pd_policy *p, gm_alloc *a)
     if (p->ncls + p->nsc > MAX_CLASSES) p->sc_ok = 0;
 }
 
-/* The i-th view entry in address order: its index in p->view.v. */
+/* The i-th view entry in address order: its index in p->bv.v. */
 static inline size_t view_at(const pd_policy *p, size_t i)
 {
-    return p->view_desc ? p->view.n - 1 - i : i;
+    return p->view_desc ? p->bv.n - 1 - i : i;
 }
 
 /* The view entry of addr, trying first where it was (*hint, an index into
- * p->view.v; views keep their order while no segment comes or goes); NULL
+ * p->bv.v; views keep their order while no segment comes or goes); NULL
  * if none. */
-static const gm_seg_info *view_find_at(const pd_policy *p, uint64_t addr, uint32_t *hint)
+static const gm_seg_brief *view_find_at(const pd_policy *p, uint64_t addr, uint32_t *hint)
 {
-    if (*hint < p->view.n && p->view.v[*hint].addr == addr) return &p->view.v[*hint];
-    size_t lo = 0, hi = p->view.n;
+    if (*hint < p->bv.n && p->bv.v[*hint].addr == addr) return &p->bv.v[*hint];
+    size_t lo = 0, hi = p->bv.n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (p->view.v[view_at(p, mid)].addr < addr)
+        if (p->bv.v[view_at(p, mid)].addr < addr)
             lo = mid + 1;
         else
             hi = mid;
     }
-    if (lo < p->view.n && p->view.v[view_at(p, lo)].addr == addr) {
+    if (lo < p->bv.n && p->bv.v[view_at(p, lo)].addr == addr) {
         *hint = (uint32_t)view_at(p, lo);
-        return &p->view.v[*hint];
+        return &p->bv.v[*hint];
     }
     return NULL;
 }
 
-static const gm_seg_info *view_find(const pd_policy *p, uint64_t addr)
+static const gm_seg_brief *view_find(const pd_policy *p, uint64_t addr)
 {
     uint32_t hint = UINT32_MAX;
     return view_find_at(p, addr, &hint);
@@ -514,8 +527,8 @@ static void count_busy(pd_policy *p)
 {
     for (size_t i = 0; i < p->ncls; i++)
         p->busy_now[i] = p->busy_tick[i] = 0;
-    for (size_t i = 0; i < p->view.n; i++) {
-        const gm_seg_info *s = &p->view.v[i];
+    for (size_t i = 0; i < p->bv.n; i++) {
+        const gm_seg_brief *s = &p->bv.v[i];
         if (s->expandable) continue;
         int now = s->n_allocated > 0, since = now || s->last_use_ns > p->last_tick_ns;
         if (!since) continue;
@@ -536,14 +549,23 @@ static void count_busy_partial(pd_policy *p)
         p->busy_now[i] = p->busy_tick[i] = 0;
     for (size_t k = 0; k < p->nsc; k++)
         p->sc[k].free = p->sc[k].since = 0;
-    for (size_t i = 0; i < p->view.n; i++) {
-        const gm_seg_info *s = &p->view.v[i];
-        if (s->expandable) continue;
+    int all = 1; /* every entry releasable, classic and counted: free_ok */
+    uint64_t last = p->last_tick_ns;
+    for (size_t i = 0; i < p->bv.n; i++) {
+        const gm_seg_brief *s = &p->bv.v[i];
+        if (__builtin_expect(s->expandable || !s->releasable, 0)) {
+            all = 0;
+            if (s->expandable) continue;
+        }
         size_t k = sc_find(p, s->small_pool, s->size);
-        if (k == p->nsc) continue; /* not in the counts: cannot happen (no driver call) */
+        if (k == p->nsc) { /* not in the counts: cannot happen (no driver call) */
+            all = 0;
+            continue;
+        }
         p->sc[k].free++;
-        p->sc[k].since += s->last_use_ns > p->last_tick_ns;
+        p->sc[k].since += s->last_use_ns > last;
     }
+    p->free_ok = all;
     for (size_t k = 0; k < p->nsc; k++) {
         const pd_segclass *x = &p->sc[k];
         uint32_t now = x->total - x->free, since = now + x->since;
@@ -586,7 +608,7 @@ static void pending_drop(pd_policy *p, size_t i)
         *gm_addrmap_get(&p->open, gm_addrmap_key(p->pend[i].addr)) = i;
 }
 
-static void pending_add(pd_policy *p, const gm_seg_info *s, int predicted, uint64_t now)
+static void pending_add(pd_policy *p, const gm_seg_brief *s, int predicted, uint64_t now)
 {
     if (p->npend == p->cappend) {
         size_t cap = p->cappend ? p->cappend * 2 : 64;
@@ -605,9 +627,33 @@ static void pending_add(pd_policy *p, const gm_seg_info *s, int predicted, uint6
     q->t_dec = now;
     q->deadline = now + horizon(p);
     q->last_use = s->last_use_ns;
-    q->hint = (uint32_t)(s - p->view.v);
+    q->hint = (uint32_t)(s - p->bv.v);
     q->seen = 0;
     p->predictions++;
+}
+
+/* Room in p->open_at for the fresh view (cleared when `clear`); 0 when
+ * out of memory (then the ranking looks predictions up: pending_open).
+ * resolve leaves open_at[i] set for each view entry i with a prediction it
+ * keeps open (found in the view, at its hint), so that the ranking needs
+ * no look-up per segment. */
+static int open_marks(pd_policy *p, int clear)
+{
+    size_t n = p->bv.n;
+    if (p->cap_open_at < n) {
+        uint8_t *v = realloc(p->open_at, 2 * n);
+        if (!v) return 0;
+        p->open_at = v;
+        p->cap_open_at = 2 * n;
+    }
+    if (clear && n) memset(p->open_at, 0, n);
+    return 1;
+}
+
+/* Whether view entry i (segment addr) has an open prediction. */
+static inline int open_at(const pd_policy *p, size_t i, uint64_t addr)
+{
+    return p->marks_ok ? p->open_at[i] : pending_open(p, addr);
 }
 
 /* Resolve outstanding predictions from a fresh view at time now (a
@@ -615,27 +661,54 @@ static void pending_add(pd_policy *p, const gm_seg_info *s, int predicted, uint6
 static void resolve(pd_policy *p, gm_alloc *a, uint64_t now, int view_fresh)
 {
     int partial = view_fresh && p->view_partial;
+    int marks = view_fresh && open_marks(p, !partial);
+    if (view_fresh) p->view_stamp++;
     if (partial) { /* the view is in no order: find its segments' predictions */
-        p->view_stamp++;
-        for (size_t i = 0; i < p->view.n; i++) {
-            const uint64_t *x = gm_addrmap_get(&p->open, gm_addrmap_key(p->view.v[i].addr));
+        for (size_t i = 0; i < p->bv.n; i++) {
+            const uint64_t *x = gm_addrmap_get(&p->open, gm_addrmap_key(p->bv.v[i].addr));
+            if (marks) p->open_at[i] = x != NULL; /* cleared below if resolved */
             if (!x) continue;
             p->pend[*x].hint = (uint32_t)i;
             p->pend[*x].seen = p->view_stamp;
         }
     }
+    if (partial) { /* the same as below, for a partial view */
+        for (size_t i = 0; i < p->npend;) {
+            pd_pending *q = &p->pend[i];
+            int done = 0, reused = 0, in_view = !q->released && q->seen == p->view_stamp;
+            if (!q->released) {
+                uint64_t last_use;
+                gm_seg_brief one;
+                if (in_view) {
+                    last_use = p->bv.v[q->hint].last_use_ns;
+                } else if (a->ops->segment_at(a, q->addr, &one)) { /* busy: asked of the model */
+                    last_use = one.last_use_ns;
+                } else { /* gone without our knowing: no truth */
+                    pending_drop(p, i);
+                    continue;
+                }
+                if (last_use > q->last_use) {
+                    done = 1;
+                    reused = last_use <= q->deadline || p->last_tick_ns < q->deadline;
+                }
+            }
+            if (!done && now > q->deadline) done = 1; /* reused = 0 */
+            if (done) {
+                if (marks && in_view) p->open_at[q->hint] = 0;
+                outcome(p, q, reused);
+                pending_drop(p, i);
+            } else {
+                i++;
+            }
+        }
+        p->marks_ok = marks;
+        return;
+    }
     for (size_t i = 0; i < p->npend;) {
         pd_pending *q = &p->pend[i];
         int done = 0, reused = 0;
         if (!q->released && view_fresh) {
-            const gm_seg_info *s;
-            gm_seg_info one;
-            if (!partial)
-                s = view_find_at(p, q->addr, &q->hint);
-            else if (q->seen == p->view_stamp)
-                s = &p->view.v[q->hint];
-            else /* not releasable: busy, asked of the model */
-                s = a->ops->segment_at(a, q->addr, &one) ? &one : NULL;
+            const gm_seg_brief *s = view_find_at(p, q->addr, &q->hint);
             if (!s) { /* gone without our knowing: no truth */
                 pending_drop(p, i);
                 continue;
@@ -650,9 +723,11 @@ static void resolve(pd_policy *p, gm_alloc *a, uint64_t now, int view_fresh)
             outcome(p, q, reused);
             pending_drop(p, i);
         } else {
+            if (marks && !q->released) p->open_at[q->hint] = 1; /* found in the view */
             i++;
         }
     }
+    p->marks_ok = marks;
 }
 
 /* Kept predictions whose segment is no longer in the (fresh) view were
@@ -801,6 +876,42 @@ static void key_group(pd_key *v, pd_key *tmp, size_t n)
     memcpy(v, tmp, n * sizeof *v);
 }
 
+/* The bins ahead within horizon h, 1..dh: the most d <= NB whose distance
+ * (walk_next's, d * period / NB) is within h; kept while the period and h
+ * stay. */
+static unsigned bins_ahead(pd_policy *p, uint64_t h)
+{
+    if (p->dh_period != p->period_ns || p->dh_h != h) {
+        unsigned dh = 0;
+        while (dh < NB && (uint64_t)((double)(dh + 1) * (double)p->period_ns / NB) <= h)
+            dh++;
+        p->dh_period = p->period_ns;
+        p->dh_h = h;
+        p->dh = dh;
+    }
+    return p->dh;
+}
+
+/* Whether the last of cnt free segments of class (small, size), j = cnt -
+ * 1, is predicted reused: the highest demand of the bins 1..dh ahead of b0
+ * exceeds busy + j (see all_reused). */
+static int class_reused(pd_policy *p, int small, uint64_t size, uint32_t cnt, unsigned b0,
+                        unsigned dh)
+{
+    long c = cls_find(p, small, size, 0);
+    if (c < 0) return 1; /* unknown class: kept (walk_next) */
+    const pd_class *x = &p->cls[c];
+    uint32_t need = p->busy_now[c] + cnt - 1, highest = 0;
+    if (x->maxd <= need) return 0;
+    if (dh == NB) return 1; /* every bin: the highest is maxd */
+    for (unsigned d = 1; d <= dh && highest <= need; d++) {
+        unsigned b = (b0 + d) % NB;
+        uint32_t demand = x->prev[b] > x->cur[b] ? x->prev[b] : x->cur[b];
+        if (demand > highest) highest = demand;
+    }
+    return highest > need;
+}
+
 /*
  * Whether a proactive tick can skip the ranking: every releasable segment
  * (keys v[0..n), none expandable) predicted reused within the horizon. The
@@ -808,7 +919,9 @@ static void key_group(pd_key *v, pd_key *tmp, size_t n)
  * (walk_next) finds a bin within the horizon whose demand exceeds busy(c) +
  * j; distances only grow with the bin, so that is: the highest demand of
  * the bins within the horizon exceeds busy(c) + j. Checked for each class's
- * last j, its count - 1. 0 when not sure (then rank as usual).
+ * last j, its count - 1. 0 when not sure (then rank as usual). maxd is the
+ * highest demand of all the bins (kept so by every change of prev and cur),
+ * so a horizon of all NB bins needs no walk.
  */
 static int all_reused(pd_policy *p, const pd_key *v, size_t n, uint64_t now, uint64_t h)
 {
@@ -830,23 +943,54 @@ static int all_reused(pd_policy *p, const pd_key *v, size_t n, uint64_t now, uin
         cnt[k]++;
         last = k;
     }
-    unsigned b0 = bin_of(p, now), dh = 0; /* the bins ahead within the horizon: 1..dh */
-    while (dh < NB && (uint64_t)((double)(dh + 1) * (double)p->period_ns / NB) <= h)
-        dh++;
-    for (size_t k = 0; k < ng; k++) {
-        long c = cls_find(p, (int)(g[k] >> 63), g[k] & ~(1ull << 63), 0);
-        if (c < 0) continue; /* unknown class: kept (walk_next) */
-        const pd_class *x = &p->cls[c];
-        uint32_t need = p->busy_now[c] + cnt[k] - 1, highest = 0;
-        if (x->maxd <= need) return 0;
-        for (unsigned d = 1; d <= dh && highest <= need; d++) {
-            unsigned b = (b0 + d) % NB;
-            uint32_t demand = x->prev[b] > x->cur[b] ? x->prev[b] : x->cur[b];
-            if (demand > highest) highest = demand;
-        }
-        if (highest <= need) return 0;
-    }
+    unsigned b0 = bin_of(p, now), dh = bins_ahead(p, h);
+    for (size_t k = 0; k < ng; k++)
+        if (!class_reused(p, (int)(g[k] >> 63), g[k] & ~(1ull << 63), cnt[k], b0, dh)) return 0;
     return 1;
+}
+
+/* all_reused from the classes' counts of releasable segments
+ * (count_busy_partial, p->free_ok): the same test without keys. */
+static int all_reused_free(pd_policy *p, uint64_t now, uint64_t h)
+{
+    if (h == NEVER) return 0;
+    unsigned b0 = bin_of(p, now), dh = bins_ahead(p, h);
+    for (size_t k = 0; k < p->nsc; k++)
+        if (p->sc[k].free && !class_reused(p, p->sc[k].small, p->sc[k].size, p->sc[k].free, b0, dh))
+            return 0;
+    return 1;
+}
+
+/* Room for n keys in p->keys and p->keys_tmp: GM_OK or GM_ENOMEM. */
+static int keys_room(pd_policy *p, size_t n)
+{
+    if (p->cap_keys >= n) return GM_OK;
+    size_t cap = n * 2;
+    pd_key *k = realloc(p->keys, cap * sizeof *k);
+    pd_key *t = k ? realloc(p->keys_tmp, cap * sizeof *t) : NULL;
+    if (k) p->keys = k;
+    if (!t) return GM_ENOMEM;
+    p->keys_tmp = t;
+    p->cap_keys = cap;
+    return GM_OK;
+}
+
+/* The ranking's key of view entry i when predicting: (class, most recent
+ * first, address); sizes are far below 2^63: the pool goes in the top bit. */
+static inline pd_key class_key(const gm_seg_brief *s, size_t i)
+{
+    return (pd_key){(uint64_t)s->small_pool << 63 | s->size, UINT64_MAX - s->last_use_ns, s->addr,
+                    (uint32_t)i};
+}
+
+/* The predictions (all "reused") of the view's segments without an open
+ * one, made in the ranking's order, which is total (the address ends it):
+ * what ranking does when nothing is to be released. */
+static void predict_reused(pd_policy *p, pd_key *key, size_t k, uint64_t now)
+{
+    key_sort(key, p->keys_tmp, k);
+    for (size_t r = 0; r < k; r++)
+        pending_add(p, &p->bv.v[key[r].i], 1, now);
 }
 
 /*
@@ -860,44 +1004,44 @@ static int all_reused(pd_policy *p, const pd_key *v, size_t n, uint64_t now, uin
  */
 static size_t rank_segments(pd_policy *p, uint64_t now, int all)
 {
-    const gm_seg_info *v = p->view.v;
+    const gm_seg_brief *v = p->bv.v;
     size_t n = 0;
+    int pred = predicting(p), counted = pred && !all && p->free_ok && p->marks_ok;
     p->nkeys = p->order.n = 0;
-    for (size_t i = 0; i < p->view.n; i++)
-        n += v[i].releasable != 0;
-    if (p->cap_keys < n) {
-        size_t cap = n * 2;
-        pd_key *k = realloc(p->keys, cap * sizeof *k);
-        pd_key *t = k ? realloc(p->keys_tmp, cap * sizeof *t) : NULL;
-        if (k) p->keys = k;
-        if (!t) return 0;
-        p->keys_tmp = t;
-        p->cap_keys = cap;
+    if (counted && all_reused_free(p, now, horizon(p))) {
+        /* nothing to release, known from the classes' counts (the view
+         * holds only releasable classic segments): keys only for the
+         * segments without an open prediction (resolve marked them) */
+        if (keys_room(p, p->bv.n) != GM_OK) return 0;
+        for (size_t i = 0; i < p->bv.n; i++)
+            if (!p->open_at[i]) p->keys[n++] = class_key(&v[i], i);
+        predict_reused(p, p->keys, n, now);
+        p->marks_ok = 0; /* pending_add opened some */
+        return 0;
     }
+    for (size_t i = 0; i < p->bv.n; i++)
+        n += v[i].releasable != 0;
+    if (keys_room(p, n) != GM_OK) return 0;
     pd_key *key = p->keys;
     size_t m = 0;
-    int pred = predicting(p), expandable = 0;
-    for (size_t r = 0; r < p->view.n; r++) {
+    int expandable = 0;
+    for (size_t r = 0; r < p->bv.n; r++) {
         size_t i = view_at(p, r);
         if (!v[i].releasable) continue;
-        if (pred) /* sizes are far below 2^63: the pool goes in the top bit */
-            key[m] = (pd_key){(uint64_t)v[i].small_pool << 63 | v[i].size,
-                              UINT64_MAX - v[i].last_use_ns, v[i].addr, (uint32_t)i};
+        if (pred)
+            key[m] = class_key(&v[i], i);
         else
             key[m] = (pd_key){v[i].last_use_ns, v[i].addr, 0, (uint32_t)i};
         m++;
         expandable |= v[i].expandable;
     }
-    if (pred && !all && !expandable && all_reused(p, key, n, now, horizon(p))) {
-        /* nothing to release: only the new predictions (all "reused"), made
-         * in the ranking's order, which is total (the address ends it) */
+    if (pred && !all && !expandable && !counted && all_reused(p, key, n, now, horizon(p))) {
+        /* nothing to release: only the new predictions */
         size_t k = 0;
         for (size_t r = 0; r < n; r++)
-            if (!pending_open(p, v[key[r].i].addr)) key[k++] = key[r];
-        key_sort(key, p->keys_tmp, k);
-        for (size_t r = 0; r < k; r++)
-            pending_add(p, &v[key[r].i], 1, now);
-        p->order.n = 0;
+            if (!open_at(p, key[r].i, v[key[r].i].addr)) key[k++] = key[r];
+        predict_reused(p, key, k, now);
+        p->marks_ok = 0;
         return 0;
     }
     if (pred) key_group(key, p->keys_tmp, n);
@@ -907,11 +1051,11 @@ static size_t rank_segments(pd_policy *p, uint64_t now, int all)
         uint64_t h = horizon(p);
         uint32_t j = 0;
         pd_walk w;
-        const gm_seg_info *prev = NULL;
+        const gm_seg_brief *prev = NULL;
         size_t kept = 0;
         for (size_t r = 0; r < n; r++) {
             uint32_t i = key[r].i;
-            const gm_seg_info *s = &v[i];
+            const gm_seg_brief *s = &v[i];
             if (!prev || s->small_pool != prev->small_pool || s->size != prev->size) {
                 j = 0;
                 walk_start(p, &w, cls_find(p, s->small_pool, s->size, 0), now);
@@ -919,7 +1063,7 @@ static size_t rank_segments(pd_policy *p, uint64_t now, int all)
             uint64_t d = s->expandable ? 0 : walk_next(p, &w, j++);
             int reused = d <= h;
             not_reused += !reused;
-            if (!s->expandable && !pending_open(p, s->addr)) pending_add(p, s, reused, now);
+            if (!s->expandable && !open_at(p, i, s->addr)) pending_add(p, s, reused, now);
             if (all || !reused) /* kept <= r: key[r] was read */
                 key[kept++] = (pd_key){UINT64_MAX - d, s->last_use_ns, s->addr, i};
             prev = s;
@@ -927,6 +1071,7 @@ static size_t rank_segments(pd_policy *p, uint64_t now, int all)
         n = kept;
         key_sort(key, p->keys_tmp, n);
     }
+    p->marks_ok = 0; /* pending_add opened some */
     gm_addr_list *o = &p->order;
     o->n = 0;
     if (o->cap < n) {
@@ -942,29 +1087,21 @@ static size_t rank_segments(pd_policy *p, uint64_t now, int all)
     return not_reused;
 }
 
-/* The views of the ranking in its order into p->rank, as
- * gm_release_in_order takes them; GM_OK or GM_ENOMEM. */
-static int rank_copy(pd_policy *p)
-{
-    gm_seglist *l = &p->rank;
-    size_t n = p->nkeys;
-    if (l->cap < n) {
-        gm_seg_info *c = realloc(l->v, n * sizeof *c);
-        if (!c) return GM_ENOMEM;
-        l->v = c;
-        l->cap = n;
-    }
-    for (size_t r = 0; r < n; r++)
-        l->v[r] = p->view.v[p->keys[r].i];
-    l->n = n;
-    return GM_OK;
-}
-
-/* Release in p->order (first n entries) until need; keeps accounts. */
+/* Release the first n segments of the ranking (p->order, p->keys) in its
+ * order until need, as gm_release_in_order does with a ranked list (a
+ * release changes only the segment it releases: the others keep their id
+ * and brief); keeps accounts. */
 static uint64_t release_ranked(pd_policy *p, gm_alloc *a, size_t n, uint64_t need, uint64_t now)
 {
-    uint64_t got = gm_release_in_order(a, &p->rank, p->order.v, n, need, now, NULL);
-    if (got && view_fetch(p, a) == GM_OK) note_released(p);
+    uint64_t got = 0;
+    for (size_t r = 0; r < n && r < p->nkeys && got < need; r++) {
+        const gm_seg_brief *s = &p->bv.v[p->keys[r].i];
+        if (s->releasable) got += gm_alloc_release(a, s->id, now);
+    }
+    if (got && view_fetch(p, a) == GM_OK) {
+        note_released(p);
+        sc_build(p, a); /* the counts after the release: the next tick reads less */
+    }
     return got;
 }
 
@@ -1025,8 +1162,7 @@ static void on_timer(void *state, gm_alloc *a, uint64_t now)
         uint64_t over = p->threshold > 0 ? gm_pressure_over(a, p->threshold, 0) : NEVER;
         if (over) {
             size_t n = rank_segments(p, now, 0);
-            if (n && rank_copy(p) == GM_OK)
-                p->proactive_bytes += release_ranked(p, a, n, over, now);
+            if (n) p->proactive_bytes += release_ranked(p, a, n, over, now);
         }
     }
     p->last_tick_ns = now;
@@ -1060,7 +1196,7 @@ static int on_alloc_fail(void *state, gm_alloc *a, const gm_pressure *pr)
         if (view_fetch(p, a) != GM_OK) return GM_POLICY_NEXT;
         rank_segments(p, pr->now_ns, 1);
         uint64_t got = 0;
-        if (rank_copy(p) == GM_OK) got = release_ranked(p, a, p->order.n, need, pr->now_ns);
+        got = release_ranked(p, a, p->order.n, need, pr->now_ns);
         p->fail_bytes += got;
         return got >= need ? GM_POLICY_RETRY : GM_POLICY_NEXT;
     }
@@ -1078,7 +1214,7 @@ static uint64_t on_foreign_pressure(void *state, gm_alloc *a, uint64_t need, uin
     if (view_fetch(p, a) != GM_OK) return 0;
     rank_segments(p, now, 1);
     uint64_t got = 0;
-    if (rank_copy(p) == GM_OK) got = release_ranked(p, a, p->order.n, need, now);
+    got = release_ranked(p, a, p->order.n, need, now);
     p->foreign_bytes += got;
     return got;
 }

@@ -43,6 +43,63 @@ int gm_seglist_fetch_releasable(gm_seglist *l, gm_alloc *a)
     return rc;
 }
 
+static int brief_room(gm_brieflist *l, size_t n)
+{
+    if (l->v && l->cap >= n) return GM_OK;
+    size_t cap = n > 8 ? 2 * n : 16;
+    gm_seg_brief *v = realloc(l->v, cap * sizeof *v);
+    if (!v) return GM_ENOMEM;
+    l->v = v;
+    l->cap = cap;
+    return GM_OK;
+}
+
+static int brief_fetch(gm_brieflist *l, gm_alloc *a, int releasable_only)
+{
+    if (a->ops->briefs) {
+        if (brief_room(l, 0) != GM_OK) return GM_ENOMEM;
+        for (;;) {
+            size_t n = a->ops->briefs(a, releasable_only, l->v, l->cap);
+            if (n <= l->cap) {
+                l->n = n;
+                return GM_OK;
+            }
+            if (brief_room(l, n) != GM_OK) return GM_ENOMEM;
+        }
+    }
+    int rc =
+        releasable_only ? gm_seglist_fetch_releasable(&l->full, a) : gm_seglist_fetch(&l->full, a);
+    if (rc != GM_OK) return GM_ENOMEM;
+    return gm_brieflist_of(l, l->full.v, l->full.n);
+}
+
+int gm_brieflist_fetch(gm_brieflist *l, gm_alloc *a)
+{
+    return brief_fetch(l, a, 0);
+}
+
+int gm_brieflist_fetch_releasable(gm_brieflist *l, gm_alloc *a)
+{
+    return brief_fetch(l, a, 1);
+}
+
+int gm_brieflist_of(gm_brieflist *l, const gm_seg_info *v, size_t n)
+{
+    if (brief_room(l, n) != GM_OK) return GM_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        l->v[i] = gm_seg_brief_of(&v[i]);
+    l->n = n;
+    return GM_OK;
+}
+
+void gm_brieflist_free(gm_brieflist *l)
+{
+    free(l->v);
+    l->v = NULL;
+    l->n = l->cap = 0;
+    gm_seglist_free(&l->full);
+}
+
 void gm_seglist_free(gm_seglist *l)
 {
     free(l->v);

@@ -19,10 +19,28 @@ int gm_seglist_fetch(gm_seglist *l, gm_alloc *a);
  * sort them (the model's releasable(), else segments() filtered). */
 int gm_seglist_fetch_releasable(gm_seglist *l, gm_alloc *a);
 void gm_seglist_free(gm_seglist *l);
+
 /* Keep only entries for which keep(info, ctx) is true. */
 void gm_seglist_filter(gm_seglist *l, int (*keep)(const gm_seg_info *, const void *),
                        const void *ctx);
 /* Order as PyTorch's free-block set: (stream, size, address). */
 int gm_seg_cmp_pool_order(const void *a, const void *b);
+
+/* The segments in short (gm_seg_brief), as gm_seglist_fetch and
+ * gm_seglist_fetch_releasable list them: the model's briefs, else the
+ * full views (in full) cut short. */
+typedef struct gm_brieflist {
+    gm_seg_brief *v;
+    size_t n, cap;
+    gm_seglist full; /* the views, for a model without briefs */
+} gm_brieflist;
+
+/* Refresh the list with every segment, or only the releasable ones;
+ * GM_OK or GM_ENOMEM. */
+int gm_brieflist_fetch(gm_brieflist *l, gm_alloc *a);
+int gm_brieflist_fetch_releasable(gm_brieflist *l, gm_alloc *a);
+void gm_brieflist_free(gm_brieflist *l);
+/* The list of v[0..n) cut short, in that order; GM_OK or GM_ENOMEM. */
+int gm_brieflist_of(gm_brieflist *l, const gm_seg_info *v, size_t n);
 
 #endif

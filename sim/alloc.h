@@ -106,6 +106,16 @@ typedef struct gm_seg_info {
     uint32_t category_mask; /* 1<<gm_category of tensors that used it    */
 } gm_seg_info;
 
+/* A segment in short (briefs, segment_at): the fields of its gm_seg_info
+ * that a policy reading the segments on every timer tick needs, 48 bytes
+ * instead of 96 (and no view for the model to build). */
+typedef struct gm_seg_brief {
+    uint64_t id; /* as in gm_seg_info: release() takes it */
+    uint64_t addr, size, last_use_ns, releasable;
+    uint32_t n_allocated;
+    uint8_t small_pool, expandable;
+} gm_seg_brief;
+
 /* Allocator settings a policy may read. */
 typedef struct gm_alloc_limits {
     uint64_t max_split_size; /* UINT64_MAX when unset                */
@@ -131,7 +141,7 @@ typedef struct gm_alloc gm_alloc;
  * against another layout of this struct is refused (gm_alloc_create) instead of being called
  * through the wrong pointers.
  */
-#define GM_ALLOC_VERSION 4
+#define GM_ALLOC_VERSION 5
 
 typedef struct gm_alloc_ops {
     /* GM_ALLOC_VERSION: the interface this model implements. */
@@ -190,15 +200,21 @@ typedef struct gm_alloc_ops {
      * nothing: a model that keeps stats counts the allocation as freed
      * here, as PyTorch's free() does before free_block. */
     void (*free_requested)(gm_alloc *a, uint64_t handle);
-    /* The view of the segment of segments() that starts at addr, as
-     * segments() shows it, into *out: 1, or 0 when there is none. Optional.
+    /* The brief of the segment of segments() that starts at addr, as
+     * briefs() shows it, into *out: 1, or 0 when there is none. Optional.
+     * A model that has it has briefs too.
      * A model that has it also promises two things, which let a policy
      * count busy segments from releasable() alone between driver calls
      * (predictive): classic (not expandable) segments of segments() come
      * and go only with a driver call (a->c.n_driver_alloc or n_driver_free
      * moves), and a classic segment's releasable is not 0 exactly when it
      * holds no allocated block (n_allocated == 0). */
-    int (*segment_at)(gm_alloc *a, uint64_t addr, gm_seg_info *out);
+    int (*segment_at)(gm_alloc *a, uint64_t addr, gm_seg_brief *out);
+    /* segments() in short, or with releasable_only releasable(): the same
+     * segments in the same order, each as the gm_seg_brief of its view,
+     * filling up to cap and returning how many there are. Optional: NULL
+     * means the views cut short (policies/seglist.h, gm_brieflist_fetch). */
+    size_t (*briefs)(gm_alloc *a, int releasable_only, gm_seg_brief *buf, size_t cap);
 } gm_alloc_ops;
 
 struct gm_alloc {
@@ -244,6 +260,12 @@ static inline size_t gm_alloc_segments(gm_alloc *a, gm_seg_info *buf, size_t cap
 static inline uint64_t gm_alloc_release(gm_alloc *a, uint64_t id, uint64_t now_ns)
 {
     return a->ops->release(a, id, now_ns);
+}
+/* The brief of a view. */
+static inline gm_seg_brief gm_seg_brief_of(const gm_seg_info *s)
+{
+    return (gm_seg_brief){s->id,         s->addr,        s->size,       s->last_use_ns,
+                          s->releasable, s->n_allocated, s->small_pool, s->expandable};
 }
 /* Bytes of a live allocation's block, as allocated_bytes counts them: the
  * model's block_bytes, or (it is optional) block_size of the request. */

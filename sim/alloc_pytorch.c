@@ -1164,10 +1164,55 @@ static size_t pt_releasable(gm_alloc *a, gm_seg_info *buf, size_t cap)
     return i;
 }
 
+/* A segment's brief: a classic one's are its own fields (view_build's),
+ * an expandable one's (free pages) come from its view. */
+static gm_seg_brief brief_of(const pt_state *s, pt_segment *g)
+{
+    if (!g->expandable)
+        return (gm_seg_brief){(uint64_t)(uintptr_t)g,
+                              g->base,
+                              g->size,
+                              g->last_use_ns,
+                              g->n_alloc == 0 && g->n_blocks == 1 ? g->size : 0,
+                              g->n_alloc,
+                              g->small,
+                              0};
+    gm_seg_info o;
+    seg_info(s, g, &o);
+    return gm_seg_brief_of(&o);
+}
+
+/* pt_segments or pt_releasable in short. */
+static size_t pt_briefs(gm_alloc *a, int releasable_only, gm_seg_brief *buf, size_t cap)
+{
+    pt_state *s = a->impl;
+    size_t i = 0;
+    if (!releasable_only) {
+        for (size_t k = s->n_segs; k-- > 0;) { /* newest first */
+            pt_segment *g = s->arr[k];
+            if (g->priv) continue;
+            if (i < cap) buf[i] = brief_of(s, g);
+            i++;
+        }
+        return i;
+    }
+    for (pt_segment *g = s->free_segs; g; g = g->fnext, i++) /* classic, whole free */
+        if (i < cap)
+            buf[i] = (gm_seg_brief){
+                (uint64_t)(uintptr_t)g, g->base, g->size, g->last_use_ns, g->size, 0, g->small, 0};
+    for (size_t k = 0; k < s->n_exp; k++) {
+        gm_seg_brief o = brief_of(s, s->exp[k]);
+        if (!o.releasable) continue;
+        if (i < cap) buf[i] = o;
+        i++;
+    }
+    return i;
+}
+
 /* A classic segment with no allocated block has one free block (free
  * neighbours always merge: try_merge), so it is whole free and releasable:
  * the promise segment_at makes (alloc.h). */
-static int pt_segment_at(gm_alloc *a, uint64_t addr, gm_seg_info *out)
+static int pt_segment_at(gm_alloc *a, uint64_t addr, gm_seg_brief *out)
 {
     pt_state *s = a->impl;
     if (!s->by_base_on && gm_addrmap_init(&s->by_base, 2 * (size_t)s->n_segs + 16) == GM_OK) {
@@ -1188,7 +1233,7 @@ static int pt_segment_at(gm_alloc *a, uint64_t addr, gm_seg_info *out)
             if (s->arr[k]->base == addr) g = s->arr[k];
     }
     if (!g || g->priv) return 0;
-    seg_info(s, g, out);
+    *out = brief_of(s, g);
     return 1;
 }
 
@@ -1581,4 +1626,5 @@ const gm_alloc_ops gm_alloc_pytorch = {
     .stats = pt_stats,
     .free_requested = pt_free_requested,
     .segment_at = pt_segment_at,
+    .briefs = pt_briefs,
 };

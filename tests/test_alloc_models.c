@@ -6,7 +6,9 @@
  * after each call (requested <= allocated <= reserved = the device's use,
  * largest free <= reserved - allocated, live blocks inside the segments the
  * view lists, an OOM changes nothing; segment_at, where a model has it,
- * shows each segment as the view does); everything returns at the end; and
+ * shows each segment as its brief, and briefs the segments and the
+ * releasable ones as segments() and releasable() do); everything returns
+ * at the end; and
  * the engine runs each pair to completion (timers, the oracle's future).
  */
 #include <stdio.h>
@@ -57,6 +59,42 @@ static void test_registry(void)
     CU_ASSERT_PTR_NULL(gm_alloc_find("rmm"));
 }
 
+/* briefs: segments()' segments (v[0..n)), and releasable()'s, in their
+ * order, each cut short to its gm_seg_brief. */
+static void check_briefs(fx *f, const gm_seg_info *v, size_t n, size_t cap)
+{
+    gm_seg_info *r = malloc(cap * sizeof *r);
+    gm_seg_brief *b = malloc(cap * sizeof *b);
+    CU_ASSERT_FATAL(r && b);
+    for (int only = 0; only <= 1; only++) {
+        size_t nr = 0;
+        if (!only)
+            for (size_t i = 0; i < n; i++)
+                r[nr++] = v[i];
+        else if (f->a->ops->releasable)
+            nr = f->a->ops->releasable(f->a, r, cap);
+        else
+            for (size_t i = 0; i < n; i++)
+                if (v[i].releasable) r[nr++] = v[i];
+        size_t nb = f->a->ops->briefs(f->a, only, b, cap);
+        CU_ASSERT_EQUAL(nb, nr);
+        for (size_t i = 0; i < nb && i < nr && i < cap; i++) {
+            CU_ASSERT_EQUAL(b[i].id, r[i].id);
+            CU_ASSERT_EQUAL(b[i].addr, r[i].addr);
+            CU_ASSERT_EQUAL(b[i].size, r[i].size);
+            CU_ASSERT_EQUAL(b[i].last_use_ns, r[i].last_use_ns);
+            CU_ASSERT_EQUAL(b[i].releasable, r[i].releasable);
+            CU_ASSERT_EQUAL(b[i].n_allocated, r[i].n_allocated);
+            CU_ASSERT_EQUAL(b[i].small_pool, r[i].small_pool);
+            CU_ASSERT_EQUAL(b[i].expandable, r[i].expandable);
+            if (only) CU_ASSERT(b[i].releasable != 0);
+        }
+        if (nb) CU_ASSERT_EQUAL(f->a->ops->briefs(f->a, only, b, nb - 1), nb); /* cap short */
+    }
+    free(r);
+    free(b);
+}
+
 /* The counters and the view after a call. */
 static void check_state(fx *f, const uint64_t *live, size_t nlive, int deep)
 {
@@ -78,34 +116,40 @@ static void check_state(fx *f, const uint64_t *live, size_t nlive, int deep)
         CU_ASSERT(v[i].releasable <= v[i].size);
         CU_ASSERT(v[i].n_allocated <= v[i].n_blocks);
         if (!f->a->ops->segment_at) continue;
-        /* segment_at: the same view, and its promise (alloc.h) */
-        gm_seg_info one;
+        /* segment_at: the view in short, and its promise (alloc.h) */
+        CU_ASSERT_PTR_NOT_NULL(f->a->ops->briefs);
+        gm_seg_brief one;
         CU_ASSERT_FATAL(f->a->ops->segment_at(f->a, v[i].addr, &one) == 1);
         CU_ASSERT_EQUAL(one.id, v[i].id);
+        CU_ASSERT_EQUAL(one.addr, v[i].addr);
         CU_ASSERT_EQUAL(one.size, v[i].size);
         CU_ASSERT_EQUAL(one.n_allocated, v[i].n_allocated);
         CU_ASSERT_EQUAL(one.releasable, v[i].releasable);
         CU_ASSERT_EQUAL(one.last_use_ns, v[i].last_use_ns);
-        CU_ASSERT_EQUAL(one.largest_free, v[i].largest_free);
+        CU_ASSERT_EQUAL(one.small_pool, v[i].small_pool);
+        CU_ASSERT_EQUAL(one.expandable, v[i].expandable);
         CU_ASSERT_EQUAL(f->a->ops->segment_at(f->a, v[i].addr + 1, &one), 0);
         if (!v[i].expandable) CU_ASSERT_EQUAL(v[i].n_allocated == 0, v[i].releasable != 0);
     }
+    if (f->a->ops->briefs) check_briefs(f, v, n < cap ? n : cap, cap);
     CU_ASSERT(total <= c->reserved_bytes);
     if (strcmp(f->a->ops->name, "direct")) CU_ASSERT_EQUAL(n_alloc, nlive);
     for (size_t k = 0; k < nlive; k++) {
         uint64_t p = fx_addr(f, live[k]);
         int inside = !strcmp(f->a->ops->name, "direct"); /* direct has no view */
+        /* an expandable segment's size is its mapped bytes, not its range:
+         * only its start bounds the blocks */
         for (size_t i = 0; i < n && i < cap && !inside; i++)
-            inside = p >= v[i].addr && p < v[i].addr + v[i].size;
+            inside = p >= v[i].addr && (p < v[i].addr + v[i].size || v[i].expandable);
         CU_ASSERT(inside);
     }
     free(v);
 }
 
-static void run_workload(const char *alloc, const char *policy)
+static void run_workload_conf(const char *alloc, const char *conf, const char *policy)
 {
     fx f;
-    int rc = fx_open_policy(&f, 2 * GiB, alloc, "", 0, policy);
+    int rc = fx_open_policy(&f, 2 * GiB, alloc, conf, 0, policy);
     CU_ASSERT_EQUAL_FATAL(rc, GM_OK);
     rng r = {.s = 12345};
     uint64_t live[NLIVE];
@@ -141,6 +185,18 @@ static void run_workload(const char *alloc, const char *policy)
     check_state(&f, live, 0, 1);
     CU_ASSERT(ooms > 0); /* the workload reaches the capacity with every model */
     fx_close(&f);
+}
+
+static void run_workload(const char *alloc, const char *policy)
+{
+    run_workload_conf(alloc, "", policy);
+}
+
+/* The views of expandable segments too (their releasable bytes are free
+ * pages, not whole segments). */
+static void test_pytorch_expandable_views(void)
+{
+    run_workload_conf("pytorch", "expandable_segments:True", "predictive");
 }
 
 static void test_every_model_every_policy(void)
@@ -254,6 +310,7 @@ int gm_test_register(void)
     if (!s) return CU_get_error();
     GM_ADD_TEST(s, test_registry);
     GM_ADD_TEST(s, test_every_model_every_policy);
+    GM_ADD_TEST(s, test_pytorch_expandable_views);
     GM_ADD_TEST(s, test_restore_live);
     GM_ADD_TEST(s, test_engine_every_pair);
     return CUE_SUCCESS;
