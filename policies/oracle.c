@@ -62,6 +62,12 @@ typedef struct or_policy {
     size_t nkeys, capkeys;
     uint64_t memo_tag[64]; /* key_get's memo: 0 = empty, else index + 1 */
     uint32_t memo_idx[64];
+    /* note_alloc's memo: a request size (0 = empty) and the indices of its
+     * two keys, its class's and its pool's; a size's keys are the same for
+     * the whole of attach (the model is not used in between). Cleared with
+     * key_get's when a new key moves the ones above it. */
+    uint64_t size_tag[64];
+    uint32_t size_cls[64], size_pool[64];
     gm_future *fut;
     uint64_t read_errors;     /* lookups the temporary file could not answer */
     uint64_t n_events;        /* per pass */
@@ -162,6 +168,7 @@ static or_key *key_get(or_policy *p, int small, uint64_t cls)
         return &p->keys[i];
     }
     memset(p->memo_idx, 0, sizeof p->memo_idx); /* keys above i move up */
+    memset(p->size_tag, 0, sizeof p->size_tag);
     if (p->nkeys == p->capkeys) {
         size_t cap = p->capkeys ? p->capkeys * 2 : 64;
         or_key *k = realloc(p->keys, cap * sizeof *k);
@@ -188,6 +195,12 @@ static int key_add(or_policy *p, or_key *k, uint64_t index, uint64_t t, gm_err *
 
 static int note_alloc(or_policy *p, gm_alloc *a, const gm_event *e, uint64_t index, gm_err *err)
 {
+    size_t slot = (size_t)((e->size * 0x9e3779b97f4a7c15ull) >> 58);
+    if (e->size && p->size_tag[slot] == e->size) { /* seen: the same two keys */
+        int rc = key_add(p, &p->keys[p->size_cls[slot]], index, e->t_ns, err);
+        if (rc == GM_OK) rc = key_add(p, &p->keys[p->size_pool[slot]], index, e->t_ns, err);
+        return rc;
+    }
     int small;
     uint64_t cls = a->ops->segment_size(a, e->size, &small); /* the model's own rule */
     or_key *k = key_get(p, small, cls);
@@ -195,6 +208,11 @@ static int note_alloc(or_policy *p, gm_alloc *a, const gm_event *e, uint64_t ind
     if (rc == GM_OK) {
         k = key_get(p, small, 0);
         rc = k ? key_add(p, k, index, e->t_ns, err) : GM_ENOMEM;
+    }
+    if (rc == GM_OK) { /* both exist now, where they stay until a new key comes */
+        p->size_tag[slot] = e->size;
+        p->size_cls[slot] = (uint32_t)key_lower(p, small, cls);
+        p->size_pool[slot] = (uint32_t)key_lower(p, small, 0);
     }
     if (rc == GM_ENOMEM) gm_errf(err, rc, "oracle: out of memory reading the trace's future");
     return rc;
