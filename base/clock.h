@@ -9,8 +9,5 @@ void gm_utc_now(char *buf, size_t len);
 
 /* Seconds on the monotonic clock, for measuring wall time. */
 double gm_monotonic_s(void);
-/* CPU seconds the calling thread has used (a run's own cost, whatever else
- * shares the machine or its thread's turns). */
-double gm_thread_cpu_s(void);
 
 #endif

@@ -219,11 +219,10 @@ static void file_config(gm_sim_config *cfg, gm_tenant_spec *spec, const char *pa
 }
 
 /* compare: wall time on 1 and 2 threads; each simulation's CPU time alone,
- * and the 2-thread wall time those allow: started in the order a pool of
- * threads gives them (timed policies first, each thread taking the next),
- * and shared turn by turn (what compare does: study/pool.h). As the
- * command does, a trace of up to GM_PRELOAD_MAX_EVENTS events is read into
- * memory once (study/preload.h) and every run replays it from there;
+ * and the 2-thread wall time those give when started in compare's order
+ * (timed policies first), each thread taking the next. As the command
+ * does, a trace of up to GM_PRELOAD_MAX_EVENTS events is read into memory
+ * once (study/preload.h) and every run replays it from there;
  * GMBENCH_NO_PRELOAD=1 reads it from the file for each run. */
 static int bench_compare(const char *path)
 {
@@ -248,7 +247,7 @@ static int bench_compare(const char *path)
         total += cpu[i];
         printf("  %-10s %.3f s CPU alone\n", policies[i], cpu[i]);
     }
-    /* a pool's order: predictive, oracle (timers), then the rest */
+    /* compare's order: predictive, oracle (timers), then the rest */
     static const int order[N_POLICIES] = {3, 4, 0, 1, 2};
     double busy[2] = {0, 0};
     for (int k = 0; k < N_POLICIES; k++)
@@ -268,11 +267,12 @@ static int bench_compare(const char *path)
             if (!rep || w < wall[threads]) wall[threads] = w;
             gm_compare_free(c);
         }
-    printf("mode compare: 5 policies, %s, best of 3 wall: 1 thread %.3f s, 2 threads %.3f s: "
-           "%.2fx; from the CPU times alone: %.3f s in all, on 2 threads %.3f s in a pool's order "
-           "(%.2fx), %.3f s shared turn by turn (compare: the work alone, halved)\n",
-           cfg.tenants[0].events ? "from memory" : "from the file", wall[1], wall[2],
-           wall[1] / wall[2], total, span, total / span, total / 2);
+    printf(
+        "mode compare: 5 policies, %s, best of 3 wall: 1 thread %.3f s, 2 threads %.3f s: "
+        "%.2fx; from the CPU times alone: %.3f s in all, %.3f s on 2 threads in compare's order: "
+        "%.2fx\n",
+        cfg.tenants[0].events ? "from memory" : "from the file", wall[1], wall[2],
+        wall[1] / wall[2], total, span, total / span);
     gm_preload_free(&pre);
     return 0;
 }

@@ -78,8 +78,7 @@ typedef struct sim {
      * event instead of four */
     int rare;
     size_t contexts; /* --mps: tenants alive on the one context */
-    uint64_t next_progress, next_slice;
-    uint64_t next_hook; /* the earlier of the two that has a hook; UINT64_MAX: none */
+    uint64_t next_progress;
     uint64_t timer_min; /* several tenants: no timer of any is due before this */
     heap_ent *heap;     /* several tenants: a min-heap by (done, next_t, index) */
     gm_host_tier tier;  /* --host-tier (or --on-oom chain's pcie4), when has_tier */
@@ -1258,25 +1257,6 @@ static int setup(sim *s, gm_err *err)
     return GM_OK;
 }
 
-/* The progress and slice hooks whose event count came (off the hot loop:
- * it compares one count per event). */
-static void hooks_due(sim *s)
-{
-    const gm_sim_config *cfg = s->cfg;
-    uint64_t n = s->res->events;
-    if (cfg->progress && n >= s->next_progress) {
-        cfg->progress(cfg->progress_ctx, n);
-        s->next_progress += 1u << 20;
-    }
-    if (cfg->slice && n >= s->next_slice) {
-        cfg->slice(cfg->slice_ctx);
-        s->next_slice += GM_SLICE_EVENTS;
-    }
-    s->next_hook = UINT64_MAX;
-    if (cfg->progress) s->next_hook = s->next_progress;
-    if (cfg->slice && s->next_slice < s->next_hook) s->next_hook = s->next_slice;
-}
-
 int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const char *params,
                   gm_sim_result **out, gm_err *err)
 {
@@ -1308,8 +1288,6 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
     if (s.has_tier) s.res->host_tier = s.tier;
     gm_metrics_init(&s.res->device);
     s.next_progress = 1u << 20;
-    s.next_slice = GM_SLICE_EVENTS;
-    s.next_hook = cfg->slice ? s.next_slice : cfg->progress ? s.next_progress : UINT64_MAX;
     int rc = setup(&s, err);
     if (rc == GM_OK && s.n > 1 && heap_build(&s) != GM_OK)
         rc = gm_errf(err, GM_ENOMEM, "out of memory");
@@ -1325,7 +1303,10 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
         if (!t) break;
         rc = step(&s, t, err);
         if (s.n > 1) heap_sift_top(&s);
-        if (__builtin_expect(s.res->events >= s.next_hook, 0)) hooks_due(&s);
+        if (cfg->progress && s.res->events >= s.next_progress) {
+            cfg->progress(cfg->progress_ctx, s.res->events);
+            s.next_progress += 1u << 20;
+        }
     }
     for (size_t i = 0; i < s.n; i++) {
         tenant *t = &s.t[i];

@@ -23,8 +23,6 @@
 #include "base/err.h"
 #include "traces/trace.h"
 
-#define GM_SLICE_EVENTS (1u << 18)
-
 typedef struct gm_tenant_spec {
     const char *path; /* trace file; with `events`, only a name       */
     const char *name; /* what messages and results call it (NULL: path), e.g. the
@@ -164,12 +162,6 @@ typedef struct gm_sim_config {
     /* optional: called about every million events */
     void (*progress)(void *ctx, uint64_t events_done);
     void *progress_ctx;
-    /* optional: called every GM_SLICE_EVENTS events, between two events (no
-     * state of the run is in flux): a study that runs more simulations than
-     * it has threads gives its thread to another one here (study/pool.h,
-     * gm_parallel_sliced), so that all of them advance together */
-    void (*slice)(void *ctx);
-    void *slice_ctx;
     /* optional: a study of many runs (compare, fit, tune) says each
      * finished step in one line ("lru: done, no OOM, ..."); called from the
      * worker threads, so it must be thread-safe. The engine never calls it. */

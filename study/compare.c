@@ -18,7 +18,7 @@ typedef struct compare_ctx {
     gm_compare *c;
 } compare_ctx;
 
-static void compare_one(void *arg, size_t i, gm_slicer *sl)
+static void compare_one(void *arg, size_t i)
 {
     compare_ctx *x = arg;
     gm_compare_entry *e = &x->c->e[i];
@@ -27,15 +27,13 @@ static void compare_one(void *arg, size_t i, gm_slicer *sl)
     if (e->allocator[0]) cfg.allocator = e->allocator;
     if (e->conf_given) cfg.alloc_conf = e->alloc_conf;
     cfg.progress = NULL;
-    cfg.slice = sl ? gm_slice_yield : NULL; /* the runs share the threads to the end */
-    cfg.slice_ctx = sl;
-    double t0 = gm_thread_cpu_s(); /* runs take turns: their own time, not the wall's */
+    double t0 = gm_monotonic_s();
     e->rc = gm_simulate(&cfg, &e->r, &e->err);
     if (x->base->step_done && e->rc == GM_OK) {
         char line[1200], b[32];
         const gm_sim_result *r = e->r;
-        snprintf(line, sizeof line, "%s: done in %.2f s of CPU, %llu OOM%s, peak reserved %s",
-                 e->label, gm_thread_cpu_s() - t0, (unsigned long long)r->device.n_oom,
+        snprintf(line, sizeof line, "%s: done in %.2f s, %llu OOM%s, peak reserved %s", e->label,
+                 gm_monotonic_s() - t0, (unsigned long long)r->device.n_oom,
                  r->device.n_oom == 1 ? "" : "s", gm_fmt_bytes(r->device.peak_r, b, sizeof b));
         x->base->step_done(x->base->step_ctx, line);
     }
@@ -134,13 +132,17 @@ int gm_compare_run_allocators(const gm_sim_config *base, const gm_alloc_choice *
             gm_alloc_choice_label(&allocs[a], lab, sizeof lab);
             snprintf(e->label, sizeof e->label, "%s / %s", lab, specs[i]);
         }
-    /* every run at once, `threads` of them running at a time, turn by turn
-     * (study/pool.h): runs of unequal length then share the cores to the
-     * end, where a pool of threads leaves the last long run alone */
+    /* the policies with a timer (per-tick work) take longest: they start
+     * first, so that none of them starts last and runs alone */
+    size_t *order = malloc((total ? total : 1) * sizeof *order), k = 0;
+    for (int timed = 1; order && timed >= 0; timed--)
+        for (size_t i = 0; i < total; i++)
+            if (gm_policy_spec_timed(c->e[i].spec) == timed) order[k++] = i;
     double t0 = gm_monotonic_s();
     compare_ctx x = {base, c};
-    gm_parallel_sliced(total, c->threads, compare_one, &x);
+    gm_parallel_for_order(total, order, c->threads, compare_one, &x);
     c->wall_s = gm_monotonic_s() - t0;
+    free(order);
     for (size_t i = 0; i < total; i++)
         if (c->e[i].rc != GM_OK) {
             int rc = c->by_allocator
