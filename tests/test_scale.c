@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* --------------------------------------------------------------- the fit */
 
@@ -174,6 +175,8 @@ static void test_scale_recovers(void)
     CU_ASSERT_EQUAL(t.events[2].size, 16 * GM_KiB);
     gm_import_trace_free(&t);
     gm_scale_free(s);
+    for (int i = 0; i < 3; i++)
+        unlink(p3[i]); /* the recordings: no file left behind */
 }
 
 static void expect_refusal(const char *a, const char *b, const char *what)
@@ -212,6 +215,10 @@ static void test_scale_refuses(void)
     gm_scale_input miss[2] = {{a, 3}, {"/nonexistent/x.h5", 4}};
     CU_ASSERT_EQUAL(gm_scale_open(miss, 2, -1, &s, &err), GM_EIO);
     CU_ASSERT(strstr(err.msg, "/nonexistent/x.h5") != NULL);
+    unlink(a);
+    unlink(b);
+    unlink(c);
+    unlink(d);
 }
 
 static void test_input_parse(void)
@@ -271,6 +278,8 @@ static void test_largest_by_hand(void)
     CU_ASSERT(!r.found);
     CU_ASSERT_EQUAL(r.largest, 0);
     gm_scale_free(s);
+    unlink(a);
+    unlink(b);
 }
 
 int gm_test_register(void)
