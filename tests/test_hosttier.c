@@ -213,6 +213,28 @@ static void test_chain(void)
     gm_sim_result_free(r);
 }
 
+/* Both degradation cases below: events e through the direct allocator
+ * (sizes round to 2 MiB) on 8 MiB under --on-oom chain. Each has one OOM,
+ * which degradation resolves; two allocations are degraded, 3 + 1 MiB
+ * left out, and no OOM remains. */
+static gm_sim_result *run_degraded(gm_event *e, size_t n, const char *name)
+{
+    gm_tenant_spec t = {.path = name, .events = e, .n_events = n, .repeat = 1};
+    gm_sim_config c;
+    config(&c, &t, 1, 8 * MiB, "direct");
+    c.on_oom_chain = 1;
+    gm_sim_result *r;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+    const gm_tier_stats *x = &r->t[0].tier;
+    CU_ASSERT_EQUAL(x->chain_ooms, 1);
+    CU_ASSERT_EQUAL(x->by_degrade, 1);
+    CU_ASSERT_EQUAL(x->degraded_allocs, 2);
+    CU_ASSERT_EQUAL(x->degraded_bytes, 3 * MiB + 1 * MiB);
+    CU_ASSERT_EQUAL(r->device.n_oom, 0);
+    return r;
+}
+
 /* Degradation ends with the iteration: where the phase comes back to
  * forward after backward. Direct allocator (sizes round to 2 MiB), 8 MiB:
  *   t0 A 4 MiB parameter
@@ -227,20 +249,8 @@ static void test_degrade_ends_with_iteration(void)
     gm_event e[] = {A(0, 1, 4, GM_CAT_PARAMETER), A(1, 2, 6, GM_CAT_ACTIVATION), F(2, 2),
                     A(3, 3, 2, GM_CAT_ACTIVATION), A(4, 4, 2, GM_CAT_ACTIVATION)};
     e[2].phase = e[3].phase = GM_PHASE_BACKWARD;
-    gm_tenant_spec t = {.path = "iter", .events = e, .n_events = 5, .repeat = 1};
-    gm_sim_config c;
-    config(&c, &t, 1, 8 * MiB, "direct");
-    c.on_oom_chain = 1;
-    gm_sim_result *r;
-    gm_err err = {0};
-    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
-    const gm_tier_stats *x = &r->t[0].tier;
-    CU_ASSERT_EQUAL(x->chain_ooms, 1);
-    CU_ASSERT_EQUAL(x->by_degrade, 1);
     /* B (at the OOM) and C (degraded, in the same iteration); not D */
-    CU_ASSERT_EQUAL(x->degraded_allocs, 2);
-    CU_ASSERT_EQUAL(x->degraded_bytes, 3 * MiB + 1 * MiB);
-    CU_ASSERT_EQUAL(r->device.n_oom, 0);
+    gm_sim_result *r = run_degraded(e, 5, "iter");
     CU_ASSERT_EQUAL(r->t[0].degraded, 1);
     gm_sim_result_free(r);
 }
@@ -266,19 +276,7 @@ static void test_degrade_ends_with_pressure(void)
                     A(6, 4, 6, GM_CAT_ACTIVATION)};
     for (size_t i = 0; i < sizeof e / sizeof e[0]; i++)
         e[i].phase = GM_PHASE_UNKNOWN;
-    gm_tenant_spec t = {.path = "serve", .events = e, .n_events = 7, .repeat = 1};
-    gm_sim_config c;
-    config(&c, &t, 1, 8 * MiB, "direct");
-    c.on_oom_chain = 1;
-    gm_sim_result *r;
-    gm_err err = {0};
-    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
-    const gm_tier_stats *x = &r->t[0].tier;
-    CU_ASSERT_EQUAL(x->chain_ooms, 1);
-    CU_ASSERT_EQUAL(x->by_degrade, 1);
-    CU_ASSERT_EQUAL(x->degraded_allocs, 2);
-    CU_ASSERT_EQUAL(x->degraded_bytes, 3 * MiB + 1 * MiB);
-    CU_ASSERT_EQUAL(r->device.n_oom, 0);
+    gm_sim_result *r = run_degraded(e, 7, "serve");
     CU_ASSERT_EQUAL(r->t[0].status, GM_TENANT_COMPLETED);
     gm_sim_result_free(r);
 }
