@@ -70,6 +70,22 @@ static void config(gm_sim_config *cfg, gm_tenant_spec *t)
     cfg->latency = (gm_latency)GM_LATENCY_DEFAULT;
 }
 
+/* A run page's maps of t on `capacity` bytes (no context overhead), OOMs
+ * skipped so that the run goes on past them; cfg is the run's, for a run
+ * again. NULL when the maps could not be made. */
+static json_t *oom_maps(gm_sim_config *cfg, gm_tenant_spec *t, uint64_t capacity, gm_err *err)
+{
+    config(cfg, t);
+    cfg->capacity_bytes = capacity;
+    cfg->overhead_given = 1;
+    cfg->on_oom_skip = 1;
+    gm_segmap_opts o;
+    gm_segmap_opts_run(&o);
+    json_t *sm = NULL;
+    CU_ASSERT_EQUAL(gm_segmap_json(cfg, &o, &sm, err), GM_OK);
+    return sm;
+}
+
 static json_t *map_of(json_t *sm, const char *kind, size_t nth)
 {
     size_t i;
@@ -173,15 +189,9 @@ static void test_oom(void)
     const char *path = small_trace();
     gm_tenant_spec t = {.path = path, .repeat = 1};
     gm_sim_config cfg;
-    config(&cfg, &t);
-    cfg.capacity_bytes = 12 * GM_MiB; /* the 20 MiB segment does not fit */
-    cfg.overhead_given = 1;
-    cfg.on_oom_skip = 1;
-    gm_segmap_opts o;
-    gm_segmap_opts_run(&o);
-    json_t *sm;
     gm_err err = {0};
-    CU_ASSERT_EQUAL_FATAL(gm_segmap_json(&cfg, &o, &sm, &err), GM_OK);
+    json_t *sm = oom_maps(&cfg, &t, 12 * GM_MiB, &err); /* the 20 MiB segment does not fit */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sm);
     CU_ASSERT_EQUAL(num(sm, "ooms_total"), 1);
     CU_ASSERT_EQUAL(num(sm, "peak_reserved_bytes"), 2 * GM_MiB);
     json_t *m = map_of(sm, "oom", 0);
@@ -320,15 +330,9 @@ static void test_zoom_oom(void)
     m.device_total_bytes = 80 * GM_GiB;
     gm_tenant_spec t = {.path = "in-memory", .events = ev, .n_events = n, .meta = &m, .repeat = 1};
     gm_sim_config cfg;
-    config(&cfg, &t);
-    cfg.capacity_bytes = 512 * GM_MiB;
-    cfg.overhead_given = 1;
-    cfg.on_oom_skip = 1;
-    gm_segmap_opts o;
-    gm_segmap_opts_run(&o);
-    json_t *sm;
     gm_err err = {0};
-    CU_ASSERT_EQUAL_FATAL(gm_segmap_json(&cfg, &o, &sm, &err), GM_OK);
+    json_t *sm = oom_maps(&cfg, &t, 512 * GM_MiB, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sm);
     CU_ASSERT_EQUAL(num(sm, "ooms_total"), 3);
     json_t *z = json_object_get(sm, "zoom"), *lv = json_object_get(z, "levels"), *l;
     CU_ASSERT_PTR_NOT_NULL_FATAL(lv);
