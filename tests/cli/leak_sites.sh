@@ -17,25 +17,16 @@ fail() {
 }
 
 cat >"$tmp/gen.py" <<'PY'
-import pickle, sys
-MiB = 1 << 20
+import sys
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, sys.argv[-1] + '/tests/cli')
+from snapgen import MiB, S, fr, Trace
 leak = int(sys.argv[2]) * MiB
-def fr(f, l, n):
-    return [{'filename': '/home/u/proj/' + f, 'line': l, 'name': n},
-            {'filename': '/home/u/proj/train.py', 'line': 5, 'name': 'main'}]
 INIT, LOAD, ATTN, MLP, LOSS = (fr('model.py', 10, '__init__'), fr('train.py', 20, 'load'),
                                fr('model.py', 30, 'attn'), fr('model.py', 31, 'mlp'),
                                fr('train.py', 99, 'log_loss'))
-S = 0x7f0000000000
-t, e = 1000000, []
-def add(action, addr, size, frames):
-    global t
-    e.append({'action': action, 'addr': addr, 'size': size, 'stream': 0, 'time_us': t,
-              'frames': frames})
-    t += 10
-def free(addr, size):
-    add('free_requested', addr, size, [])
-    add('free_completed', addr, size, [])
+tr = Trace()
+add, free = tr.add, tr.free
 add('segment_alloc', S, 4096 * MiB, INIT)
 add('alloc', S, 200 * MiB, INIT)
 live = [(S, 200 * MiB, INIT)]
@@ -64,11 +55,11 @@ blocks.append({'address': at, 'size': S + 4096 * MiB - at, 'requested_size': 0, 
 used = sum(sz for _, sz, _ in live)
 seg = {'device': 0, 'address': S, 'total_size': 4096 * MiB, 'stream': 0, 'segment_type': 'large',
        'allocated_size': used, 'active_size': used, 'requested_size': used, 'blocks': blocks}
-pickle.dump({'segments': [seg], 'device_traces': [e]}, open(sys.argv[1], 'wb'), protocol=4)
+tr.dump(sys.argv[1], [seg])
 PY
 
 for mib in 0 2 8; do
-    python3 "$tmp/gen.py" "$tmp/l$mib.pickle" $mib || fail "generate $mib"
+    python3 "$tmp/gen.py" "$tmp/l$mib.pickle" $mib "$2" || fail "generate $mib"
     "$gmsim" info --json - "$tmp/l$mib.pickle" >"$tmp/l$mib.json" 2>"$tmp/err" || fail "info --json ($mib MiB): $(cat "$tmp/err")"
     python3 - "$tmp/l$mib.json" $mib <<'PY' || fail "$mib MiB per iteration: JSON"
 import json, sys

@@ -20,9 +20,11 @@ expect_line() {
 # A 100 MiB segment; 60 MiB from train.py:42 (below: torch and C++ frames),
 # 30 MiB from model.py:7 (called from train.py:42), 4 MiB with only torch
 # frames, 2 MiB with only C++ frames; all freed, the segment released.
-python3 - "$tmp/snap.pickle" <<'PY'
-import pickle, sys
-MiB = 1 << 20
+python3 - "$tmp/snap.pickle" "$2" <<'PY'
+import sys
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, sys.argv[-1] + '/tests/cli')
+from snapgen import MiB, S, fr, Trace
 CPP = [{'filename': '??', 'line': 0, 'name': 'torch::unwind::unwind()'},
        {'filename': 'CUDACachingAllocator.cpp', 'line': 0, 'name': 'DeviceCachingAllocator::malloc'},
        {'filename': '', 'line': 0, 'name': 'at::empty_cuda'}]
@@ -32,23 +34,17 @@ TRAIN = [{'filename': '/home/u/proj/train.py', 'line': 42, 'name': 'forward'},
          {'filename': '/usr/lib/python3.12/runpy.py', 'line': 86, 'name': '_run_code'},
          {'filename': '<frozen runpy>', 'line': 198, 'name': '_run_module_as_main'}]
 ATTN = [{'filename': '/home/u/proj/model.py', 'line': 7, 'name': 'attn'}] + TRAIN
-S = 0x7f0000000000
-t, e = 1000000, []
-def add(action, addr, size, frames):
-    global t
-    e.append({'action': action, 'addr': addr, 'size': size, 'stream': 0, 'time_us': t,
-              'frames': frames})
-    t += 10
+tr = Trace()
+add = tr.add
 add('segment_alloc', S, 100 * MiB, CPP + TORCH + TRAIN)
 add('alloc', S, 60 * MiB, CPP + TORCH + TRAIN)
 add('alloc', S + 60 * MiB, 30 * MiB, CPP + TORCH + ATTN)
 add('alloc', S + 90 * MiB, 4 * MiB, CPP + TORCH)
 add('alloc', S + 94 * MiB, 2 * MiB, CPP)
 for a, s in [(S, 60), (S + 60 * MiB, 30), (S + 90 * MiB, 4), (S + 94 * MiB, 2)]:
-    add('free_requested', a, s * MiB, [])
-    add('free_completed', a, s * MiB, [])
+    tr.free(a, s * MiB)
 add('segment_free', S, 100 * MiB, [])
-pickle.dump({'segments': [], 'device_traces': [e]}, open(sys.argv[1], 'wb'), protocol=4)
+tr.dump(sys.argv[1], [])
 PY
 
 "$gmsim" import "$tmp/snap.pickle" -o "$tmp/snap.h5" >/dev/null 2>"$tmp/err" ||

@@ -27,24 +27,15 @@ expect_line() {
 #   Self CUDA Mem:       c 16 MiB (allocated, never freed), a 0, b 0
 #   CUDA Mem:            b 16 MiB (c.py:3 is called from b.py:2: its stack
 #                        holds b's frame), c 16 MiB, a 0; ties by site: b, c, a
-python3 - "$tmp/tiny.pickle" <<'PY'
-import pickle, sys
-MiB = 1 << 20
-def fr(f, l, n):
-    return [{'filename': '/home/u/proj/' + f, 'line': l, 'name': n},
-            {'filename': '/home/u/proj/train.py', 'line': 5, 'name': 'main'}]
+python3 - "$tmp/tiny.pickle" "$2" <<'PY'
+import sys
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, sys.argv[-1] + '/tests/cli')
+from snapgen import MiB, S, fr, Trace
 A, B = fr('a.py', 1, 'fa'), fr('b.py', 2, 'fb')
 C = [{'filename': '/home/u/proj/c.py', 'line': 3, 'name': 'fc'}] + B   # fc is called from b.py:2
-S = 0x7f0000000000
-t, e = 1000000, []
-def add(action, addr, size, frames):
-    global t
-    e.append({'action': action, 'addr': addr, 'size': size, 'stream': 0, 'time_us': t,
-              'frames': frames})
-    t += 10
-def free(addr, size):
-    add('free_requested', addr, size, [])
-    add('free_completed', addr, size, [])
+tr = Trace()
+add, free = tr.add, tr.free
 add('segment_alloc', S, 100 * MiB, A)
 for i in range(4):
     add('alloc', S, 10 * MiB, A)
@@ -60,7 +51,7 @@ seg = {'device': 0, 'address': S, 'total_size': 100 * MiB, 'stream': 0, 'segment
        'blocks': [blk(S, 40 * MiB, 'inactive', []), blk(S + 40 * MiB, 8 * MiB, 'active_allocated', C),
                   blk(S + 48 * MiB, 8 * MiB, 'active_allocated', C),
                   blk(S + 56 * MiB, 44 * MiB, 'inactive', [])]}
-pickle.dump({'segments': [seg], 'device_traces': [e]}, open(sys.argv[1], 'wb'), protocol=4)
+tr.dump(sys.argv[1], [seg])
 PY
 "$gmsim" import "$tmp/tiny.pickle" -o "$tmp/tiny.h5" >/dev/null 2>"$tmp/err" || fail "import: $(cat "$tmp/err")"
 run() { "$gmsim" run --capacity 80MiB --overhead 0 "$@"; }
