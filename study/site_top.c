@@ -90,16 +90,23 @@ static void check_peak(gm_top_sites *ts, int tenant, uint64_t event)
     if (a > ts->peak_bytes) new_peak(ts, a, tenant, event);
 }
 
+/* A tensor of tenant's, at addr, of `size` bytes requested, in the
+ * allocator's block `handle`, from `site`: tallied, then the peak checked
+ * (peak_tenant -1: the initial state's). */
+static void tally_alloc(gm_top_sites *ts, int tenant, gm_alloc *a, uint64_t handle, uint64_t addr,
+                        uint64_t size, uint32_t site, int peak_tenant, uint64_t event_index)
+{
+    gm_site_acc *c = &ts->t[tenant];
+    c->a = a;
+    if (acc_add(c, addr, size, gm_alloc_block_bytes(a, handle, size), site) != GM_OK)
+        ts->rc = GM_ENOMEM;
+    check_peak(ts, peak_tenant, event_index);
+}
+
 static void on_alloc(void *ctx, int tenant, uint64_t event_index, const gm_event *ev, gm_alloc *a,
                      uint64_t handle)
 {
-    gm_top_sites *ts = ctx;
-    gm_site_acc *c = &ts->t[tenant];
-    c->a = a;
-    if (acc_add(c, ev->addr, ev->size, gm_alloc_block_bytes(a, handle, ev->size), ev->site) !=
-        GM_OK)
-        ts->rc = GM_ENOMEM;
-    check_peak(ts, tenant, event_index);
+    tally_alloc(ctx, tenant, a, handle, ev->addr, ev->size, ev->site, tenant, event_index);
 }
 
 static void on_event(void *ctx, int tenant, uint64_t event_index, const gm_event *ev)
@@ -111,13 +118,7 @@ static void on_event(void *ctx, int tenant, uint64_t event_index, const gm_event
 
 static void on_init(void *ctx, int tenant, const gm_init_row *row, gm_alloc *a, uint64_t handle)
 {
-    gm_top_sites *ts = ctx;
-    gm_site_acc *c = &ts->t[tenant];
-    c->a = a;
-    if (acc_add(c, row->addr, row->size, gm_alloc_block_bytes(a, handle, row->size), row->site) !=
-        GM_OK)
-        ts->rc = GM_ENOMEM;
-    check_peak(ts, -1, 0);
+    tally_alloc(ctx, tenant, a, handle, row->addr, row->size, row->site, -1, 0);
 }
 
 static void on_end(void *ctx, int tenant, gm_alloc *a, int status)
