@@ -86,6 +86,21 @@ static json_t *oom_maps(gm_sim_config *cfg, gm_tenant_spec *t, uint64_t capacity
     return sm;
 }
 
+/* The run page of cfg with its maps sm (taken) in b; the page's JSON,
+ * for the caller to free with b. */
+static json_t *run_page(const gm_sim_config *cfg, json_t *sm, gm_strbuf *b)
+{
+    gm_sim_result *r;
+    gm_err err = {0};
+    gm_sb_init(b);
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(cfg, &r, &err), GM_OK);
+    json_t *j = gm_result_json(cfg, r, "run");
+    gm_sim_result_free(r);
+    json_object_set_new(j, "segment_maps", sm);
+    CU_ASSERT_EQUAL_FATAL(gm_html_render(j, b, &err), GM_OK);
+    return j;
+}
+
 static json_t *map_of(json_t *sm, const char *kind, size_t nth)
 {
     size_t i;
@@ -209,14 +224,8 @@ static void test_oom(void)
     CU_ASSERT_EQUAL(num(m, "pool_free"), 0);
     CU_ASSERT_PTR_NOT_NULL(map_of(sm, "peak", 0));
     /* on the page: the verdict in words, the site escaped */
-    gm_sim_result *r;
-    CU_ASSERT_EQUAL_FATAL(gm_simulate(&cfg, &r, &err), GM_OK);
-    json_t *j = gm_result_json(&cfg, r, "run");
-    gm_sim_result_free(r);
-    json_object_set_new(j, "segment_maps", sm);
     gm_strbuf b;
-    gm_sb_init(&b);
-    CU_ASSERT_EQUAL_FATAL(gm_html_render(j, &b, &err), GM_OK);
+    json_t *j = run_page(&cfg, sm, &b);
     const char *h = gm_sb_str(&b);
     CU_ASSERT_PTR_NOT_NULL(strstr(h, "request 5.00 MiB &gt; largest free gap 0 B; "
                                      "1021.00 KiB free in total"));
@@ -375,14 +384,8 @@ static void test_zoom_oom(void)
     for (int g = 0; g < 4; g++)
         CU_ASSERT(fin_w[g] > 0 && fin_w[g] <= 1000); /* <= 100 events */
     /* on the page: data-lv carries every level, each with its group */
-    gm_sim_result *r;
-    CU_ASSERT_EQUAL_FATAL(gm_simulate(&cfg, &r, &err), GM_OK);
-    json_t *j = gm_result_json(&cfg, r, "run");
-    gm_sim_result_free(r);
-    json_object_set_new(j, "segment_maps", sm);
     gm_strbuf b;
-    gm_sb_init(&b);
-    CU_ASSERT_EQUAL_FATAL(gm_html_render(j, &b, &err), GM_OK);
+    json_t *j = run_page(&cfg, sm, &b);
     const char *h = strstr(gm_sb_str(&b), " data-lv=\""), *e = h ? strchr(h + 10, '"') : NULL;
     CU_ASSERT_PTR_NOT_NULL_FATAL(e);
     size_t levels = 1, groups[4] = {0};
