@@ -1,37 +1,68 @@
 /* period.c - see period.h. */
 #include "period.h"
 
-#include <gsl/gsl_fft_halfcomplex.h>
-#include <gsl/gsl_fft_real.h>
-#include <gsl/gsl_statistics_double.h>
+#include <fftw3.h>
 #include <math.h>
+#include <pthread.h>
+#include <string.h>
 
 #define FFT_N (2 * GM_PERIOD_WIN) /* zero-padded FFT length (a power of two) */
 
-/* Lagged cross sums c[L] = sum_i v_i v_(i+L) of the mean-removed series,
- * L = 0..n/2, through GSL's FFT (zero-padded, so not circular): O(n log n)
- * instead of O(n^2), so a re-estimate every 16 samples stays cheap. */
-static void cross_sums(gm_period_work *w, const double *x, size_t n, double m)
+/* FFTW's two in-place real transforms of FFT_N points, planned once per
+ * process: FFTW's planner is not thread-safe, executing a plan is, on any
+ * array of the planned one's alignment (fftw_execute_r2r; FFTW manual,
+ * "New-array Execute Functions"). FFTW_ESTIMATE plans without timing runs
+ * and FFTW_NO_SIMD keeps to the scalar codelets, so the plan and its
+ * rounding are the same on every x86-64 CPU, run after run. */
+static fftw_plan fwd, inv;
+static int plan_align;
+static pthread_once_t plan_once = PTHREAD_ONCE_INIT;
+
+static void make_plans(void)
 {
-    double *v = w->fft;
+    double *a = fftw_alloc_real(FFT_N);
+    if (!a) return;
+    unsigned fl = FFTW_ESTIMATE | FFTW_NO_SIMD | FFTW_DESTROY_INPUT;
+    fwd = fftw_plan_r2r_1d(FFT_N, a, a, FFTW_R2HC, fl);
+    inv = fftw_plan_r2r_1d(FFT_N, a, a, FFTW_HC2R, fl);
+    plan_align = fftw_alignment_of(a);
+    fftw_free(a);
+}
+
+/* Lagged cross sums c[L] = sum_i v_i v_(i+L) of the mean-removed series,
+ * L = 0..n/2, through an FFT (zero-padded, so not circular): O(n log n)
+ * instead of O(n^2), so a re-estimate every 16 samples stays cheap. Returns
+ * 0 when FFTW could not make its plans (out of memory). */
+static int cross_sums(gm_period_work *w, const double *x, size_t n, double m)
+{
+    pthread_once(&plan_once, make_plans);
+    if (!fwd || !inv) return 0;
+    _Alignas(64) double tmp[FFT_N];
+    double *v = fftw_alignment_of(w->fft) == plan_align ? w->fft : tmp;
     for (size_t i = 0; i < FFT_N; i++)
         v[i] = i < n ? x[i] - m : 0.0;
-    gsl_fft_real_radix2_transform(v, 1, FFT_N);
-    v[0] *= v[0]; /* power spectrum, in GSL's half-complex order */
-    v[FFT_N / 2] *= v[FFT_N / 2];
+    fftw_execute_r2r(fwd, v, v);
+    /* power spectrum, in the half-complex order (r0, r1, .., r(N/2), i(N/2-1),
+     * .., i1), scaled by 1/FFT_N for the unnormalized inverse (a power of
+     * two: exact) */
+    const double s = 1.0 / FFT_N;
+    v[0] = v[0] * v[0] * s;
+    v[FFT_N / 2] = v[FFT_N / 2] * v[FFT_N / 2] * s;
     for (size_t k = 1; k < FFT_N / 2; k++) {
-        v[k] = v[k] * v[k] + v[FFT_N - k] * v[FFT_N - k];
+        v[k] = (v[k] * v[k] + v[FFT_N - k] * v[FFT_N - k]) * s;
         v[FFT_N - k] = 0.0;
     }
-    gsl_fft_halfcomplex_radix2_inverse(v, 1, FFT_N);
+    fftw_execute_r2r(inv, v, v);
+    if (v != w->fft) memcpy(w->fft, v, sizeof tmp);
+    return 1;
 }
 
 /* r[L] = Pearson correlation of x[0..n-L) with x[L..n) (what
  * gsl_stats_correlation would give for each lag), from the FFT's cross sums
  * and prefix sums of v and v^2; m is the series' mean. */
-static void lag_correlations(gm_period_work *w, const double *x, size_t n, double m)
+static int lag_correlations(gm_period_work *w, const double *x, size_t n, double m)
 {
-    cross_sums(w, x, n, m);
+    if (!cross_sums(w, x, n, m)) return 0;
     double *s1 = w->ps1, *s2 = w->ps2; /* prefix sums of v, v^2 */
     s1[0] = s2[0] = 0;
     for (size_t i = 0; i < n; i++) {
@@ -47,6 +78,7 @@ static void lag_correlations(gm_period_work *w, const double *x, size_t n, doubl
         double va = a2 - a1 * a1 / k, vb = b2 - b1 * b1 / k;
         w->r[L] = va > 0 && vb > 0 ? cov / sqrt(va * vb) : 0;
     }
+    return 1;
 }
 
 double gm_period_lag(gm_period_work *w, const double *x, size_t n, double *conf)
@@ -54,11 +86,19 @@ double gm_period_lag(gm_period_work *w, const double *x, size_t n, double *conf)
     size_t maxlag = n / 2;
     *conf = 0;
     if (n < 16 || n > GM_PERIOD_WIN) return 0;
-    /* gsl_stats_variance is gsl_stats_variance_m of gsl_stats_mean: the mean
-     * once (GSL's running mean divides per sample, one after another) */
-    double m = gsl_stats_mean(x, 1, n);
-    if (gsl_stats_variance_m(x, 1, n, m) <= 0) return 0;
-    lag_correlations(w, x, n, m);
+    /* a constant series has no period (its variance is 0); the mean as a
+     * plain sum: GSL's running mean (gsl_stats_mean) divides once per
+     * sample, one division waiting for the last, and costs more here than
+     * the FFT */
+    double sum = 0;
+    int constant = 1;
+    for (size_t i = 0; i < n; i++) {
+        sum += x[i];
+        constant &= x[i] == x[0];
+    }
+    if (constant) return 0;
+    double m = sum / (double)n;
+    if (!lag_correlations(w, x, n, m)) return 0;
     size_t l0 = 0;
     for (size_t L = 1; L <= maxlag && !l0; L++)
         if (w->r[L] < 0.2) l0 = L;

@@ -6,7 +6,7 @@
  *
  * For each lag L the Pearson correlation r[L] of x[0..n-L) with x[L..n)
  * (what gsl_stats_correlation gives, computed for all lags at once from
- * GSL's FFT and prefix sums). Past the first lag where r falls below 0.2,
+ * FFTW's real FFT and prefix sums). Past the first lag where r falls below 0.2,
  * the smallest local maximum within 70 % of the highest one, refined by a
  * parabola through its neighbours, is the period; accepted when that
  * highest correlation is >= 0.5.
@@ -21,8 +21,10 @@
 
 /* Scratch space (about 40 KiB): keep one per user, never shared between threads. */
 typedef struct gm_period_work {
+    /* zero-padded FFT buffer; 16-byte aligned (what malloc gives) so that
+     * FFTW's SIMD-aligned plan runs on it in place (period.c) */
+    _Alignas(16) double fft[2 * GM_PERIOD_WIN];
     double r[GM_PERIOD_WIN / 2 + 1]; /* r[L], L = 1..n/2              */
-    double fft[2 * GM_PERIOD_WIN];   /* zero-padded FFT buffer        */
     double ps1[GM_PERIOD_WIN + 1];   /* prefix sums of x - mean       */
     double ps2[GM_PERIOD_WIN + 1];   /* ... and of its square         */
 } gm_period_work;

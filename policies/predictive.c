@@ -7,16 +7,15 @@
  * Period. Every sample=TIME (default 1 ms) a timer records the tenant's
  * allocated bytes. The period is the lag of the autocorrelation peak of that
  * series (period.h, shared with study/leak.c): for each lag, the Pearson correlation of the series
- * with itself shifted (what gsl_stats_correlation gives, computed for all lags at once from GSL's
- * FFT, gsl_fft_real_radix2_transform, and prefix sums). Past the first lag where it falls below
- * 0.2, the smallest local maximum within 70 % of the highest one, refined by a parabola through its
- * neighbours, is the period; accepted when that highest correlation is >= 0.5. The series keeps
- * 1024 samples; while no period is found, a full series is halved (pairs averaged), so periods up
- * to ~2^16 samples are found. Training iterations repeat, so this finds the iteration length; an
- * estimate more than 5 % away from the current period replaces it (and the
- * profile below starts again). Estimates run every 16 samples until four
- * in a row agree, then every 256: an early estimate that caught a harmonic
- * (the series not yet two true periods long) is corrected quickly.
+ * with itself shifted (what gsl_stats_correlation gives, computed for all lags at once from an
+ * FFT, FFTW's real-to-half-complex transform, and prefix sums). Past the first lag where it falls
+ * below 0.2, the smallest local maximum within 70 % of the highest one, refined by a parabola
+ * through its neighbours, is the period; accepted when that highest correlation is >= 0.5. The
+ * series keeps 1024 samples; while no period is found, a full series is halved (pairs averaged), so
+ * periods up to ~2^16 samples are found. Training iterations repeat, so this finds the iteration
+ * length; an estimate more than 5 % away from the current period replaces it (and the profile below
+ * starts again). Estimates run every 16 samples until four in a row agree, then every 256: an early
+ * estimate that caught a harmonic (the series not yet two true periods long) is corrected quickly.
  *
  * Demand profile. The period is cut into 64 phase bins. For each segment
  * class (pool, segment size) the policy keeps, per bin, the most segments of

@@ -5,7 +5,7 @@ set -euo pipefail
 # Open MPI is optional for the build (gmsim sweep then runs on threads only)
 # but the test suite needs it: tests/cli/sweep_mpi.sh fails without it.
 pkgs=(build-essential cmake pkg-config
-      libhdf5-dev libgsl-dev libcunit1-dev libjansson-dev libbsd-dev libseccomp-dev zlib1g-dev
+      libhdf5-dev libgsl-dev libfftw3-dev libcunit1-dev libjansson-dev libbsd-dev libseccomp-dev zlib1g-dev
       libopenmpi-dev openmpi-bin)
 if [ "${1:-}" = "--test" ]; then
     # the HTML report test opens the report in a real browser; the compare,
