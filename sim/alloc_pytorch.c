@@ -356,8 +356,11 @@ typedef struct pt_state {
     pt_segment *free_segs;
     pt_segment **exp;
     size_t n_exp, cap_exp;
-    pt_block *spare;   /* free list of block structs */
-    gm_alloc_stats st; /* PyTorch's DeviceStats (stats below); they decide nothing */
+    pt_block *spare;       /* free list of block structs */
+    pt_segment *spare_seg; /* free list of segment structs (through lnext): a
+                              policy that releases often makes and frees
+                              one per driver call */
+    gm_alloc_stats st;     /* PyTorch's DeviceStats (stats below); they decide nothing */
 } pt_state;
 
 /* ---------------- sizes ---------------- */
@@ -554,8 +557,13 @@ static pt_segment *segment_new(pt_state *s, uint64_t base, uint64_t size, uint64
         s->arr = v;
         s->cap_arr = cap;
     }
-    pt_segment *g = calloc(1, sizeof *g);
+    pt_segment *g = s->spare_seg;
+    if (g)
+        s->spare_seg = g->lnext;
+    else
+        g = malloc(sizeof *g);
     if (!g) return NULL;
+    memset(g, 0, sizeof *g);
     if (s->by_base_on &&
         gm_addrmap_put(&s->by_base, gm_addrmap_key(base), (uint64_t)(uintptr_t)g) != GM_OK) {
         free(g);
@@ -640,7 +648,8 @@ static void segment_unlink(pt_state *s, pt_segment *g)
         s->arr[i - 1]->arr_idx = i - 1;
     }
     s->n_segs--;
-    free(g);
+    g->lnext = s->spare_seg;
+    s->spare_seg = g;
 }
 
 /* try_merge_blocks: absorb src into dst when src is free and alike;
@@ -1561,6 +1570,11 @@ static void pt_destroy(gm_alloc *a)
         pt_block *bn = b->next;
         free(b);
         b = bn;
+    }
+    while (s->spare_seg) {
+        pt_segment *gn = s->spare_seg->lnext;
+        free(s->spare_seg);
+        s->spare_seg = gn;
     }
     free(s->arr);
     free(s->exp);
