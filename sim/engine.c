@@ -165,6 +165,50 @@ static uint64_t share_cap(const sim *s, const tenant *t)
     return s->share == GM_SHARE_REQUESTS ? r->limit_bytes : 0;
 }
 
+/* Four independent lanes (one per column group) so the multiplies overlap;
+ * folded into the trace's hash once per chunk. */
+static void hash_events(gm_hash *h, const gm_event *buf, size_t n)
+{
+    gm_hash lane[4];
+    for (int k = 0; k < 4; k++)
+        gm_hash_init(&lane[k]);
+    for (size_t i = 0; i < n; i++) {
+        const gm_event *e = &buf[i];
+        gm_hash_u64(&lane[0], e->t_ns);
+        gm_hash_u64(&lane[1], e->addr);
+        gm_hash_u64(&lane[2], e->size);
+        gm_hash_u64(&lane[3], e->stream ^ ((uint64_t)e->op << 56) ^ ((uint64_t)e->category << 48) ^
+                                  ((uint64_t)e->phase << 40));
+    }
+    for (int k = 0; k < 4; k++)
+        gm_hash_u64(h, gm_hash_final(&lane[k]));
+}
+
+static void hash_chunk(tenant *t)
+{
+    hash_events(&t->hash, t->buf, t->nbuf);
+}
+
+static void hash_start(gm_hash *h, const char *source)
+{
+    gm_hash_init(h);
+    gm_hash_bytes(h, source, strlen(source));
+}
+
+static void hash_hex(const gm_hash *h, char out[17])
+{
+    snprintf(out, 17, "%016" PRIx64, gm_hash_final(h));
+}
+
+void gm_trace_hash_events(const char *source, const gm_event *ev, size_t n, char out[17])
+{
+    gm_hash h;
+    hash_start(&h, source ? source : "");
+    for (size_t i = 0; i < n; i += CHUNK_EVENTS) /* the chunks src_read gives */
+        hash_events(&h, ev + i, n - i < CHUNK_EVENTS ? n - i : CHUNK_EVENTS);
+    hash_hex(&h, out);
+}
+
 static int tenant_open(sim *s, tenant *t, gm_err *err)
 {
     const gm_sim_config *cfg = s->cfg;
@@ -176,9 +220,12 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
     snprintf(res->source, sizeof res->source, "%s", meta->source ? meta->source : "");
     res->trace_events = t->r ? gm_trace_nevents(t->r) : t->spec->n_events;
     t->ids = meta->dense_ids; /* allocations by id, not by address (trace.h) */
-    gm_hash_init(&t->hash);
-    gm_hash_bytes(&t->hash, res->source, strlen(res->source));
+    hash_start(&t->hash, res->source);
     t->hashing = !cfg->no_hash;
+    if (t->hashing && t->spec->events && t->spec->trace_hash) { /* known: not again */
+        snprintf(res->trace_hash, sizeof res->trace_hash, "%s", t->spec->trace_hash);
+        t->hashing = 0;
+    }
     const char *conf = conf_for(cfg, meta);
     snprintf(res->alloc_conf, sizeof res->alloc_conf, "%s", conf);
 
@@ -502,27 +549,7 @@ static void finish_hash(tenant *t)
 {
     if (!t->hashing) return;
     t->hashing = 0;
-    uint64_t h = gm_hash_final(&t->hash);
-    snprintf(t->res->trace_hash, sizeof t->res->trace_hash, "%016" PRIx64, h);
-}
-
-/* Four independent lanes (one per column group) so the multiplies overlap;
- * folded into the tenant's hash once per chunk. */
-static void hash_chunk(tenant *t)
-{
-    gm_hash lane[4];
-    for (int k = 0; k < 4; k++)
-        gm_hash_init(&lane[k]);
-    for (size_t i = 0; i < t->nbuf; i++) {
-        const gm_event *e = &t->buf[i];
-        gm_hash_u64(&lane[0], e->t_ns);
-        gm_hash_u64(&lane[1], e->addr);
-        gm_hash_u64(&lane[2], e->size);
-        gm_hash_u64(&lane[3], e->stream ^ ((uint64_t)e->op << 56) ^ ((uint64_t)e->category << 48) ^
-                                  ((uint64_t)e->phase << 40));
-    }
-    for (int k = 0; k < 4; k++)
-        gm_hash_u64(&t->hash, gm_hash_final(&lane[k]));
+    hash_hex(&t->hash, t->res->trace_hash);
 }
 
 /* An aborted tenant still hashes the rest of its trace (reproducibility). */

@@ -34,6 +34,10 @@ typedef struct gm_tenant_spec {
     const gm_trace_meta *meta;  /* with `events`: metadata (may be NULL)  */
     const gm_init_row *initial; /* with `events`: its /initial_state rows (may be NULL) */
     size_t n_initial;
+    /* with `events`: their trace hash when known (gm_trace_hash_events), so
+     * that each of many runs over them (compare, tune) does not hash them
+     * again; NULL: the run hashes them */
+    const char *trace_hash;
     uint64_t offset_ns;   /* start time on the device                       */
     uint32_t repeat;      /* passes over the trace (>= 1)                   */
     uint64_t quota_bytes; /* cap on this tenant's reserved bytes (0 = none) */
@@ -252,6 +256,11 @@ struct gm_policy_ops;
 int gm_engine_run(const gm_sim_config *cfg, const struct gm_policy_ops *policy, const char *params,
                   gm_sim_result **out, gm_err *err);
 void gm_sim_result_free(gm_sim_result *r);
+
+/* The trace hash a run reports (gm_tenant_result.trace_hash) for these
+ * events and metadata source (meta->source; NULL: ""): for a spec's
+ * trace_hash. */
+void gm_trace_hash_events(const char *source, const gm_event *ev, size_t n, char out[17]);
 
 /* The capacity a run gets from its first trace's metadata m when cfg gives
  * none: the card the trace records (device_total_bytes), else the memory its

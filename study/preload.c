@@ -8,6 +8,7 @@ struct gm_preload_trace {
     gm_trace_reader *r; /* kept open: the meta the runs see is its own */
     gm_event *events;
     gm_init_row *initial;
+    char hash[17]; /* the events' trace hash, once for all the runs */
 };
 
 /* Read all of t's trace into o; 0 when it stays on disk. */
@@ -28,6 +29,8 @@ static int load_one(const gm_tenant_spec *t, struct gm_preload_trace *o, gm_tena
     into->events = o->events;
     into->n_events = (size_t)n;
     into->meta = gm_trace_meta_get(o->r);
+    gm_trace_hash_events(into->meta->source, o->events, (size_t)n, o->hash);
+    into->trace_hash = o->hash;
     into->initial = o->initial;
     into->n_initial = n_init;
     return 1;

@@ -2,7 +2,8 @@
  * preload.h - a study that simulates the same traces many times (tune's
  * 120 settings, fit's bisection, compare's policies) reads each trace once:
  * its events and /initial_state go into memory through the (isolated,
- * checked) reader, and every run replays them from there.
+ * checked) reader, and every run replays them from there. Their trace
+ * hash is computed here once (gm_tenant_spec.trace_hash), not by each run.
  *
  * Why: each gm_trace_open starts the reader's sandboxed child process
  * (traces/FORMAT.md, "Isolation"), ~10 ms of CPU; 140 runs of a 20 k-event

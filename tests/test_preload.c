@@ -3,7 +3,7 @@
  * (study/preload.h); that must be the same run as from the file: same trace
  * hash, events, peaks, driver calls and OOMs, with the initial state rebuilt
  * as live tensors or as recorded, under a policy that reads the future
- * (oracle) and one that does not.
+ * (oracle) and one that does not; the trace hash is the preload's.
  */
 #include <CUnit/CUnit.h>
 #include <stdio.h>
@@ -77,6 +77,21 @@ static void same_run(const char *snapshot, uint64_t cap)
             gm_sim_result_free(a);
             gm_sim_result_free(b);
         }
+    /* the hash comes from the preload (computed once), not from each run:
+     * the same as the run's own, and a given one is what a run reports */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cfg.tenants[0].trace_hash);
+    gm_tenant_spec own = cfg.tenants[0];
+    own.trace_hash = NULL;
+    gm_sim_result *a = simulate(&own, "pytorch", GM_INITIAL_LIVE, cap);
+    own.trace_hash = "0123456789abcdef";
+    gm_sim_result *b = simulate(&own, "pytorch", GM_INITIAL_LIVE, cap);
+    if (a && b) {
+        CU_ASSERT_STRING_EQUAL(a->t[0].trace_hash, cfg.tenants[0].trace_hash);
+        CU_ASSERT_STRING_EQUAL(b->t[0].trace_hash, "0123456789abcdef");
+        CU_ASSERT_EQUAL(a->device.int_r, b->device.int_r);
+    }
+    gm_sim_result_free(a);
+    gm_sim_result_free(b);
     gm_preload_free(&pre);
     unlink(path);
 }
