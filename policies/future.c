@@ -12,6 +12,11 @@
 #define BLOCK 64           /* entries per block                       */
 #define MAX_ENTRY_BYTES 20 /* two varints of a 64-bit delta at most   */
 #define MAX_BLOCK_BYTES (BLOCK * MAX_ENTRY_BYTES)
+/* The file is written and read in pieces of this many bytes, not a block
+ * (a few hundred bytes) at a time: a system call per block cost the oracle
+ * a third of its time over the pytorch policy's, in the kernel. */
+#define IO_BYTES (256u << 10)
+#define N_WIN 4 /* read windows, each IO_BYTES: the replay reads several regions */
 
 typedef struct fblock {
     uint64_t offset; /* in the file                               */
@@ -29,9 +34,21 @@ typedef struct fkey {
     long loaded; /* read: the block in idx/t, -1 none */
 } fkey;
 
+/* A piece of the file in memory (reads, after the seal). */
+typedef struct fwin {
+    uint64_t start; /* file offset of buf[0] */
+    uint32_t len;   /* bytes held (0: none) */
+    uint64_t used;  /* the read count when last used (the least recent goes) */
+    unsigned char *buf;
+} fwin;
+
 struct gm_future {
     int fd;
-    uint64_t file_bytes;
+    uint64_t file_bytes; /* the blocks' bytes, written or still in wbuf */
+    unsigned char *wbuf; /* build: the blocks not yet written (IO_BYTES) */
+    uint32_t wlen;
+    fwin win[N_WIN];
+    uint64_t reads;
     fkey *keys;
     size_t n_keys, cap_keys;
     int sealed;
@@ -58,6 +75,11 @@ int gm_future_open(gm_future **out, gm_err *err)
                        "oracle: cannot create a temporary file in %s for the trace's future (%s); "
                        "point TMPDIR at a writable folder",
                        dir, strerror(e));
+    }
+    f->wbuf = malloc(IO_BYTES);
+    if (!f->wbuf) {
+        gm_future_free(f);
+        return gm_errf(err, GM_ENOMEM, "oracle: out of memory");
     }
     *out = f;
     return GM_OK;
@@ -114,7 +136,25 @@ static int64_t unzigzag(uint64_t v)
     return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
 
-/* Write key k's buffered entries as one block at the end of the file. */
+/* Write the blocks in wbuf at the end of the file. */
+static int write_out(gm_future *f, gm_err *err)
+{
+    uint64_t at = f->file_bytes - f->wlen;
+    for (size_t done = 0; done < f->wlen;) {
+        ssize_t w = pwrite(f->fd, f->wbuf + done, f->wlen - done, (off_t)(at + done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0)
+            return gm_errf(err, GM_EIO,
+                           "oracle: cannot write the trace's future to its temporary file (%s); "
+                           "free some disk space or point TMPDIR elsewhere",
+                           w < 0 ? strerror(errno) : "no space");
+        done += (size_t)w;
+    }
+    f->wlen = 0;
+    return GM_OK;
+}
+
+/* Key k's buffered entries become one block at the end of the file. */
 static int flush_key(gm_future *f, fkey *k, gm_err *err)
 {
     if (!k->n_buf) return GM_OK;
@@ -131,16 +171,9 @@ static int flush_key(gm_future *f, fkey *k, gm_err *err)
         k->blocks = b;
         k->cap_blocks = cap;
     }
-    for (size_t done = 0; done < len;) {
-        ssize_t w = pwrite(f->fd, buf + done, len - done, (off_t)(f->file_bytes + done));
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0)
-            return gm_errf(err, GM_EIO,
-                           "oracle: cannot write the trace's future to its temporary file (%s); "
-                           "free some disk space or point TMPDIR elsewhere",
-                           w < 0 ? strerror(errno) : "no space");
-        done += (size_t)w;
-    }
+    if (f->wlen + len > IO_BYTES && write_out(f, err)) return GM_EIO;
+    memcpy(f->wbuf + f->wlen, buf, len);
+    f->wlen += (uint32_t)len;
     k->blocks[k->n_blocks++] = (fblock){.offset = f->file_bytes,
                                         .first_idx = k->idx[0],
                                         .last_idx = k->idx[k->n_buf - 1],
@@ -174,6 +207,9 @@ int gm_future_seal(gm_future *f, gm_err *err)
         if (rc) return rc;
         f->keys[i].loaded = -1;
     }
+    if (f->wlen && write_out(f, err)) return GM_EIO;
+    free(f->wbuf);
+    f->wbuf = NULL;
     f->sealed = 1;
     return GM_OK;
 }
@@ -192,17 +228,43 @@ int gm_future_first(const gm_future *f, long key, uint64_t *idx, uint64_t *t)
     return 1;
 }
 
+/* The bytes of block bl: from a read window that holds them, else read
+ * into the least recently used window from bl's offset on; NULL when the
+ * file cannot be read. */
+static const unsigned char *block_bytes(gm_future *f, const fblock *bl)
+{
+    f->reads++;
+    fwin *w = &f->win[0];
+    for (int i = 0; i < N_WIN; i++) {
+        fwin *x = &f->win[i];
+        if (x->len && bl->offset >= x->start && bl->offset + bl->bytes <= x->start + x->len) {
+            x->used = f->reads;
+            return x->buf + (bl->offset - x->start);
+        }
+        if (x->used < w->used) w = x;
+    }
+    if (!w->buf && !(w->buf = malloc(IO_BYTES))) return NULL;
+    uint64_t want = f->file_bytes - bl->offset; /* >= bl->bytes */
+    if (want > IO_BYTES) want = IO_BYTES;
+    w->len = 0;
+    for (size_t done = 0; done < want;) {
+        ssize_t r = pread(f->fd, w->buf + done, want - done, (off_t)(bl->offset + done));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return NULL;
+        done += (size_t)r;
+    }
+    w->start = bl->offset;
+    w->len = (uint32_t)want;
+    w->used = f->reads;
+    return w->buf;
+}
+
 /* Read and decode block b of key k into k->idx / k->t. */
 static int load(gm_future *f, fkey *k, size_t b)
 {
     const fblock *bl = &k->blocks[b];
-    unsigned char buf[MAX_BLOCK_BYTES];
-    for (size_t done = 0; done < bl->bytes;) {
-        ssize_t r = pread(f->fd, buf + done, bl->bytes - done, (off_t)(bl->offset + done));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return -1;
-        done += (size_t)r;
-    }
+    const unsigned char *buf = block_bytes(f, bl);
+    if (!buf) return -1;
     k->idx[0] = bl->first_idx;
     k->t[0] = bl->first_t;
     size_t pos = 0;
@@ -271,6 +333,9 @@ uint64_t gm_future_mem_bytes(const gm_future *f)
         const fkey *k = &f->keys[i];
         n += k->cap_blocks * sizeof *k->blocks + (k->idx ? BLOCK * 2 * sizeof(uint64_t) : 0);
     }
+    if (f->wbuf) n += IO_BYTES;
+    for (int i = 0; i < N_WIN; i++)
+        if (f->win[i].buf) n += IO_BYTES;
     return n;
 }
 
@@ -283,6 +348,9 @@ void gm_future_free(gm_future *f)
         free(f->keys[i].t);
     }
     free(f->keys);
+    free(f->wbuf);
+    for (int i = 0; i < N_WIN; i++)
+        free(f->win[i].buf);
     if (f->fd >= 0) close(f->fd);
     free(f);
 }
