@@ -12,11 +12,16 @@
 #define BLOCK 64           /* entries per block                       */
 #define MAX_ENTRY_BYTES 20 /* two varints of a 64-bit delta at most   */
 #define MAX_BLOCK_BYTES (BLOCK * MAX_ENTRY_BYTES)
-/* The file is written and read in pieces of this many bytes, not a block
- * (a few hundred bytes) at a time: a system call per block cost the oracle
- * a third of its time over the pytorch policy's, in the kernel. */
-#define IO_BYTES (256u << 10)
-#define N_WIN 4 /* read windows, each IO_BYTES: the replay reads several regions */
+/* The file is written and read in pieces, not a block (a few hundred
+ * bytes) at a time: a system call per block cost the oracle a third of its
+ * time over the pytorch policy's, in the kernel. Writes go out WBUF_BYTES
+ * at a time; reads fill one of N_WIN windows of WIN_BYTES (the replay reads
+ * a few regions of the file at once: the keys' blocks are entered near
+ * where they were written, the rare keys' further back), the least
+ * recently used one. */
+#define WBUF_BYTES (256u << 10)
+#define WIN_BYTES (64u << 10)
+#define N_WIN 8
 
 typedef struct fblock {
     uint64_t offset; /* in the file                               */
@@ -45,7 +50,7 @@ typedef struct fwin {
 struct gm_future {
     int fd;
     uint64_t file_bytes; /* the blocks' bytes, written or still in wbuf */
-    unsigned char *wbuf; /* build: the blocks not yet written (IO_BYTES) */
+    unsigned char *wbuf; /* build: the blocks not yet written (WBUF_BYTES) */
     uint32_t wlen;
     fwin win[N_WIN];
     uint64_t reads;
@@ -76,7 +81,7 @@ int gm_future_open(gm_future **out, gm_err *err)
                        "point TMPDIR at a writable folder",
                        dir, strerror(e));
     }
-    f->wbuf = malloc(IO_BYTES);
+    f->wbuf = malloc(WBUF_BYTES);
     if (!f->wbuf) {
         gm_future_free(f);
         return gm_errf(err, GM_ENOMEM, "oracle: out of memory");
@@ -171,7 +176,7 @@ static int flush_key(gm_future *f, fkey *k, gm_err *err)
         k->blocks = b;
         k->cap_blocks = cap;
     }
-    if (f->wlen + len > IO_BYTES && write_out(f, err)) return GM_EIO;
+    if (f->wlen + len > WBUF_BYTES && write_out(f, err)) return GM_EIO;
     memcpy(f->wbuf + f->wlen, buf, len);
     f->wlen += (uint32_t)len;
     k->blocks[k->n_blocks++] = (fblock){.offset = f->file_bytes,
@@ -243,9 +248,9 @@ static const unsigned char *block_bytes(gm_future *f, const fblock *bl)
         }
         if (x->used < w->used) w = x;
     }
-    if (!w->buf && !(w->buf = malloc(IO_BYTES))) return NULL;
+    if (!w->buf && !(w->buf = malloc(WIN_BYTES))) return NULL;
     uint64_t want = f->file_bytes - bl->offset; /* >= bl->bytes */
-    if (want > IO_BYTES) want = IO_BYTES;
+    if (want > WIN_BYTES) want = WIN_BYTES;
     w->len = 0;
     for (size_t done = 0; done < want;) {
         ssize_t r = pread(f->fd, w->buf + done, want - done, (off_t)(bl->offset + done));
@@ -333,9 +338,9 @@ uint64_t gm_future_mem_bytes(const gm_future *f)
         const fkey *k = &f->keys[i];
         n += k->cap_blocks * sizeof *k->blocks + (k->idx ? BLOCK * 2 * sizeof(uint64_t) : 0);
     }
-    if (f->wbuf) n += IO_BYTES;
+    if (f->wbuf) n += WBUF_BYTES;
     for (int i = 0; i < N_WIN; i++)
-        if (f->win[i].buf) n += IO_BYTES;
+        if (f->win[i].buf) n += WIN_BYTES;
     return n;
 }
 

@@ -7,10 +7,12 @@
  * allocations; kept in memory they took 16 bytes each per key, so the store
  * keeps them in an unlinked temporary file instead (in $TMPDIR, else /tmp;
  * gone when the process ends, however it ends), in blocks of 64 entries
- * delta-encoded as varints (about 3-6 bytes an entry). Memory: a table entry
- * per block (~0.6 bytes per allocation and key) and one decoded block per
- * key. Lookups move forward with the replay (a block is read when the
- * replay enters it), and may go back: a new --repeat pass starts again at 0.
+ * delta-encoded as varints (about 3-6 bytes an entry), written 256 KiB and
+ * read 64 KiB at a time. Memory: a table entry per block (~0.6 bytes per
+ * allocation and key), one decoded block per key, the write buffer (until
+ * the seal) and eight read windows (768 KiB in all). Lookups move forward
+ * with the replay (a block is read when the replay enters it), and may go
+ * back: a new --repeat pass starts again at 0.
  */
 #ifndef GM_POLICIES_FUTURE_H
 #define GM_POLICIES_FUTURE_H

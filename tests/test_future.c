@@ -1,7 +1,8 @@
 /*
  * test_future.c - the oracle's future store (policies/future.h): lookups
  * against a plain array, forward as the replay goes, back (a new pass) and
- * at random; big deltas; a temporary folder that cannot be written.
+ * at random; big deltas; a file larger than the store reads at once; a
+ * temporary folder that cannot be written.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,75 @@ static void test_lookups_match_the_lists(void)
     gm_future_free(f);
 }
 
+/* The first entry >= from of a sorted list: binary search. */
+static int lookup(const uint64_t *idx, const uint64_t *t, size_t n, uint64_t from, uint64_t *oi,
+                  uint64_t *ot)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (idx[mid] < from)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == n) return 0;
+    *oi = idx[lo];
+    *ot = t[lo];
+    return 1;
+}
+
+#define MKEYS 64
+#define MEVENTS (1u << 19)
+
+/* A file several times what the store reads at once (future.c: eight
+ * windows of 64 KiB), so that reads replace windows: forward across all
+ * keys, a pass from the start again, and at random. */
+static void test_many_keys_beyond_the_read_windows(void)
+{
+    gm_future *f;
+    gm_err err = {0};
+    CU_ASSERT_FATAL(gm_future_open(&f, &err) == GM_OK);
+    static uint64_t idx[MKEYS][MEVENTS / 16], t[MKEYS][MEVENTS / 16];
+    size_t n[MKEYS] = {0};
+    long key[MKEYS];
+    for (int k = 0; k < MKEYS; k++)
+        key[k] = gm_future_key(f);
+    uint64_t s = 7, time = 0;
+    for (uint64_t i = 0; i < MEVENTS; i++) {
+        time += rnd(&s) % 100000;
+        int k = (int)(rnd(&s) % MKEYS);
+        if (n[k] == MEVENTS / 16) continue;
+        idx[k][n[k]] = i;
+        t[k][n[k]++] = time;
+        CU_ASSERT_FATAL(gm_future_add(f, key[k], i, time, &err) == GM_OK);
+    }
+    CU_ASSERT_FATAL(gm_future_seal(f, &err) == GM_OK);
+    CU_ASSERT(gm_future_file_bytes(f) > (1u << 20)); /* 16 read windows' worth */
+    uint64_t a, b, x, y;
+    for (int pass = 0; pass < 2; pass++)
+        for (uint64_t from = 0; from <= MEVENTS; from += 5) {
+            int k = (int)(rnd(&s) % MKEYS);
+            int want = lookup(idx[k], t[k], n[k], from, &a, &b);
+            CU_ASSERT_EQUAL_FATAL(gm_future_next(f, key[k], from, &x, &y), want);
+            if (want) {
+                CU_ASSERT_EQUAL_FATAL(x, a);
+                CU_ASSERT_EQUAL_FATAL(y, b);
+            }
+        }
+    for (int i = 0; i < 100000; i++) {
+        int k = (int)(rnd(&s) % MKEYS);
+        uint64_t q = rnd(&s) % (MEVENTS + 10);
+        int want = lookup(idx[k], t[k], n[k], q, &a, &b);
+        CU_ASSERT_EQUAL_FATAL(gm_future_next(f, key[k], q, &x, &y), want);
+        if (want) {
+            CU_ASSERT_EQUAL_FATAL(x, a);
+            CU_ASSERT_EQUAL_FATAL(y, b);
+        }
+    }
+    gm_future_free(f);
+}
+
 static void test_unwritable_tmpdir_is_an_error(void)
 {
     const char *old = getenv("TMPDIR");
@@ -114,6 +184,7 @@ int gm_test_register(void)
     CU_pSuite s = CU_add_suite("future", NULL, NULL);
     if (!s) return CU_get_error();
     GM_ADD_TEST(s, test_lookups_match_the_lists);
+    GM_ADD_TEST(s, test_many_keys_beyond_the_read_windows);
     GM_ADD_TEST(s, test_unwritable_tmpdir_is_an_error);
     return CUE_SUCCESS;
 }
