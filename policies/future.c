@@ -159,11 +159,13 @@ static int write_out(gm_future *f, gm_err *err)
     return GM_OK;
 }
 
-/* Key k's buffered entries become one block at the end of the file. */
-static int flush_key(gm_future *f, fkey *k, gm_err *err)
+/* Key k's buffered entries become one block at the end of the file,
+ * encoded into the write buffer. */
+__attribute__((noinline)) static int flush_key(gm_future *f, fkey *k, gm_err *err)
 {
     if (!k->n_buf) return GM_OK;
-    unsigned char buf[MAX_BLOCK_BYTES];
+    if (f->wlen + MAX_BLOCK_BYTES > WBUF_BYTES && write_out(f, err)) return GM_EIO;
+    unsigned char *buf = f->wbuf + f->wlen;
     size_t len = 0;
     for (uint32_t i = 1; i < k->n_buf; i++) {
         len += put_varint(buf + len, k->idx[i] - k->idx[i - 1]);
@@ -176,8 +178,6 @@ static int flush_key(gm_future *f, fkey *k, gm_err *err)
         k->blocks = b;
         k->cap_blocks = cap;
     }
-    if (f->wlen + len > WBUF_BYTES && write_out(f, err)) return GM_EIO;
-    memcpy(f->wbuf + f->wlen, buf, len);
     f->wlen += (uint32_t)len;
     k->blocks[k->n_blocks++] = (fblock){.offset = f->file_bytes,
                                         .first_idx = k->idx[0],
@@ -190,9 +190,11 @@ static int flush_key(gm_future *f, fkey *k, gm_err *err)
     return GM_OK;
 }
 
-int gm_future_add(gm_future *f, long key, uint64_t idx, uint64_t t, gm_err *err)
+/* gm_future_add's rare cases: key k's first entry (its block buffers), or
+ * the entry that fills its block. */
+__attribute__((noinline)) static int add_slow(gm_future *f, fkey *k, uint64_t idx, uint64_t t,
+                                              gm_err *err)
 {
-    fkey *k = &f->keys[key];
     if (!k->idx) {
         k->idx = malloc(BLOCK * sizeof *k->idx);
         k->t = malloc(BLOCK * sizeof *k->t);
@@ -203,6 +205,18 @@ int gm_future_add(gm_future *f, long key, uint64_t idx, uint64_t t, gm_err *err)
     k->t[k->n_buf++] = t;
     k->count++;
     return k->n_buf == BLOCK ? flush_key(f, k, err) : GM_OK;
+}
+
+/* Called for every entry: the common case calls nothing, so it saves no
+ * registers on its way in and out. */
+int gm_future_add(gm_future *f, long key, uint64_t idx, uint64_t t, gm_err *err)
+{
+    fkey *k = &f->keys[key];
+    if (__builtin_expect(!k->idx || k->n_buf + 1 == BLOCK, 0)) return add_slow(f, k, idx, t, err);
+    k->idx[k->n_buf] = idx;
+    k->t[k->n_buf++] = t;
+    k->count++;
+    return GM_OK;
 }
 
 int gm_future_seal(gm_future *f, gm_err *err)
