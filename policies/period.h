@@ -30,8 +30,10 @@ typedef struct gm_period_work {
 } gm_period_work;
 
 /* The period of x[0..n) in samples (fractional), 0 when there is none (n <
- * 16, a constant series, no peak); n is at most GM_PERIOD_WIN. *conf
- * receives the correlation at the chosen lag (0 when none). */
+ * 16, a constant series, no peak, or FFTW could not make its plan: out of
+ * memory); n is at most GM_PERIOD_WIN. *conf receives the correlation at
+ * the chosen lag (0 when none). Thread-safe: the plans are made once per
+ * process (period.c). */
 double gm_period_lag(gm_period_work *w, const double *x, size_t n, double *conf);
 
 #endif
