@@ -52,6 +52,7 @@
  * cudaMallocAsync backend is another model, sim/alloc_cuda_async.c, which
  * the engine picks when the settings say backend:cudaMallocAsync.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,33 +92,40 @@ struct pt_block {
 };
 
 struct pt_segment {
-    uint64_t base, size, stream; /* driver range (expandable: whole VA range) */
-    pt_index *idx;               /* the free-block index of its pool and stream */
-    uint8_t small, expandable;
-    uint8_t priv;          /* a private pool's: outside the default pools and the policy view */
-    uint64_t mapped_bytes; /* expandable: bytes of mapped pages; else size */
-    uint64_t page_size;    /* expandable: mapping granularity */
-    pt_block *first;       /* lowest-address block */
+    /* first, in one 64-byte line (segments are 64-byte aligned): what a
+     * malloc or free of one of its blocks and the walk of the whole free
+     * ones (the policies' ticks) touch */
+    uint64_t base, size;       /* driver range (expandable: whole VA range) */
+    uint64_t last_use_ns;      /* last malloc/free of a block in it */
+    pt_segment *fprev, *fnext; /* pt_state.free_segs */
+    pt_index *idx;             /* the free-block index of its pool and stream */
     uint32_t n_blocks, n_alloc;
-    uint64_t alloc_bytes, last_use_ns;
-    uint32_t cat_mask;
+    uint8_t small, expandable;
+    uint8_t priv;       /* a private pool's: outside the default pools and the policy view */
+    uint8_t whole_free; /* in pt_state.free_segs */
+    /* its policy view (seg_info, below) is kept until a block of the
+     * segment changes (view_stale; the GC age is filled in each time) */
+    uint8_t view_stale;
     /* the sizes of a classic segment's largest free blocks, for its view's
      * largest_free (policies read views on every timer tick): while
      * lf_valid, lf[0..lf_n) are the lf_n largest (a multiset; every free
      * block when lf_all), kept as blocks enter and leave the free-block
      * index (lf_add, lf_del). When the last one leaves and others may
      * remain, lf_valid clears and the next view walks the blocks. */
-    uint64_t lf[LF_K];
     uint8_t lf_n, lf_all, lf_valid;
-    /* its policy view (seg_info), kept until a block of the segment changes
-     * (view_stale; the GC age is filled in each time) */
-    uint8_t view_stale;
+    uint64_t alloc_bytes;
+    uint32_t cat_mask;
+    pt_block *first; /* lowest-address block */
+    uint64_t stream;
+    uint64_t mapped_bytes; /* expandable: bytes of mapped pages; else size */
+    uint64_t page_size;    /* expandable: mapping granularity */
+    uint64_t lf[LF_K];
     gm_seg_info view;
     size_t arr_idx;            /* in pt_state.arr */
-    uint8_t whole_free;        /* in pt_state.free_segs */
-    pt_segment *fprev, *fnext; /* pt_state.free_segs */
     pt_segment *lprev, *lnext; /* all segments of the allocator, newest first */
 };
+_Static_assert(offsetof(pt_segment, view_stale) < 64 && offsetof(pt_segment, lf_valid) < 64,
+               "a block's malloc and free touch one line of its segment");
 
 /*
  * The free-block index. PyTorch keeps a pool's free blocks in one std::set
@@ -560,8 +568,8 @@ static pt_segment *segment_new(pt_state *s, uint64_t base, uint64_t size, uint64
     pt_segment *g = s->spare_seg;
     if (g)
         s->spare_seg = g->lnext;
-    else
-        g = malloc(sizeof *g);
+    else /* 64-byte aligned: the fields at its start share one cache line */
+        g = aligned_alloc(64, (sizeof *g + 63) / 64 * 64);
     if (!g) return NULL;
     memset(g, 0, sizeof *g);
     if (s->by_base_on &&
