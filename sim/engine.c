@@ -20,7 +20,7 @@
 typedef struct tenant {
     /* what every event reads or writes first, together (with many tenants
      * a tenant's state is cold when its turn comes: fewer lines to fetch);
-     * tenants are 64-byte aligned (run_sim) */
+     * tenants are 64-byte aligned (gm_engine_run) */
     _Alignas(64) gm_alloc *a;
     gm_tenant_result *res;
     const gm_event *buf; /* current chunk: own (file) or a window of spec->events */
