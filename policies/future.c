@@ -190,6 +190,13 @@ __attribute__((noinline)) static int flush_key(gm_future *f, fkey *k, gm_err *er
     return GM_OK;
 }
 
+static inline void put_entry(fkey *k, uint64_t idx, uint64_t t)
+{
+    k->idx[k->n_buf] = idx;
+    k->t[k->n_buf++] = t;
+    k->count++;
+}
+
 /* gm_future_add's rare cases: key k's first entry (its block buffers), or
  * the entry that fills its block. */
 __attribute__((noinline)) static int add_slow(gm_future *f, fkey *k, uint64_t idx, uint64_t t,
@@ -201,9 +208,7 @@ __attribute__((noinline)) static int add_slow(gm_future *f, fkey *k, uint64_t id
         if (!k->idx || !k->t)
             return gm_errf(err, GM_ENOMEM, "oracle: out of memory filing the trace's future");
     }
-    k->idx[k->n_buf] = idx;
-    k->t[k->n_buf++] = t;
-    k->count++;
+    put_entry(k, idx, t);
     return k->n_buf == BLOCK ? flush_key(f, k, err) : GM_OK;
 }
 
@@ -213,9 +218,7 @@ int gm_future_add(gm_future *f, long key, uint64_t idx, uint64_t t, gm_err *err)
 {
     fkey *k = &f->keys[key];
     if (__builtin_expect(!k->idx || k->n_buf + 1 == BLOCK, 0)) return add_slow(f, k, idx, t, err);
-    k->idx[k->n_buf] = idx;
-    k->t[k->n_buf++] = t;
-    k->count++;
+    put_entry(k, idx, t);
     return GM_OK;
 }
 

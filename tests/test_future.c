@@ -18,17 +18,35 @@ static uint64_t rnd(uint64_t *s) /* xorshift64* */
     return *s * 0x2545f4914f6cdd1dull;
 }
 
-/* The answer from the plain lists: first entry >= from. */
-static int brute(const uint64_t *idx, const uint64_t *t, size_t n, uint64_t from, uint64_t *oi,
-                 uint64_t *ot)
+/* The answer from the plain lists (indices ascend): first entry >= from. */
+static int lookup(const uint64_t *idx, const uint64_t *t, size_t n, uint64_t from, uint64_t *oi,
+                  uint64_t *ot)
 {
-    for (size_t i = 0; i < n; i++)
-        if (idx[i] >= from) {
-            *oi = idx[i];
-            *ot = t[i];
-            return 1;
-        }
-    return 0;
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (idx[mid] < from)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == n) return 0;
+    *oi = idx[lo];
+    *ot = t[lo];
+    return 1;
+}
+
+/* The store's answer for key's first entry >= q is the lists' one. */
+static void expect_next(gm_future *f, long key, const uint64_t *idx, const uint64_t *t, size_t n,
+                        uint64_t q)
+{
+    uint64_t a, b, x, y;
+    int want = lookup(idx, t, n, q, &a, &b);
+    CU_ASSERT_EQUAL_FATAL(gm_future_next(f, key, q, &x, &y), want);
+    if (want) {
+        CU_ASSERT_EQUAL_FATAL(x, a);
+        CU_ASSERT_EQUAL_FATAL(y, b);
+    }
 }
 
 #define KEYS 5
@@ -60,28 +78,17 @@ static void test_lookups_match_the_lists(void)
         CU_ASSERT_EQUAL(gm_future_count(f, key[k]), n[k]);
     CU_ASSERT(gm_future_file_bytes(f) > 0);
     CU_ASSERT(gm_future_file_bytes(f) < 3 * N * 16); /* delta-encoded: smaller than raw */
-    uint64_t a, b, x, y;
+    uint64_t x, y;
     /* forward, as the replay goes (with one step back now and then), twice (passes) */
     for (int pass = 0; pass < 2; pass++)
         for (uint64_t from = 0; from <= 3 * N + 2; from++)
-            for (int k = 0; k < KEYS; k++) {
-                uint64_t q = from && rnd(&s) % 4 == 0 ? from - 1 : from;
-                int want = brute(idx[k], t[k], n[k], q, &a, &b);
-                int got = gm_future_next(f, key[k], q, &x, &y);
-                CU_ASSERT_EQUAL_FATAL(got, want);
-                if (got == 1) {
-                    CU_ASSERT_EQUAL_FATAL(x, a);
-                    CU_ASSERT_EQUAL_FATAL(y, b);
-                }
-            }
+            for (int k = 0; k < KEYS; k++)
+                expect_next(f, key[k], idx[k], t[k], n[k],
+                            from && rnd(&s) % 4 == 0 ? from - 1 : from);
     /* at random */
     for (int i = 0; i < 20000; i++) {
         int k = (int)(rnd(&s) % KEYS);
-        uint64_t q = rnd(&s) % (3 * N + 10);
-        int want = brute(idx[k], t[k], n[k], q, &a, &b);
-        CU_ASSERT_EQUAL_FATAL(gm_future_next(f, key[k], q, &x, &y), want);
-        if (want) CU_ASSERT_EQUAL_FATAL(x, a);
-        if (want) CU_ASSERT_EQUAL_FATAL(y, b);
+        expect_next(f, key[k], idx[k], t[k], n[k], rnd(&s) % (3 * N + 10));
     }
     CU_ASSERT_EQUAL(gm_future_first(f, key[4], &x, &y), 0);
     CU_ASSERT_EQUAL(gm_future_first(f, key[3], &x, &y), 1);
@@ -90,24 +97,6 @@ static void test_lookups_match_the_lists(void)
     CU_ASSERT_EQUAL(x, idx[0][0]);
     CU_ASSERT_EQUAL(y, t[0][0]);
     gm_future_free(f);
-}
-
-/* The first entry >= from of a sorted list: binary search. */
-static int lookup(const uint64_t *idx, const uint64_t *t, size_t n, uint64_t from, uint64_t *oi,
-                  uint64_t *ot)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (idx[mid] < from)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo == n) return 0;
-    *oi = idx[lo];
-    *ot = t[lo];
-    return 1;
 }
 
 #define MKEYS 64
@@ -137,26 +126,14 @@ static void test_many_keys_beyond_the_read_windows(void)
     }
     CU_ASSERT_FATAL(gm_future_seal(f, &err) == GM_OK);
     CU_ASSERT(gm_future_file_bytes(f) > (1u << 20)); /* 16 read windows' worth */
-    uint64_t a, b, x, y;
     for (int pass = 0; pass < 2; pass++)
         for (uint64_t from = 0; from <= MEVENTS; from += 5) {
             int k = (int)(rnd(&s) % MKEYS);
-            int want = lookup(idx[k], t[k], n[k], from, &a, &b);
-            CU_ASSERT_EQUAL_FATAL(gm_future_next(f, key[k], from, &x, &y), want);
-            if (want) {
-                CU_ASSERT_EQUAL_FATAL(x, a);
-                CU_ASSERT_EQUAL_FATAL(y, b);
-            }
+            expect_next(f, key[k], idx[k], t[k], n[k], from);
         }
     for (int i = 0; i < 100000; i++) {
         int k = (int)(rnd(&s) % MKEYS);
-        uint64_t q = rnd(&s) % (MEVENTS + 10);
-        int want = lookup(idx[k], t[k], n[k], q, &a, &b);
-        CU_ASSERT_EQUAL_FATAL(gm_future_next(f, key[k], q, &x, &y), want);
-        if (want) {
-            CU_ASSERT_EQUAL_FATAL(x, a);
-            CU_ASSERT_EQUAL_FATAL(y, b);
-        }
+        expect_next(f, key[k], idx[k], t[k], n[k], rnd(&s) % (MEVENTS + 10));
     }
     gm_future_free(f);
 }
