@@ -193,10 +193,12 @@ static void hash_chunk(tenant *t)
     hash_events(&t->hash, t->buf, t->nbuf);
 }
 
+/* The hash starts from the metadata's source as a result keeps it
+ * (gm_tenant_result.source: cut to its size), whoever computes it. */
 static void hash_start(gm_hash *h, const char *source)
 {
     gm_hash_init(h);
-    gm_hash_bytes(h, source, strlen(source));
+    gm_hash_bytes(h, source, strnlen(source, sizeof((gm_tenant_result *)0)->source - 1));
 }
 
 static void hash_hex(const gm_hash *h, char out[17])
@@ -1297,8 +1299,8 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
     clock_gettime(CLOCK_MONOTONIC, &t0);
     sim s = {.cfg = cfg, .n = cfg->n_tenants, .pol_ops = policy, .pol_params = params};
     s.res = calloc(1, sizeof *s.res);
-    s.t = aligned_alloc(_Alignof(tenant), (s.n ? s.n : 1) * sizeof *s.t); /* see tenant */
-    if (s.t) memset(s.t, 0, (s.n ? s.n : 1) * sizeof *s.t);
+    s.t = aligned_alloc(_Alignof(tenant), s.n * sizeof *s.t); /* see tenant; s.n > 0 */
+    if (s.t) memset(s.t, 0, s.n * sizeof *s.t);
     if (s.res) s.res->t = calloc(s.n, sizeof *s.res->t);
     if (!s.res || !s.t || !s.res->t) {
         free(s.t);

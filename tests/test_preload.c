@@ -103,6 +103,30 @@ static void test_same_as_file(void)
     same_run("gpt-medium-ctx128-train.pickle", 8 * GM_GiB);       /* OOMs on 8 GiB */
 }
 
+/* A hash computed for a run (gm_trace_hash_events) is the run's own, also
+ * when the metadata's source is longer than a result keeps of it. */
+static void test_hash_of_a_long_source(void)
+{
+    gm_event ev[] = {{.t_ns = 0, .addr = 1, .size = 4096, .op = GM_OP_ALLOC},
+                     {.t_ns = 10, .addr = 1, .op = GM_OP_FREE}};
+    char longer[200];
+    memset(longer, 'x', sizeof longer - 1);
+    longer[sizeof longer - 1] = 0;
+    const char *sources[] = {"synthetic:test", longer};
+    for (size_t i = 0; i < 2; i++) {
+        gm_trace_meta m;
+        gm_trace_meta_init(&m);
+        CU_ASSERT_EQUAL_FATAL(gm_trace_meta_set(&m.source, sources[i]), GM_OK);
+        gm_tenant_spec t = {.path = "mem", .events = ev, .n_events = 2, .meta = &m, .repeat = 1};
+        gm_sim_result *r = simulate(&t, "pytorch", GM_INITIAL_LIVE, GM_GiB);
+        char h[17];
+        gm_trace_hash_events(m.source, ev, 2, h);
+        if (r) CU_ASSERT_STRING_EQUAL(r->t[0].trace_hash, h);
+        gm_sim_result_free(r);
+        gm_trace_meta_free(&m);
+    }
+}
+
 /* Above the limit a trace stays on disk; the runs read the file. */
 static void test_large_stays_on_disk(void)
 {
@@ -126,6 +150,7 @@ int gm_test_register(void)
     CU_pSuite s = CU_add_suite("preload", NULL, NULL);
     if (!s) return CU_get_error();
     GM_ADD_TEST(s, test_same_as_file);
+    GM_ADD_TEST(s, test_hash_of_a_long_source);
     GM_ADD_TEST(s, test_large_stays_on_disk);
     return CUE_SUCCESS;
 }
