@@ -436,6 +436,7 @@ const gm_policy_ops gm_policy_oracle = {
     .name = "oracle",
     .summary = "UNREALIZABLE bound: reads the future, releases what is reused furthest ahead",
     .realizable = 0,
+    .cost = 1.3,
     .create = create,
     .destroy = destroy,
     .before_grow = before_grow,

@@ -63,6 +63,12 @@ typedef struct gm_policy_ops {
     const char *name;
     const char *summary;
     int realizable; /* 0: needs the future (oracle), labelled in every output */
+    /* Optional: what a simulation with this policy takes, relative to one
+     * with `pytorch` (0 = the same), as bench/gmbench measured it
+     * (bench/README.md, "Seventh round"). compare and fit split their
+     * simulations between threads by it (study/pool.h); nothing else reads
+     * it, and no result depends on it. */
+    double cost;
     /* params: "key=value,..." from --policy NAME:params, may be "". */
     int (*create)(const char *params, void **state, gm_err *err);
     void (*destroy)(void *state);

@@ -132,17 +132,13 @@ int gm_compare_run_allocators(const gm_sim_config *base, const gm_alloc_choice *
             gm_alloc_choice_label(&allocs[a], lab, sizeof lab);
             snprintf(e->label, sizeof e->label, "%s / %s", lab, specs[i]);
         }
-    /* the policies with a timer (per-tick work) take longest: they start
-     * first, so that none of them starts last and runs alone */
-    size_t *order = malloc((total ? total : 1) * sizeof *order), k = 0;
-    for (int timed = 1; order && timed >= 0; timed--)
-        for (size_t i = 0; i < total; i++)
-            if (gm_policy_spec_timed(c->e[i].spec) == timed) order[k++] = i;
+    /* split between the threads by each policy's cost (study/pool.h) */
+    double *cost = gm_policy_spec_costs(specs, n, na);
     double t0 = gm_monotonic_s();
     compare_ctx x = {base, c};
-    gm_parallel_for_order(total, order, c->threads, compare_one, &x);
+    gm_parallel_for_cost(total, cost, c->threads, compare_one, &x);
     c->wall_s = gm_monotonic_s() - t0;
-    free(order);
+    free(cost);
     for (size_t i = 0; i < total; i++)
         if (c->e[i].rc != GM_OK) {
             int rc = c->by_allocator

@@ -174,15 +174,6 @@ out:
 
 /* The policies with a timer first (they take longest; see compare.c);
  * NULL (then in order) when out of memory. */
-static size_t *timed_first(char *const *specs, size_t n)
-{
-    size_t *order = malloc((n ? n : 1) * sizeof *order), k = 0;
-    for (int timed = 1; order && timed >= 0; timed--)
-        for (size_t i = 0; i < n; i++)
-            if (gm_policy_spec_timed(specs[i]) == timed) order[k++] = i;
-    return order;
-}
-
 static gm_fit *fit_new(char *const *specs, size_t n)
 {
     gm_fit *f = calloc(1, sizeof *f);
@@ -244,10 +235,10 @@ int gm_fit_capacity(const gm_sim_config *base, char *const *specs, size_t n, int
     f->capacity_bytes = cap;
     fit_ctx x = {base, f, cap, max_capacity ? max_capacity : cap * 16};
     f->probed = cap == 0;
-    size_t *order = timed_first(specs, n);
+    double *cost = gm_policy_spec_costs(specs, n, 1); /* study/pool.h */
     double t0 = gm_monotonic_s();
-    gm_parallel_for_order(n, order, f->threads, fit_capacity_one, &x);
-    free(order);
+    gm_parallel_for_cost(n, cost, f->threads, fit_capacity_one, &x);
+    free(cost);
     f->wall_s = gm_monotonic_s() - t0;
     return fit_finish(f, out, err);
 }
@@ -308,10 +299,10 @@ int gm_fit_tenants(const gm_sim_config *base, char *const *specs, size_t n, int 
     f->capacity_bytes = cap;
     f->threads = threads > 0 ? threads : gm_default_threads();
     fit_ctx x = {base, f, cap, 0};
-    size_t *order = timed_first(specs, n);
+    double *cost = gm_policy_spec_costs(specs, n, 1); /* study/pool.h */
     double t0 = gm_monotonic_s();
-    gm_parallel_for_order(n, order, f->threads, fit_tenants_one, &x);
-    free(order);
+    gm_parallel_for_cost(n, cost, f->threads, fit_tenants_one, &x);
+    free(cost);
     f->wall_s = gm_monotonic_s() - t0;
     return fit_finish(f, out, err);
 }
@@ -511,7 +502,7 @@ int gm_fit_density(const gm_sim_config *base, char *const *specs, size_t n, int 
     f->threads = threads > 0 ? threads : gm_default_threads();
     fit_ctx x = {base, f, cap, 0};
     double t0 = gm_monotonic_s();
-    gm_parallel_for_order(rows, NULL, f->threads, fit_density_one, &x);
+    gm_parallel_for(rows, f->threads, fit_density_one, &x);
     f->wall_s = gm_monotonic_s() - t0;
     return fit_finish(f, out, err);
 }

@@ -102,10 +102,19 @@ int gm_policy_spec_realizable(const char *spec)
     return o ? o->realizable : 1;
 }
 
-int gm_policy_spec_timed(const char *spec)
+double gm_policy_spec_cost(const char *spec)
 {
     const gm_policy_ops *o = spec_ops(spec);
-    return o && o->timer_period_ns;
+    return o && o->cost > 0 ? o->cost : 1;
+}
+
+double *gm_policy_spec_costs(char *const *specs, size_t n, size_t times)
+{
+    size_t m = n * times;
+    double *c = malloc((m ? m : 1) * sizeof *c);
+    for (size_t k = 0; c && k < m; k++)
+        c[k] = gm_policy_spec_cost(specs[k % n]);
+    return c;
 }
 
 int gm_policy_spec_deployable(const char *spec)

@@ -23,9 +23,14 @@ int gm_policies_append(char *buf, size_t cap, const char *arg, gm_err *err);
 
 /* 0 when spec names an unrealizable policy (the oracle), else 1. */
 int gm_policy_spec_realizable(const char *spec);
-/* 1 when spec names a policy with a timer (work on every tick: predictive,
- * oracle), the ones that take longest; else 0. */
-int gm_policy_spec_timed(const char *spec);
+/* What a simulation with spec's policy takes relative to one with
+ * `pytorch` (gm_policy_ops.cost; 1 when it names none, or no policy):
+ * compare and fit plan their threads by it (study/pool.h). */
+double gm_policy_spec_cost(const char *spec);
+/* The costs of n * times simulations: entry k is specs[k % n]'s (compare
+ * runs each policy once per allocator). One allocation (free() it); NULL
+ * when out of memory, which gm_parallel_for_cost takes as equal costs. */
+double *gm_policy_spec_costs(char *const *specs, size_t n, size_t times);
 /* 1 when spec is the policy `pytorch` (with or without parameters): the
  * allocator's own behaviour, what a user can deploy today; the others need
  * a custom allocator (policies/README.md, "Deployable today"). */
