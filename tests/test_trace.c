@@ -814,6 +814,11 @@ static void test_time_backwards(void)
     expect_bad_event(5000, 1234, &e, 1, 1234, "time goes backwards");
     /* and at a chunk boundary of the file */
     expect_bad_event(5000, 2000, &e, 1, 500, "sort /events");
+    /* in one read of 9000 events, past the first 4096 (the isolated
+     * reader copies and checks a piece 4096 events at a time): the first
+     * event after them, and one further in */
+    expect_bad_event(9000, 4096, &e, 1, 9000, "time goes backwards (t_ns 3 after");
+    expect_bad_event(9000, 6001, &e, 1, 9000, "time goes backwards (t_ns 3 after");
 }
 
 static void test_bad_size(void)

@@ -81,6 +81,7 @@ typedef unsigned long long ull;
  * out, checks the copy, and at once asks for the next piece, which the
  * child decodes into the other slot while the caller simulates. */
 #define PIECE GM_TRACE_CHUNK_EVENTS
+#define CHECK_EVENTS 4096u /* events copied out, then checked, at a time */
 #define SLOT_BYTES (PIECE * sizeof(gm_event))
 #define SHM_BYTES (2 * SLOT_BYTES)
 #define MAX_PATH_BYTES 4096
@@ -868,11 +869,19 @@ static int read_remote(gm_trace_reader *r, uint64_t pos, uint64_t *prev, gm_even
     if ((rc = recv_rep(r, REQ_READ, &h, &deadline, err))) return rc;
     if (h.status) return recv_error(r, &h, deadline, err);
     if (h.a != n || h.len != 0 || h.slot > 1) return child_failed(r, "malformed", err);
-    /* copy first, then check the copy: the child cannot change what is checked */
-    memcpy(buf, r->shm + (size_t)h.slot * PIECE, n * sizeof *buf);
+    /* copy first, then check the copy: the child cannot change what is
+     * checked. A sub-piece at a time (160 KiB), so the check reads what the
+     * copy just wrote while it is still in the core's cache, not the whole
+     * 2.5 MiB piece again from memory. */
+    const gm_event *src = r->shm + (size_t)h.slot * PIECE;
     uint64_t p = *prev;
-    if ((rc = gm_trace_check_events(r->path, r->m->version, r->m->n_sites, buf, n, pos, &p, err)))
-        return rc;
+    for (size_t i = 0; i < n; i += CHECK_EVENTS) {
+        size_t k = n - i < CHECK_EVENTS ? n - i : CHECK_EVENTS;
+        memcpy(buf + i, src + i, k * sizeof *buf);
+        if ((rc = gm_trace_check_events(r->path, r->m->version, r->m->n_sites, buf + i, k, pos + i,
+                                        &p, err)))
+            return rc;
+    }
     if (p != h.b) return child_failed(r, "malformed", err);
     *prev = p;
     uint64_t next = pos + n;
