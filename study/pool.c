@@ -246,47 +246,41 @@ void gm_parallel_for_cost(size_t n, const double *cost, int threads,
 {
     if (threads <= 0) threads = gm_default_threads();
     if ((size_t)threads > n) threads = (int)n;
-    int *share = malloc((n ? n : 1) * sizeof *share);
-    size_t *order = malloc((n ? n : 1) * sizeof *order);
-    size_t *job = malloc((n ? n : 1) * sizeof *job);
-    size_t *idx = calloc(2 * (size_t)(threads > 0 ? threads : 1), sizeof *idx);
-    double *left = calloc((size_t)(threads > 0 ? threads : 1), sizeof *left);
-    planned_arg *arg = calloc((size_t)(threads > 0 ? threads : 1), sizeof *arg);
+    size_t m = n ? n : 1, t = threads > 0 ? (size_t)threads : 1;
+    int *share = malloc(m * sizeof *share);
+    size_t *order = malloc(m * sizeof *order), *job = malloc(m * sizeof *job);
+    size_t *idx = calloc(2 * t, sizeof *idx);
+    double *left = calloc(t, sizeof *left);
+    planned_arg *arg = calloc(t, sizeof *arg);
     if (threads <= 1 || !cost || !share || !order || !job || !idx || !left || !arg) {
-        free(share);
-        free(order);
-        free(job);
-        free(idx);
-        free(left);
-        free(arg);
         gm_parallel_for(n, threads, fn, ctx); /* one thread, or no memory to plan */
-        return;
+    } else {
+        gm_pool_plan(n, cost, threads, share);
+        sort_by_cost(order, n, cost);
+        size_t *head = idx, *end = idx + threads, k = 0;
+        for (int b = 0; b < threads; b++) { /* each thread's jobs, costliest first */
+            head[b] = k;
+            for (size_t i = 0; i < n; i++)
+                if (share[order[i]] == b) {
+                    job[k++] = order[i];
+                    left[b] += cost[order[i]];
+                }
+            end[b] = k;
+        }
+        planned p = {.cost = cost,
+                     .job = job,
+                     .head = head,
+                     .end = end,
+                     .left = left,
+                     .threads = threads,
+                     .fn = fn,
+                     .ctx = ctx};
+        pthread_mutex_init(&p.mu, NULL);
+        for (int b = 0; b < threads; b++)
+            arg[b] = (planned_arg){&p, b};
+        run_workers(threads, planned_worker, (char *)arg, sizeof *arg);
+        pthread_mutex_destroy(&p.mu);
     }
-    gm_pool_plan(n, cost, threads, share);
-    sort_by_cost(order, n, cost);
-    size_t *head = idx, *end = idx + threads, k = 0;
-    for (int b = 0; b < threads; b++) { /* each thread's jobs, costliest first */
-        head[b] = k;
-        for (size_t i = 0; i < n; i++)
-            if (share[order[i]] == b) {
-                job[k++] = order[i];
-                left[b] += cost[order[i]];
-            }
-        end[b] = k;
-    }
-    planned p = {.cost = cost,
-                 .job = job,
-                 .head = head,
-                 .end = end,
-                 .left = left,
-                 .threads = threads,
-                 .fn = fn,
-                 .ctx = ctx};
-    pthread_mutex_init(&p.mu, NULL);
-    for (int b = 0; b < threads; b++)
-        arg[b] = (planned_arg){&p, b};
-    run_workers(threads, planned_worker, (char *)arg, sizeof *arg);
-    pthread_mutex_destroy(&p.mu);
     free(share);
     free(order);
     free(job);
