@@ -73,7 +73,7 @@ struct ar_super {
     uint64_t max_free; /* the largest of them (0: none): "fits" without a walk */
     uint64_t sub_max;  /* the largest max_free in its subtree of its set */
     uint32_t n_alloc;
-    uint8_t in_set;  /* in a set (global_first_fit takes one out for a while) */
+    uint8_t in_set;  /* in a set (global_first_fit takes one out for an arena) */
     ar_arena *owner; /* NULL: the global arena */
     RB_ENTRY(ar_super) node;
 };
@@ -280,7 +280,7 @@ static void sb_coalesce(ar_super *b, ar_span *s)
 static void global_put(ar_state *st, ar_super *b)
 {
     b->owner = NULL;
-    set_insert(&st->global, b);
+    if (!b->in_set) set_insert(&st->global, b);
     if (!sb_empty(b)) return;
     ar_super *p = ar_set_RB_PREV(b), *n = ar_set_RB_NEXT(b);
     if (n && sb_empty(n) && b->ptr + b->size == n->ptr) {
@@ -299,13 +299,15 @@ static void global_put(ar_state *st, ar_super *b)
     }
 }
 
-/* global_arena::first_fit: take out the first superblock that fits; an
- * empty one large enough is split and its tail stays. */
-static ar_super *global_first_fit(ar_state *st, uint64_t size)
+/* global_arena::first_fit: the first superblock that fits, taken out of
+ * the set when `take` (an arena acquires it; RMM's direct path takes it
+ * out and puts it back, so here it stays); an empty one large enough is
+ * split and its tail stays. */
+static ar_super *global_first_fit(ar_state *st, uint64_t size, int take)
 {
     ar_super *b = set_first_fit(&st->global, size);
     if (!b) return NULL;
-    set_remove(&st->global, b);
+    if (take) set_remove(&st->global, b);
     uint64_t min_size = size > AR_SUPER_MIN ? size : AR_SUPER_MIN;
     if (sb_empty(b) && b->size >= min_size + AR_SUPER_MIN) {
         ar_super *tail = sb_new(b->ptr + min_size, b->size - min_size);
@@ -339,15 +341,13 @@ static ar_arena *arena_get(ar_state *st, uint64_t stream)
 static ar_span *arena_allocate(ar_state *st, ar_arena *r, uint64_t size)
 {
     if (size > AR_SUPER_MIN) { /* global_arena::allocate */
-        ar_super *b = global_first_fit(st, size);
-        if (!b) return NULL;
-        ar_span *s = sb_first_fit(b, size);
-        set_insert(&st->global, b);
-        return s;
+        /* RMM takes the superblock out and puts it back: it stays */
+        ar_super *b = global_first_fit(st, size, 0);
+        return b ? sb_first_fit(b, size) : NULL;
     }
     ar_super *b = set_first_fit(&r->supers, size); /* arena::first_fit */
     if (b) return sb_first_fit(b, size);
-    b = global_first_fit(st, size); /* expand_arena: acquire */
+    b = global_first_fit(st, size, 1); /* expand_arena: acquire */
     if (!b) return NULL;
     b->owner = r;
     set_insert(&r->supers, b);
@@ -459,10 +459,7 @@ static void ar_free(gm_alloc *a, uint64_t handle, uint64_t now)
         st->live = s->next;
     if (s->next) s->next->prev = s->prev;
     sb_coalesce(b, s);
-    if (!b->owner && sb_empty(b)) { /* global_arena::deallocate */
-        set_remove(&st->global, b);
-        global_put(st, b);
-    }
+    if (!b->owner && sb_empty(b)) global_put(st, b); /* global_arena::deallocate: coalesce */
 }
 
 static uint64_t max_free_in(const struct ar_set *set, uint64_t best)
