@@ -11,6 +11,9 @@
  * 250000; small and large pools, several streams, OOMs, empty_cache) and
  * every snapshot in tests/data, at its own device size with the recorded
  * initial state and at a device just above its peak with the live one.
+ * The rmm-arena model runs the random traces against its own reference
+ * too (tests/ref/alloc_rmm_arena_ref.c: the model before its superblock
+ * sets became trees).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -25,6 +28,7 @@
 #include "traces/import_torch.h"
 
 extern const gm_alloc_ops gm_alloc_pytorch_ref;
+extern const gm_alloc_ops gm_alloc_rmm_arena_ref;
 
 /* Driver calls one side made, in order. */
 typedef struct dlog {
@@ -63,15 +67,19 @@ typedef struct pair {
     size_t view_cap;
 } pair;
 
+/* model: the name of the model under test, NULL for pytorch; the
+ * reference is its frozen copy. */
 static int pair_open(pair *p, const char *what, uint64_t capacity, const char *conf,
-                     double fraction, const char *policy)
+                     double fraction, const char *policy, const char *model)
 {
+    int arena = model && !strcmp(model, "rmm-arena");
     memset(p, 0, sizeof *p);
     p->what = what;
     for (int i = 0; i < 2; i++) {
         side *s = &p->s[i];
         gm_err err = {0};
-        const gm_alloc_ops *ops = i ? &gm_alloc_pytorch_ref : gm_alloc_find("pytorch");
+        const gm_alloc_ops *ops = arena ? (i ? &gm_alloc_rmm_arena_ref : gm_alloc_find("rmm-arena"))
+                                        : (i ? &gm_alloc_pytorch_ref : gm_alloc_find("pytorch"));
         if (gm_device_model_create(capacity, NULL, &s->dev, &err) ||
             gm_policy_create(policy, &s->pol, &err) ||
             gm_alloc_create(ops, s->dev, conf, fraction, s->pol, &s->a, &err)) {
@@ -173,6 +181,7 @@ static void pair_check(pair *p, int full)
                  p->view[0][i].addr);
             break;
         }
+    if (!a->ops->releasable) return; /* optional (rmm-arena has none) */
     /* releasable(): the reference's releasable segments, in any order */
     size_t k = 0;
     for (size_t i = 0; i < nb; i++)
@@ -213,8 +222,8 @@ static int pair_malloc(pair *p, uint64_t size, uint64_t stream, uint8_t cat, uin
     if (x != y)
         DIFF(p, "malloc(%" PRIu64 " B, stream %" PRIu64 ") placed at 0x%" PRIx64 " vs 0x%" PRIx64,
              size, stream, x, y);
-    uint64_t bx = p->s[0].a->ops->block_bytes(p->s[0].a, h[0]);
-    uint64_t by = p->s[1].a->ops->block_bytes(p->s[1].a, h[1]);
+    uint64_t bx = gm_alloc_block_bytes(p->s[0].a, h[0], size);
+    uint64_t by = gm_alloc_block_bytes(p->s[1].a, h[1], size);
     if (bx != by) DIFF(p, "block of %" PRIu64 " B vs %" PRIu64 " B", bx, by);
     return 1;
 }
@@ -273,6 +282,7 @@ static uint64_t diff_ops(void)
 }
 
 typedef struct rnd_case {
+    const char *model; /* NULL: pytorch */
     const char *conf;
     double fraction;
     const char *policy;
@@ -286,9 +296,11 @@ static void run_random(const rnd_case *c)
 {
     pair p;
     char what[256];
-    snprintf(what, sizeof what, "random trace, conf '%s', fraction %.2f, policy %s, %d stream(s)",
-             c->conf, c->fraction, c->policy, c->streams);
-    CU_ASSERT_FATAL(pair_open(&p, what, c->capacity, c->conf, c->fraction, c->policy) == 0);
+    snprintf(what, sizeof what,
+             "random trace, model %s, conf '%s', fraction %.2f, policy %s, %d stream(s)",
+             c->model ? c->model : "pytorch", c->conf, c->fraction, c->policy, c->streams);
+    CU_ASSERT_FATAL(pair_open(&p, what, c->capacity, c->conf, c->fraction, c->policy, c->model) ==
+                    0);
     uint64_t(*live)[2] = calloc(c->max_live, sizeof *live);
     CU_ASSERT_FATAL(live != NULL);
     size_t n_live = 0;
@@ -316,14 +328,20 @@ static void run_random(const rnd_case *c)
 }
 
 static const rnd_case cases[] = {
-    {"", 0, "pytorch", 3 * GM_GiB, 1, 400, 1},
-    {"", 0, "pytorch", 16 * GM_GiB, 1, 4000, 2}, /* many free blocks, no pressure */
-    {"expandable_segments:True", 0, "pytorch", 3 * GM_GiB, 2, 400, 3},
-    {"max_split_size_mb:64", 0, "pytorch", 3 * GM_GiB, 2, 400, 4},
-    {"roundup_power2_divisions:4", 0, "lru", 3 * GM_GiB, 1, 400, 5},
-    {"garbage_collection_threshold:0.6", 0.8, "pytorch", 3 * GM_GiB, 1, 400, 6},
-    {"max_split_size_mb:40,expandable_segments:True,roundup_power2_divisions:8", 0, "pytorch",
+    {NULL, "", 0, "pytorch", 3 * GM_GiB, 1, 400, 1},
+    {NULL, "", 0, "pytorch", 16 * GM_GiB, 1, 4000, 2}, /* many free blocks, no pressure */
+    {NULL, "expandable_segments:True", 0, "pytorch", 3 * GM_GiB, 2, 400, 3},
+    {NULL, "max_split_size_mb:64", 0, "pytorch", 3 * GM_GiB, 2, 400, 4},
+    {NULL, "roundup_power2_divisions:4", 0, "lru", 3 * GM_GiB, 1, 400, 5},
+    {NULL, "garbage_collection_threshold:0.6", 0.8, "pytorch", 3 * GM_GiB, 1, 400, 6},
+    {NULL, "max_split_size_mb:40,expandable_segments:True,roundup_power2_divisions:8", 0, "pytorch",
      2 * GM_GiB, 3, 300, 7},
+    /* rmm-arena: the default arena (half the device) under pressure, so
+     * defragment runs; a small arena over three streams; a large one with
+     * thousands of superblocks */
+    {"rmm-arena", "", 0, "pytorch", 3 * GM_GiB, 1, 400, 8},
+    {"rmm-arena", "arena_size:512MiB", 0, "pytorch", 3 * GM_GiB, 3, 300, 9},
+    {"rmm-arena", "", 0, "pytorch", 64 * GM_GiB, 2, 4000, 10},
 };
 
 static void test_random_traces(void)
@@ -383,7 +401,7 @@ static uint64_t replay(const gm_import_trace *t, const char *name, int recorded,
              t->device, recorded ? "recorded" : "live", capacity);
     pair p;
     const char *conf = t->meta.alloc_conf ? t->meta.alloc_conf : "";
-    if (pair_open(&p, what, capacity, conf, 0, "pytorch")) {
+    if (pair_open(&p, what, capacity, conf, 0, "pytorch", NULL)) {
         CU_FAIL("cannot open the allocators");
         return 0;
     }
@@ -502,7 +520,7 @@ static void test_snapshots(void)
 static void test_detects_a_difference(void)
 {
     pair p;
-    CU_ASSERT_FATAL(pair_open(&p, "self-check", 4 * GM_GiB, "", 0, "pytorch") == 0);
+    CU_ASSERT_FATAL(pair_open(&p, "self-check", 4 * GM_GiB, "", 0, "pytorch", NULL) == 0);
     uint64_t h[2];
     CU_ASSERT(pair_malloc(&p, 3 * GM_MiB, 0, 0, 1, h) == 1);
     CU_ASSERT_STRING_EQUAL(p.diff, "");
