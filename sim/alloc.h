@@ -149,6 +149,12 @@ typedef struct gm_alloc_ops {
     /* Its --allocator name, and one line for --help and reports. */
     const char *name;
     const char *summary;
+    /* Optional: what a simulation with this model takes, relative to one
+     * with `pytorch` (0 = the same), as `gmsim run -q --allocator NAME`
+     * measured it (bench/README.md, "Seventh round"). compare --allocators
+     * splits its runs between threads by it (study/pool.h); nothing else
+     * reads it, and no result depends on it. */
+    double cost;
     /* Set up a->impl for the settings conf (PYTORCH_CUDA_ALLOC_CONF syntax,
      * "" = defaults). GM_EINVAL naming the setting it cannot model. */
     int (*create)(gm_alloc *a, const char *conf, gm_err *err);

@@ -551,6 +551,7 @@ const gm_alloc_ops gm_alloc_cuda_async = {
     .version = GM_ALLOC_VERSION,
     .name = "cuda-async",
     .summary = "CUDA's stream-ordered pool (cudaMallocAsync; PyTorch backend:cudaMallocAsync)",
+    .cost = 1.45,
     .create = ca_create,
     .destroy = ca_destroy,
     .malloc = ca_malloc,

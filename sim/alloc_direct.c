@@ -136,6 +136,7 @@ const gm_alloc_ops gm_alloc_direct = {
     .version = GM_ALLOC_VERSION,
     .name = "direct",
     .summary = "one driver allocation per tensor (PYTORCH_NO_CUDA_MEMORY_CACHING=1)",
+    .cost = 0.55,
     .create = d_create,
     .destroy = d_destroy,
     .malloc = d_malloc,

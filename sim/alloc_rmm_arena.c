@@ -609,6 +609,7 @@ const gm_alloc_ops gm_alloc_rmm_arena = {
     .version = GM_ALLOC_VERSION,
     .name = "rmm-arena",
     .summary = "RAPIDS RMM arena_memory_resource (global arena, per-stream arenas, superblocks)",
+    .cost = 1.4,
     .create = ar_create,
     .destroy = ar_destroy,
     .malloc = ar_malloc,

@@ -427,6 +427,7 @@ const gm_alloc_ops gm_alloc_rmm_binning = {
     .version = GM_ALLOC_VERSION,
     .name = "rmm-binning",
     .summary = "RAPIDS RMM binning_memory_resource (fixed-size bins, cudaMalloc above them)",
+    .cost = 0.7,
     .create = rbn_create,
     .destroy = rbn_destroy,
     .malloc = rbn_malloc,

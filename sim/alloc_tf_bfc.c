@@ -535,6 +535,7 @@ const gm_alloc_ops gm_alloc_tf_bfc = {
     .version = GM_ALLOC_VERSION,
     .name = "tf-bfc",
     .summary = "TensorFlow's GPU BFC allocator (allow_growth, per_process_gpu_memory_fraction)",
+    .cost = 0.75,
     .create = tf_create,
     .destroy = tf_destroy,
     .malloc = tf_malloc,

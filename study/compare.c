@@ -12,6 +12,7 @@
 #include "simulate.h"
 #include "base/clock.h"
 #include "base/units.h"
+#include "sim/alloc.h"
 
 typedef struct compare_ctx {
     const gm_sim_config *base;
@@ -132,8 +133,14 @@ int gm_compare_run_allocators(const gm_sim_config *base, const gm_alloc_choice *
             gm_alloc_choice_label(&allocs[a], lab, sizeof lab);
             snprintf(e->label, sizeof e->label, "%s / %s", lab, specs[i]);
         }
-    /* split between the threads by each policy's cost (study/pool.h) */
+    /* split between the threads by each run's cost (study/pool.h): its
+     * policy's, times its allocator model's */
     double *cost = gm_policy_spec_costs(specs, n, na);
+    for (size_t a = 0; cost && allocs && a < na; a++) {
+        const gm_alloc_ops *o = gm_alloc_find(allocs[a].name);
+        for (size_t i = 0; o && o->cost > 0 && i < n; i++)
+            cost[a * n + i] *= o->cost;
+    }
     double t0 = gm_monotonic_s();
     compare_ctx x = {base, c};
     gm_parallel_for_cost(total, cost, c->threads, compare_one, &x);
