@@ -281,6 +281,7 @@ static int start(gm_alloc *a, rp_state *s)
     uint64_t size = s->initial;
     if (!s->initial_given) {
         const gm_device *d = a->dev;
+        a->dev->capacity_reads++; /* the pool is sized from it (device.h) */
         uint64_t used = d->used_bytes + d->overhead_bytes;
         uint64_t freeb = d->capacity_bytes > used ? d->capacity_bytes - used : 0;
         uint64_t half = d->capacity_bytes / 2;

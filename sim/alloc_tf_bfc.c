@@ -144,6 +144,7 @@ static void start(gm_alloc *a, tf_state *s)
 {
     if (s->started) return;
     const gm_device *d = a->dev;
+    a->dev->capacity_reads++; /* the limit is taken from it (device.h) */
     uint64_t used = d->used_bytes + d->overhead_bytes;
     uint64_t available = d->capacity_bytes > used ? d->capacity_bytes - used : 0;
     uint64_t limit;

@@ -152,14 +152,20 @@ static void fit_capacity_one(void *arg, size_t i)
             lo = step_down(lo / 2);
         }
     }
-    while (hi - lo > GM_FIT_STEP) {
+    while (hi > lo && hi - lo > GM_FIT_STEP) {
         uint64_t mid = lo + step_down((hi - lo) / 2);
         cfg.capacity_bytes = mid;
         if ((ok = try_run(&cfg, e, &best)) < 0) goto out;
-        if (ok)
-            hi = fitted(mid, best);
-        else
+        if (ok) {
+            uint64_t f = fitted(mid, best);
+            /* never at or below a capacity that did not fit: a model that
+             * sized itself from the device without saying so (device.h,
+             * capacity_reads) would make fitted() claim that, and the
+             * search would not end */
+            hi = f > lo ? f : mid;
+        } else {
             lo = mid;
+        }
     }
     /* the result's own figures: those of the run that showed hi fits (the
      * same run as one at hi) */

@@ -644,6 +644,34 @@ static void test_fit_capacity(void)
     gm_fit_free(f);
 }
 
+/* Models that size their pool from the device (rmm-pool, rmm-arena:
+ * half the free memory; tf-bfc: all of it less a reserve) say so
+ * (sim/device.h, capacity_reads), so fit does not take a run as the same
+ * run on smaller devices: the search ends (it went on without end for
+ * rmm-pool) and its answer is a capacity the trace runs on (it was not,
+ * for rmm-arena and tf-bfc). */
+static void test_fit_pool_models(void)
+{
+    gm_tenant_spec t = {.path = gm_test_path("traces/bert.h5"), .repeat = 1};
+    gm_sim_config c;
+    config(&c, &t, 1, 4 * GiB, NULL);
+    char *specs[] = {"pytorch"};
+    static const char *const models[] = {"rmm-pool", "rmm-arena", "tf-bfc"};
+    for (size_t m = 0; m < 3; m++) {
+        c.allocator = models[m];
+        gm_fit *f = NULL;
+        gm_err err = {0};
+        CU_ASSERT_EQUAL_FATAL(gm_fit_capacity(&c, specs, 1, 1, 0, &f, &err), GM_OK);
+        const gm_fit_entry *e = &f->e[0];
+        CU_ASSERT_FATAL(e->found);
+        CU_ASSERT(e->runs < 40);
+        CU_ASSERT(e->oom_capacity < e->capacity);
+        CU_ASSERT(!oom_at(&c, "pytorch", e->capacity));
+        CU_ASSERT(oom_at(&c, "pytorch", e->oom_capacity));
+        gm_fit_free(f);
+    }
+}
+
 /* The same trace fitted with few simulations: on 1 GiB it reaches 70 MiB
  * and nothing else depends on the size, so 70 MiB fits unsimulated; 68 MiB
  * fits by flushing the cached 30 MiB (peak 40 MiB, which so fits too), and
@@ -834,6 +862,7 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_compare_deterministic);
     GM_ADD_TEST(s, test_fit_capacity);
     GM_ADD_TEST(s, test_fit_few_runs);
+    GM_ADD_TEST(s, test_fit_pool_models);
     GM_ADD_TEST(s, test_fit_tenants);
     GM_ADD_TEST(s, test_tiered_quotas);
     GM_ADD_TEST(s, test_defrag_quiet);
