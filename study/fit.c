@@ -178,8 +178,6 @@ out:
     gm_sim_result_free(best);
 }
 
-/* The policies with a timer first (they take longest; see compare.c);
- * NULL (then in order) when out of memory. */
 static gm_fit *fit_new(char *const *specs, size_t n)
 {
     gm_fit *f = calloc(1, sizeof *f);

@@ -11,8 +11,9 @@ int gm_default_threads(void)
     return n > 0 ? (int)n : 1;
 }
 
-/* Start `threads` workers on arg[i] (each sized `size` bytes) and join
- * them; any that cannot start run here, one after the other. */
+/* Start `threads` workers, worker i on arg + i * size (size 0: all on
+ * arg), and join them; any that cannot start run here, one after the
+ * other. */
 static void run_workers(int threads, void *(*worker)(void *), char *arg, size_t size)
 {
     pthread_t *tid = calloc((size_t)threads, sizeof *tid);
@@ -40,7 +41,7 @@ typedef struct counter {
 
 static void *count_worker(void *arg)
 {
-    counter *p = *(counter **)arg;
+    counter *p = arg;
     for (;;) {
         pthread_mutex_lock(&p->mu);
         size_t i = p->next < p->n ? p->next++ : p->n;
@@ -61,15 +62,7 @@ void gm_parallel_for(size_t n, int threads, void (*fn)(void *ctx, size_t i), voi
     }
     counter p = {.next = 0, .n = n, .fn = fn, .ctx = ctx};
     pthread_mutex_init(&p.mu, NULL);
-    counter **arg = malloc((size_t)threads * sizeof *arg);
-    if (arg) {
-        for (int i = 0; i < threads; i++)
-            arg[i] = &p;
-        run_workers(threads, count_worker, (char *)arg, sizeof *arg);
-    } else {
-        count_worker(&(counter *){&p});
-    }
-    free(arg);
+    run_workers(threads, count_worker, (char *)&p, 0); /* one counter for all */
     pthread_mutex_destroy(&p.mu);
 }
 
@@ -144,22 +137,22 @@ static void sort_by_cost(size_t *order, size_t n, const double *cost)
     }
 }
 
-double gm_pool_plan(size_t n, const double *cost, int threads, int *share)
+/* gm_pool_plan, leaving the jobs costliest first in order[0..n) (order
+ * NULL: no memory for it). */
+static double plan(size_t n, const double *cost, int threads, int *share, size_t *order)
 {
     if (threads < 1) threads = 1;
     if ((size_t)threads > n) threads = n ? (int)n : 1;
-    size_t *order = malloc((n ? n : 1) * sizeof *order);
-    double *load = calloc((size_t)threads, sizeof *load);
-    int *cur = malloc((n ? n : 1) * sizeof *cur);
-    if (!order || !load || !cur) { /* no memory: round robin, a valid split (returns 0) */
+    if (order) sort_by_cost(order, n, cost);
+    double *load = order ? calloc((size_t)threads, sizeof *load) : NULL;
+    int *cur = order ? malloc((n ? n : 1) * sizeof *cur) : NULL;
+    if (!load || !cur) { /* no memory: round robin, a valid split (returns 0) */
         for (size_t i = 0; i < n; i++)
             share[i] = (int)(i % (size_t)threads);
-        free(order);
         free(load);
         free(cur);
         return 0;
     }
-    sort_by_cost(order, n, cost);
     double total = 0;
     for (size_t k = 0; k < n; k++) { /* the greedy split: each to the least loaded */
         size_t j = order[k];
@@ -187,10 +180,17 @@ double gm_pool_plan(size_t n, const double *cost, int threads, int *share)
             load[b] = 0;
         dfs(&s, 0);
     }
-    free(order);
     free(load);
     free(cur);
     return s.best;
+}
+
+double gm_pool_plan(size_t n, const double *cost, int threads, int *share)
+{
+    size_t *order = malloc((n ? n : 1) * sizeof *order);
+    double m = plan(n, cost, threads, share, order);
+    free(order);
+    return m;
 }
 
 /* ---- the planned pool (gm_parallel_for_cost) ---- */
@@ -198,7 +198,7 @@ double gm_pool_plan(size_t n, const double *cost, int threads, int *share)
 typedef struct planned {
     pthread_mutex_t mu;
     const double *cost;
-    size_t *job;        /* thread b's jobs: job[first[b] .. first[b + 1]) */
+    size_t *job;        /* thread b's jobs, costliest first: job[head[b] .. end[b]) */
     size_t *head, *end; /* per thread: the next to start, one past the last not started */
     double *left;       /* per thread: the estimated cost of its jobs not started */
     int threads;
@@ -211,7 +211,7 @@ typedef struct planned_arg {
     int b;
 } planned_arg;
 
-/* Under the lock: the next job for thread b, or n's stand-in SIZE_MAX. */
+/* Under the lock: the next job for thread b, or (size_t)-1 when none is left. */
 static size_t take(planned *p, int b)
 {
     if (p->head[b] < p->end[b]) {
@@ -255,8 +255,7 @@ void gm_parallel_for_cost(size_t n, const double *cost, int threads,
     if (threads <= 1 || !cost || !share || !order || !job || !idx || !left || !arg) {
         gm_parallel_for(n, threads, fn, ctx); /* one thread, or no memory to plan */
     } else {
-        gm_pool_plan(n, cost, threads, share);
-        sort_by_cost(order, n, cost);
+        plan(n, cost, threads, share, order);
         size_t *head = idx, *end = idx + threads, k = 0;
         for (int b = 0; b < threads; b++) { /* each thread's jobs, costliest first */
             head[b] = k;
