@@ -6,10 +6,10 @@
 uint64_t gm_pressure_need(const gm_alloc *a, const gm_pressure *p)
 {
     gm_device *d = a->dev;
-    d->capacity_reads++; /* (a quota's refusal is not the device's) */
+    uint64_t cap = gm_device_capacity(d); /* (a quota's refusal is not the device's) */
     uint64_t want = gm_device_round(p->alloc_size), need = 0;
     uint64_t used = d->used_bytes + d->overhead_bytes;
-    uint64_t avail = d->capacity_bytes > used ? d->capacity_bytes - used : 0;
+    uint64_t avail = cap > used ? cap - used : 0;
     if (want > avail) need = want - avail;
     uint64_t lim = a->limits.memory_limit;
     if (lim && a->c.reserved_bytes + p->alloc_size > lim) {
@@ -29,8 +29,7 @@ uint64_t gm_pressure_over(const gm_alloc *a, double frac, uint64_t incoming)
         if (a->c.reserved_bytes + incoming > thr) over = a->c.reserved_bytes + incoming - thr;
     }
     gm_device *d = a->dev;
-    d->capacity_reads++; /* a decision from the device's size (sim/device.h) */
-    uint64_t thr = (uint64_t)(frac * (double)d->capacity_bytes);
+    uint64_t thr = (uint64_t)(frac * (double)gm_device_capacity(d));
     uint64_t used = d->used_bytes + d->overhead_bytes + incoming;
     if (used > thr && used - thr > over) over = used - thr;
     return over;

@@ -96,8 +96,8 @@ static void destroy(void *state)
 static void size_tiers(tiered_policy *p, gm_alloc *a)
 {
     if (p->sized) return;
-    a->dev->capacity_reads++; /* the quotas are fractions of the device (sim/device.h) */
-    uint64_t c = a->dev->capacity_bytes, o = a->dev->overhead_bytes;
+    /* the quotas are fractions of the device */
+    uint64_t c = gm_device_capacity(a->dev), o = a->dev->overhead_bytes;
     uint64_t usable = c > o ? c - o : 0; /* what the processes can allocate: contexts excluded */
     for (int i = 0; i < N_TIERS; i++)
         p->quota[i] = (uint64_t)(p->frac[i] * (double)usable);

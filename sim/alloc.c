@@ -32,8 +32,7 @@ int gm_alloc_create_for(const gm_alloc_ops *ops, gm_device *dev, const char *con
     a->limits.device_capacity = dev->capacity_bytes;
     /* setMemoryFraction: allowed_memory_maximum = fraction * total memory */
     if (memory_fraction > 0) {
-        a->limits.memory_limit = (uint64_t)(memory_fraction * (double)dev->capacity_bytes);
-        dev->capacity_reads++;
+        a->limits.memory_limit = (uint64_t)(memory_fraction * (double)gm_device_capacity(dev));
     }
     a->policy = policy;
     a->torch_version = torch_version;

@@ -862,8 +862,7 @@ static pt_segment *new_expandable(gm_alloc *a, pt_state *s, int small, uint64_t 
                                   uint64_t min_va)
 {
     uint64_t page = small ? kSmallBuffer : s->conf.large_segment_size;
-    uint64_t cap = a->dev->capacity_bytes;
-    a->dev->capacity_reads++; /* the address range is sized from it */
+    uint64_t cap = gm_device_capacity(a->dev); /* the address range is sized from it */
     uint64_t va_size = (cap + cap / 8 + page - 1) / page * page, va;
     if (min_va > va_size) va_size = (min_va + page - 1) / page * page;
     if (a->dev->ops->va_reserve(a->dev, va_size, &va) != GM_OK) return NULL;
@@ -1572,8 +1571,7 @@ static int pt_create(gm_alloc *a, const char *conf, gm_err *err)
      * run's --memory-fraction) wins */
     if (s->conf.memory_fraction > 0 && !a->limits.memory_limit) {
         a->limits.memory_limit =
-            (uint64_t)(s->conf.memory_fraction * (double)a->dev->capacity_bytes);
-        a->dev->capacity_reads++;
+            (uint64_t)(s->conf.memory_fraction * (double)gm_device_capacity(a->dev));
     }
     a->impl = s;
     return GM_OK;

@@ -374,9 +374,8 @@ static int start(gm_alloc *a, ar_state *st)
     uint64_t size = st->size;
     if (!size) { /* default_size: half the free device memory */
         const gm_device *d = a->dev;
-        a->dev->capacity_reads++; /* the arena is sized from it (device.h) */
-        uint64_t used = d->used_bytes + d->overhead_bytes;
-        size = (d->capacity_bytes > used ? d->capacity_bytes - used : 0) / 2;
+        uint64_t cap = gm_device_capacity(a->dev), used = d->used_bytes + d->overhead_bytes;
+        size = (cap > used ? cap - used : 0) / 2;
     }
     if (a->limits.memory_limit && size > a->limits.memory_limit) size = a->limits.memory_limit;
     size = size / AR_ALIGN * AR_ALIGN;

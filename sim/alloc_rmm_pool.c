@@ -281,10 +281,9 @@ static int start(gm_alloc *a, rp_state *s)
     uint64_t size = s->initial;
     if (!s->initial_given) {
         const gm_device *d = a->dev;
-        a->dev->capacity_reads++; /* the pool is sized from it (device.h) */
-        uint64_t used = d->used_bytes + d->overhead_bytes;
-        uint64_t freeb = d->capacity_bytes > used ? d->capacity_bytes - used : 0;
-        uint64_t half = d->capacity_bytes / 2;
+        uint64_t cap = gm_device_capacity(a->dev), used = d->used_bytes + d->overhead_bytes;
+        uint64_t freeb = cap > used ? cap - used : 0;
+        uint64_t half = cap / 2;
         size = align_up(freeb < half ? freeb : half);
         if (size > s->maximum) size = s->maximum / RP_ALIGN * RP_ALIGN;
     }

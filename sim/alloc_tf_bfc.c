@@ -144,12 +144,11 @@ static void start(gm_alloc *a, tf_state *s)
 {
     if (s->started) return;
     const gm_device *d = a->dev;
-    a->dev->capacity_reads++; /* the limit is taken from it (device.h) */
-    uint64_t used = d->used_bytes + d->overhead_bytes;
-    uint64_t available = d->capacity_bytes > used ? d->capacity_bytes - used : 0;
+    uint64_t cap = gm_device_capacity(a->dev), used = d->used_bytes + d->overhead_bytes;
+    uint64_t available = cap > used ? cap - used : 0;
     uint64_t limit;
     if (s->fraction > 0) {
-        limit = (uint64_t)((double)d->capacity_bytes * s->fraction);
+        limit = (uint64_t)((double)cap * s->fraction);
     } else {
         limit = available;
         uint64_t reserve = min_system_memory(available, s->cc_major);

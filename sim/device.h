@@ -73,10 +73,20 @@ struct gm_device {
      * peak_used_bytes: driver calls refused for lack of memory
      * (gm_device_take), and decisions taken from capacity_bytes (a memory
      * fraction, a policy threshold, an address range sized from it). A
-     * model or policy that decides from capacity_bytes counts it here. */
+     * model or policy that decides from the device's size reads it with
+     * gm_device_capacity, which counts it here. */
     uint64_t refused;
     uint64_t capacity_reads;
 };
+
+/* The device's size, for a decision taken from it: the read is counted
+ * (capacity_reads), so the run is known to depend on the size. Read
+ * capacity_bytes itself only for what decides nothing (a report). */
+static inline uint64_t gm_device_capacity(gm_device *d)
+{
+    d->capacity_reads++;
+    return d->capacity_bytes;
+}
 
 /* Bytes a driver allocation of `bytes` really takes (granularity applied). */
 static inline uint64_t gm_device_round(uint64_t bytes)

@@ -773,10 +773,10 @@ static int scope_rescue(sim *s, tenant *t, const gm_event *e, uint64_t now, uint
             uint64_t need = UINT64_MAX;
             if (round == 0) {
                 uint64_t want = gm_device_round(t->a->ops->block_size(t->a, e->size));
-                s->dev->capacity_reads++;
+                uint64_t cap = gm_device_capacity(s->dev);
                 uint64_t used =
                     s->dev->used_bytes + s->dev->overhead_bytes + s->dev->withheld_bytes;
-                uint64_t avail = s->dev->capacity_bytes > used ? s->dev->capacity_bytes - used : 0;
+                uint64_t avail = cap > used ? cap - used : 0;
                 need = want > avail ? want - avail : want;
             }
             for (size_t k = 1; k < s->n; k++) {
