@@ -72,14 +72,15 @@ typedef struct pair {
 static int pair_open(pair *p, const char *what, uint64_t capacity, const char *conf,
                      double fraction, const char *policy, const char *model)
 {
-    int arena = model && !strcmp(model, "rmm-arena");
+    if (!model) model = "pytorch";
+    const gm_alloc_ops *ref =
+        strcmp(model, "rmm-arena") ? &gm_alloc_pytorch_ref : &gm_alloc_rmm_arena_ref;
     memset(p, 0, sizeof *p);
     p->what = what;
     for (int i = 0; i < 2; i++) {
         side *s = &p->s[i];
         gm_err err = {0};
-        const gm_alloc_ops *ops = arena ? (i ? &gm_alloc_rmm_arena_ref : gm_alloc_find("rmm-arena"))
-                                        : (i ? &gm_alloc_pytorch_ref : gm_alloc_find("pytorch"));
+        const gm_alloc_ops *ops = i ? ref : gm_alloc_find(model);
         if (gm_device_model_create(capacity, NULL, &s->dev, &err) ||
             gm_policy_create(policy, &s->pol, &err) ||
             gm_alloc_create(ops, s->dev, conf, fraction, s->pol, &s->a, &err)) {
