@@ -45,6 +45,8 @@ figure() { # build: one round's figure
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 for ((i = 0; i < rounds; i++)); do
     echo "$(figure "$old") $(figure "$new")" >>"$tmp"
 done
