@@ -1419,12 +1419,18 @@ static uint64_t *x_ref(tenant *t, const xrec *r, int *in_slot)
     return gm_addrmap_get(&t->live, gm_addrmap_key(r->addr));
 }
 
+/* Drop record i; the last record moves into its place, and its map entry
+ * (present: every record has one) is pointed there. Not a second put: the
+ * map takes only keys it lacks (addrmap.h), and a second entry for the
+ * moved record's address hid the right one from gm_addrmap_get, so a later
+ * allocation at that address got a second record, and a spill freed one
+ * block twice (a crash in x_spill). */
 static void x_remove(oomx *x, size_t i)
 {
     gm_addrmap_del(&x->map, gm_addrmap_key(x->recs[i].addr), NULL);
     if (i != --x->n) {
         x->recs[i] = x->recs[x->n];
-        gm_addrmap_put(&x->map, gm_addrmap_key(x->recs[i].addr), i); /* replaces: no growth */
+        *gm_addrmap_get(&x->map, gm_addrmap_key(x->recs[i].addr)) = i;
     }
 }
 
