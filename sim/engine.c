@@ -1345,8 +1345,10 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
     for (size_t i = 0; i < s.n; i++) {
         tenant *t = &s.t[i];
         if (t->a) t->res->c = t->a->c;
+        gm_metrics_timeline_end(&t->res->m);
         tenant_close(t);
     }
+    gm_metrics_timeline_end(&s.res->device);
     if (s.dev && !cfg->device) {
         s.res->capacity_free = !s.dev->capacity_reads;
         s.res->refused_calls = s.dev->refused;

@@ -96,12 +96,22 @@ static int tl_add(gm_timeline *tl, uint64_t t, uint64_t q, uint64_t a, uint64_t 
     return fresh;
 }
 
+void gm_metrics_timeline_end(gm_metrics *m)
+{
+    if (!m->tl.n) return;
+    gm_tl_point *p = &m->tl.p[m->tl.n - 1];
+    p->q_end = m->q;
+    p->a_end = m->a;
+    p->r_end = m->r;
+}
+
 int gm_metrics_step_slow(gm_metrics *m, uint64_t t, uint64_t q, uint64_t a, uint64_t r)
 {
     if (!m->started) {
         m->started = 1;
         m->t_first = m->t_last = t;
     }
+    gm_metrics_timeline_end(m); /* the fast steps since the last slow one left them */
     if (t > m->t_last) {
         double dt = (double)(t - m->t_last);
         m->int_a += (double)m->a * dt;

@@ -116,7 +116,12 @@ void gm_metrics_oom(gm_metrics *m, const gm_oom *o);
 /* The common step, once per event of every run: time moves within the last
  * timeline bucket. Bytes and times are below 2^63, so converting them
  * through int64_t gives the same doubles as converting them unsigned, in
- * one instruction. */
+ * one instruction. A peak is at least the last bucket's maximum (it is the
+ * maximum of every value held, the bucket's among them), so it can rise
+ * only where the bucket's maximum does: the peaks are looked at only then.
+ * The last bucket's end values are the current ones (m->q, m->a, m->r):
+ * they are written into it only when it is left (gm_metrics_step_slow) or
+ * read (gm_metrics_timeline_end). */
 static inline int gm_metrics_step(gm_metrics *m, uint64_t t, uint64_t q, uint64_t a, uint64_t r)
 {
     if (__builtin_expect(!m->started || t >= m->tl.end_t, 0))
@@ -131,27 +136,35 @@ static inline int gm_metrics_step(gm_metrics *m, uint64_t t, uint64_t q, uint64_
     m->a = a;
     m->r = r;
     m->n_events++;
-    if (q > m->peak_q) {
-        m->peak_q = q;
-        m->peak_q_t = t;
-    }
-    if (a > m->peak_a) m->peak_a = a;
-    if (r > m->peak_r) {
-        m->peak_r = r;
-        m->peak_r_t = t;
-    }
     gm_tl_point *p = &m->tl.p[m->tl.n - 1];
-    p->q_max = q > p->q_max ? q : p->q_max;
-    p->a_max = a > p->a_max ? a : p->a_max;
-    p->r_max = r > p->r_max ? r : p->r_max;
+    if (q > p->q_max) {
+        p->q_max = q;
+        if (q > m->peak_q) {
+            m->peak_q = q;
+            m->peak_q_t = t;
+        }
+    }
+    if (a > p->a_max) {
+        p->a_max = a;
+        if (a > m->peak_a) m->peak_a = a;
+    }
+    if (r > p->r_max) {
+        p->r_max = r;
+        if (r > m->peak_r) {
+            m->peak_r = r;
+            m->peak_r_t = t;
+        }
+    }
     p->q_min = q < p->q_min ? q : p->q_min;
     p->a_min = a < p->a_min ? a : p->a_min;
     p->r_min = r < p->r_min ? r : p->r_min;
-    p->q_end = q;
-    p->a_end = a;
-    p->r_end = r;
     return 0;
 }
+
+/* Write the current values into the last timeline bucket as its end
+ * values (gm_metrics_step leaves them there); for readers of the
+ * buckets' end values. */
+void gm_metrics_timeline_end(gm_metrics *m);
 
 /* Derived figures. */
 double gm_metrics_fragmentation(const gm_metrics *m);      /* 1 - peak A / peak R */

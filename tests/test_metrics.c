@@ -48,6 +48,7 @@ static void series(gm_metrics *m)
     CU_ASSERT_EQUAL(gm_metrics_step(m, 2500, 5, 16, 64), 1);
     CU_ASSERT_EQUAL(gm_metrics_step(m, 2600, 40, 48, 64), 0);
     gm_metrics_ext_sample(m, 12); /* R - A = 16: 1 - 12/16 = 0.25 */
+    gm_metrics_timeline_end(m); /* 2600 was a fast step: the end values are written now */
 }
 
 static void test_buckets(void)
