@@ -81,6 +81,9 @@ typedef struct sim {
      * event hook, empty_cache at phases, withheld requests): one test per
      * event instead of four */
     int rare;
+    /* 1: no event hook, allocation hook, empty_cache at phases or withheld
+     * requests: run_plain() may take plain events (plain()) */
+    int plain;
     size_t contexts; /* --mps: tenants alive on the one context */
     uint64_t next_progress;
     uint64_t timer_min; /* several tenants: no timer of any is due before this */
@@ -1036,6 +1039,73 @@ static void step_rare(sim *s, tenant *t, const gm_event *e, uint64_t now)
     }
 }
 
+/* Whether run_plain() may take tenant t's next events: the only tenant,
+ * started, none of the run's hooks or options that step() looks at per
+ * event (sim.plain), allocations by id, nothing from /initial_state in the
+ * address map and nothing waiting for its free, no --host-tier or --on-oom
+ * chain, no policy admit or on_tensor. None of these changes while
+ * run_plain() runs (it takes no event that could). With several tenants
+ * each takes one event at a time, and the checks cost what the plain path
+ * saves (measured: bench/README, "Eighth round"). */
+static int plain(const sim *s, const tenant *t)
+{
+    const gm_policy_ops *po = t->pol->ops;
+    return s->plain && s->n == 1 && t->started && !t->done && t->ids && !t->live.count &&
+           !t->pending_bytes && !t->x && !po->admit && !po->on_tensor;
+}
+
+/* step() for a run of plain events (plain() holds): allocations into an
+ * empty id slot and frees of a live one, up to the end of the chunk, the
+ * next due timer tick, the next progress report or the first event of any
+ * other kind, which is left for step(). Each event does what step() does
+ * for it, with the checks that plain() settles made once. */
+static int run_plain(sim *s, tenant *t, size_t *took, gm_err *err)
+{
+    gm_alloc *a = t->a;
+    int (*amalloc)(gm_alloc *, uint64_t, uint64_t, uint8_t, uint64_t, uint64_t *) = a->ops->malloc;
+    void (*afree)(gm_alloc *, uint64_t, uint64_t) = a->ops->free;
+    uint64_t *slot = t->slot, *slot_addr = t->slot_addr;
+    uint64_t timer = t->timer_period ? t->next_timer : UINT64_MAX;
+    uint64_t report = s->cfg->progress ? s->next_progress : UINT64_MAX;
+    while (t->pos < t->nbuf && s->res->events < report) {
+        const gm_event *e = &t->buf[t->pos];
+        uint64_t now = t->next_t;
+        uint32_t id = e->id;
+        if (now >= timer || !id || id >= t->n_slot) return GM_OK;
+        int abort = 0;
+        if (e->op == GM_OP_ALLOC) {
+            uint64_t h;
+            if (slot[id]) return GM_OK; /* still live: step() says what to do */
+            if (amalloc(a, e->size, e->stream, e->category, now, &h) == GM_OK ||
+                scope_rescue(s, t, e, now, &h)) {
+                slot[id] = h + 1;
+                slot_addr[id] = e->addr;
+            } else {
+                int rc = on_oom(s, t, e, &slot[id], now, &abort, err);
+                if (rc) return rc;
+            }
+        } else if (e->op == GM_OP_FREE) {
+            uint64_t v = slot[id];
+            if (v <= SKIPPED + 1 || slot_addr[id] != e->addr) return GM_OK;
+            slot[id] = 0;
+            afree(a, v - 1, now);
+        } else {
+            return GM_OK;
+        }
+        t->res->events_done++;
+        s->res->events++;
+        t->t_last = now;
+        tenant_step_metrics(t, now);
+        update_device(s, t, now);
+        ++*took;
+        if (abort) return retire(s, t, now, GM_TENANT_ABORTED, err);
+        t->pos++;
+        t->index++;
+        if (t->pos < t->nbuf) t->next_t = t->buf[t->pos].t_ns + t->shift;
+    }
+    return t->pos < t->nbuf ? GM_OK : refill(s, t, err);
+}
+
 /* Process the tenant's next event. */
 static int step(sim *s, tenant *t, gm_err *err)
 {
@@ -1271,6 +1341,7 @@ static int setup(sim *s, gm_err *err)
         gm_metrics_init(&t->res->m);
     }
     s->rare = s->n > 1 || cfg->event_hook || cfg->empty_cache_at_phase || s->withhold;
+    s->plain = !cfg->event_hook && !cfg->empty_cache_at_phase && !s->withhold && !cfg->alloc_hook;
     gm_policy *p0 = s->t[0].pol;
     snprintf(s->res->policy, sizeof s->res->policy, "%s%s%s", p0->ops->name,
              p0->params[0] ? ":" : "", p0->params);
@@ -1335,7 +1406,9 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
     while (rc == GM_OK) {
         tenant *t = s.n == 1 ? (s.t[0].done ? NULL : &s.t[0]) : next_tenant(&s);
         if (!t) break;
-        rc = step(&s, t, err);
+        size_t took = 0; /* events run_plain took; 0: the next is step()'s */
+        if (plain(&s, t)) rc = run_plain(&s, t, &took, err);
+        if (rc == GM_OK && !took) rc = step(&s, t, err);
         if (s.n > 1) heap_sift_top(&s);
         if (cfg->progress && s.res->events >= s.next_progress) {
             cfg->progress(cfg->progress_ctx, s.res->events);

@@ -11,6 +11,7 @@
 #include "cu.h"
 #include "sim/engine.h"
 #include "study/simulate.h"
+#include "traces/event_ids.h"
 #include "traces/trace.h"
 
 #define MiB GM_MiB
@@ -713,11 +714,134 @@ static void test_no_device_stats(void)
     free(ev);
 }
 
+/* An allocation hook that records nothing: with it the engine takes
+ * every event through step(), without it through run_plain(). */
+static void no_hook(void *ctx, int tenant, uint64_t index, const gm_event *e, gm_alloc *a,
+                    uint64_t h)
+{
+    (void)tenant, (void)index, (void)e, (void)a, (void)h;
+    ++*(size_t *)ctx;
+}
+
+static void count_progress(void *ctx, uint64_t events)
+{
+    uint64_t *v = ctx;
+    v[v[0] + 1 < 16 ? ++v[0] : 0] = events;
+}
+
+/* Whether two tenant series are the same, bucket by bucket. */
+static int same_metrics(const gm_metrics *a, const gm_metrics *b)
+{
+    if (a->peak_q != b->peak_q || a->peak_a != b->peak_a || a->peak_r != b->peak_r ||
+        a->peak_q_t != b->peak_q_t || a->peak_r_t != b->peak_r_t || a->int_a != b->int_a ||
+        a->int_r != b->int_r || a->n_events != b->n_events || a->n_oom != b->n_oom ||
+        a->ext_frag_n != b->ext_frag_n || a->ext_frag_sum != b->ext_frag_sum ||
+        a->tl.n != b->tl.n || a->tl.width_ns != b->tl.width_ns || a->t_last != b->t_last)
+        return 0;
+    for (size_t i = 0; i < a->tl.n; i++) {
+        const gm_tl_point *x = &a->tl.p[i], *y = &b->tl.p[i];
+        if (x->q_max != y->q_max || x->a_max != y->a_max || x->r_max != y->r_max ||
+            x->q_min != y->q_min || x->a_min != y->a_min || x->r_min != y->r_min ||
+            x->q_end != y->q_end || x->a_end != y->a_end || x->r_end != y->r_end ||
+            x->ext_frag != y->ext_frag)
+            return 0;
+    }
+    for (size_t i = 0; i < a->n_oom_kept; i++)
+        if (a->ooms[i].event_index != b->ooms[i].event_index ||
+            a->ooms[i].t_ns != b->ooms[i].t_ns || a->ooms[i].verdict != b->ooms[i].verdict)
+            return 0;
+    return 1;
+}
+
+/* run_plain() (one tenant, allocations by id) does what step() does:
+ * the same result, OOM for OOM and timeline bucket for bucket, and the
+ * same progress reports, with OOMs that end the run or are skipped, a
+ * policy with timer ticks, --repeat, and ids that need the slots to grow.
+ * step() is forced by an allocation hook, which the plain path does not
+ * take; the hook also shows that every allocation went through it. */
+static void test_plain_path_is_step(void)
+{
+    enum { N = 600000 }; /* twice over: more than 2^20 events, a progress report */
+    gm_event *ev = malloc(N * sizeof *ev);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
+    uint64_t live[512] = {0};
+    size_t n = 0, allocs = 0;
+    unsigned x = 777;
+    for (uint64_t t = 1; n < N; t++) {
+        x = x * 1103515245u + 12345u;
+        size_t k = (x >> 8) % 512;
+        if (live[k]) {
+            ev[n++] = ev_free(100 * t, live[k]);
+            live[k] = 0;
+        } else {
+            static const uint64_t sizes[] = {512, 4096, 700 * 1024, 3 * MiB, 12 * MiB, 48 * MiB};
+            live[k] = (k + 1) << 32 | t << 12;
+            ev[n++] = ev_alloc(100 * t, live[k], sizes[(x >> 16) % 6] + (x >> 22));
+            allocs++;
+        }
+    }
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_ids_assign(ev, n, &err), GM_OK);
+    gm_trace_meta meta;
+    gm_trace_meta_init(&meta);
+    meta.dense_ids = 1;
+    static const struct {
+        const char *policy;
+        uint64_t capacity;
+        int skip, repeat;
+    } cases[] = {
+        {"pytorch", 80 * GiB, 0, 2},   {"pytorch", 3 * GiB, 0, 1}, {"pytorch", 3 * GiB, 1, 1},
+        {"predictive", 3 * GiB, 1, 1}, {"oracle", 4 * GiB, 1, 2},  {"lru", 80 * GiB, 0, 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gm_sim_result *r[2] = {NULL, NULL};
+        uint64_t reports[2][16] = {{0}};
+        size_t hooked[2] = {0, 0};
+        for (int forced = 0; forced < 2; forced++) {
+            gm_tenant_spec t = {.path = "plain",
+                                .events = ev,
+                                .n_events = n,
+                                .meta = &meta,
+                                .repeat = (uint32_t)cases[i].repeat};
+            gm_sim_config c;
+            config(&c, &t, 1, cases[i].capacity);
+            c.policy = cases[i].policy;
+            c.on_oom_skip = cases[i].skip;
+            c.progress = count_progress;
+            c.progress_ctx = reports[forced];
+            if (forced) {
+                c.alloc_hook = no_hook;
+                c.alloc_hook_ctx = &hooked[forced];
+            }
+            CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r[forced], &err), GM_OK);
+        }
+        const gm_tenant_result *a = &r[0]->t[0], *b = &r[1]->t[0];
+        CU_ASSERT(hooked[1] > 0);
+        CU_ASSERT(hooked[1] <= allocs * (size_t)cases[i].repeat);
+        CU_ASSERT_EQUAL(r[0]->events, r[1]->events);
+        CU_ASSERT_EQUAL(a->status, b->status);
+        CU_ASSERT_EQUAL(a->events_done, b->events_done);
+        CU_ASSERT(same_metrics(&a->m, &b->m));
+        CU_ASSERT(same_metrics(&r[0]->device, &r[1]->device));
+        CU_ASSERT_EQUAL(memcmp(&a->c, &b->c, sizeof a->c), 0); /* every counter */
+        CU_ASSERT_EQUAL(r[0]->peak_device_used, r[1]->peak_device_used);
+        CU_ASSERT_EQUAL(a->peak_torch_allocated_bytes, b->peak_torch_allocated_bytes);
+        CU_ASSERT_STRING_EQUAL(a->trace_hash, b->trace_hash);
+        CU_ASSERT_EQUAL(memcmp(reports[0], reports[1], sizeof reports[0]), 0);
+        if (cases[i].capacity < 80 * GiB) CU_ASSERT(a->m.n_oom > 0); /* the OOM paths ran */
+        if (cases[i].repeat > 1) CU_ASSERT(reports[0][0] > 0);       /* 1.2 M events: reported */
+        gm_sim_result_free(r[0]);
+        gm_sim_result_free(r[1]);
+    }
+    free(ev);
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("engine", NULL, NULL);
     if (!s) return CU_get_error();
     GM_ADD_TEST(s, test_interleaving);
+    GM_ADD_TEST(s, test_plain_path_is_step);
     GM_ADD_TEST(s, test_oom_abort_and_skip);
     GM_ADD_TEST(s, test_oom_verdicts);
     GM_ADD_TEST(s, test_repeat);
