@@ -543,7 +543,8 @@ static void block_put(pt_state *s, pt_block *b)
     s->spare = b;
 }
 
-static pt_block *block_new(pt_state *s)
+/* A block struct, its contents undefined (the caller sets them all). */
+static pt_block *block_take(pt_state *s)
 {
     if (!s->spare) {
         pt_slab *sl = malloc(sizeof *sl);
@@ -555,7 +556,14 @@ static pt_block *block_new(pt_state *s)
     }
     pt_block *b = s->spare;
     s->spare = b->next;
-    memset(b, 0, sizeof *b);
+    return b;
+}
+
+/* A zeroed block struct. */
+static pt_block *block_new(pt_state *s)
+{
+    pt_block *b = block_take(s);
+    if (b) memset(b, 0, sizeof *b);
     return b;
 }
 
@@ -774,15 +782,16 @@ static uint64_t page_ceil(const pt_segment *g, uint64_t p)
 /* Split b at offset `at` bytes; the new upper part is returned (not pooled). */
 static pt_block *split_at(pt_state *s, pt_block *b, uint64_t at)
 {
-    pt_block *hi = block_new(s);
+    pt_block *hi = block_take(s);
     if (!hi) return NULL;
-    hi->ptr = b->ptr + at;
-    hi->size = b->size - at;
-    hi->stream = b->stream;
-    hi->seg = b->seg;
-    hi->mapped = b->mapped;
-    hi->prev = b;
-    hi->next = b->next;
+    /* one store of each field (the rest zero), not a memset and then these */
+    *hi = (pt_block){.ptr = b->ptr + at,
+                     .size = b->size - at,
+                     .stream = b->stream,
+                     .seg = b->seg,
+                     .mapped = b->mapped,
+                     .prev = b,
+                     .next = b->next};
     if (b->next) b->next->prev = hi;
     b->next = hi;
     b->size = at;
@@ -1048,7 +1057,7 @@ static int pt_malloc(gm_alloc *a, uint64_t req, uint64_t stream, uint8_t cat, ui
     g->alloc_bytes += b->size;
     g->last_use_ns = now;
     g->cat_mask |= 1u << cat;
-    track_free(s, g);
+    if (g->whole_free) track_free_set(s, g, 0); /* track_free: it holds a block now */
     a->c.requested_bytes += req;
     a->c.allocated_bytes += b->size;
     *handle = (uint64_t)(uintptr_t)b;
