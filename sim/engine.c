@@ -1059,51 +1059,74 @@ static int plain(const sim *s, const tenant *t)
  * next due timer tick, the next progress report or the first event of any
  * other kind, which is left for step(). Each event does what step() does
  * for it, with the checks that plain() settles made once. */
+/* run_plain's position goes back into t: pos its next event, the events
+ * from `counted` up to `upto` added to the counts that step() keeps per
+ * event (nothing reads them while run_plain runs, but on_oom does). */
+static void plain_sync(sim *s, tenant *t, size_t pos, size_t *counted, size_t upto, size_t *took)
+{
+    t->pos = pos;
+    t->res->events_done += upto - *counted;
+    s->res->events += upto - *counted;
+    *took += upto - *counted;
+    *counted = upto;
+}
+
 static int run_plain(sim *s, tenant *t, size_t *took, gm_err *err)
 {
     gm_alloc *a = t->a;
     int (*amalloc)(gm_alloc *, uint64_t, uint64_t, uint8_t, uint64_t, uint64_t *) = a->ops->malloc;
     void (*afree)(gm_alloc *, uint64_t, uint64_t) = a->ops->free;
     uint64_t *slot = t->slot, *slot_addr = t->slot_addr;
-    uint64_t timer = t->timer_period ? t->next_timer : UINT64_MAX;
-    uint64_t report = s->cfg->progress ? s->next_progress : UINT64_MAX;
-    while (t->pos < t->nbuf && s->res->events < report) {
-        const gm_event *e = &t->buf[t->pos];
-        uint64_t now = t->next_t;
+    const gm_event *buf = t->buf;
+    const size_t n_slot = t->n_slot;
+    const uint64_t shift = t->shift, timer = t->timer_period ? t->next_timer : UINT64_MAX;
+    /* to the end of the chunk, or to the next progress report (the caller's) */
+    uint64_t left = s->cfg->progress ? s->next_progress - s->res->events : UINT64_MAX;
+    size_t pos = t->pos, counted = pos;
+    size_t end = t->nbuf - pos > left ? pos + (size_t)left : t->nbuf;
+    for (; pos < end; pos++) {
+        const gm_event *e = &buf[pos];
+        uint64_t now = e->t_ns + shift;
         uint32_t id = e->id;
-        if (now >= timer || !id || id >= t->n_slot) return GM_OK;
-        int abort = 0;
+        if (now >= timer || !id || id >= n_slot) break;
         if (e->op == GM_OP_ALLOC) {
             uint64_t h;
-            if (slot[id]) return GM_OK; /* still live: step() says what to do */
+            if (slot[id]) break; /* still live: step() says what to do */
             if (amalloc(a, e->size, e->stream, e->category, now, &h) == GM_OK ||
                 scope_rescue(s, t, e, now, &h)) {
                 slot[id] = h + 1;
                 slot_addr[id] = e->addr;
             } else {
-                int rc = on_oom(s, t, e, &slot[id], now, &abort, err);
-                if (rc) return rc;
+                int abort = 0, rc;
+                plain_sync(s, t, pos, &counted, pos, took);
+                if ((rc = on_oom(s, t, e, &slot[id], now, &abort, err))) return rc;
+                if (abort) { /* step()'s end of the event, then the tenant's */
+                    plain_sync(s, t, pos, &counted, pos + 1, took);
+                    t->t_last = now;
+                    tenant_step_metrics(t, now);
+                    update_device(s, t, now);
+                    return retire(s, t, now, GM_TENANT_ABORTED, err);
+                }
             }
         } else if (e->op == GM_OP_FREE) {
             uint64_t v = slot[id];
-            if (v <= SKIPPED + 1 || slot_addr[id] != e->addr) return GM_OK;
+            if (v <= SKIPPED + 1 || slot_addr[id] != e->addr) break;
             slot[id] = 0;
             afree(a, v - 1, now);
         } else {
-            return GM_OK;
+            break;
         }
-        t->res->events_done++;
-        s->res->events++;
         t->t_last = now;
         tenant_step_metrics(t, now);
         update_device(s, t, now);
-        ++*took;
-        if (abort) return retire(s, t, now, GM_TENANT_ABORTED, err);
-        t->pos++;
         t->index++;
-        if (t->pos < t->nbuf) t->next_t = t->buf[t->pos].t_ns + t->shift;
     }
-    return t->pos < t->nbuf ? GM_OK : refill(s, t, err);
+    plain_sync(s, t, pos, &counted, pos, took);
+    if (pos < t->nbuf) {
+        t->next_t = buf[pos].t_ns + shift;
+        return GM_OK;
+    }
+    return refill(s, t, err);
 }
 
 /* Process the tenant's next event. */
