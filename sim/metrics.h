@@ -124,8 +124,8 @@ void gm_metrics_oom(gm_metrics *m, const gm_oom *o);
  * read (gm_metrics_timeline_end). */
 static inline int gm_metrics_step(gm_metrics *m, uint64_t t, uint64_t q, uint64_t a, uint64_t r)
 {
-    if (__builtin_expect(!m->started || t >= m->tl.end_t, 0))
-        return gm_metrics_step_slow(m, t, q, a, r);
+    /* before the first step tl.end_t is 0 (gm_metrics_init): the slow step starts the series */
+    if (__builtin_expect(t >= m->tl.end_t, 0)) return gm_metrics_step_slow(m, t, q, a, r);
     if (t > m->t_last) {
         double dt = (double)(int64_t)(t - m->t_last);
         m->int_a += (double)(int64_t)m->a * dt;
