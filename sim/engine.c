@@ -1054,11 +1054,6 @@ static int plain(const sim *s, const tenant *t)
            !t->pending_bytes && !t->x && !po->admit && !po->on_tensor;
 }
 
-/* step() for a run of plain events (plain() holds): allocations into an
- * empty id slot and frees of a live one, up to the end of the chunk, the
- * next due timer tick, the next progress report or the first event of any
- * other kind, which is left for step(). Each event does what step() does
- * for it, with the checks that plain() settles made once. */
 /* run_plain's position goes back into t: pos its next event, the events
  * from `counted` up to `upto` added to the counts that step() keeps per
  * event (nothing reads them while run_plain runs, but on_oom does). */
@@ -1071,6 +1066,12 @@ static void plain_sync(sim *s, tenant *t, size_t pos, size_t *counted, size_t up
     *counted = upto;
 }
 
+/* step() for a run of plain events (plain() holds): allocations into an
+ * empty id slot and frees of a live one, up to the end of the chunk, the
+ * next due timer tick, the next progress report or the first event of any
+ * other kind, which is left for step(). Each event does what step() does
+ * for it, with the checks that plain() settles made once; *took counts
+ * the events it took (0: the next one is step()'s). */
 static int run_plain(sim *s, tenant *t, size_t *took, gm_err *err)
 {
     gm_alloc *a = t->a;
