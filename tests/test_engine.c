@@ -833,6 +833,7 @@ static void test_plain_path_is_step(void)
         gm_sim_result_free(r[0]);
         gm_sim_result_free(r[1]);
     }
+    gm_trace_meta_free(&meta);
     free(ev);
 }
 
