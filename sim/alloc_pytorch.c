@@ -385,6 +385,7 @@ typedef struct pt_state {
                               policy that releases often makes and frees
                               one per driver call */
     gm_alloc_stats st;     /* PyTorch's DeviceStats (stats below); they decide nothing */
+    int divides;           /* some roundup_power2_divisions interval is on (> 1) */
 } pt_state;
 
 /* ---------------- sizes ---------------- */
@@ -415,6 +416,15 @@ static uint64_t round_size(const gm_pt_conf *c, uint64_t size)
     if (size < kMinBlockSize) return kMinBlockSize;
     uint64_t div = divisions_for(c, size);
     if (div > 1 && size > kMinBlockSize * div) return next_division(size, div);
+    return kMinBlockSize * ((size + kMinBlockSize - 1) / kMinBlockSize);
+}
+
+/* round_size for an allocation: without roundup_power2_divisions (the
+ * default) it is the 512-byte rounding alone, inline. */
+static inline uint64_t alloc_round(const pt_state *s, uint64_t size)
+{
+    if (s->divides) return round_size(&s->conf, size);
+    if (size < kMinBlockSize) return kMinBlockSize;
     return kMinBlockSize * ((size + kMinBlockSize - 1) / kMinBlockSize);
 }
 
@@ -1011,7 +1021,7 @@ static int pt_malloc(gm_alloc *a, uint64_t req, uint64_t stream, uint8_t cat, ui
                      uint64_t *handle)
 {
     pt_state *s = a->impl;
-    uint64_t size = round_size(&s->conf, req);
+    uint64_t size = alloc_round(s, req);
     int small = size <= kSmallSize;
     pt_pool *p = small ? &s->small : &s->large;
     pt_block *b = get_free_block(a, s, p, size, stream);
@@ -1559,6 +1569,8 @@ static int pt_create(gm_alloc *a, const char *conf, gm_err *err)
         free(s);
         return rc;
     }
+    for (size_t i = 0; i < GM_PT_ROUNDUP_INTERVALS; i++)
+        s->divides |= s->conf.roundup_divisions[i] > 1;
     if (s->conf.backend_async) {
         free(s);
         return gm_errf(err, GM_EINVAL,
