@@ -81,9 +81,6 @@ typedef struct sim {
      * event hook, empty_cache at phases, withheld requests): one test per
      * event instead of four */
     int rare;
-    /* 1: no event hook, allocation hook, empty_cache at phases or withheld
-     * requests: run_plain() may take plain events (plain()) */
-    int plain;
     size_t contexts; /* --mps: tenants alive on the one context */
     uint64_t next_progress;
     uint64_t timer_min; /* several tenants: no timer of any is due before this */
@@ -1040,8 +1037,9 @@ static void step_rare(sim *s, tenant *t, const gm_event *e, uint64_t now)
 }
 
 /* Whether run_plain() may take tenant t's next events: the only tenant,
- * started, none of the run's hooks or options that step() looks at per
- * event (sim.plain), allocations by id, nothing from /initial_state in the
+ * started, none of the rare cases step() looks at per event (sim.rare,
+ * which also means several tenants) and no allocation hook, allocations
+ * by id, nothing from /initial_state in the
  * address map and nothing waiting for its free, no --host-tier or --on-oom
  * chain, no policy admit or on_tensor. None of these changes while
  * run_plain() runs (it takes no event that could). With several tenants
@@ -1050,7 +1048,7 @@ static void step_rare(sim *s, tenant *t, const gm_event *e, uint64_t now)
 static int plain(const sim *s, const tenant *t)
 {
     const gm_policy_ops *po = t->pol->ops;
-    return s->plain && s->n == 1 && t->started && !t->done && t->ids && !t->live.count &&
+    return !s->rare && !s->cfg->alloc_hook && t->started && !t->done && t->ids && !t->live.count &&
            !t->pending_bytes && !t->x && !po->admit && !po->on_tensor;
 }
 
@@ -1093,8 +1091,8 @@ static int run_plain(sim *s, tenant *t, size_t *took, gm_err *err)
         if (e->op == GM_OP_ALLOC) {
             uint64_t h;
             if (slot[id]) break; /* still live: step() says what to do */
-            if (amalloc(a, e->size, e->stream, e->category, now, &h) == GM_OK ||
-                scope_rescue(s, t, e, now, &h)) {
+            /* one tenant: no other to ask (scope_rescue), no tier or chain (x_rescue) */
+            if (amalloc(a, e->size, e->stream, e->category, now, &h) == GM_OK) {
                 slot[id] = h + 1;
                 slot_addr[id] = e->addr;
             } else {
@@ -1365,7 +1363,6 @@ static int setup(sim *s, gm_err *err)
         gm_metrics_init(&t->res->m);
     }
     s->rare = s->n > 1 || cfg->event_hook || cfg->empty_cache_at_phase || s->withhold;
-    s->plain = !cfg->event_hook && !cfg->empty_cache_at_phase && !s->withhold && !cfg->alloc_hook;
     gm_policy *p0 = s->t[0].pol;
     snprintf(s->res->policy, sizeof s->res->policy, "%s%s%s", p0->ops->name,
              p0->params[0] ? ":" : "", p0->params);
