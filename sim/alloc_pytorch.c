@@ -411,21 +411,26 @@ static uint64_t next_division(uint64_t size, uint64_t divisions)
     return lo == size ? size : lo + step;
 }
 
+/* round_size without divisions: up to a multiple of kMinBlockSize, at least one. */
+static inline uint64_t round_min(uint64_t size)
+{
+    if (size < kMinBlockSize) return kMinBlockSize;
+    return kMinBlockSize * ((size + kMinBlockSize - 1) / kMinBlockSize);
+}
+
 static uint64_t round_size(const gm_pt_conf *c, uint64_t size)
 {
     if (size < kMinBlockSize) return kMinBlockSize;
     uint64_t div = divisions_for(c, size);
     if (div > 1 && size > kMinBlockSize * div) return next_division(size, div);
-    return kMinBlockSize * ((size + kMinBlockSize - 1) / kMinBlockSize);
+    return round_min(size);
 }
 
 /* round_size for an allocation: without roundup_power2_divisions (the
- * default) it is the 512-byte rounding alone, inline. */
+ * default) it is round_min alone, inline. */
 static inline uint64_t alloc_round(const pt_state *s, uint64_t size)
 {
-    if (s->divides) return round_size(&s->conf, size);
-    if (size < kMinBlockSize) return kMinBlockSize;
-    return kMinBlockSize * ((size + kMinBlockSize - 1) / kMinBlockSize);
+    return s->divides ? round_size(&s->conf, size) : round_min(size);
 }
 
 static uint64_t allocation_size(const pt_state *s, uint64_t size)
