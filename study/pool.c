@@ -246,14 +246,18 @@ void gm_parallel_for_cost(size_t n, const double *cost, int threads,
 {
     if (threads <= 0) threads = gm_default_threads();
     if ((size_t)threads > n) threads = (int)n;
-    size_t m = n ? n : 1, t = threads > 0 ? (size_t)threads : 1;
-    int *share = malloc(m * sizeof *share);
-    size_t *order = malloc(m * sizeof *order), *job = malloc(m * sizeof *job);
+    if (threads <= 1 || !cost) { /* nothing to plan */
+        gm_parallel_for(n, threads, fn, ctx);
+        return;
+    }
+    size_t t = (size_t)threads; /* here 2 <= threads <= n */
+    int *share = malloc(n * sizeof *share);
+    size_t *order = malloc(n * sizeof *order), *job = malloc(n * sizeof *job);
     size_t *idx = calloc(2 * t, sizeof *idx);
     double *left = calloc(t, sizeof *left);
     planned_arg *arg = calloc(t, sizeof *arg);
-    if (threads <= 1 || !cost || !share || !order || !job || !idx || !left || !arg) {
-        gm_parallel_for(n, threads, fn, ctx); /* one thread, or no memory to plan */
+    if (!share || !order || !job || !idx || !left || !arg) {
+        gm_parallel_for(n, threads, fn, ctx); /* no memory to plan */
     } else {
         plan(n, cost, threads, share, order);
         size_t *head = idx, *end = idx + threads, k = 0;
