@@ -110,8 +110,9 @@ static int sim_opt(void *arg, int c, const char *value, gm_err *err)
 int gm_cli_parse_sim(gm_run_opts *o, int argc, char **argv, const struct option *extra,
                      gm_cli_fn fn, void *ctx, gm_err *err)
 {
-    struct option longopts[64];
-    gm_run_opts_longopts(longopts, 62, extra);
+    struct option longopts[GM_RUN_OPTS_LONGOPTS + 2];
+    if (!gm_run_opts_longopts(longopts, GM_RUN_OPTS_LONGOPTS, extra))
+        return gm_errf(err, GM_EUSAGE, "internal error: the option table is too small");
     size_t n = 0;
     while (longopts[n].name)
         n++;

@@ -331,8 +331,9 @@ static int parse(int argc, char **argv, args *a, gm_err *err)
         {"version", no_argument, NULL, O_VERSION},
         {NULL, 0, NULL, 0},
     };
-    struct option longopts[64];
-    gm_run_opts_longopts(longopts, 64, extra);
+    struct option longopts[GM_RUN_OPTS_LONGOPTS];
+    if (!gm_run_opts_longopts(longopts, GM_RUN_OPTS_LONGOPTS, extra))
+        return gm_errf(err, GM_EUSAGE, "internal error: the option table is too small");
     int c, idx;
     optind = 1;
     opterr = 0;

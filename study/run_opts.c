@@ -78,14 +78,17 @@ void gm_run_opts_free(gm_run_opts *o)
     o->n_tenants = o->cap_tenants = 0;
 }
 
-void gm_run_opts_longopts(struct option *out, size_t cap, const struct option *extra)
+int gm_run_opts_longopts(struct option *out, size_t cap, const struct option *extra)
 {
-    size_t n = 0;
+    size_t n = 0, want = NSHARED;
+    for (size_t i = 0; extra && extra[i].name; i++)
+        want++;
     for (size_t i = 0; i < NSHARED && n + 1 < cap; i++)
         out[n++] = shared[i];
     for (size_t i = 0; extra && extra[i].name && n + 1 < cap; i++)
         out[n++] = extra[i];
     memset(&out[n], 0, sizeof out[n]);
+    return n == want;
 }
 
 static int add_trace(gm_run_opts *o, const char *path, gm_err *err)

@@ -21,10 +21,10 @@ typedef struct gm_run_opts {
     uint64_t profile_capacity;   /* --device-profile's device, below --capacity and --gpu */
     gm_latency latency;
     int on_oom_skip, lenient, empty_cache_at_phase;
-    int scope_device;  /* --scope device */
-    int share, mps;    /* --share (enum gm_share_mode), --mps */
-    int on_oom_chain;  /* --on-oom chain */
-    int has_host_tier; /* --host-tier given: host_tier */
+    int scope_device;    /* --scope device */
+    int share, mps;      /* --share (enum gm_share_mode), --mps */
+    int on_oom_chain;    /* --on-oom chain */
+    int has_host_tier;   /* --host-tier given: host_tier */
     gm_host_tier host_tier;
     int overhead_given;         /* --overhead was given (a profile does not override it) */
     const char *device_profile; /* --device-profile FILE, already applied */
@@ -38,9 +38,13 @@ typedef struct gm_run_opts {
 
 void gm_run_opts_init(gm_run_opts *o);
 void gm_run_opts_free(gm_run_opts *o);
+/* Room for the shared long options, a program's own and the terminator. */
+#define GM_RUN_OPTS_LONGOPTS 128
 /* Fill `out` (cap entries) with the shared long options followed by `extra`
- * (NULL-terminated). Shared options return values >= 2000. */
-void gm_run_opts_longopts(struct option *out, size_t cap, const struct option *extra);
+ * (NULL-terminated). Shared options return values >= 2000. Returns 1, or 0
+ * when they did not all fit (the table is cut short: a program's bug,
+ * which it must report rather than drop options silently). */
+int gm_run_opts_longopts(struct option *out, size_t cap, const struct option *extra);
 /* Handle option c (from getopt_long with a leading '-' optstring: c == 1 is
  * a trace path). Returns GM_OK, or GM_EINVAL/GM_EUSAGE with err set. */
 int gm_run_opts_parse(gm_run_opts *o, int c, const char *arg, gm_err *err);

@@ -386,8 +386,8 @@ static void test_run_opts_profile(void)
     for (int order = 0; order < 3; order++) {
         gm_run_opts o;
         gm_run_opts_init(&o);
-        struct option lo[64];
-        gm_run_opts_longopts(lo, 64, NULL);
+        struct option lo[GM_RUN_OPTS_LONGOPTS];
+        CU_ASSERT_FATAL(gm_run_opts_longopts(lo, GM_RUN_OPTS_LONGOPTS, NULL));
         int c_prof = 0, c_ovh = 0, c_cap = 0;
         for (int i = 0; lo[i].name; i++) {
             c_prof = !strcmp(lo[i].name, "device-profile") ? lo[i].val : c_prof;
@@ -421,8 +421,8 @@ static void test_run_opts_profile(void)
     }
     gm_run_opts o;
     gm_run_opts_init(&o);
-    struct option lo[64];
-    gm_run_opts_longopts(lo, 64, NULL);
+    struct option lo[GM_RUN_OPTS_LONGOPTS];
+    CU_ASSERT_FATAL(gm_run_opts_longopts(lo, GM_RUN_OPTS_LONGOPTS, NULL));
     for (int i = 0; lo[i].name; i++)
         if (!strcmp(lo[i].name, "device-profile"))
             CU_ASSERT_EQUAL(gm_run_opts_parse(&o, lo[i].val, "/nonexistent.json", &err), GM_EIO);
