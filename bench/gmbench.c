@@ -6,6 +6,10 @@
  *                                 EVENTS events into memory, then simulate it
  *                                 (engine + pytorch allocator + policy +
  *                                 metrics; no file I/O): events/s
+ *   gmbench fixed EVENTS [POLICY] the same with every iteration of one shape
+ *                                 (`gmsim gen bert --no-jitter`: no dynamic
+ *                                 padding), which repeat exactly and are
+ *                                 fast-forwarded (sim/ffwd.h)
  *   gmbench file TRACE [POLICY]   simulate a trace file end to end (HDF5
  *                                 reading included): events/s and peak RSS
  *   gmbench tenants K EVENTS [POLICY]
@@ -38,6 +42,11 @@
  * Runs keep no PyTorch memory_stats(), as `gmsim run` without --json,
  * --html or --summary (sim/engine.h, no_device_stats); GMBENCH_STATS=1
  * keeps them, as those do.
+ *
+ * Iterations that repeat one already simulated are fast-forwarded
+ * (sim/ffwd.h), as in every command; the line says how many events were.
+ * GMBENCH_NO_FF=1 simulates every event (the per-event cost, and what
+ * traces that never repeat get).
  *
  * Each figure is the best of 3 runs of the simulating thread's CPU time
  * (CLOCK_THREAD_CPUTIME_ID): the machines are shared and noisy, and CPU
@@ -101,6 +110,29 @@ static int stats_kept(void)
     return v && *v && strcmp(v, "0");
 }
 
+/* GMBENCH_NO_FF=1: every event simulated (no fast-forward). */
+static int no_ff(void)
+{
+    const char *v = getenv("GMBENCH_NO_FF");
+    return v && *v && strcmp(v, "0");
+}
+
+/* What fast-forward did in a run, all tenants: events, cycles, records
+ * made and dropped. */
+static uint64_t ff_events(const gm_sim_result *r, uint64_t *cycles, uint64_t *recs,
+                          uint64_t *dropped)
+{
+    uint64_t n = 0;
+    *cycles = *recs = *dropped = 0;
+    for (size_t i = 0; i < r->n_tenants; i++) {
+        n += r->t[i].fast_forwarded_events;
+        *cycles += r->t[i].ff_cycles;
+        *recs += r->t[i].ff_records;
+        *dropped += r->t[i].ff_records_dropped;
+    }
+    return n;
+}
+
 /* Best of 3: the smallest CPU time of the simulating thread. */
 static int simulate(gm_tenant_spec *spec, size_t n, uint64_t capacity, const char *policy,
                     double *best_s, gm_sim_result **last)
@@ -114,6 +146,7 @@ static int simulate(gm_tenant_spec *spec, size_t n, uint64_t capacity, const cha
     cfg.overhead_bytes = GM_DEFAULT_OVERHEAD;
     cfg.latency = lat;
     cfg.no_device_stats = !stats_kept();
+    cfg.no_fast_forward = no_ff();
     *best_s = 0;
     for (int i = 0; i < 3; i++) {
         gm_err err = {0};
@@ -165,10 +198,11 @@ static int read_only(const char *path)
 }
 
 /* A BERT trace of about `want` events, appended to ev. */
-static int bert(vec *ev, double want)
+static int bert(vec *ev, double want, int fixed)
 {
     gm_bert_params p;
     gm_bert_defaults(&p);
+    if (fixed) p.jitter = 0;
     p.iterations = 1;
     gm_err err = {0};
     gm_bert_stats st;
@@ -218,6 +252,7 @@ static void file_config(gm_sim_config *cfg, gm_tenant_spec *spec, const char *pa
     cfg->overhead_bytes = GM_DEFAULT_OVERHEAD;
     cfg->latency = lat;
     cfg->no_device_stats = !stats_kept(); /* as the commands without --json */
+    cfg->no_fast_forward = no_ff();
 }
 
 /* compare: wall time on 1 and 2 threads; each simulation's CPU time alone,
@@ -318,7 +353,7 @@ static int bench_fit(const char *path)
 static int usage(void)
 {
     fprintf(stderr,
-            "usage: gmbench mem EVENTS [POLICY] | gmbench file TRACE [POLICY] |\n"
+            "usage: gmbench mem|fixed EVENTS [POLICY] | gmbench file TRACE [POLICY] |\n"
             "       gmbench tenants K EVENTS [POLICY] | gmbench cached N EVENTS [POLICY] |\n"
             "       gmbench compare TRACE | gmbench fit TRACE | gmbench read TRACE\n");
     return 2;
@@ -332,7 +367,8 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "fit")) return bench_fit(argv[2]);
     if (!strcmp(mode, "read")) return read_only(argv[2]);
     int two = !strcmp(mode, "tenants") || !strcmp(mode, "cached");
-    if (strcmp(mode, "mem") && strcmp(mode, "file") && !two) return usage();
+    int fixed = !strcmp(mode, "fixed");
+    if (strcmp(mode, "mem") && strcmp(mode, "file") && !fixed && !two) return usage();
     if (two && argc < 4) return usage();
     const char *policy = argc > 3 + two ? argv[3 + two] : "pytorch";
     vec ev = {0};
@@ -346,7 +382,7 @@ int main(int argc, char **argv)
         if (k < 1) return usage();
         capacity = 1ull << 50; /* every copy fits: no OOM ends a tenant early */
     }
-    if (strcmp(mode, "file") && bert(&ev, atof(argv[2 + two]) / (double)k)) return 1;
+    if (strcmp(mode, "file") && bert(&ev, atof(argv[2 + two]) / (double)k, fixed)) return 1;
     const char *by_addr = getenv("GMBENCH_BY_ADDRESS");
     if (strcmp(mode, "file") && !(by_addr && *by_addr == '1')) {
         gm_err err = {0};
@@ -370,6 +406,7 @@ int main(int argc, char **argv)
     gm_sim_result *r = NULL;
     double s;
     if (simulate(spec, k, capacity, policy, &s, &r)) return 1;
+    uint64_t cycles, recs, dropped, ff = ff_events(r, &cycles, &recs, &dropped);
     printf("mode %s, policy %s, %zu tenant%s: %llu events, best of 3: %.1f M events/s, %.1f ns "
            "per event (%.3f s CPU), peak reserved %.2f GiB, peak RSS %ld MiB%s%s\n",
            mode, policy, k, k == 1 ? "" : "s", (unsigned long long)r->events,
@@ -377,6 +414,14 @@ int main(int argc, char **argv)
            (double)r->device.peak_r / (double)GM_GiB, rss_mib(),
            spec[0].events ? " (includes the in-memory trace)" : "",
            stats_kept() ? ", memory_stats kept" : "");
+    if (no_ff())
+        printf("  fast-forward off (GMBENCH_NO_FF)\n");
+    else
+        printf(
+            "  fast-forwarded %.1f %% of the events: %llu cycles applied, %llu records made, %llu "
+            "dropped\n",
+            100.0 * (double)ff / (double)(r->events ? r->events : 1), (unsigned long long)cycles,
+            (unsigned long long)recs, (unsigned long long)dropped);
     gm_sim_result_free(r);
     free(spec);
     free(ev.v);

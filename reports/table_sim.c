@@ -329,6 +329,14 @@ void gm_table_run(FILE *f, const gm_sim_config *cfg, const gm_sim_result *r)
     double rate = r->wall_s > 0 ? (double)r->events / r->wall_s : 0;
     fprintf(f, "\n  simulated %llu events in %.3f s (%.1f M events/s)\n",
             (unsigned long long)r->events, r->wall_s, rate / 1e6);
+    uint64_t ff = 0;
+    for (size_t i = 0; i < r->n_tenants; i++)
+        ff += r->t[i].fast_forwarded_events;
+    if (ff) /* sim/ffwd.h */
+        fprintf(f,
+                "  %llu of them fast-forwarded: iterations that repeat one already simulated "
+                "from the same allocator state, applied from its record (the same results)\n",
+                (unsigned long long)ff);
 }
 
 /* ------------------------------------------------------------ compare */

@@ -141,7 +141,7 @@ typedef struct gm_alloc gm_alloc;
  * against another layout of this struct is refused (gm_alloc_create) instead of being called
  * through the wrong pointers.
  */
-#define GM_ALLOC_VERSION 5
+#define GM_ALLOC_VERSION 6
 
 typedef struct gm_alloc_ops {
     /* GM_ALLOC_VERSION: the interface this model implements. */
@@ -221,7 +221,44 @@ typedef struct gm_alloc_ops {
      * filling up to cap and returning how many there are. Optional: NULL
      * means the views cut short (policies/seglist.h, gm_brieflist_fetch). */
     size_t (*briefs)(gm_alloc *a, int releasable_only, gm_seg_brief *buf, size_t cap);
+    /*
+     * Fast-forward (sim/ffwd.h): a training loop repeats its iterations, and
+     * an iteration that starts from the state the one before it started
+     * from, with the same events, makes the same decisions; the engine then
+     * applies its recorded effect instead of calling malloc and free. The
+     * three members below are optional, all or none; a model without them
+     * is always simulated event by event.
+     *
+     * ff_state: everything the model's later decisions depend on, as words
+     * into buf (up to cap), returning how many it needs: its segments in a
+     * fixed order, their blocks with address, size, state, request and
+     * category, and the order of any list a decision walks. Not what only
+     * a policy reads and ff_touch restores (the last use), nor what decides
+     * nothing. The promise: two equal states, with the same counters
+     * (a->c) and the same calls from here on, make the same calls to the
+     * device and the policy and give blocks at the same addresses and of
+     * the same sizes. SIZE_MAX: no such promise in this configuration (a
+     * setting whose state it does not write out). Called rarely: at the
+     * start and end of a recorded iteration.
+     */
+    size_t (*ff_state)(gm_alloc *a, uint64_t *buf, size_t cap);
+    /* The segment of a live block (opaque, not 0; stable until a driver
+     * call), for ff_touch. */
+    uint64_t (*ff_segment)(gm_alloc *a, uint64_t handle);
+    /* Segment `seg` was last used at now_ns: what a malloc or free of one
+     * of its blocks at now_ns leaves (its last_use_ns, as policies see it). */
+    void (*ff_touch)(gm_alloc *a, uint64_t seg, uint64_t now_ns);
+    /* Optional with ff_state, for a model with stats: add d's `allocated`
+     * and `freed` to those of every gm_stat of its statistics, which is
+     * what a cycle leaves in them (its current values and peaks do not
+     * move: the cycle ran from the same state before). */
+    void (*ff_stats)(gm_alloc *a, const gm_alloc_stats *d);
 } gm_alloc_ops;
+
+/* The gm_stat members of gm_alloc_stats, as an array (they come first). */
+#define GM_ALLOC_N_STATS (offsetof(gm_alloc_stats, num_alloc_retries) / sizeof(gm_stat))
+_Static_assert(offsetof(gm_alloc_stats, num_alloc_retries) == 29 * sizeof(gm_stat),
+               "gm_alloc_stats: its gm_stat members first, then the counts");
 
 struct gm_alloc {
     const gm_alloc_ops *ops;
@@ -239,7 +276,22 @@ struct gm_alloc {
      * operation): a model may skip keeping the statistics that change with
      * every malloc and free, and ops->stats then answers with what is left */
     int no_stats;
+    /* A model with ff_state keeps here the sum of gm_ff_block_mix over its
+     * allocated blocks, updated on every malloc and free: with the counters
+     * it is the key that proposes a state the fast-forward has seen before
+     * (sim/ffwd.h); ff_state decides. */
+    uint64_t ff_live;
 };
+
+/* One allocated block's share of gm_alloc.ff_live: a mix of its address,
+ * size, request and category (a sum of such mixes changes when any one
+ * block moves). */
+static inline uint64_t gm_ff_block_mix(uint64_t addr, uint64_t size, uint64_t req, uint8_t cat)
+{
+    uint64_t x = (addr + size * 0x9e3779b97f4a7c15ull) ^ (req * 0xc2b2ae3d27d4eb4full + cat);
+    x *= 0xd6e8feb86659fd93ull;
+    return x ^ (x >> 32);
+}
 
 /* The registry (alloc_registry.c). */
 const gm_alloc_ops *gm_alloc_find(const char *name); /* NULL if unknown */

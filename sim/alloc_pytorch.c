@@ -1066,6 +1066,7 @@ static int pt_malloc(gm_alloc *a, uint64_t req, uint64_t stream, uint8_t cat, ui
     b->allocated = 1;
     b->requested = req;
     b->category = cat;
+    a->ff_live += gm_ff_block_mix(b->ptr, b->size, req, cat);
     pt_segment *g = b->seg;
     g->view_stale = 1;
     g->n_alloc++;
@@ -1087,6 +1088,7 @@ static void pt_free(gm_alloc *a, uint64_t handle, uint64_t now)
     int counting = !a->no_stats;
     if (counting && !b->let_go) stats_let_go(s, b); /* free(), unless a free_requested did it */
     uint64_t bytes = b->size, req = b->requested;
+    a->ff_live -= gm_ff_block_mix(b->ptr, bytes, req, b->category);
     a->c.requested_bytes -= b->requested;
     a->c.allocated_bytes -= b->size;
     g->n_alloc--;
@@ -1452,6 +1454,7 @@ static int carve(gm_alloc *a, pt_state *s, rseg *rs, const gm_init_row *r, uint6
     b->allocated = 1;
     b->requested = r->size;
     b->category = r->category;
+    a->ff_live += gm_ff_block_mix(b->ptr, b->size, r->size, r->category);
     g->view_stale = 1;
     g->n_alloc++;
     g->alloc_bytes += b->size;
@@ -1662,6 +1665,85 @@ static uint64_t pt_block_bytes(gm_alloc *a, uint64_t handle)
     return ((const pt_block *)(uintptr_t)handle)->size;
 }
 
+/* ---------------- fast-forward (alloc.h, ff_state; sim/ffwd.h) ---------------- */
+
+/* Everything a later decision reads, in a fixed order: per segment (oldest
+ * first) its range, stream, kind and the categories that used it, then
+ * each of its blocks in address order (address, size, allocated, mapped;
+ * an allocated block's request and category); then the whole-free list in
+ * its order (releases walk it) and the expandable segments in theirs. Not
+ * written: the last use (ff_touch), the caches of views and largest free
+ * blocks (they follow the blocks), which block struct holds a block. The
+ * GC age (pool lookups, each block's gc_base) changes with every malloc:
+ * with garbage collection on there is no promise. PyTorch's statistics
+ * decide nothing (pt_ff_stats). */
+static size_t pt_ff_state(gm_alloc *a, uint64_t *buf, size_t cap)
+{
+    const pt_state *s = a->impl;
+    if (gc_enabled(a, s)) return SIZE_MAX;
+    size_t n = 0;
+#define PUT(x)                                                                                     \
+    do {                                                                                           \
+        if (n < cap) buf[n] = (uint64_t)(x);                                                       \
+        n++;                                                                                       \
+    } while (0)
+    PUT(s->n_segs);
+    for (size_t k = 0; k < s->n_segs; k++) {
+        const pt_segment *g = s->arr[k];
+        PUT(g->base);
+        PUT(g->size);
+        PUT(g->stream);
+        PUT((uint64_t)g->small | (uint64_t)g->expandable << 8 | (uint64_t)g->priv << 16 |
+            (uint64_t)g->cat_mask << 32);
+        PUT(g->mapped_bytes);
+        PUT(g->n_blocks);
+        for (const pt_block *b = g->first; b; b = b->next) {
+            PUT(b->ptr);
+            PUT(b->size);
+            PUT((uint64_t)b->allocated | (uint64_t)b->mapped << 1 | (uint64_t)b->let_go << 2 |
+                (b->allocated ? (uint64_t)b->category << 8 : 0));
+            if (b->allocated) PUT(b->requested);
+        }
+    }
+    size_t n_free = 0;
+    for (const pt_segment *g = s->free_segs; g; g = g->fnext)
+        n_free++;
+    PUT(n_free);
+    for (const pt_segment *g = s->free_segs; g; g = g->fnext)
+        PUT(g->base);
+    PUT(s->n_exp);
+    for (size_t k = 0; k < s->n_exp; k++)
+        PUT(s->exp[k]->base);
+#undef PUT
+    return n;
+}
+
+static uint64_t pt_ff_segment(gm_alloc *a, uint64_t handle)
+{
+    (void)a;
+    return (uint64_t)(uintptr_t)((const pt_block *)(uintptr_t)handle)->seg;
+}
+
+/* What pt_malloc and pt_free leave in a segment besides its blocks. */
+static void pt_ff_touch(gm_alloc *a, uint64_t seg, uint64_t now)
+{
+    (void)a;
+    pt_segment *g = (pt_segment *)(uintptr_t)seg;
+    g->last_use_ns = now;
+    g->view_stale = 1;
+}
+
+static void pt_ff_stats(gm_alloc *a, const gm_alloc_stats *d)
+{
+    pt_state *s = a->impl;
+    gm_stat *x = (gm_stat *)&s->st;
+    const gm_stat *y = (const gm_stat *)d;
+    for (size_t i = 0; i < GM_ALLOC_N_STATS; i++) {
+        x[i].allocated += y[i].allocated;
+        x[i].freed += y[i].freed;
+    }
+}
+
 static void pt_stats(gm_alloc *a, gm_alloc_stats *out)
 {
     const pt_state *s = a->impl;
@@ -1696,4 +1778,8 @@ const gm_alloc_ops gm_alloc_pytorch = {
     .free_requested = pt_free_requested,
     .segment_at = pt_segment_at,
     .briefs = pt_briefs,
+    .ff_state = pt_ff_state,
+    .ff_segment = pt_ff_segment,
+    .ff_touch = pt_ff_touch,
+    .ff_stats = pt_ff_stats,
 };

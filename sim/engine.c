@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ffwd.h"
 #include "policy.h"
 #include "base/addrmap.h"
 #include "base/hash.h"
@@ -42,11 +43,13 @@ typedef struct tenant {
     int done;
     int hashing; /* still hashing pass 0 */
     gm_policy *pol;
+    gm_ffwd *ff; /* fast-forward (ffwd.h); NULL: every event is simulated */
     /* the rest */
     int idx;
     const gm_tenant_spec *spec;
     gm_trace_reader *r;
     gm_event *own;
+    int own_carry;  /* own has room for GM_FF_CARRY more events (refill_keep) */
     size_t mem_pos; /* in-memory source: next event to hand out */
     uint32_t pass;
     uint64_t t_first;    /* trace time of event 0                       */
@@ -422,6 +425,12 @@ static int tenant_start(sim *s, tenant *t, gm_err *err)
     if (rc != GM_OK && rc != GM_EOOM) return rc;
     tenant_step_metrics(t, t0);
     update_device(s, t, t0);
+    /* fast-forward (ffwd.h): one tenant, a policy asked only when the model
+     * grows; the model says whether it can (gm_ffwd_new) */
+    const gm_policy_ops *po = t->pol->ops;
+    if (rc == GM_OK && !s->cfg->no_fast_forward && s->n == 1 && !t->timer_period && !po->admit &&
+        !po->on_tensor)
+        t->ff = gm_ffwd_new(t->a);
     if (rc == GM_EOOM) {
         /* not an OOM of the trace's event 0: what existed before it does not fit */
         int live = s->cfg->initial_state == GM_INITIAL_LIVE;
@@ -547,6 +556,14 @@ static void tenant_close(tenant *t)
     free(t->own);
     t->own = NULL;
     t->buf = NULL;
+    if (t->ff && t->res) {
+        t->res->fast_forwarded_events = t->ff->events_applied;
+        t->res->ff_cycles = t->ff->cycles_applied;
+        t->res->ff_records = t->ff->records_made;
+        t->res->ff_records_dropped = t->ff->records_failed;
+    }
+    gm_ffwd_free(t->ff);
+    t->ff = NULL;
 }
 
 /* ---------------- event flow ---------------- */
@@ -588,6 +605,7 @@ static int end_pass(sim *s, tenant *t, gm_err *err)
         if (rc || t->done) return rc;
     }
     if (t->pass + 1 >= t->spec->repeat) return retire(s, t, t->t_last, GM_TENANT_COMPLETED, err);
+    if (t->ff) gm_ffwd_reset(t->ff); /* the leftovers' frees below are no event */
     /* memory this pass allocated and never freed is given back, so each pass
      * starts from the same state (see docs: --repeat) */
     uint64_t requested = t->a->c.requested_bytes;
@@ -1064,15 +1082,24 @@ static void plain_sync(sim *s, tenant *t, size_t pos, size_t *counted, size_t up
     *counted = upto;
 }
 
+/* What plain_loop does besides step()'s work (ffwd.h): nothing; look
+ * for a period at checkpoints; record the candidate stretch. */
+enum { PLAIN_ONLY, PLAIN_SEEK, PLAIN_RECORD, PLAIN_PROBE };
+
 /* step() for a run of plain events (plain() holds): allocations into an
  * empty id slot and frees of a live one, up to the end of the chunk, the
  * next due timer tick, the next progress report or the first event of any
  * other kind, which is left for step(). Each event does what step() does
  * for it, with the checks that plain() settles made once; *took counts
- * the events it took (0: the next one is step()'s). */
-static int run_plain(sim *s, tenant *t, size_t *took, gm_err *err)
+ * the events it took (0: the next one is step()'s). With fast-forward
+ * (ff, a constant: one copy of the loop each) it also stops where the
+ * fast-forward's mode changes: at a candidate period, at the end of a
+ * record, at an OOM. */
+static inline __attribute__((always_inline)) int plain_loop(sim *s, tenant *t, size_t *took,
+                                                            gm_err *err, const int ff)
 {
     gm_alloc *a = t->a;
+    gm_ffwd *f = t->ff;
     int (*amalloc)(gm_alloc *, uint64_t, uint64_t, uint8_t, uint64_t, uint64_t *) = a->ops->malloc;
     void (*afree)(gm_alloc *, uint64_t, uint64_t) = a->ops->free;
     uint64_t *slot = t->slot, *slot_addr = t->slot_addr;
@@ -1087,6 +1114,7 @@ static int run_plain(sim *s, tenant *t, size_t *took, gm_err *err)
         const gm_event *e = &buf[pos];
         uint64_t now = e->t_ns + shift;
         uint32_t id = e->id;
+        int stop = 0; /* fast-forward: its mode changed */
         if (now >= timer || !id || id >= n_slot) break;
         if (e->op == GM_OP_ALLOC) {
             uint64_t h;
@@ -1095,8 +1123,13 @@ static int run_plain(sim *s, tenant *t, size_t *took, gm_err *err)
             if (amalloc(a, e->size, e->stream, e->category, now, &h) == GM_OK) {
                 slot[id] = h + 1;
                 slot_addr[id] = e->addr;
+                if (ff == PLAIN_RECORD) gm_ffwd_rec_alloc(f, a, e, h);
             } else {
                 int abort = 0, rc;
+                if (ff != PLAIN_ONLY) {
+                    gm_ffwd_reset(f);
+                    stop = 1;
+                }
                 plain_sync(s, t, pos, &counted, pos, took);
                 if ((rc = on_oom(s, t, e, &slot[id], now, &abort, err))) return rc;
                 if (abort) { /* step()'s end of the event, then the tenant's */
@@ -1111,6 +1144,7 @@ static int run_plain(sim *s, tenant *t, size_t *took, gm_err *err)
             uint64_t v = slot[id];
             if (v <= SKIPPED + 1 || slot_addr[id] != e->addr) break;
             slot[id] = 0;
+            if (ff == PLAIN_RECORD) gm_ffwd_rec_free(f, a, e, v - 1);
             afree(a, v - 1, now);
         } else {
             break;
@@ -1119,6 +1153,16 @@ static int run_plain(sim *s, tenant *t, size_t *took, gm_err *err)
         tenant_step_metrics(t, now);
         update_device(s, t, now);
         t->index++;
+        if ((ff == PLAIN_SEEK || ff == PLAIN_PROBE) && !stop && gm_ffwd_checkpoint(a)) {
+            uint64_t done = t->res->events_done + (pos + 1 - counted);
+            stop = ff == PLAIN_SEEK ? gm_ffwd_seek(f, a, &t->res->m, done)
+                                    : gm_ffwd_probe(f, a, &t->res->m, done);
+        }
+        if (ff == PLAIN_RECORD && !stop) stop = gm_ffwd_rec_post(f, a, &t->res->m);
+        if (ff != PLAIN_ONLY && stop) {
+            pos++;
+            break;
+        }
     }
     plain_sync(s, t, pos, &counted, pos, took);
     if (pos < t->nbuf) {
@@ -1126,6 +1170,112 @@ static int run_plain(sim *s, tenant *t, size_t *took, gm_err *err)
         return GM_OK;
     }
     return refill(s, t, err);
+}
+
+/* Fast-forward at a known state: the chunk's events from t->pos on are
+ * too few for a cycle that may match them. Keep them, and read the next
+ * chunk after them (hashed as refill hashes it): GM_OK with more events,
+ * or *none when the pass has no more (nothing changed). A file's events
+ * move to the front of t->own, which grows by up to GM_FF_CARRY events;
+ * an in-memory trace's window just widens. */
+static int refill_keep(tenant *t, int *none, gm_err *err)
+{
+    size_t keep = t->nbuf - t->pos;
+    const gm_event *fresh;
+    int64_t n;
+    *none = 0;
+    if (t->r) {
+        if (!t->own_carry) {
+            gm_event *v = realloc(t->own, (CHUNK_EVENTS + GM_FF_CARRY) * sizeof *v);
+            if (!v) return gm_errf(err, GM_ENOMEM, "out of memory");
+            t->own = v;
+            t->own_carry = 1;
+            t->buf = t->own; /* a file's chunk is always there (src_read) */
+        }
+        memmove(t->own, t->buf + t->pos, keep * sizeof *t->own);
+        n = gm_trace_read(t->r, t->own + keep, CHUNK_EVENTS, err);
+        if (n < 0) return (int)n;
+        fresh = t->own + keep;
+        t->buf = t->own;
+    } else {
+        size_t left = t->spec->n_events - t->mem_pos;
+        n = (int64_t)(left > CHUNK_EVENTS ? CHUNK_EVENTS : left);
+        fresh = t->spec->events + t->mem_pos;
+        t->buf = fresh - keep;
+        t->mem_pos += (size_t)n;
+    }
+    t->pos = 0;
+    t->nbuf = keep + (size_t)n;
+    if (n == 0) {
+        *none = 1;
+        return GM_OK;
+    }
+    if (t->hashing) hash_events(&t->hash, fresh, (size_t)n);
+    return GM_OK;
+}
+
+/* Fast-forward at a known state (ffwd.h): apply each cycle of the state
+ * that the events ahead match whole, before the next progress report;
+ * the model stays in the state. When none does, the mode says what next:
+ * probe or record (simulate), or seek. */
+static int ff_apply(sim *s, tenant *t, size_t *took, gm_err *err)
+{
+    gm_ffwd *f = t->ff;
+    gm_ff_tenant ft = {.a = t->a, .m = &t->res->m, .shift = t->shift};
+    uint64_t left = s->cfg->progress ? s->next_progress - s->res->events : UINT64_MAX;
+    while (f->mode == GM_FF_AT) {
+        if (t->pos == t->nbuf) return refill(s, t, err); /* still in the state */
+        size_t n = t->nbuf - t->pos;
+        if (n > left) n = (size_t)left;
+        ft.slot = t->slot;
+        ft.slot_addr = t->slot_addr;
+        ft.n_slot = t->n_slot;
+        ft.done = t->res->events_done;
+        size_t p = gm_ffwd_apply(f, &t->buf[t->pos], n, &ft);
+        if (!p && f->mode == GM_FF_AT) { /* a cycle may match, longer than the chunk's rest */
+            int none = 1, rc;
+            if (f->need <= GM_FF_CARRY && f->need <= left && n == t->nbuf - t->pos &&
+                (rc = refill_keep(t, &none, err)))
+                return rc;
+            if (none) gm_ffwd_cut(f, &ft);
+            continue;
+        }
+        if (!p) break;
+        t->pos += p;
+        t->index += p;
+        t->t_last = t->buf[t->pos - 1].t_ns + t->shift;
+        t->res->events_done += p;
+        s->res->events += p;
+        *took += p;
+        left -= p;
+    }
+    if (t->pos < t->nbuf) t->next_t = t->buf[t->pos].t_ns + t->shift;
+    return GM_OK;
+}
+
+/* The plain events from t's position (plain_loop), with fast-forward when
+ * the tenant has it. */
+static int run_plain(sim *s, tenant *t, size_t *took, gm_err *err)
+{
+    gm_ffwd *f = t->ff;
+    if (!f) return plain_loop(s, t, took, err, PLAIN_ONLY);
+    if (f->expect != t->res->events_done) gm_ffwd_reset(f); /* step() ran between */
+    int rc = GM_OK;
+    if (f->mode == GM_FF_AT) rc = ff_apply(s, t, took, err);
+    if (rc == GM_OK && !t->done && f->mode != GM_FF_AT) {
+        switch (f->mode) {
+        case GM_FF_RECORD:
+            rc = plain_loop(s, t, took, err, PLAIN_RECORD);
+            break;
+        case GM_FF_PROBE:
+            rc = plain_loop(s, t, took, err, PLAIN_PROBE);
+            break;
+        default:
+            rc = plain_loop(s, t, took, err, PLAIN_SEEK);
+        }
+    }
+    f->expect = t->res->events_done;
+    return rc;
 }
 
 /* Process the tenant's next event. */

@@ -119,6 +119,9 @@ typedef struct gm_sim_config {
                                  runs whose output shows none (a text `run`, `compare`
                                  without --json, fit, tune) let the model skip keeping
                                  them (gm_alloc.no_stats), ~15 % of a run's time */
+    int no_fast_forward;      /* 1: simulate every event, also where an iteration repeats
+                                 one already simulated (sim/ffwd.h); the same results,
+                                 for benchmarks and tests */
     int lenient;              /* count and skip frees of unknown addresses             */
     int empty_cache_at_phase; /* 1: torch.cuda.empty_cache() before the first event of each
                                  new phase (forward, backward, optimizer) */
@@ -184,6 +187,11 @@ typedef struct gm_tenant_result {
     char conf_no_effect[256]; /* keys of it accepted with no effect on the model */
     uint64_t trace_events;
     uint64_t events_done;
+    /* fast-forward (sim/ffwd.h), which no result depends on: events_done
+     * applied from the record of an identical earlier stretch instead of
+     * simulated one by one, the cycles they were, the records made, and
+     * those dropped (the state did not come back in time) */
+    uint64_t fast_forwarded_events, ff_cycles, ff_records, ff_records_dropped;
     int status;               /* enum gm_tenant_status                   */
     uint64_t abort_t_ns;      /* when it aborted (OOM)                   */
     uint64_t init_live_bytes; /* requested bytes alive before event 0    */

@@ -33,6 +33,8 @@ enum {
     O_SHARE,
     O_MPS,
     O_HOST_TIER,
+    O_NO_FF,
+    O_LAST = O_NO_FF, /* gm_run_opts_owns: every value from O_POLICY up to here */
 };
 
 static const struct option shared[] = {
@@ -44,6 +46,7 @@ static const struct option shared[] = {
     {"memory-fraction", required_argument, NULL, O_FRACTION},
     {"on-oom", required_argument, NULL, O_ON_OOM},
     {"lenient", no_argument, NULL, O_LENIENT},
+    {"no-fast-forward", no_argument, NULL, O_NO_FF},
     {"empty-cache-at-phase", no_argument, NULL, O_PHASE_EC},
     {"offset", required_argument, NULL, O_OFFSET},
     {"repeat", required_argument, NULL, O_REPEAT},
@@ -202,6 +205,9 @@ int gm_run_opts_parse(gm_run_opts *o, int c, const char *arg, gm_err *err)
     case O_LENIENT:
         o->lenient = 1;
         return GM_OK;
+    case O_NO_FF:
+        o->no_fast_forward = 1;
+        return GM_OK;
     case O_OFFSET:
         return gm_parse_time(arg, "--offset", &o->next.offset_ns, err);
     case O_REPEAT: {
@@ -299,6 +305,9 @@ void gm_run_opts_help(FILE *f, int one_policy)
                "                         enters a new phase (forward, backward, optimizer)\n"
                "  --lenient              skip and count frees of unknown addresses instead of\n"
                "                         stopping with an error\n"
+               "  --no-fast-forward      simulate every event, also the iterations that repeat\n"
+               "                         one already simulated from the same allocator state\n"
+               "                         (by default applied from its record: the same results)\n"
                "  --scope self|device    may a tenant whose allocation fails make the other\n"
                "                         tenants release cached memory? (default self)\n"
                "  --share MODE           how tenants share the device: requests (each request\n"
@@ -323,7 +332,7 @@ void gm_run_opts_help(FILE *f, int one_policy)
 
 int gm_run_opts_owns(int c)
 {
-    return c == 1 || (c >= O_POLICY && c <= O_HOST_TIER);
+    return c == 1 || (c >= O_POLICY && c <= O_LAST);
 }
 
 void gm_run_opts_config(const gm_run_opts *o, gm_sim_config *cfg)
@@ -349,6 +358,7 @@ void gm_run_opts_config(const gm_run_opts *o, gm_sim_config *cfg)
     cfg->latency = o->latency;
     cfg->on_oom_skip = o->on_oom_skip;
     cfg->lenient = o->lenient;
+    cfg->no_fast_forward = o->no_fast_forward;
     cfg->empty_cache_at_phase = o->empty_cache_at_phase;
     cfg->scope_device = o->scope_device;
     cfg->share = o->share;

@@ -21,6 +21,7 @@ typedef struct gm_run_opts {
     uint64_t profile_capacity;   /* --device-profile's device, below --capacity and --gpu */
     gm_latency latency;
     int on_oom_skip, lenient, empty_cache_at_phase;
+    int no_fast_forward; /* --no-fast-forward (sim/ffwd.h) */
     int scope_device;    /* --scope device */
     int share, mps;      /* --share (enum gm_share_mode), --mps */
     int on_oom_chain;    /* --on-oom chain */

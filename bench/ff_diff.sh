@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# ff_diff.sh - fast-forward (sim/ffwd.h) against simulating every event.
+#
+#   bash bench/ff_diff.sh GMSIM TRACE...
+#
+# Runs `gmsim run --json` of one binary twice per case, as is and with
+# --no-fast-forward, and compares the whole results JSON but for its time
+# stamp and wall time, and the table's lines but for the timing line and
+# the fast-forward line. Cases per TRACE: the policies fast-forward applies
+# to (pytorch, lru, priority) with room, and pytorch, lru and priority
+# under pressure (capacities below the trace's peak reserved, OOMs
+# skipped), with expandable_segments, max_split_size_mb,
+# roundup_power2_divisions, --repeat 3, --initial-state recorded, and
+# predictive (which fast-forward leaves alone: a check that it does).
+# Prints how many events each case fast-forwarded, so a case that never
+# engages shows. Exit 0 when every pair is identical, 1 otherwise.
+set -u
+g=$1
+shift
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0 runs=0 ffs=0
+strip() { grep -v -e '"created_utc"' -e '"wall_s"' "$1"; }
+table() { grep -v -e '^  simulated ' -e ' fast-forwarded: ' "$1"; }
+one() { # label, gmsim args...
+    local label=$1
+    shift
+    "$g" run --json "$tmp/a.json" "$@" >"$tmp/a.out" 2>"$tmp/a.err"
+    local ra=$?
+    "$g" run --no-fast-forward --json "$tmp/b.json" "$@" >"$tmp/b.out" 2>"$tmp/b.err"
+    local rb=$?
+    runs=$((runs + 1))
+    local ff
+    ff=$(sed -n 's/^  \([0-9]*\) of them fast-forwarded.*/\1/p' "$tmp/a.out")
+    [ -n "$ff" ] && ffs=$((ffs + 1))
+    printf '%-70s %s\n' "$label" "fast-forwarded ${ff:-0}"
+    if [ $ra != $rb ] || ! cmp -s "$tmp/a.err" "$tmp/b.err" ||
+        ! diff <(table "$tmp/a.out") <(table "$tmp/b.out") >/dev/null; then
+        echo "DIFF $label: exit $ra vs $rb"
+        diff "$tmp/a.err" "$tmp/b.err" | head -5
+        diff <(table "$tmp/a.out") <(table "$tmp/b.out") | head -5
+        fail=1
+        return
+    fi
+    [ $ra != 0 ] && [ ! -s "$tmp/a.json" ] && return
+    if ! diff <(strip "$tmp/a.json") <(strip "$tmp/b.json") >"$tmp/d"; then
+        echo "DIFF $label"
+        head -10 "$tmp/d"
+        fail=1
+    fi
+}
+for t in "$@"; do
+    cap0=()
+    if ! "$g" run -q --json "$tmp/p.json" "$t" >/dev/null 2>&1; then
+        cap0=(--capacity 80GiB)
+        if ! "$g" run -q --json "$tmp/p.json" "${cap0[@]}" "$t" >/dev/null 2>&1; then
+            echo "skipped $t: $("$g" run -q "${cap0[@]}" "$t" 2>&1 >/dev/null | head -c 120)"
+            continue
+        fi
+    fi
+    peak=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['device']['peak_reserved_bytes'])" "$tmp/p.json")
+    for pol in pytorch lru priority; do
+        one "$t $pol" --policy $pol "${cap0[@]}" "$t"
+        for f in 0.95 0.8 0.6; do
+            cap=$(python3 -c "print(int($peak * $f) + 536870912)")
+            one "$t $pol cap=$f" --policy $pol --capacity $cap --on-oom skip "$t"
+        done
+    done
+    one "$t expandable" --alloc-conf expandable_segments:True "${cap0[@]}" "$t"
+    one "$t max_split 64" --alloc-conf max_split_size_mb:64 "${cap0[@]}" "$t"
+    one "$t divisions 4" --alloc-conf roundup_power2_divisions:4 "${cap0[@]}" "$t"
+    one "$t repeat 3" --repeat 3 "${cap0[@]}" "$t"
+    one "$t recorded" --initial-state recorded "${cap0[@]}" "$t"
+    one "$t predictive" --policy predictive "${cap0[@]}" "$t"
+done
+echo "$runs pairs compared, $ffs fast-forwarded: $([ $fail = 0 ] && echo identical || echo DIFFERENT)"
+exit $fail

@@ -1,0 +1,721 @@
+/* ffwd.c - fast-forward through repeated iterations; see ffwd.h. */
+#include "ffwd.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A cycle of a known state: its events as the checks need them, then what
+ * applying it does besides the id slots. */
+struct gm_ff_rec {
+    size_t n;
+    uint8_t *op, *cat;
+    uint64_t *size, *stream, *ref; /* gm_ff_buf's */
+    uint64_t *q, *a, *lf;
+    size_t n_alloc;
+    /* The cycle's j-th allocation lives on at the address of the block
+     * that lived before it and that its event i freed: the state at the
+     * end is the one at the start, so the allocations that live on sit
+     * exactly where the ones it freed sat, and the model, which applying
+     * the cycle does not touch, still holds that block there (its handle
+     * is what event i's id slot held). */
+    struct gm_ff_keep {
+        uint32_t j;
+        size_t i;
+    } * keep;
+    size_t n_keep;
+    struct gm_ff_touch {
+        uint64_t seg;
+        size_t i; /* the last event that used seg */
+    } * touch;
+    size_t n_touch;
+    gm_alloc_stats *dstats; /* what it adds to the model's statistics (ff_stats), or NULL */
+    uint64_t used;          /* gm_ffwd.clock when last applied or made */
+};
+
+/* A state the model was in, word for word (ff_state), and its cycles. */
+struct gm_ff_state {
+    uint64_t key;
+    uint64_t *w;
+    size_t n;
+    gm_ff_rec *recs[GM_FF_RECS];
+    size_t n_recs;
+    uint64_t used;
+    /* what must not move during a record (set when one starts) */
+    gm_alloc_counters c0;
+    uint64_t dev_used0, dev_reads0, dev_refused0, oom0;
+    gm_alloc_stats st0; /* the model's statistics, when it keeps them */
+    uint64_t limit;     /* a record not back by this many events is dropped */
+};
+
+/* The key of the state the model is in: its allocated blocks (ff_live)
+ * and driver calls (its segments change only with one). A proposal: the
+ * model's whole state decides. */
+static uint64_t state_key(const gm_alloc *a)
+{
+    uint64_t h =
+        a->ff_live ^ (a->c.n_driver_alloc + (a->c.n_driver_free << 32)) * 0x165667b19e3779f9ull;
+    h ^= h >> 29;
+    return h | 1; /* 0: an empty entry of the table */
+}
+
+/* The model's state into *buf (grown to fit): its word count, or SIZE_MAX
+ * when it makes no promise or memory is short. */
+static size_t take_state(gm_alloc *a, uint64_t **buf, size_t *cap)
+{
+    for (;;) {
+        size_t n = a->ops->ff_state(a, *buf, *cap);
+        if (n == SIZE_MAX || n <= *cap) return n;
+        size_t c = n + n / 4 + 64;
+        uint64_t *v = realloc(*buf, c * sizeof *v);
+        if (!v) return SIZE_MAX;
+        *buf = v;
+        *cap = c;
+    }
+}
+
+/* Whether a keeps statistics that a cycle adds to (ff_stats). */
+static int stats_kept(const gm_alloc *a)
+{
+    return a->ops->stats && !a->no_stats;
+}
+
+gm_ffwd *gm_ffwd_new(gm_alloc *a)
+{
+    const gm_alloc_ops *o = a->ops;
+    if (!o->ff_state || !o->ff_segment || !o->ff_touch || (stats_kept(a) && !o->ff_stats))
+        return NULL;
+    gm_ffwd *f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    if (take_state(a, &f->scratch, &f->cap_scratch) == SIZE_MAX) { /* no promise here */
+        gm_ffwd_free(f);
+        return NULL;
+    }
+    return f;
+}
+
+static void rec_free(gm_ff_rec *r)
+{
+    if (!r) return;
+    free(r->size); /* one block for the per-event arrays (rec_make) */
+    free(r->keep);
+    free(r->dstats);
+    free(r);
+}
+
+static void state_free(gm_ff_state *s)
+{
+    if (!s) return;
+    for (size_t i = 0; i < s->n_recs; i++)
+        rec_free(s->recs[i]);
+    free(s->w);
+    free(s);
+}
+
+static void buf_free(gm_ff_buf *b)
+{
+    free(b->op);
+    free(b->cat);
+    free(b->size);
+    free(b->stream);
+    free(b->ref);
+    free(b->q);
+    free(b->a);
+    free(b->lf);
+    free(b->seg);
+    free(b->handle);
+}
+
+void gm_ffwd_free(gm_ffwd *f)
+{
+    if (!f) return;
+    for (size_t i = 0; i < f->n_states; i++)
+        state_free(f->states[i]);
+    buf_free(&f->rec);
+    free(f->local_of);
+    free(f->scratch);
+    free(f->ids);
+    free(f->undo_id);
+    free(f->undo_v);
+    free(f->undo_addr);
+    free(f);
+}
+
+/* A candidate that came to nothing (a record not back in its state in
+ * time, or out of memory): the next 1, 2, 4, ... 64 candidates are passed
+ * over, so a trace that never repeats makes few records. A cycle applied
+ * ends it. */
+static void give_up(gm_ffwd *f)
+{
+    f->mode = GM_FF_SEEK;
+    f->at = NULL;
+    f->records_failed++;
+    f->skip = f->backoff;
+    f->backoff = f->backoff ? (f->backoff < 64 ? 2 * f->backoff : 64) : 1;
+}
+
+void gm_ffwd_reset(gm_ffwd *f)
+{
+    if (f->mode == GM_FF_RECORD) f->records_failed++;
+    f->mode = GM_FF_SEEK;
+    f->at = NULL;
+}
+
+/* ---------------- recording ---------------- */
+
+#define GROW(p, n) ((p) = grow_or_keep((p), (n) * sizeof *(p), &ok))
+
+static void *grow_or_keep(void *p, size_t bytes, int *ok)
+{
+    void *v = realloc(p, bytes ? bytes : 1);
+    if (!v) {
+        *ok = 0;
+        return p;
+    }
+    return v;
+}
+
+/* Room for one more event and allocation in the record being made. */
+static int buf_room(gm_ff_buf *b)
+{
+    int ok = 1;
+    if (b->n == b->cap) {
+        size_t n = b->cap ? 2 * b->cap : 4096;
+        GROW(b->op, n);
+        GROW(b->cat, n);
+        GROW(b->size, n);
+        GROW(b->stream, n);
+        GROW(b->ref, n);
+        GROW(b->q, n);
+        GROW(b->a, n);
+        GROW(b->lf, n);
+        GROW(b->seg, n);
+        if (ok) b->cap = n;
+    }
+    if (ok && b->n_alloc == b->cap_alloc) {
+        size_t n = b->cap_alloc ? 2 * b->cap_alloc : 4096;
+        GROW(b->handle, n);
+        if (ok) b->cap_alloc = n;
+    }
+    return ok;
+}
+
+/* Simulate from the known state s (the model is in it now), `done`
+ * events into the tenant, until the model is back in it: what must not
+ * move meanwhile. */
+static void watch(gm_ffwd *f, gm_ff_state *s, gm_alloc *a, const gm_metrics *m, uint64_t done)
+{
+    s->c0 = a->c;
+    s->dev_used0 = a->dev->used_bytes;
+    s->dev_reads0 = a->dev->capacity_reads;
+    s->dev_refused0 = a->dev->refused;
+    s->oom0 = m->n_oom;
+    if (stats_kept(a)) a->ops->stats(a, &s->st0);
+    s->used = ++f->clock;
+    f->at = s;
+    f->since = done;
+    f->need = 0;
+}
+
+/* ... recording the events (mode RECORD) ... */
+static void record_start(gm_ffwd *f, gm_ff_state *s, gm_alloc *a, const gm_metrics *m,
+                         uint64_t done)
+{
+    watch(f, s, a, m, done);
+    f->rec.n = f->rec.n_alloc = 0;
+    f->gen++;
+    f->mode = GM_FF_RECORD;
+}
+
+/* ... or not (mode PROBE). */
+static void probe_start(gm_ffwd *f, gm_ff_state *s, gm_alloc *a, const gm_metrics *m, uint64_t done)
+{
+    watch(f, s, a, m, done);
+    f->mode = GM_FF_PROBE;
+}
+
+/* The recording's allocation of id, if any: its index + 1, else 0. */
+static size_t local_of(const gm_ffwd *f, uint32_t id)
+{
+    if (id >= f->n_local_of) return 0;
+    uint64_t v = f->local_of[id];
+    return (uint32_t)(v >> 32) == f->gen ? (size_t)(uint32_t)v + 1 : 0;
+}
+
+static void rec_event(gm_ff_buf *b, const gm_event *e, uint64_t ref, uint64_t seg)
+{
+    size_t i = b->n;
+    b->op[i] = e->op;
+    b->cat[i] = e->category;
+    b->size[i] = e->size;
+    b->stream[i] = e->stream;
+    b->ref[i] = ref;
+    b->seg[i] = seg;
+}
+
+void gm_ffwd_rec_alloc(gm_ffwd *f, gm_alloc *a, const gm_event *e, uint64_t handle)
+{
+    gm_ff_buf *b = &f->rec;
+    if (handle + 1 >= GM_FF_LOCAL || !buf_room(b)) { /* a handle the slots' mark would hide */
+        give_up(f);
+        return;
+    }
+    if (e->id >= f->n_local_of) {
+        size_t n = (size_t)e->id + 1 > 2 * f->n_local_of ? (size_t)e->id + 1 : 2 * f->n_local_of;
+        uint64_t *v = realloc(f->local_of, n * sizeof *v);
+        if (!v) {
+            give_up(f);
+            return;
+        }
+        memset(v + f->n_local_of, 0, (n - f->n_local_of) * sizeof *v);
+        f->local_of = v;
+        f->n_local_of = n;
+    }
+    size_t j = b->n_alloc++;
+    f->local_of[e->id] = (uint64_t)f->gen << 32 | j;
+    b->handle[j] = handle;
+    rec_event(b, e, 0, a->ops->ff_segment(a, handle));
+}
+
+void gm_ffwd_rec_free(gm_ffwd *f, gm_alloc *a, const gm_event *e, uint64_t handle)
+{
+    gm_ff_buf *b = &f->rec;
+    if (!buf_room(b)) {
+        give_up(f);
+        return;
+    }
+    size_t j = local_of(f, e->id);
+    uint64_t ref;
+    if (j) {
+        ref = GM_FF_LOCAL | (j - 1);
+        b->handle[j - 1] = 0;
+        f->local_of[e->id] = 0;
+    } else {
+        ref = a->ops->block_addr(a, handle);
+    }
+    rec_event(b, e, ref, a->ops->ff_segment(a, handle));
+}
+
+static int cmp_u64_pair(const void *x, const void *y)
+{
+    const uint64_t *p = x, *q = y;
+    return p[0] < q[0] ? -1 : p[0] > q[0];
+}
+
+/* r->keep: each allocation of the record that lives on, with the event
+ * that freed the block that lived before the record at its address. 0
+ * when one has none (out of memory, or a model that broke ff_state's
+ * promise: the record is not kept). */
+static int keep_by_address(const gm_ffwd *f, gm_alloc *a, gm_ff_rec *r)
+{
+    const gm_ff_buf *b = &f->rec;
+    size_t m = 0;
+    for (size_t i = 0; i < b->n; i++)
+        m += b->op[i] == GM_OP_FREE && !(b->ref[i] & GM_FF_LOCAL);
+    uint64_t(*by)[2] = malloc((m ? m : 1) * sizeof *by); /* (address, event) */
+    if (!by) return 0;
+    m = 0;
+    for (size_t i = 0; i < b->n; i++)
+        if (b->op[i] == GM_OP_FREE && !(b->ref[i] & GM_FF_LOCAL)) {
+            by[m][0] = b->ref[i];
+            by[m++][1] = i;
+        }
+    qsort(by, m, sizeof *by, cmp_u64_pair);
+    int ok = 1;
+    for (size_t j = 0; j < b->n_alloc && ok; j++) {
+        if (!b->handle[j]) continue;
+        uint64_t addr = a->ops->block_addr(a, b->handle[j]);
+        size_t lo = 0, hi = m;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (by[mid][0] < addr)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        ok = lo < m && by[lo][0] == addr;
+        if (ok) r->keep[r->n_keep++] = (struct gm_ff_keep){(uint32_t)j, (size_t)by[lo][1]};
+    }
+    free(by);
+    return ok;
+}
+
+static int cmp_touch(const void *x, const void *y)
+{
+    const struct gm_ff_touch *p = x, *q = y;
+    if (p->seg != q->seg) return p->seg < q->seg ? -1 : 1;
+    return p->i < q->i ? -1 : p->i > q->i;
+}
+
+/* Whether two records have the same events (their applications may differ
+ * only in handles). */
+static int same_events(const gm_ff_rec *r, const gm_ff_buf *b)
+{
+    size_t n = b->n;
+    return r->n == n && !memcmp(r->op, b->op, n) && !memcmp(r->cat, b->cat, n) &&
+           !memcmp(r->size, b->size, n * 8) && !memcmp(r->stream, b->stream, n * 8) &&
+           !memcmp(r->ref, b->ref, n * 8);
+}
+
+/* Drop the least recently used record (or a whole state's, when it has
+ * none left) until `need` more events fit the budget. */
+static void make_room(gm_ffwd *f, size_t need)
+{
+    while (f->kept_events + need > GM_FF_BUDGET) {
+        gm_ff_state *bs = NULL;
+        size_t bi = 0;
+        for (size_t k = 0; k < f->n_states; k++) {
+            gm_ff_state *s = f->states[k];
+            for (size_t i = 0; i < s->n_recs; i++)
+                if (!bs || s->recs[i]->used < bs->recs[bi]->used) bs = s, bi = i;
+        }
+        if (!bs) return;
+        f->kept_events -= bs->recs[bi]->n;
+        rec_free(bs->recs[bi]);
+        bs->recs[bi] = bs->recs[--bs->n_recs];
+    }
+}
+
+/* The record in f->rec as a cycle of its state; NULL when out of memory. */
+static gm_ff_rec *rec_make(gm_ffwd *f, gm_alloc *a)
+{
+    const gm_ff_buf *b = &f->rec;
+    size_t n = b->n;
+    gm_ff_rec *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    /* one block for the per-event arrays: 6 of 8 bytes, 2 of 1 */
+    uint8_t *blk = malloc(n * (6 * 8 + 2) + 16);
+    size_t n_keep = 0;
+    for (size_t j = 0; j < b->n_alloc; j++)
+        n_keep += b->handle[j] != 0;
+    r->keep = malloc((n_keep + 1) * sizeof *r->keep + n * sizeof *r->touch);
+    if (!blk || !r->keep) {
+        free(blk);
+        free(r->keep);
+        free(r);
+        return NULL;
+    }
+    r->n = n;
+    r->size = (uint64_t *)blk;
+    r->stream = r->size + n;
+    r->ref = r->stream + n;
+    r->q = r->ref + n;
+    r->a = r->q + n;
+    r->lf = r->a + n;
+    r->op = (uint8_t *)(r->lf + n);
+    r->cat = r->op + n;
+    memcpy(r->size, b->size, n * 8);
+    memcpy(r->stream, b->stream, n * 8);
+    memcpy(r->ref, b->ref, n * 8);
+    memcpy(r->q, b->q, n * 8);
+    memcpy(r->a, b->a, n * 8);
+    memcpy(r->lf, b->lf, n * 8);
+    memcpy(r->op, b->op, n);
+    memcpy(r->cat, b->cat, n);
+    r->n_alloc = b->n_alloc;
+    if (n_keep && !keep_by_address(f, a, r)) {
+        rec_free(r);
+        return NULL;
+    }
+    /* each segment's last use: the last event that used it */
+    r->touch = (struct gm_ff_touch *)(r->keep + n_keep + 1);
+    for (size_t i = 0; i < n; i++)
+        r->touch[i] = (struct gm_ff_touch){b->seg[i], i};
+    qsort(r->touch, n, sizeof *r->touch, cmp_touch);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i + 1 == n || r->touch[i + 1].seg != r->touch[i].seg) r->touch[k++] = r->touch[i];
+    r->n_touch = k;
+    if (stats_kept(a)) { /* the cumulative figures' growth over the cycle */
+        gm_alloc_stats now;
+        a->ops->stats(a, &now);
+        r->dstats = calloc(1, sizeof *r->dstats);
+        if (!r->dstats) {
+            rec_free(r);
+            return NULL;
+        }
+        const gm_stat *x = (const gm_stat *)&f->at->st0, *y = (const gm_stat *)&now;
+        gm_stat *d = (gm_stat *)r->dstats;
+        for (size_t i = 0; i < GM_ALLOC_N_STATS; i++) {
+            d[i].allocated = y[i].allocated - x[i].allocated;
+            d[i].freed = y[i].freed - x[i].freed;
+        }
+    }
+    r->used = ++f->clock;
+    return r;
+}
+
+/* The record is back in its state: keep it as a cycle of the state. */
+static void record_end(gm_ffwd *f, gm_alloc *a)
+{
+    gm_ff_state *s = f->at;
+    gm_ff_rec *r = rec_make(f, a);
+    if (!r) {
+        give_up(f);
+        return;
+    }
+    f->records_made++;
+    f->mode = GM_FF_AT;
+    f->probed = 0;
+    for (size_t i = 0; i < s->n_recs; i++)
+        if (same_events(s->recs[i], &f->rec)) { /* made again (a probe cut short) */
+            f->kept_events -= s->recs[i]->n;
+            rec_free(s->recs[i]);
+            s->recs[i] = r;
+            f->kept_events += r->n;
+            return;
+        }
+    make_room(f, r->n);
+    if (s->n_recs == GM_FF_RECS) { /* the least recently used goes */
+        size_t lo = 0;
+        for (size_t i = 1; i < s->n_recs; i++)
+            if (s->recs[i]->used < s->recs[lo]->used) lo = i;
+        f->kept_events -= s->recs[lo]->n;
+        rec_free(s->recs[lo]);
+        s->recs[lo] = s->recs[--s->n_recs];
+    }
+    s->recs[s->n_recs++] = r;
+    f->kept_events += r->n;
+}
+
+/* Whether the model is in known state s now, word for word. */
+static int in_state(gm_ffwd *f, gm_alloc *a, const gm_ff_state *s)
+{
+    size_t n = take_state(a, &f->scratch, &f->cap_scratch);
+    return n == s->n && !memcmp(f->scratch, s->w, n * sizeof *s->w);
+}
+
+/* Whether the model is back in f->at, with nothing else moved since the
+ * record or probe started: a cycle. */
+static int back(gm_ffwd *f, gm_alloc *a, const gm_metrics *m)
+{
+    const gm_ff_state *s = f->at;
+    return state_key(a) == s->key && !memcmp(&s->c0, &a->c, sizeof a->c) &&
+           s->dev_used0 == a->dev->used_bytes && s->dev_reads0 == a->dev->capacity_reads &&
+           s->dev_refused0 == a->dev->refused && s->oom0 == m->n_oom && in_state(f, a, s);
+}
+
+int gm_ffwd_rec_post(gm_ffwd *f, gm_alloc *a, const gm_metrics *m)
+{
+    if (f->mode != GM_FF_RECORD) return 1; /* given up on this event */
+    gm_ff_buf *b = &f->rec;
+    size_t i = b->n++;
+    b->q[i] = a->c.requested_bytes;
+    b->a[i] = a->c.allocated_bytes;
+    b->lf[i] = a->ops->largest_free(a);
+    if (b->n >= GM_FF_MIN && gm_ffwd_checkpoint(a) && back(f, a, m)) {
+        record_end(f, a);
+        return 1;
+    }
+    if (b->n < f->at->limit) return 0;
+    give_up(f);
+    return 1;
+}
+
+int gm_ffwd_probe(gm_ffwd *f, gm_alloc *a, const gm_metrics *m, uint64_t done)
+{
+    if (done - f->since >= GM_FF_MIN && back(f, a, m)) {
+        f->mode = GM_FF_AT;
+        f->probed = 1;
+        return 1;
+    }
+    if (done - f->since < f->at->limit) return 0;
+    give_up(f);
+    return 1;
+}
+
+/* ---------------- seeking ---------------- */
+
+/* Forget the least recently used known state. */
+static void drop_state(gm_ffwd *f)
+{
+    size_t lo = 0;
+    for (size_t k = 1; k < f->n_states; k++)
+        if (f->states[k]->used < f->states[lo]->used) lo = k;
+    gm_ff_state *s = f->states[lo];
+    for (size_t i = 0; i < s->n_recs; i++)
+        f->kept_events -= s->recs[i]->n;
+    state_free(s);
+    f->states[lo] = f->states[--f->n_states];
+}
+
+/* A known state with this key that the model is in now, word for word. */
+static gm_ff_state *known(gm_ffwd *f, gm_alloc *a, uint64_t key)
+{
+    size_t n_now = 0; /* words of the state now, once written out */
+    for (size_t k = 0; k < f->n_states; k++) {
+        gm_ff_state *s = f->states[k];
+        if (s->key != key) continue;
+        if (!n_now && (n_now = take_state(a, &f->scratch, &f->cap_scratch)) == SIZE_MAX)
+            return NULL;
+        if (n_now == s->n && !memcmp(f->scratch, s->w, n_now * sizeof *s->w)) return s;
+    }
+    return NULL;
+}
+
+int gm_ffwd_seek(gm_ffwd *f, gm_alloc *a, const gm_metrics *m, uint64_t done)
+{
+    uint64_t key = state_key(a);
+    gm_ff_check *c = &f->tab[(key >> 40) & (GM_FF_TABLE - 1)];
+    uint64_t p = done - c->at, last = c->period;
+    if (c->key != key) {
+        c->key = key;
+        c->period = 0;
+        c->at = done;
+        return 0;
+    }
+    c->at = done;
+    c->period = p;
+    if (p < GM_FF_MIN) return 0;
+    gm_ff_state *s = known(f, a, key);
+    if (s) { /* back in a state with cycles */
+        s->used = ++f->clock;
+        f->at = s;
+        f->probed = 1;
+        f->mode = GM_FF_AT;
+        return 1;
+    }
+    if (p != last) return 0; /* seen twice: a third time, as far again, makes a period */
+    if (f->skip) {           /* recent candidates failed: pass some over */
+        f->skip--;
+        return 0;
+    }
+    s = calloc(1, sizeof *s);
+    if (!s) return 0;
+    size_t cap = 0;
+    s->n = take_state(a, &s->w, &cap);
+    if (s->n == SIZE_MAX) {
+        state_free(s);
+        return 0;
+    }
+    s->key = key;
+    /* a cycle is about as long as the period that found it (an iteration
+     * of another shape: up to a few times that) */
+    s->limit = 4 * p + 64 < GM_FF_MAX ? 4 * p + 64 : GM_FF_MAX;
+    if (f->n_states == GM_FF_STATES) drop_state(f);
+    f->states[f->n_states++] = s;
+    record_start(f, s, a, m, done);
+    return 1;
+}
+
+/* ---------------- applying ---------------- */
+
+/* Room in the replay's scratch for a cycle of n events. */
+static int replay_room(gm_ffwd *f, size_t n)
+{
+    if (n <= f->cap_replay) return 1;
+    int ok = 1;
+    GROW(f->ids, n);
+    GROW(f->undo_id, n);
+    GROW(f->undo_v, n);
+    GROW(f->undo_addr, n);
+    if (ok) f->cap_replay = n;
+    return ok;
+}
+
+/* Check ev against r, keeping the id slots as the events would: 1 when
+ * all of r's events match (the slots then hold the cycle's allocations
+ * as GM_FF_LOCAL | j, ids[j] their ids, and undo_v[i] what event i's slot
+ * held before it: for a free of a block that lived before, its handle + 1);
+ * 0 when one differs (the slots as they were). */
+static int check(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, const gm_ff_tenant *t)
+{
+    uint64_t *slot = t->slot, *sa = t->slot_addr;
+    const size_t n_slot = t->n_slot;
+    gm_alloc *a = t->a;
+    size_t nu = 0;
+    uint32_t j = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        const gm_event *e = &ev[i];
+        uint32_t id = e->id;
+        if (e->op != r->op[i] || e->size != r->size[i] || e->stream != r->stream[i] ||
+            e->category != r->cat[i] || !id || id >= n_slot)
+            goto differ;
+        f->undo_id[nu] = id;
+        f->undo_v[nu] = slot[id];
+        f->undo_addr[nu++] = sa[id];
+        if (e->op == GM_OP_ALLOC) {
+            if (slot[id]) goto differ; /* still live: step()'s to judge */
+            slot[id] = GM_FF_LOCAL | j;
+            sa[id] = e->addr;
+            f->ids[j++] = id;
+            continue;
+        }
+        uint64_t v = slot[id], ref = r->ref[i];
+        if (v <= 1 || sa[id] != e->addr) goto differ; /* none, skipped, or a damaged id */
+        if (ref & GM_FF_LOCAL) {
+            if (v != ref) goto differ;
+        } else if ((v & GM_FF_LOCAL) || a->ops->block_addr(a, v - 1) != ref) {
+            goto differ;
+        }
+        slot[id] = 0;
+    }
+    return 1;
+differ:
+    while (nu--) {
+        slot[f->undo_id[nu]] = f->undo_v[nu];
+        sa[f->undo_id[nu]] = f->undo_addr[nu];
+    }
+    return 0;
+}
+
+/* Apply r to the events ev that check() matched. What it leaves alone
+ * it may: the model (in the state before and after), the peaks that are
+ * not the metrics' (the engine's peak of PyTorch's allocated bytes, the
+ * device's peak use: the cycle reached the same values when it was
+ * simulated, and R does not move), and the policy (never asked: no
+ * driver call). */
+static void apply(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, const gm_ff_tenant *t)
+{
+    for (size_t k = 0; k < r->n_keep; k++) /* the block where the one event i freed was */
+        t->slot[f->ids[r->keep[k].j]] = f->undo_v[r->keep[k].i];
+    /* the metrics, event by event with these events' times (metrics.h) */
+    gm_metrics *m = t->m;
+    gm_alloc *a = t->a;
+    const uint64_t res = a->c.reserved_bytes, shift = t->shift;
+    const uint64_t *q = r->q, *al = r->a;
+    for (size_t i = 0; i < r->n; i++)
+        if (gm_metrics_step(m, ev[i].t_ns + shift, q[i], al[i], res))
+            gm_metrics_ext_sample(m, r->lf[i]);
+    for (size_t k = 0; k < r->n_touch; k++)
+        a->ops->ff_touch(a, r->touch[k].seg, ev[r->touch[k].i].t_ns + shift);
+    if (r->dstats) a->ops->ff_stats(a, r->dstats);
+}
+
+size_t gm_ffwd_apply(gm_ffwd *f, const gm_event *ev, size_t n, const gm_ff_tenant *t)
+{
+    gm_ff_state *s = f->at;
+    f->need = 0;
+    for (size_t i = 0; i < s->n_recs; i++) {
+        gm_ff_rec *r = s->recs[i];
+        const gm_event *e = &ev[0];
+        if (e->op != r->op[0] || e->size != r->size[0] || e->stream != r->stream[0]) continue;
+        if (r->n > n) { /* it may match: the caller gives more, or simulates */
+            if (r->n > f->need) f->need = r->n;
+            continue;
+        }
+        if (!replay_room(f, r->n)) {
+            give_up(f);
+            return 0;
+        }
+        if (!check(f, r, ev, t)) continue;
+        apply(f, r, ev, t);
+        r->used = s->used = ++f->clock;
+        f->events_applied += r->n;
+        f->cycles_applied++;
+        f->backoff = 0;
+        return r->n;
+    }
+    if (f->need) return 0;
+    /* none matches: simulate, and record once the state has come back
+     * simulating (a stretch that comes back once is likely to again) */
+    if (f->probed)
+        record_start(f, s, t->a, t->m, t->done);
+    else
+        probe_start(f, s, t->a, t->m, t->done);
+    return 0;
+}
+
+void gm_ffwd_cut(gm_ffwd *f, const gm_ff_tenant *t)
+{
+    probe_start(f, f->at, t->a, t->m, t->done);
+}

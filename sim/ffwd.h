@@ -1,0 +1,197 @@
+/*
+ * ffwd.h - fast-forward: the iterations of a training loop, once one
+ * repeats another already simulated from the same allocator state, are
+ * applied from a record instead of being simulated again.
+ *
+ * Why it is exact. The allocator's decisions depend on its state (which
+ * segments it holds, which blocks are allocated or free, the order of the
+ * lists a decision walks: gm_alloc_ops.ff_state) and on the calls made to
+ * it, not on the time. A cycle is a stretch of events that starts and
+ * ends in the same state, word for word, with no driver call, OOM or
+ * policy call in between. From that state, the same calls again (op,
+ * size, stream, category, and each free naming the same block: one the
+ * stretch allocated, or one that lived before it at the same address)
+ * make the same decisions: the same blocks at the same addresses, the
+ * same Q and A after every event, and the same state at the end. So the
+ * record of the first stretch (Q, A and the largest free block after each
+ * event, the blocks it leaves live, the segments it used) is the second's
+ * too; only the times differ, and the metrics are stepped with the new
+ * times, event by event, as the engine does (sim/metrics.h). What a
+ * policy could read later, a segment's last use, is set as the stretch's
+ * last event there would have set it (gm_alloc_ops.ff_touch).
+ *
+ * How cycles are found. The model keeps a hash of its allocated blocks
+ * (gm_alloc.ff_live); with the driver-call counts it is the key of a
+ * state. About one state in 64 (by its key) is a checkpoint, so the same
+ * states are checkpoints in every iteration, and a check costs a
+ * multiply on most events. At a checkpoint the key goes into a table of
+ * recent checkpoints; a key seen three times, at the same distance P >=
+ * GM_FF_MIN events apart, makes its state a known state: the model writes
+ * it out (ff_state), and the events from there are simulated and recorded
+ * until the model is back in it (the key first, then word for word),
+ * which makes the stretch a cycle of that state. From then on, at that
+ * state, the events ahead are checked against each of its cycles (nothing
+ * changes until one matches whole) and the matching one is applied, which
+ * leaves the model in the state again. When none matches (an iteration of
+ * another shape), the events are simulated without recording until the
+ * model is back in the state (a probe), and the next stretch that matches
+ * no cycle is recorded as another: a trace whose states do not come back
+ * pays for no recording. A key only proposes: the word-for-word
+ * comparison decides, so a collision costs time, never a wrong answer.
+ *
+ * Where it applies: one tenant on the engine's plain path (engine.c,
+ * plain(): allocations by id, no hook, no tier or chain), a model with
+ * the ff_* members (pytorch), a policy without a timer, admit or
+ * on_tensor (pytorch, lru, priority: they are asked only when the model
+ * grows, which a cycle never does), and a model configuration whose state
+ * ff_state writes out (no garbage_collection_threshold under a memory
+ * fraction, no memory_stats() kept). gm_sim_config.no_fast_forward turns
+ * it off; tests/test_ffwd.c holds runs with it to the same results as
+ * runs without.
+ *
+ * Memory: at most GM_FF_STATES known states (each ff_state's words) and
+ * GM_FF_BUDGET recorded events (~70 bytes each), the least recently used
+ * dropped first.
+ *
+ * Engine-internal: engine.c owns the tenant's id slots and metrics and
+ * lends them (gm_ff_tenant).
+ */
+#ifndef GM_FFWD_H
+#define GM_FFWD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alloc.h"
+#include "metrics.h"
+#include "traces/trace.h"
+
+#define GM_FF_MIN 16             /* shortest cycle made a record (events)           */
+#define GM_FF_MAX (1u << 18)     /* longest: a record or probe not back by then ends */
+#define GM_FF_BUDGET (1u << 19)  /* recorded events kept, all records together      */
+#define GM_FF_CARRY (1u << 16)   /* longest cycle checked across a chunk's end       */
+#define GM_FF_STATES 8           /* known states kept                               */
+#define GM_FF_RECS 64            /* cycles kept per known state                     */
+#define GM_FF_TABLE 4096         /* recent checkpoints' keys                        */
+#define GM_FF_LOCAL (1ull << 63) /* an id slot holding a stretch's own allocation   */
+
+enum gm_ff_mode {
+    GM_FF_SEEK = 0,   /* looking for a state that comes back                     */
+    GM_FF_RECORD = 1, /* simulating from a known state, recording, until back    */
+    GM_FF_PROBE = 2,  /* simulating from a known state, not recording, until back */
+    GM_FF_AT = 3,     /* the model is in a known state: try its cycles           */
+};
+
+/* What the engine lends a replay: its tenant's allocator, metrics and id
+ * slots (engine.c: handle + 1 per live id, the address its free repeats). */
+typedef struct gm_ff_tenant {
+    gm_alloc *a;
+    gm_metrics *m;
+    uint64_t *slot, *slot_addr;
+    size_t n_slot;
+    uint64_t shift; /* device time = trace time + shift          */
+    uint64_t done;  /* events the tenant has done before these */
+} gm_ff_tenant;
+
+typedef struct gm_ff_rec gm_ff_rec;     /* a cycle (ffwd.c)       */
+typedef struct gm_ff_state gm_ff_state; /* a known state (ffwd.c) */
+
+/* The record being made: one entry per event (alloc or free). */
+typedef struct gm_ff_buf {
+    size_t n, cap;
+    uint8_t *op, *cat;
+    uint64_t *size, *stream;
+    uint64_t *ref;        /* free: GM_FF_LOCAL | j (the stretch's j-th allocation), or the
+                             address of a block that lived before the stretch */
+    uint64_t *q, *a, *lf; /* after the event */
+    uint64_t *seg;        /* the segment it used (ff_segment) */
+    size_t n_alloc, cap_alloc;
+    uint64_t *handle; /* per allocation: its handle, 0 once freed */
+} gm_ff_buf;
+
+typedef struct gm_ff_check {
+    uint64_t key, at, period;
+} gm_ff_check;
+
+typedef struct gm_ffwd {
+    int mode; /* enum gm_ff_mode */
+    /* events the tenant had done when the engine last left the plain path:
+     * anything else that ran since (step(), a pass's end) ends a record */
+    uint64_t expect;
+    uint64_t clock;  /* for least recently used */
+    gm_ff_state *at; /* RECORD, PROBE, AT: the state                    */
+    int probed;      /* the model came back to the state simulating since the
+                        last record was made: a stretch no cycle matches is
+                        worth recording */
+    size_t need;     /* AT, gm_ffwd_apply returned 0: a cycle may match the
+                        events ahead but is longer than what was given */
+    uint64_t since;  /* RECORD, PROBE: events the tenant had done at the start */
+    gm_ff_check tab[GM_FF_TABLE];
+    gm_ff_state *states[GM_FF_STATES];
+    size_t n_states;
+    size_t kept_events;     /* in every record */
+    uint32_t backoff, skip; /* candidates passed over after failures */
+    gm_ff_buf rec;          /* RECORD */
+    /* recording: id -> its allocation in rec, stamped with the record's number */
+    uint64_t *local_of;
+    size_t n_local_of;
+    uint32_t gen;
+    uint64_t *scratch; /* a state written out, to compare */
+    size_t cap_scratch;
+    /* a replay's scratch: ids of its allocations, and the id slots' undo */
+    uint32_t *ids, *undo_id;
+    uint64_t *undo_v, *undo_addr;
+    size_t cap_replay;
+    /* figures (bench/gmbench) */
+    uint64_t events_applied, cycles_applied, records_made, records_failed;
+} gm_ffwd;
+
+/* A fast-forward for allocator a, or NULL when a cannot be fast-forwarded
+ * (no ff_* members, or ff_state makes no promise in its configuration)
+ * or memory is short (then nothing is fast-forwarded: the same results). */
+gm_ffwd *gm_ffwd_new(gm_alloc *a);
+void gm_ffwd_free(gm_ffwd *f);
+
+/* Something outside the plain path ran (step(), a pass's end): a record
+ * in the making is dropped, and the state is no longer known. */
+void gm_ffwd_reset(gm_ffwd *f);
+
+/* Whether the state the model is in now is a checkpoint (about one in
+ * 64; the same states in every iteration). Inline: after every plain event
+ * while seeking, recording or probing. */
+static inline int gm_ffwd_checkpoint(const gm_alloc *a)
+{
+    return (a->ff_live * 0x9e3779b97f4a7c15ull) >> 58 == 0;
+}
+
+/* Seeking, at a checkpoint (`done` events into the tenant): 1 when the
+ * model is now in a known state (mode AT) or starts recording from a new
+ * one (mode RECORD): the caller stops. */
+int gm_ffwd_seek(gm_ffwd *f, gm_alloc *a, const gm_metrics *m, uint64_t done);
+
+/* Recording, per event: an allocation that got `handle`; a free of
+ * `handle`, before the model frees it; then, after the event ran and the
+ * metrics stepped, gm_ffwd_rec_post, which returns 1 when the recording
+ * ended (back in its state: mode AT; or given up: mode SEEK). */
+void gm_ffwd_rec_alloc(gm_ffwd *f, gm_alloc *a, const gm_event *e, uint64_t handle);
+void gm_ffwd_rec_free(gm_ffwd *f, gm_alloc *a, const gm_event *e, uint64_t handle);
+int gm_ffwd_rec_post(gm_ffwd *f, gm_alloc *a, const gm_metrics *m);
+
+/* Probing, at a checkpoint: 1 when the model is back in the state (mode
+ * AT) or the probe ran too long (mode SEEK): the caller stops. */
+int gm_ffwd_probe(gm_ffwd *f, gm_alloc *a, const gm_metrics *m, uint64_t done);
+
+/* At a known state (mode AT), with n events ahead in ev: apply the cycle
+ * they start with, if one matches whole (their id slots, the metrics, the
+ * segments' last use: what simulating them would leave), and return its
+ * length; the model stays in the state. 0: none applied; then either the
+ * mode is still AT and f->need > n (a cycle may match but needs f->need
+ * events: give more, or gm_ffwd_cut), or the mode says what next: PROBE
+ * or RECORD (no cycle matches: simulate), SEEK (out of memory). */
+size_t gm_ffwd_apply(gm_ffwd *f, const gm_event *ev, size_t n, const gm_ff_tenant *t);
+
+/* At a known state, the events ahead cannot all be had (the trace ends
+ * first, or the cycle is longer than GM_FF_CARRY): simulate them. */
+void gm_ffwd_cut(gm_ffwd *f, const gm_ff_tenant *t);
+
+#endif

@@ -1,0 +1,462 @@
+/*
+ * test_ffwd.c - fast-forward (sim/ffwd.h) gives the results of simulating
+ * every event: runs of periodic traces with it and without it
+ * (gm_sim_config.no_fast_forward) compared figure by figure, timeline
+ * bucket by bucket, statistic by statistic and driver call by driver call,
+ * in the configurations it applies to and in some it must leave alone; and
+ * in the periodic ones it does fast-forward most events.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cu.h"
+#include "sim/engine.h"
+#include "study/simulate.h"
+#include "traces/event_ids.h"
+#include "traces/trace.h"
+
+#define MiB GM_MiB
+#define GiB GM_GiB
+
+/* ---------------- a periodic training-like trace ---------------- */
+
+typedef struct gen {
+    gm_event *ev;
+    size_t n, cap;
+    uint64_t t, addr;
+    unsigned rng; /* times: differ from one iteration to the next */
+} gen;
+
+static unsigned lcg(unsigned *x)
+{
+    *x = *x * 1103515245u + 12345u;
+    return *x >> 8;
+}
+
+static void put(gen *g, int op, uint64_t addr, uint64_t size, uint64_t stream, int cat)
+{
+    if (g->n == g->cap) {
+        g->cap = g->cap ? 2 * g->cap : 4096;
+        g->ev = realloc(g->ev, g->cap * sizeof *g->ev);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(g->ev);
+    }
+    g->t += 1 + lcg(&g->rng) % 997;
+    g->ev[g->n++] = (gm_event){.t_ns = g->t,
+                               .addr = addr,
+                               .size = size,
+                               .stream = stream,
+                               .op = (uint8_t)op,
+                               .category = (uint8_t)cat};
+}
+
+static uint64_t alloc(gen *g, uint64_t size, uint64_t stream, int cat)
+{
+    uint64_t a = ++g->addr << 12;
+    put(g, GM_OP_ALLOC, a, size, stream, cat);
+    return a;
+}
+
+/* One iteration of shape `shape`: the last one's gradients freed
+ * (zero_grad), a forward of activations with temporaries on two streams, a
+ * backward that frees them and makes the new gradients, which live into
+ * the next iteration. The sizes depend on the shape only; `odd` changes
+ * one of them. */
+static void iteration(gen *g, int shape, uint64_t *grad, size_t n_grad, int odd)
+{
+    unsigned r = 1000u + (unsigned)shape * 7919u;
+    uint64_t act[24];
+    size_t n_act = 12 + (size_t)shape * 4;
+    for (size_t i = 0; i < n_grad; i++)
+        if (grad[i]) put(g, GM_OP_FREE, grad[i], 0, 0, GM_CAT_GRADIENT);
+    for (size_t i = 0; i < n_act; i++) {
+        uint64_t big = (1 + lcg(&r) % 24) * MiB + lcg(&r) % 4096;
+        act[i] = alloc(g, odd && i == 5 ? big + 512 * 1024 : big, 0, GM_CAT_ACTIVATION);
+        uint64_t tmp = alloc(g, 512 + lcg(&r) % (900 * 1024), i % 3 ? 0 : 7, GM_CAT_TEMPORARY);
+        uint64_t tmp2 = alloc(g, (1 + lcg(&r) % 3) * MiB, 0, GM_CAT_TEMPORARY);
+        put(g, GM_OP_FREE, tmp, 0, i % 3 ? 0 : 7, GM_CAT_TEMPORARY);
+        put(g, GM_OP_FREE, tmp2, 0, 0, GM_CAT_TEMPORARY);
+    }
+    for (size_t i = n_act; i-- > 0;) {
+        uint64_t tmp = alloc(g, 4096 + lcg(&r) % (2 * MiB), 0, GM_CAT_TEMPORARY);
+        put(g, GM_OP_FREE, act[i], 0, 0, GM_CAT_ACTIVATION);
+        put(g, GM_OP_FREE, tmp, 0, 0, GM_CAT_TEMPORARY);
+    }
+    for (size_t i = 0; i < n_grad; i++)
+        grad[i] = alloc(g, (2 + i % 5) * MiB + 4096 * i, 0, GM_CAT_GRADIENT);
+}
+
+/* `iters` iterations whose shapes follow `shapes` (cycled), with ids;
+ * iteration `odd_at` (if not -1) has one size changed. */
+static gm_event *periodic(size_t iters, const char *shapes, long odd_at, size_t *n)
+{
+    gen g = {.rng = 99};
+    uint64_t weights[8], grad[10] = {0};
+    for (size_t i = 0; i < 8; i++)
+        weights[i] = alloc(&g, (3 + i) * MiB, 0, GM_CAT_PARAMETER);
+    size_t ns = strlen(shapes);
+    for (size_t k = 0; k < iters; k++)
+        iteration(&g, shapes[k % ns] - 'a', grad, 10, (long)k == odd_at);
+    for (size_t i = 0; i < 10; i++)
+        if (grad[i]) put(&g, GM_OP_FREE, grad[i], 0, 0, GM_CAT_GRADIENT);
+    for (size_t i = 0; i < 8; i++)
+        put(&g, GM_OP_FREE, weights[i], 0, 0, GM_CAT_PARAMETER);
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_ids_assign(g.ev, g.n, &err), GM_OK);
+    *n = g.n;
+    return g.ev;
+}
+
+/* ---------------- two runs compared ---------------- */
+
+typedef struct drv_log {
+    size_t n;
+    uint64_t h;    /* every driver call: a running hash of (op, addr, size, time) */
+    uint64_t view; /* the segments as a policy sees them at the end (last use too) */
+    size_t n_seg;
+} drv_log;
+
+static void mix(uint64_t *h, uint64_t v)
+{
+    *h = (*h ^ v) * 0x100000001b3ull;
+}
+
+/* The tenant's last moment with its allocator: every segment's view. */
+static void end_views(void *ctx, int tenant, gm_alloc *a, int status)
+{
+    drv_log *l = ctx;
+    (void)tenant, (void)status;
+    size_t n = a->ops->segments(a, NULL, 0);
+    gm_seg_info *v = calloc(n + 1, sizeof *v);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+    a->ops->segments(a, v, n);
+    for (size_t i = 0; i < n; i++) {
+        const gm_seg_info *x = &v[i];
+        uint64_t f[] = {x->addr,         x->size,       x->stream,      x->small_pool,
+                        x->expandable,   x->n_blocks,   x->n_allocated, x->allocated_bytes,
+                        x->largest_free, x->releasable, x->last_use_ns, x->gc_age,
+                        x->category_mask};
+        for (size_t k = 0; k < sizeof f / sizeof f[0]; k++)
+            mix(&l->view, f[k]);
+    }
+    l->n_seg = n;
+    free(v);
+}
+
+static void log_call(void *ctx, int tenant, uint64_t event_index, const gm_seg_event *ev)
+{
+    drv_log *l = ctx;
+    (void)tenant;
+    uint64_t v[] = {(uint64_t)ev->op, ev->addr, ev->size, ev->t_ns, event_index};
+    for (size_t i = 0; i < 5; i++)
+        mix(&l->h, v[i]);
+    l->n++;
+}
+
+static void count_progress(void *ctx, uint64_t done)
+{
+    uint64_t *r = ctx;
+    r[0]++;
+    r[1] ^= done * 0x9e3779b97f4a7c15ull;
+}
+
+static int same_metrics(const gm_metrics *a, const gm_metrics *b)
+{
+    if (a->peak_q != b->peak_q || a->peak_a != b->peak_a || a->peak_r != b->peak_r ||
+        a->peak_q_t != b->peak_q_t || a->peak_r_t != b->peak_r_t || a->int_a != b->int_a ||
+        a->int_r != b->int_r || a->n_events != b->n_events || a->n_oom != b->n_oom ||
+        a->ext_frag_n != b->ext_frag_n || a->ext_frag_sum != b->ext_frag_sum ||
+        a->ext_frag_max != b->ext_frag_max || a->tl.n != b->tl.n ||
+        a->tl.width_ns != b->tl.width_ns || a->tl.t0 != b->tl.t0 || a->t_last != b->t_last ||
+        a->t_first != b->t_first || a->q != b->q || a->a != b->a || a->r != b->r)
+        return 0;
+    if (memcmp(a->tl.p, b->tl.p, a->tl.n * sizeof a->tl.p[0])) return 0;
+    for (size_t i = 0; i < a->n_oom_kept; i++)
+        if (memcmp(&a->ooms[i], &b->ooms[i], sizeof a->ooms[i])) return 0;
+    return 1;
+}
+
+typedef struct run_case {
+    const char *policy, *conf;
+    uint64_t capacity;
+    int skip, repeat, stats, progress;
+} run_case;
+
+/* Run spec under c with fast-forward and without; both must agree on
+ * everything. Returns the events fast-forwarded. */
+static uint64_t both(const gm_tenant_spec *spec, const run_case *c)
+{
+    gm_sim_result *r[2] = {NULL, NULL};
+    drv_log log[2] = {{0}, {0}};
+    uint64_t prog[2][2] = {{0}};
+    for (int no_ff = 0; no_ff < 2; no_ff++) {
+        static const gm_latency lat = GM_LATENCY_DEFAULT;
+        gm_tenant_spec t = *spec;
+        t.repeat = (uint32_t)(c->repeat ? c->repeat : 1);
+        gm_sim_config cfg = {.tenants = &t,
+                             .n_tenants = 1,
+                             .capacity_bytes = c->capacity,
+                             .latency = lat,
+                             .policy = c->policy,
+                             .alloc_conf = c->conf,
+                             .on_oom_skip = c->skip,
+                             .no_device_stats = !c->stats,
+                             .no_fast_forward = no_ff,
+                             .seg_hook = log_call,
+                             .seg_hook_ctx = &log[no_ff],
+                             .end_hook = end_views,
+                             .end_hook_ctx = &log[no_ff]};
+        if (c->progress) {
+            cfg.progress = count_progress;
+            cfg.progress_ctx = prog[no_ff];
+        }
+        gm_err err = {0};
+        int rc = gm_simulate(&cfg, &r[no_ff], &err);
+        if (rc) fprintf(stderr, "\n  %s %s: %s\n", c->policy, c->conf ? c->conf : "", err.msg);
+        CU_ASSERT_EQUAL_FATAL(rc, GM_OK);
+    }
+    const gm_tenant_result *a = &r[0]->t[0], *b = &r[1]->t[0];
+    CU_ASSERT_EQUAL(b->fast_forwarded_events, 0);
+    CU_ASSERT_EQUAL(r[0]->events, r[1]->events);
+    CU_ASSERT_EQUAL(a->status, b->status);
+    CU_ASSERT_EQUAL(a->events_done, b->events_done);
+    CU_ASSERT(same_metrics(&a->m, &b->m));
+    CU_ASSERT(same_metrics(&r[0]->device, &r[1]->device));
+    CU_ASSERT_EQUAL(memcmp(&a->c, &b->c, sizeof a->c), 0);
+    CU_ASSERT_EQUAL(a->has_stats, b->has_stats);
+    CU_ASSERT_EQUAL(a->has_stats, c->stats);
+    CU_ASSERT_EQUAL(memcmp(&a->stats, &b->stats, sizeof a->stats), 0);
+    CU_ASSERT_EQUAL(r[0]->peak_device_used, r[1]->peak_device_used);
+    CU_ASSERT_EQUAL(a->peak_torch_allocated_bytes, b->peak_torch_allocated_bytes);
+    CU_ASSERT_EQUAL(a->repeat_leftover_bytes, b->repeat_leftover_bytes);
+    CU_ASSERT_STRING_EQUAL(a->trace_hash, b->trace_hash);
+    CU_ASSERT_EQUAL(log[0].n, log[1].n);
+    CU_ASSERT_EQUAL(log[0].h, log[1].h);
+    CU_ASSERT_EQUAL(log[0].n_seg, log[1].n_seg);
+    CU_ASSERT_EQUAL(log[0].view, log[1].view);
+    CU_ASSERT_EQUAL(memcmp(prog[0], prog[1], sizeof prog[0]), 0);
+    if (c->progress) CU_ASSERT(prog[0][0] > 0);
+    uint64_t ff = a->fast_forwarded_events;
+    gm_sim_result_free(r[0]);
+    gm_sim_result_free(r[1]);
+    return ff;
+}
+
+/* The configurations fast-forward applies to, on one trace: each gives
+ * the same results with it, and (periodic) fast-forwards most events. */
+static void cases_on(const gm_tenant_spec *spec, size_t n, double want)
+{
+    static const run_case cases[] = {
+        {"pytorch", NULL, 80 * GiB, 0, 0, 0, 0},
+        {"pytorch", NULL, 80 * GiB, 0, 0, 1, 0}, /* memory_stats() kept (ff_stats) */
+        {"lru", NULL, 80 * GiB, 0, 0, 0, 0},
+        {"priority", NULL, 80 * GiB, 0, 0, 1, 0},
+        {"pytorch", "expandable_segments:True", 80 * GiB, 0, 0, 1, 0},
+        {"pytorch", "roundup_power2_divisions:4", 80 * GiB, 0, 0, 0, 0},
+        {"pytorch", NULL, 80 * GiB, 0, 3, 1, 0}, /* --repeat: each pass from the start */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint64_t ff = both(spec, &cases[i]);
+        size_t total = n * (size_t)(cases[i].repeat ? cases[i].repeat : 1);
+        if ((double)ff < want * (double)total)
+            fprintf(stderr, "\n  case %zu: %llu of %zu events fast-forwarded\n", i,
+                    (unsigned long long)ff, total);
+        CU_ASSERT((double)ff >= want * (double)total);
+    }
+}
+
+/* The ones it must leave alone, or where the results decide: under
+ * pressure (driver calls, OOMs) and with a timer policy. */
+static void cases_off(const gm_tenant_spec *spec)
+{
+    static const run_case cases[] = {
+        {"pytorch", NULL, 700 * MiB, 1, 0, 1, 0},
+        {"lru", NULL, 600 * MiB, 1, 0, 0, 0},
+        {"predictive", NULL, 80 * GiB, 0, 0, 0, 0},
+        /* oversize blocks: the cache grows every iteration here, no state comes back */
+        {"pytorch", "max_split_size_mb:20", 80 * GiB, 0, 0, 0, 0},
+        {"pytorch", "garbage_collection_threshold:0.5,per_process_memory_fraction:0.5", 2 * GiB, 1,
+         0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        both(spec, &cases[i]);
+}
+
+static gm_tenant_spec mem_spec(const gm_event *ev, size_t n, gm_trace_meta *meta)
+{
+    gm_trace_meta_init(meta);
+    meta->dense_ids = 1;
+    return (gm_tenant_spec){
+        .path = "periodic", .events = ev, .n_events = n, .meta = meta, .repeat = 1};
+}
+
+/* The segments' last use after fast-forwarded iterations is what
+ * simulating them leaves (ff_touch): lru, made to release part of the
+ * cache at the end, picks the same segments (the driver-call log). One
+ * iteration of another shape, simulated, uses segments the others do not
+ * between records and the last cycles applied: without the last uses
+ * those cycles leave, lru would take theirs for older. */
+static void test_last_use(void)
+{
+    size_t n;
+    char shapes[301];
+    memset(shapes, 'a', 300);
+    shapes[300] = 0;
+    shapes[150] = 'c';
+    gm_event *ev = periodic(300, shapes, -1, &n);
+    gm_trace_meta meta;
+    gm_tenant_spec t = mem_spec(ev, n, &meta);
+    /* the cache at the end, with room to spare */
+    static const gm_latency lat = GM_LATENCY_DEFAULT;
+    gm_sim_config cfg = {.tenants = &t, .n_tenants = 1, .capacity_bytes = 80 * GiB, .latency = lat};
+    cfg.no_device_stats = 1;
+    cfg.policy = "lru";
+    gm_sim_result *r;
+    gm_err err = {0};
+    int rc = gm_simulate(&cfg, &r, &err);
+    if (rc) fprintf(stderr, "\n  %s\n", err.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, GM_OK);
+    uint64_t reserved = r->t[0].m.peak_r;
+    gm_sim_result_free(r);
+    /* then one more allocation, before the weights go, that needs half of
+     * the cache released; the capacity is what the run reserved, + 1 GiB */
+    size_t k = n;
+    while (k > 0 && !(ev[k - 1].op == GM_OP_FREE && ev[k - 1].category == GM_CAT_GRADIENT))
+        k--; /* after the last gradient's free */
+    gm_event *e2 = malloc((n + 2) * sizeof *e2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e2);
+    memcpy(e2, ev, k * sizeof *e2);
+    uint64_t big = 1 * GiB + (reserved - 120 * MiB) / 2;
+    e2[k] =
+        (gm_event){.t_ns = ev[k - 1].t_ns + 1, .addr = 1ull << 40, .size = big, .op = GM_OP_ALLOC};
+    e2[k + 1] = e2[k];
+    e2[k + 1].op = GM_OP_FREE;
+    e2[k + 1].t_ns++;
+    memcpy(e2 + k + 2, ev + k, (n - k) * sizeof *e2);
+    for (size_t i = 0; i < n + 2; i++)
+        e2[i].id = 0;
+    CU_ASSERT_EQUAL_FATAL(gm_ids_assign(e2, n + 2, &err), GM_OK);
+    t.events = e2;
+    t.n_events = n + 2;
+    for (int stats = 0; stats < 2; stats++) {
+        run_case c = {"lru", NULL, reserved + 1 * GiB, 1, 0, stats, 0};
+        CU_ASSERT(both(&t, &c) > 8 * n / 10);
+    }
+    gm_trace_meta_free(&meta);
+    free(e2);
+    free(ev);
+}
+
+/* One shape repeated: after a few iterations everything is applied. */
+static void test_one_shape(void)
+{
+    size_t n;
+    gm_event *ev = periodic(400, "a", -1, &n);
+    gm_trace_meta meta;
+    gm_tenant_spec t = mem_spec(ev, n, &meta);
+    cases_on(&t, n, 0.8);
+    cases_off(&t);
+    gm_trace_meta_free(&meta);
+    free(ev);
+}
+
+/* Shapes in a pattern (dynamic padding with few lengths): a state with
+ * several cycles; and one iteration changed in the middle, which must be
+ * simulated (its cycle does not match) while the rest are applied. */
+static void test_shapes_and_a_change(void)
+{
+    size_t n;
+    gm_event *ev = periodic(600, "abacab", 300, &n);
+    gm_trace_meta meta;
+    gm_tenant_spec t = mem_spec(ev, n, &meta);
+    cases_on(&t, n, 0.6);
+    gm_trace_meta_free(&meta);
+    free(ev);
+}
+
+/* From a file: cycles cut by the reader's chunks (64 Ki events) are read
+ * on with the chunk's rest kept (engine.c, refill_keep), hashed as before. */
+static void test_file_chunks(void)
+{
+    size_t n;
+    gm_event *ev = periodic(2500, "aab", -1, &n);
+    CU_ASSERT_FATAL(n > 3 * GM_TRACE_CHUNK_EVENTS);
+    const char *path = gm_test_tmp("ffwd.h5");
+    gm_trace_meta m;
+    gm_trace_meta_init(&m);
+    gm_trace_meta_set(&m.source, "synthetic:test");
+    m.device_total_bytes = 80 * GiB;
+    gm_trace_writer *w;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_trace_create(path, &m, NULL, &w, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(gm_trace_append(w, ev, n, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(gm_trace_finish(w, &err), GM_OK);
+    gm_trace_meta_free(&m);
+    gm_tenant_spec t = {.path = path};
+    run_case c = {"pytorch", NULL, 80 * GiB, 0, 0, 1, 0};
+    CU_ASSERT(both(&t, &c) > 9 * n / 10);
+    c.repeat = 2; /* the rewind between passes, with a record at hand */
+    CU_ASSERT(both(&t, &c) > 2 * 9 * n / 10);
+    /* the same events in memory: the window over them widens instead */
+    gm_trace_meta meta;
+    gm_tenant_spec mt = mem_spec(ev, n, &meta);
+    c.repeat = 0;
+    CU_ASSERT(both(&mt, &c) > 9 * n / 10);
+    gm_trace_meta_free(&meta);
+    remove(path);
+    free(ev);
+}
+
+/* Progress reports (every 2^20 events) stop a stretch where they are due,
+ * as they stop the simulation of every event. */
+static void test_progress(void)
+{
+    size_t n;
+    gm_event *ev = periodic(10000, "ab", -1, &n);
+    CU_ASSERT_FATAL(n > (1u << 20));
+    gm_trace_meta meta;
+    gm_tenant_spec t = mem_spec(ev, n, &meta);
+    run_case c = {"pytorch", NULL, 80 * GiB, 0, 0, 0, 1};
+    CU_ASSERT(both(&t, &c) > 9 * n / 10);
+    gm_trace_meta_free(&meta);
+    free(ev);
+}
+
+/* A trace that never comes back to a state (every size differs) is
+ * simulated event by event, with the same results. */
+static void test_no_cycle(void)
+{
+    gen g = {.rng = 5};
+    uint64_t live[64] = {0};
+    unsigned x = 17;
+    for (size_t i = 0; i < 60000; i++) {
+        size_t k = lcg(&x) % 64;
+        if (live[k]) {
+            put(&g, GM_OP_FREE, live[k], 0, 0, 0);
+            live[k] = 0;
+        } else {
+            live[k] = alloc(&g, 512 + lcg(&x) % (30 * MiB), lcg(&x) % 2, GM_CAT_TEMPORARY);
+        }
+    }
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_ids_assign(g.ev, g.n, &err), GM_OK);
+    gm_trace_meta meta;
+    gm_tenant_spec t = mem_spec(g.ev, g.n, &meta);
+    run_case c = {"pytorch", NULL, 80 * GiB, 0, 0, 1, 0};
+    CU_ASSERT_EQUAL(both(&t, &c), 0);
+    gm_trace_meta_free(&meta);
+    free(g.ev);
+}
+
+int gm_test_register(void)
+{
+    CU_pSuite s = CU_add_suite("ffwd", NULL, NULL);
+    if (!s) return CU_get_error();
+    GM_ADD_TEST(s, test_one_shape);
+    GM_ADD_TEST(s, test_shapes_and_a_change);
+    GM_ADD_TEST(s, test_file_chunks);
+    GM_ADD_TEST(s, test_last_use);
+    GM_ADD_TEST(s, test_progress);
+    GM_ADD_TEST(s, test_no_cycle);
+    return CUE_SUCCESS;
+}
