@@ -134,6 +134,81 @@ int gm_metrics_step_slow(gm_metrics *m, uint64_t t, uint64_t q, uint64_t a, uint
     return tl_add(&m->tl, t, q, a, r);
 }
 
+/* gm_metrics_step's fast path over the steps [*i, n) that stay in the
+ * last bucket, with the running values in locals; *i moves past them. */
+static void steps_in_bucket(gm_metrics *m, const uint64_t *t, size_t stride, uint64_t shift,
+                            const uint64_t *q, const uint64_t *a, uint64_t r, size_t *i, size_t n)
+{
+    gm_tl_point *p = &m->tl.p[m->tl.n - 1];
+    const uint64_t end = m->tl.end_t;
+    uint64_t t_last = m->t_last, prev_a = m->a, prev_r = m->r;
+    uint64_t q_max = p->q_max, q_min = p->q_min, a_max = p->a_max, a_min = p->a_min;
+    double int_a = m->int_a, int_r = m->int_r;
+    size_t k = *i;
+    if (r > p->r_max) { /* r does not change: its step once, at the first */
+        p->r_max = r;
+        if (r > m->peak_r) {
+            m->peak_r = r;
+            m->peak_r_t = t[k * stride] + shift;
+        }
+    }
+    if (r < p->r_min) p->r_min = r;
+    for (; k < n; k++) {
+        uint64_t tk = t[k * stride] + shift;
+        if (tk >= end) break;
+        if (tk > t_last) {
+            double dt = (double)(int64_t)(tk - t_last);
+            int_a += (double)(int64_t)prev_a * dt;
+            int_r += (double)(int64_t)prev_r * dt;
+            t_last = tk;
+        }
+        prev_a = a[k];
+        prev_r = r;
+        uint64_t qk = q[k], ak = a[k];
+        if (qk > q_max) {
+            q_max = qk;
+            if (qk > m->peak_q) {
+                m->peak_q = qk;
+                m->peak_q_t = tk;
+            }
+        }
+        if (ak > a_max) {
+            a_max = ak;
+            if (ak > m->peak_a) m->peak_a = ak;
+        }
+        q_min = qk < q_min ? qk : q_min;
+        a_min = ak < a_min ? ak : a_min;
+    }
+    m->n_events += k - *i;
+    m->t_last = t_last;
+    m->int_a = int_a;
+    m->int_r = int_r;
+    m->q = q[k - 1];
+    m->a = a[k - 1];
+    m->r = r;
+    p->q_max = q_max;
+    p->q_min = q_min;
+    p->a_max = a_max;
+    p->a_min = a_min;
+    *i = k;
+}
+
+void gm_metrics_steps(gm_metrics *m, const uint64_t *t, size_t stride, uint64_t shift,
+                      const uint64_t *q, const uint64_t *a, uint64_t r, const uint64_t *lf,
+                      size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        uint64_t ti = t[i * stride] + shift;
+        if (ti >= m->tl.end_t) { /* the first step, or a new bucket */
+            if (gm_metrics_step_slow(m, ti, q[i], a[i], r)) gm_metrics_ext_sample(m, lf[i]);
+            i++;
+        } else {
+            steps_in_bucket(m, t, stride, shift, q, a, r, &i, n);
+        }
+    }
+}
+
 void gm_metrics_ext_sample(gm_metrics *m, uint64_t largest_free)
 {
     if (m->r <= m->a) return; /* nothing cached: external fragmentation undefined */

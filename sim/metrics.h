@@ -161,6 +161,16 @@ static inline int gm_metrics_step(gm_metrics *m, uint64_t t, uint64_t q, uint64_
     return 0;
 }
 
+/* n steps whose values are known before (a fast-forwarded cycle,
+ * sim/ffwd.h): step i at time t[i * stride] + shift with values q[i],
+ * a[i] and r, and an external-fragmentation sample of lf[i] where it
+ * begins a timeline bucket. The same as n gm_metrics_step calls (and
+ * gm_metrics_ext_sample where one returns 1), bit for bit, with the
+ * running values kept in registers while the bucket stays. */
+void gm_metrics_steps(gm_metrics *m, const uint64_t *t, size_t stride, uint64_t shift,
+                      const uint64_t *q, const uint64_t *a, uint64_t r, const uint64_t *lf,
+                      size_t n);
+
 /* Write the current values into the last timeline bucket as its end
  * values (gm_metrics_step leaves them there); for readers of the
  * buckets' end values. */

@@ -5,6 +5,7 @@
  * fragmentation samples, and the timeline columns of the JSON results.
  */
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cu.h"
@@ -48,7 +49,7 @@ static void series(gm_metrics *m)
     CU_ASSERT_EQUAL(gm_metrics_step(m, 2500, 5, 16, 64), 1);
     CU_ASSERT_EQUAL(gm_metrics_step(m, 2600, 40, 48, 64), 0);
     gm_metrics_ext_sample(m, 12); /* R - A = 16: 1 - 12/16 = 0.25 */
-    gm_metrics_timeline_end(m); /* 2600 was a fast step: the end values are written now */
+    gm_metrics_timeline_end(m);   /* 2600 was a fast step: the end values are written now */
 }
 
 static void test_buckets(void)
@@ -181,6 +182,63 @@ static void test_coarsen(void)
 }
 
 /* The JSON timeline: the five historical columns first, minima after. */
+/* gm_metrics_steps (a fast-forwarded cycle's steps, sim/ffwd.h) is the
+ * same as one gm_metrics_step per value, bit for bit: every figure, every
+ * bucket, with the series started either way, across bucket changes and
+ * coarsening, equal times, new peaks inside a run of steps and samples of
+ * external fragmentation at each new bucket. */
+static void test_steps_batch(void)
+{
+    enum { N = 200000 };
+    uint64_t *t = malloc(N * sizeof *t), *q = malloc(N * sizeof *q), *a = malloc(N * sizeof *a),
+             *lf = malloc(N * sizeof *lf);
+    gm_metrics *one = malloc(sizeof *one), *batch = malloc(sizeof *batch);
+    CU_ASSERT_FATAL(t && q && a && lf && one && batch);
+    unsigned x = 3;
+    uint64_t now = 1000;
+    for (size_t i = 0; i < N; i++) {
+        x = x * 1103515245u + 12345u;
+        now += (x >> 8) % 5 == 0 ? 0 : (x >> 10) % 20000; /* some steps at the same time */
+        t[i] = now;
+        q[i] = (x >> 4) % (1u << 30) + i * 100; /* rising: peaks inside runs */
+        a[i] = q[i] + (x >> 12) % 4096;
+        lf[i] = (x >> 6) % (64u << 20);
+    }
+    for (int warm = 0; warm < 2; warm++) {
+        gm_metrics_init(one);
+        gm_metrics_init(batch);
+        uint64_t r = 3ull << 30;
+        size_t start = 0;
+        if (warm) { /* the series already started, with a few steps */
+            for (; start < 7; start++) {
+                if (gm_metrics_step(one, t[start], q[start], a[start], r))
+                    gm_metrics_ext_sample(one, lf[start]);
+                if (gm_metrics_step(batch, t[start], q[start], a[start], r))
+                    gm_metrics_ext_sample(batch, lf[start]);
+            }
+        }
+        for (size_t i = start; i < N; i++)
+            if (gm_metrics_step(one, t[i], q[i], a[i], r)) gm_metrics_ext_sample(one, lf[i]);
+        /* in uneven pieces, as cycles come: with a shift on the times */
+        for (size_t i = start, k = 1; i < N; k = k * 7 % 1001 + 1) {
+            size_t n = N - i < k ? N - i : k;
+            uint64_t shift = 5;
+            for (size_t j = 0; j < n; j++)
+                t[i + j] -= shift;
+            gm_metrics_steps(batch, &t[i], 1, shift, &q[i], &a[i], r, &lf[i], n);
+            for (size_t j = 0; j < n; j++)
+                t[i + j] += shift;
+            i += n;
+        }
+        gm_metrics_timeline_end(one);
+        gm_metrics_timeline_end(batch);
+        CU_ASSERT(one->tl.n > 100);       /* many buckets, coarsened */
+        CU_ASSERT(one->ext_frag_n > 100); /* and sampled */
+        CU_ASSERT_EQUAL(memcmp(one, batch, sizeof *one), 0);
+    }
+    free(t), free(q), free(a), free(lf), free(one), free(batch);
+}
+
 static void test_json_columns(void)
 {
     gm_metrics m;
@@ -213,6 +271,7 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_peaks_and_ratios);
     GM_ADD_TEST(s, test_ext_frag_undefined);
     GM_ADD_TEST(s, test_coarsen);
+    GM_ADD_TEST(s, test_steps_batch);
     GM_ADD_TEST(s, test_json_columns);
     return CUE_SUCCESS;
 }
