@@ -276,21 +276,21 @@ struct gm_alloc {
      * operation): a model may skip keeping the statistics that change with
      * every malloc and free, and ops->stats then answers with what is left */
     int no_stats;
-    /* A model with ff_state keeps here the sum of gm_ff_block_mix over its
-     * allocated blocks, updated on every malloc and free: with the counters
-     * it is the key that proposes a state the fast-forward has seen before
-     * (sim/ffwd.h); ff_state decides. */
+    /* A model with ff_state keeps here, while ff_on, the sum of
+     * gm_ff_block_mix over the blocks it allocated (less those it freed)
+     * since, updated on every malloc and free: with the driver
+     * calls it is the key that proposes a state the fast-forward has seen
+     * before (sim/ffwd.h); ff_state decides. */
     uint64_t ff_live;
+    int ff_on; /* 1 while a fast-forward reads ff_live: only then is it kept */
 };
 
-/* One allocated block's share of gm_alloc.ff_live: a mix of its address,
- * size, request and category (a sum of such mixes changes when any one
- * block moves). */
+/* One allocated block's share of gm_alloc.ff_live: its address, size,
+ * request and category in one word, multiplied (a product, so that two
+ * blocks that trade places change the sum). */
 static inline uint64_t gm_ff_block_mix(uint64_t addr, uint64_t size, uint64_t req, uint8_t cat)
 {
-    uint64_t x = (addr + size * 0x9e3779b97f4a7c15ull) ^ (req * 0xc2b2ae3d27d4eb4full + cat);
-    x *= 0xd6e8feb86659fd93ull;
-    return x ^ (x >> 32);
+    return (addr ^ size << 21 ^ req << 42 ^ cat) * 0x9e3779b97f4a7c15ull;
 }
 
 /* The registry (alloc_registry.c). */

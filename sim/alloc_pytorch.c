@@ -1066,7 +1066,7 @@ static int pt_malloc(gm_alloc *a, uint64_t req, uint64_t stream, uint8_t cat, ui
     b->allocated = 1;
     b->requested = req;
     b->category = cat;
-    a->ff_live += gm_ff_block_mix(b->ptr, b->size, req, cat);
+    if (a->ff_on) a->ff_live += gm_ff_block_mix(b->ptr, b->size, req, cat);
     pt_segment *g = b->seg;
     g->view_stale = 1;
     g->n_alloc++;
@@ -1088,7 +1088,7 @@ static void pt_free(gm_alloc *a, uint64_t handle, uint64_t now)
     int counting = !a->no_stats;
     if (counting && !b->let_go) stats_let_go(s, b); /* free(), unless a free_requested did it */
     uint64_t bytes = b->size, req = b->requested;
-    a->ff_live -= gm_ff_block_mix(b->ptr, bytes, req, b->category);
+    if (a->ff_on) a->ff_live -= gm_ff_block_mix(b->ptr, bytes, req, b->category);
     a->c.requested_bytes -= b->requested;
     a->c.allocated_bytes -= b->size;
     g->n_alloc--;
@@ -1454,7 +1454,7 @@ static int carve(gm_alloc *a, pt_state *s, rseg *rs, const gm_init_row *r, uint6
     b->allocated = 1;
     b->requested = r->size;
     b->category = r->category;
-    a->ff_live += gm_ff_block_mix(b->ptr, b->size, r->size, r->category);
+    if (a->ff_on) a->ff_live += gm_ff_block_mix(b->ptr, b->size, r->size, r->category);
     g->view_stale = 1;
     g->n_alloc++;
     g->alloc_bytes += b->size;

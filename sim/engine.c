@@ -172,23 +172,52 @@ static uint64_t share_cap(const sim *s, const tenant *t)
     return s->share == GM_SHARE_REQUESTS ? r->limit_bytes : 0;
 }
 
-/* Four independent lanes (one per column group) so the multiplies overlap;
- * folded into the trace's hash once per chunk. */
+/* An event into a chunk's four lanes (one per column group). */
+static inline void hash_lanes(gm_hash lane[4], const gm_event *e)
+{
+    gm_hash_u64(&lane[0], e->t_ns);
+    gm_hash_u64(&lane[1], e->addr);
+    gm_hash_u64(&lane[2], e->size);
+    gm_hash_u64(&lane[3], e->stream ^ ((uint64_t)e->op << 56) ^ ((uint64_t)e->category << 48) ^
+                              ((uint64_t)e->phase << 40));
+}
+
+/* Four independent lanes so the multiplies overlap; folded into the
+ * trace's hash once per chunk. */
 static void hash_events(gm_hash *h, const gm_event *buf, size_t n)
 {
     gm_hash lane[4];
     for (int k = 0; k < 4; k++)
         gm_hash_init(&lane[k]);
-    for (size_t i = 0; i < n; i++) {
-        const gm_event *e = &buf[i];
-        gm_hash_u64(&lane[0], e->t_ns);
-        gm_hash_u64(&lane[1], e->addr);
-        gm_hash_u64(&lane[2], e->size);
-        gm_hash_u64(&lane[3], e->stream ^ ((uint64_t)e->op << 56) ^ ((uint64_t)e->category << 48) ^
-                                  ((uint64_t)e->phase << 40));
-    }
+    for (size_t i = 0; i < n; i++)
+        hash_lanes(lane, &buf[i]);
     for (int k = 0; k < 4; k++)
         gm_hash_u64(h, gm_hash_final(&lane[k]));
+}
+
+/* hash_events of chunk a, then of chunk b: the same value, with the two
+ * chunks' lanes side by side (eight chains of multiplies instead of four:
+ * the hash waits on their latency, not on the instructions). */
+static void hash_events2(gm_hash *h, const gm_event *a, size_t na, const gm_event *b, size_t nb)
+{
+    gm_hash la[4], lb[4];
+    for (int k = 0; k < 4; k++) {
+        gm_hash_init(&la[k]);
+        gm_hash_init(&lb[k]);
+    }
+    size_t m = na < nb ? na : nb, i;
+    for (i = 0; i < m; i++) {
+        hash_lanes(la, &a[i]);
+        hash_lanes(lb, &b[i]);
+    }
+    for (; i < na; i++)
+        hash_lanes(la, &a[i]);
+    for (i = m; i < nb; i++)
+        hash_lanes(lb, &b[i]);
+    for (int k = 0; k < 4; k++)
+        gm_hash_u64(h, gm_hash_final(&la[k]));
+    for (int k = 0; k < 4; k++)
+        gm_hash_u64(h, gm_hash_final(&lb[k]));
 }
 
 static void hash_chunk(tenant *t)
@@ -213,8 +242,14 @@ void gm_trace_hash_events(const char *source, const gm_event *ev, size_t n, char
 {
     gm_hash h;
     hash_start(&h, source ? source : "");
-    for (size_t i = 0; i < n; i += CHUNK_EVENTS) /* the chunks src_read gives */
-        hash_events(&h, ev + i, n - i < CHUNK_EVENTS ? n - i : CHUNK_EVENTS);
+    for (size_t i = 0; i < n;
+         i += 2 * CHUNK_EVENTS) { /* the chunks src_read gives, two at a time */
+        size_t na = n - i < CHUNK_EVENTS ? n - i : CHUNK_EVENTS, j = i + na;
+        if (j == n)
+            hash_events(&h, ev + i, na);
+        else
+            hash_events2(&h, ev + i, na, ev + j, n - j < CHUNK_EVENTS ? n - j : CHUNK_EVENTS);
+    }
     hash_hex(&h, out);
 }
 
@@ -231,8 +266,11 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
     t->ids = meta->dense_ids; /* allocations by id, not by address (trace.h) */
     hash_start(&t->hash, res->source);
     t->hashing = !cfg->no_hash;
-    if (t->hashing && t->spec->events && t->spec->trace_hash) { /* known: not again */
-        snprintf(res->trace_hash, sizeof res->trace_hash, "%s", t->spec->trace_hash);
+    if (t->hashing && t->spec->events) { /* in memory: known, or hashed here at once */
+        if (t->spec->trace_hash)
+            snprintf(res->trace_hash, sizeof res->trace_hash, "%s", t->spec->trace_hash);
+        else
+            gm_trace_hash_events(res->source, t->spec->events, t->spec->n_events, res->trace_hash);
         t->hashing = 0;
     }
     const char *conf = conf_for(cfg, meta);
@@ -1258,11 +1296,11 @@ static int ff_apply(sim *s, tenant *t, size_t *took, gm_err *err)
 static int run_plain(sim *s, tenant *t, size_t *took, gm_err *err)
 {
     gm_ffwd *f = t->ff;
-    if (!f) return plain_loop(s, t, took, err, PLAIN_ONLY);
+    if (!f || f->mode == GM_FF_OFF) return plain_loop(s, t, took, err, PLAIN_ONLY);
     if (f->expect != t->res->events_done) gm_ffwd_reset(f); /* step() ran between */
     int rc = GM_OK;
     if (f->mode == GM_FF_AT) rc = ff_apply(s, t, took, err);
-    if (rc == GM_OK && !t->done && f->mode != GM_FF_AT) {
+    if (rc == GM_OK && !t->done && f->mode != GM_FF_AT && f->mode != GM_FF_OFF) {
         switch (f->mode) {
         case GM_FF_RECORD:
             rc = plain_loop(s, t, took, err, PLAIN_RECORD);

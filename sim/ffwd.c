@@ -90,6 +90,8 @@ gm_ffwd *gm_ffwd_new(gm_alloc *a)
         gm_ffwd_free(f);
         return NULL;
     }
+    a->ff_on = 1;
+    f->hope = UINT64_MAX; /* set by the first checkpoint */
     return f;
 }
 
@@ -134,9 +136,7 @@ void gm_ffwd_free(gm_ffwd *f)
     free(f->local_of);
     free(f->scratch);
     free(f->ids);
-    free(f->undo_id);
-    free(f->undo_v);
-    free(f->undo_addr);
+    free(f->hin);
     free(f);
 }
 
@@ -155,6 +155,7 @@ static void give_up(gm_ffwd *f)
 
 void gm_ffwd_reset(gm_ffwd *f)
 {
+    if (f->mode == GM_FF_OFF) return;
     if (f->mode == GM_FF_RECORD) f->records_failed++;
     f->mode = GM_FF_SEEK;
     f->at = NULL;
@@ -456,6 +457,7 @@ static void record_end(gm_ffwd *f, gm_alloc *a)
     f->records_made++;
     f->mode = GM_FF_AT;
     f->probed = 0;
+    f->hope = f->since + r->n;
     for (size_t i = 0; i < s->n_recs; i++)
         if (same_events(s->recs[i], &f->rec)) { /* made again (a probe cut short) */
             f->kept_events -= s->recs[i]->n;
@@ -554,6 +556,12 @@ static gm_ff_state *known(gm_ffwd *f, gm_alloc *a, uint64_t key)
 
 int gm_ffwd_seek(gm_ffwd *f, gm_alloc *a, const gm_metrics *m, uint64_t done)
 {
+    if (f->hope == UINT64_MAX) f->hope = done;
+    if (done - f->hope > GM_FF_PATIENCE) { /* nothing came back: give up for the run */
+        f->mode = GM_FF_OFF;
+        a->ff_on = 0;
+        return 1;
+    }
     uint64_t key = state_key(a);
     gm_ff_check *c = &f->tab[(key >> 40) & (GM_FF_TABLE - 1)];
     uint64_t p = done - c->at, last = c->period;
@@ -605,55 +613,63 @@ static int replay_room(gm_ffwd *f, size_t n)
     if (n <= f->cap_replay) return 1;
     int ok = 1;
     GROW(f->ids, n);
-    GROW(f->undo_id, n);
-    GROW(f->undo_v, n);
-    GROW(f->undo_addr, n);
+    GROW(f->hin, n);
     if (ok) f->cap_replay = n;
     return ok;
 }
 
 /* Check ev against r, keeping the id slots as the events would: 1 when
  * all of r's events match (the slots then hold the cycle's allocations
- * as GM_FF_LOCAL | j, ids[j] their ids, and undo_v[i] what event i's slot
- * held before it: for a free of a block that lived before, its handle + 1);
- * 0 when one differs (the slots as they were). */
+ * as GM_FF_LOCAL | j, ids[j] their ids, and hin[i], for each event i that
+ * freed a block that lived before the cycle, its handle + 1); 0 when one
+ * differs (the slots as they were: undone in reverse, an allocation's
+ * slot to empty, a freed block's to hin[i] and its address; an empty
+ * slot's address is never read). */
 static int check(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, const gm_ff_tenant *t)
 {
-    uint64_t *slot = t->slot, *sa = t->slot_addr;
+    uint64_t *slot = t->slot, *sa = t->slot_addr, *hin = f->hin;
     const size_t n_slot = t->n_slot;
+    const uint8_t *op = r->op, *cat = r->cat;
+    const uint64_t *size = r->size, *stream = r->stream, *refs = r->ref;
     gm_alloc *a = t->a;
-    size_t nu = 0;
     uint32_t j = 0;
-    for (size_t i = 0; i < r->n; i++) {
+    size_t i = 0;
+    for (; i < r->n; i++) {
         const gm_event *e = &ev[i];
         uint32_t id = e->id;
-        if (e->op != r->op[i] || e->size != r->size[i] || e->stream != r->stream[i] ||
-            e->category != r->cat[i] || !id || id >= n_slot)
+        if (((e->size ^ size[i]) | (e->stream ^ stream[i]) | (uint64_t)(e->op ^ op[i]) |
+             (uint64_t)(e->category ^ cat[i])) ||
+            !id || id >= n_slot)
             goto differ;
-        f->undo_id[nu] = id;
-        f->undo_v[nu] = slot[id];
-        f->undo_addr[nu++] = sa[id];
+        uint64_t v = slot[id];
         if (e->op == GM_OP_ALLOC) {
-            if (slot[id]) goto differ; /* still live: step()'s to judge */
+            if (v) goto differ; /* still live: step()'s to judge */
             slot[id] = GM_FF_LOCAL | j;
             sa[id] = e->addr;
             f->ids[j++] = id;
             continue;
         }
-        uint64_t v = slot[id], ref = r->ref[i];
+        uint64_t ref = refs[i];
         if (v <= 1 || sa[id] != e->addr) goto differ; /* none, skipped, or a damaged id */
         if (ref & GM_FF_LOCAL) {
             if (v != ref) goto differ;
-        } else if ((v & GM_FF_LOCAL) || a->ops->block_addr(a, v - 1) != ref) {
-            goto differ;
+        } else {
+            if ((v & GM_FF_LOCAL) || a->ops->block_addr(a, v - 1) != ref) goto differ;
+            hin[i] = v;
         }
         slot[id] = 0;
     }
     return 1;
 differ:
-    while (nu--) {
-        slot[f->undo_id[nu]] = f->undo_v[nu];
-        sa[f->undo_id[nu]] = f->undo_addr[nu];
+    while (i-- > 0) {
+        uint32_t id = ev[i].id;
+        if (op[i] == GM_OP_ALLOC) {
+            slot[id] = 0;
+        } else if (!(refs[i] & GM_FF_LOCAL)) {
+            slot[id] = hin[i];
+            sa[id] =
+                ev[i].addr; /* what it was: the free repeated it (an allocation since may not) */
+        }
     }
     return 0;
 }
@@ -667,15 +683,14 @@ differ:
 static void apply(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, const gm_ff_tenant *t)
 {
     for (size_t k = 0; k < r->n_keep; k++) /* the block where the one event i freed was */
-        t->slot[f->ids[r->keep[k].j]] = f->undo_v[r->keep[k].i];
+        t->slot[f->ids[r->keep[k].j]] = f->hin[r->keep[k].i];
     /* the metrics, event by event with these events' times (metrics.h) */
     gm_metrics *m = t->m;
     gm_alloc *a = t->a;
-    const uint64_t res = a->c.reserved_bytes, shift = t->shift;
-    const uint64_t *q = r->q, *al = r->a;
-    for (size_t i = 0; i < r->n; i++)
-        if (gm_metrics_step(m, ev[i].t_ns + shift, q[i], al[i], res))
-            gm_metrics_ext_sample(m, r->lf[i]);
+    const uint64_t shift = t->shift;
+    _Static_assert(sizeof(gm_event) % sizeof(uint64_t) == 0, "events' times at a stride");
+    gm_metrics_steps(m, &ev[0].t_ns, sizeof(gm_event) / sizeof(uint64_t), shift, r->q, r->a,
+                     a->c.reserved_bytes, r->lf, r->n);
     for (size_t k = 0; k < r->n_touch; k++)
         a->ops->ff_touch(a, r->touch[k].seg, ev[r->touch[k].i].t_ns + shift);
     if (r->dstats) a->ops->ff_stats(a, r->dstats);
@@ -702,6 +717,7 @@ size_t gm_ffwd_apply(gm_ffwd *f, const gm_event *ev, size_t n, const gm_ff_tenan
         r->used = s->used = ++f->clock;
         f->events_applied += r->n;
         f->cycles_applied++;
+        f->hope = t->done + r->n;
         f->backoff = 0;
         return r->n;
     }

@@ -74,12 +74,17 @@
 #define GM_FF_RECS 64            /* cycles kept per known state                     */
 #define GM_FF_TABLE 4096         /* recent checkpoints' keys                        */
 #define GM_FF_LOCAL (1ull << 63) /* an id slot holding a stretch's own allocation   */
+/* events seeking without a record made or a cycle applied, after which
+ * fast-forward gives up for the run (and the model stops keeping its key):
+ * a trace whose states never come back pays for the search only so long */
+#define GM_FF_PATIENCE (1u << 20)
 
 enum gm_ff_mode {
     GM_FF_SEEK = 0,   /* looking for a state that comes back                     */
     GM_FF_RECORD = 1, /* simulating from a known state, recording, until back    */
     GM_FF_PROBE = 2,  /* simulating from a known state, not recording, until back */
     GM_FF_AT = 3,     /* the model is in a known state: try its cycles           */
+    GM_FF_OFF = 4,    /* given up for the run (GM_FF_PATIENCE)                    */
 };
 
 /* What the engine lends a replay: its tenant's allocator, metrics and id
@@ -126,6 +131,8 @@ typedef struct gm_ffwd {
     size_t need;     /* AT, gm_ffwd_apply returned 0: a cycle may match the
                         events ahead but is longer than what was given */
     uint64_t since;  /* RECORD, PROBE: events the tenant had done at the start */
+    uint64_t hope;   /* events done when a record was last made or a cycle
+                        applied (or the search began) */
     gm_ff_check tab[GM_FF_TABLE];
     gm_ff_state *states[GM_FF_STATES];
     size_t n_states;
@@ -138,9 +145,10 @@ typedef struct gm_ffwd {
     uint32_t gen;
     uint64_t *scratch; /* a state written out, to compare */
     size_t cap_scratch;
-    /* a replay's scratch: ids of its allocations, and the id slots' undo */
-    uint32_t *ids, *undo_id;
-    uint64_t *undo_v, *undo_addr;
+    /* a replay's scratch (check): ids of its allocations, and per event
+     * that frees a block that lived before it, what the id slot held */
+    uint32_t *ids;
+    uint64_t *hin;
     size_t cap_replay;
     /* figures (bench/gmbench) */
     uint64_t events_applied, cycles_applied, records_made, records_failed;
@@ -161,7 +169,7 @@ void gm_ffwd_reset(gm_ffwd *f);
  * while seeking, recording or probing. */
 static inline int gm_ffwd_checkpoint(const gm_alloc *a)
 {
-    return (a->ff_live * 0x9e3779b97f4a7c15ull) >> 58 == 0;
+    return (a->ff_live * 0xc2b2ae3d27d4eb4full) >> 58 == 0;
 }
 
 /* Seeking, at a checkpoint (`done` events into the tenant): 1 when the
