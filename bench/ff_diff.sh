@@ -20,7 +20,8 @@ shift
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0 runs=0 ffs=0
-strip() { grep -v -e '"created_utc"' -e '"wall_s"' "$1"; }
+# shellcheck source=bench/diff_lib.sh
+. "$(dirname "$0")/diff_lib.sh"
 table() { grep -v -e '^  simulated ' -e ' fast-forwarded: ' "$1"; }
 one() { # label, gmsim args...
     local label=$1
@@ -43,22 +44,10 @@ one() { # label, gmsim args...
         return
     fi
     [ $ra != 0 ] && [ ! -s "$tmp/a.json" ] && return
-    if ! diff <(strip "$tmp/a.json") <(strip "$tmp/b.json") >"$tmp/d"; then
-        echo "DIFF $label"
-        head -10 "$tmp/d"
-        fail=1
-    fi
+    compare_json "$label" "$tmp/a.json" "$tmp/b.json"
 }
 for t in "$@"; do
-    cap0=()
-    if ! "$g" run -q --json "$tmp/p.json" "$t" >/dev/null 2>&1; then
-        cap0=(--capacity 80GiB)
-        if ! "$g" run -q --json "$tmp/p.json" "${cap0[@]}" "$t" >/dev/null 2>&1; then
-            echo "skipped $t: $("$g" run -q "${cap0[@]}" "$t" 2>&1 >/dev/null | head -c 120)"
-            continue
-        fi
-    fi
-    peak=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['device']['peak_reserved_bytes'])" "$tmp/p.json")
+    trace_peak "$g" "$t" || continue
     for pol in pytorch lru priority; do
         one "$t $pol" --policy $pol "${cap0[@]}" "$t"
         for f in 0.95 0.8 0.6; do

@@ -18,7 +18,8 @@ shift 2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0 runs=0
-strip() { grep -v -e '"created_utc"' -e '"wall_s"' "$1"; }
+# shellcheck source=bench/diff_lib.sh
+. "$(dirname "$0")/diff_lib.sh"
 one() { # label, gmsim args...
     local label=$1
     shift
@@ -34,24 +35,12 @@ one() { # label, gmsim args...
         return
     fi
     [ $ra != 0 ] && [ ! -s "$tmp/a.json" ] && return
-    if ! diff <(strip "$tmp/a.json") <(strip "$tmp/b.json") >"$tmp/d"; then
-        echo "DIFF $label"
-        head -10 "$tmp/d"
-        fail=1
-    fi
+    compare_json "$label" "$tmp/a.json" "$tmp/b.json"
 }
 for t in "$@"; do
     # the trace's own peak reserved, to put it under pressure; 80 GiB for
     # a snapshot that does not record the device's size
-    cap0=()
-    if ! "$old" run -q --json "$tmp/p.json" "$t" >/dev/null 2>&1; then
-        cap0=(--capacity 80GiB)
-        if ! "$old" run -q --json "$tmp/p.json" "${cap0[@]}" "$t" >/dev/null 2>&1; then
-            echo "skipped $t: $("$old" run -q "${cap0[@]}" "$t" 2>&1 >/dev/null | head -c 120)"
-            continue
-        fi
-    fi
-    peak=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['device']['peak_reserved_bytes'])" "$tmp/p.json")
+    trace_peak "$old" "$t" || continue
     for pol in predictive oracle; do
         one "$t $pol" --policy $pol "${cap0[@]}" "$t"
         for f in 0.9 0.7; do
