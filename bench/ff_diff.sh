@@ -10,7 +10,9 @@
 # to (pytorch, lru, priority) with room, and pytorch, lru and priority
 # under pressure (capacities below the trace's peak reserved, OOMs
 # skipped), with expandable_segments, max_split_size_mb,
-# roundup_power2_divisions, --repeat 3, --initial-state recorded, and
+# roundup_power2_divisions, --repeat 3, --initial-state recorded,
+# garbage_collection_threshold under a memory fraction (with room, and
+# near the peak, where it releases), and
 # predictive (which fast-forward leaves alone: a check that it does).
 # Prints how many events each case fast-forwarded, so a case that never
 # engages shows. Exit 0 when every pair is identical, 1 otherwise.
@@ -60,6 +62,11 @@ for t in "$@"; do
     one "$t divisions 4" --alloc-conf roundup_power2_divisions:4 "${cap0[@]}" "$t"
     one "$t repeat 3" --repeat 3 "${cap0[@]}" "$t"
     one "$t recorded" --initial-state recorded "${cap0[@]}" "$t"
+    one "$t gc" --alloc-conf garbage_collection_threshold:0.6 --memory-fraction 0.95 \
+        "${cap0[@]}" "$t"
+    cap=$(python3 -c "print(int($peak * 1.05) + 536870912)")
+    one "$t gc, releasing" --alloc-conf garbage_collection_threshold:0.5 --memory-fraction 1 \
+        --capacity $cap --on-oom skip "$t"
     one "$t predictive" --policy predictive "${cap0[@]}" "$t"
 done
 echo "$runs pairs compared, $ffs fast-forwarded: $([ $fail = 0 ] && echo identical || echo DIFFERENT)"

@@ -226,8 +226,9 @@ typedef struct gm_alloc_ops {
      * an iteration that starts from the state the one before it started
      * from, with the same events, makes the same decisions; the engine then
      * applies its recorded effect instead of calling malloc and free. The
-     * three members below are optional, all or none; a model without them
-     * is always simulated event by event.
+     * members below are optional (ff_state, ff_segment and ff_touch all or
+     * none; the others as their comments say); a model without them is
+     * always simulated event by event.
      *
      * ff_state: everything the model's later decisions depend on, as words
      * into buf (up to cap), returning how many it needs: its segments in a
@@ -246,14 +247,28 @@ typedef struct gm_alloc_ops {
      * call), for ff_touch. */
     uint64_t (*ff_segment)(gm_alloc *a, uint64_t handle);
     /* Segment `seg` was last used at now_ns: what a malloc or free of one
-     * of its blocks at now_ns leaves (its last_use_ns, as policies see it). */
-    void (*ff_touch)(gm_alloc *a, uint64_t seg, uint64_t now_ns);
+     * of its blocks at now_ns leaves (its last_use_ns, as policies see it);
+     * and its age, `age` from ff_seg_age, again (0: none to set). */
+    void (*ff_touch)(gm_alloc *a, uint64_t seg, uint64_t now_ns, uint64_t age);
+    /* Optional with ff_state, for a model whose segments age by a clock of
+     * its own that the calls move (PyTorch's garbage collection: the pools'
+     * lookups, GM_FF_CLOCKS of them), all three or none. ff_clock reads the
+     * clocks; ff_advance moves them on by d (what a cycle moved them);
+     * ff_seg_age is what the cycle left in segment `seg`'s age, relative
+     * to the clocks `since` at its start (0: nothing that decides), for
+     * ff_touch to set relative to the clocks before they move on. */
+    void (*ff_clock)(gm_alloc *a, uint64_t clock[]);
+    void (*ff_advance)(gm_alloc *a, const uint64_t d[]);
+    uint64_t (*ff_seg_age)(gm_alloc *a, uint64_t seg, const uint64_t since[]);
     /* Optional with ff_state, for a model with stats: add d's `allocated`
      * and `freed` to those of every gm_stat of its statistics, which is
      * what a cycle leaves in them (its current values and peaks do not
      * move: the cycle ran from the same state before). */
     void (*ff_stats)(gm_alloc *a, const gm_alloc_stats *d);
 } gm_alloc_ops;
+
+/* ff_clock's clocks at most. */
+#define GM_FF_CLOCKS 2
 
 /* The gm_stat members of gm_alloc_stats, as an array (they come first). */
 #define GM_ALLOC_N_STATS (offsetof(gm_alloc_stats, num_alloc_retries) / sizeof(gm_stat))

@@ -1673,14 +1673,14 @@ static uint64_t pt_block_bytes(gm_alloc *a, uint64_t handle)
  * an allocated block's request and category); then the whole-free list in
  * its order (releases walk it) and the expandable segments in theirs. Not
  * written: the last use (ff_touch), the caches of views and largest free
- * blocks (they follow the blocks), which block struct holds a block. The
- * GC age (pool lookups, each block's gc_base) changes with every malloc:
- * with garbage collection on there is no promise. PyTorch's statistics
- * decide nothing (pt_ff_stats). */
+ * blocks (they follow the blocks), which block struct holds a block, the
+ * GC ages (pool lookups and each block's gc_base: they decide only when
+ * the model grows, which a cycle does not; ff_clock, ff_seg_age and
+ * ff_touch move them as the cycle would). PyTorch's statistics decide
+ * nothing (pt_ff_stats). */
 static size_t pt_ff_state(gm_alloc *a, uint64_t *buf, size_t cap)
 {
     const pt_state *s = a->impl;
-    if (gc_enabled(a, s)) return SIZE_MAX;
     size_t n = 0;
 #define PUT(x)                                                                                     \
     do {                                                                                           \
@@ -1724,13 +1724,48 @@ static uint64_t pt_ff_segment(gm_alloc *a, uint64_t handle)
     return (uint64_t)(uintptr_t)((const pt_block *)(uintptr_t)handle)->seg;
 }
 
-/* What pt_malloc and pt_free leave in a segment besides its blocks. */
-static void pt_ff_touch(gm_alloc *a, uint64_t seg, uint64_t now)
+/* A classic segment of one free block: what garbage collection frees. */
+static int whole_free(const pt_segment *g)
 {
-    (void)a;
+    return !g->expandable && g->n_alloc == 0 && g->n_blocks == 1;
+}
+
+/* What pt_malloc and pt_free leave in a segment besides its blocks: its
+ * last use, and (age: 1 + the lookups of its pool from the cycle's start
+ * to when its one free block entered the pool) that block's GC base. */
+static void pt_ff_touch(gm_alloc *a, uint64_t seg, uint64_t now, uint64_t age)
+{
+    pt_state *s = a->impl;
     pt_segment *g = (pt_segment *)(uintptr_t)seg;
     g->last_use_ns = now;
     g->view_stale = 1;
+    if (age) g->first->gc_base = pool_of(s, g)->lookups + age - 1;
+}
+
+/* The clocks GC ages count by: the default pools' lookups (small, large). */
+static void pt_ff_clock(gm_alloc *a, uint64_t clock[])
+{
+    const pt_state *s = a->impl;
+    clock[0] = s->small.lookups;
+    clock[1] = s->large.lookups;
+}
+
+static void pt_ff_advance(gm_alloc *a, const uint64_t d[])
+{
+    pt_state *s = a->impl;
+    s->small.lookups += d[0];
+    s->large.lookups += d[1];
+}
+
+/* Only a whole free segment's GC age decides anything (garbage
+ * collection releases those, oldest first: the pytorch policy); a block
+ * that enters a pool later takes the clock of then. */
+static uint64_t pt_ff_seg_age(gm_alloc *a, uint64_t seg, const uint64_t since[])
+{
+    (void)a;
+    const pt_segment *g = (const pt_segment *)(uintptr_t)seg;
+    if (!whole_free(g) || g->priv) return 0;
+    return 1 + g->first->gc_base - (g->small ? since[0] : since[1]);
 }
 
 static void pt_ff_stats(gm_alloc *a, const gm_alloc_stats *d)
@@ -1782,4 +1817,7 @@ const gm_alloc_ops gm_alloc_pytorch = {
     .ff_segment = pt_ff_segment,
     .ff_touch = pt_ff_touch,
     .ff_stats = pt_ff_stats,
+    .ff_clock = pt_ff_clock,
+    .ff_advance = pt_ff_advance,
+    .ff_seg_age = pt_ff_seg_age,
 };

@@ -25,8 +25,10 @@ struct gm_ff_rec {
     size_t n_keep;
     struct gm_ff_touch {
         uint64_t seg;
-        size_t i; /* the last event that used seg */
+        size_t i;     /* the last event that used seg */
+        uint64_t age; /* what the cycle left in its age (ff_seg_age) */
     } * touch;
+    uint64_t dclock[GM_FF_CLOCKS]; /* how far it moved the model's clocks (ff_clock) */
     size_t n_touch;
     gm_alloc_stats *dstats; /* what it adds to the model's statistics (ff_stats), or NULL */
     uint64_t used;          /* gm_ffwd.clock when last applied or made */
@@ -35,6 +37,7 @@ struct gm_ff_rec {
 /* A state the model was in, word for word (ff_state), and its cycles. */
 struct gm_ff_state {
     uint64_t key;
+    uint64_t n_drv; /* the model's driver calls when it was made */
     uint64_t *w;
     size_t n;
     gm_ff_rec *recs[GM_FF_RECS];
@@ -43,8 +46,9 @@ struct gm_ff_state {
     /* what must not move during a record (set when one starts) */
     gm_alloc_counters c0;
     uint64_t dev_used0, dev_reads0, dev_refused0, oom0;
-    gm_alloc_stats st0; /* the model's statistics, when it keeps them */
-    uint64_t limit;     /* a record not back by this many events is dropped */
+    gm_alloc_stats st0;            /* the model's statistics, when it keeps them */
+    uint64_t clock0[GM_FF_CLOCKS]; /* the model's clocks (ff_clock) */
+    uint64_t limit;                /* a record not back by this many events is dropped */
 };
 
 /* The key of the state the model is in: its allocated blocks (ff_live)
@@ -82,7 +86,8 @@ static int stats_kept(const gm_alloc *a)
 gm_ffwd *gm_ffwd_new(gm_alloc *a)
 {
     const gm_alloc_ops *o = a->ops;
-    if (!o->ff_state || !o->ff_segment || !o->ff_touch || (stats_kept(a) && !o->ff_stats))
+    if (!o->ff_state || !o->ff_segment || !o->ff_touch || (stats_kept(a) && !o->ff_stats) ||
+        !o->ff_clock != !o->ff_advance || !o->ff_clock != !o->ff_seg_age)
         return NULL;
     gm_ffwd *f = calloc(1, sizeof *f);
     if (!f) return NULL;
@@ -211,6 +216,7 @@ static void watch(gm_ffwd *f, gm_ff_state *s, gm_alloc *a, const gm_metrics *m, 
     s->dev_refused0 = a->dev->refused;
     s->oom0 = m->n_oom;
     if (stats_kept(a)) a->ops->stats(a, &s->st0);
+    if (a->ops->ff_clock) a->ops->ff_clock(a, s->clock0);
     s->used = ++f->clock;
     f->at = s;
     f->since = done;
@@ -420,12 +426,20 @@ static gm_ff_rec *rec_make(gm_ffwd *f, gm_alloc *a)
     /* each segment's last use: the last event that used it */
     r->touch = (struct gm_ff_touch *)(r->keep + n_keep + 1);
     for (size_t i = 0; i < n; i++)
-        r->touch[i] = (struct gm_ff_touch){b->seg[i], i};
+        r->touch[i] = (struct gm_ff_touch){b->seg[i], i, 0};
     qsort(r->touch, n, sizeof *r->touch, cmp_touch);
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (i + 1 == n || r->touch[i + 1].seg != r->touch[i].seg) r->touch[k++] = r->touch[i];
     r->n_touch = k;
+    if (a->ops->ff_clock) { /* the model's clocks moved on, and what ages the cycle left */
+        uint64_t now[GM_FF_CLOCKS];
+        a->ops->ff_clock(a, now);
+        for (size_t c = 0; c < GM_FF_CLOCKS; c++)
+            r->dclock[c] = now[c] - f->at->clock0[c];
+        for (size_t t = 0; t < k; t++)
+            r->touch[t].age = a->ops->ff_seg_age(a, r->touch[t].seg, f->at->clock0);
+    }
     if (stats_kept(a)) { /* the cumulative figures' growth over the cycle */
         gm_alloc_stats now;
         a->ops->stats(a, &now);
@@ -540,13 +554,15 @@ static void drop_state(gm_ffwd *f)
     f->states[lo] = f->states[--f->n_states];
 }
 
-/* A known state with this key that the model is in now, word for word. */
+/* A known state with this key that the model is in now, word for word,
+ * with no driver call since it was made (its cycles name segments by the
+ * model's handles, which a segment released and made again may change). */
 static gm_ff_state *known(gm_ffwd *f, gm_alloc *a, uint64_t key)
 {
     size_t n_now = 0; /* words of the state now, once written out */
     for (size_t k = 0; k < f->n_states; k++) {
         gm_ff_state *s = f->states[k];
-        if (s->key != key) continue;
+        if (s->key != key || s->n_drv != a->c.n_driver_alloc + a->c.n_driver_free) continue;
         if (!n_now && (n_now = take_state(a, &f->scratch, &f->cap_scratch)) == SIZE_MAX)
             return NULL;
         if (n_now == s->n && !memcmp(f->scratch, s->w, n_now * sizeof *s->w)) return s;
@@ -596,6 +612,7 @@ int gm_ffwd_seek(gm_ffwd *f, gm_alloc *a, const gm_metrics *m, uint64_t done)
         return 0;
     }
     s->key = key;
+    s->n_drv = a->c.n_driver_alloc + a->c.n_driver_free;
     /* a cycle is about as long as the period that found it (an iteration
      * of another shape: up to a few times that) */
     s->limit = 4 * p + 64 < GM_FF_MAX ? 4 * p + 64 : GM_FF_MAX;
@@ -691,8 +708,9 @@ static void apply(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, const gm_f
     _Static_assert(sizeof(gm_event) % sizeof(uint64_t) == 0, "events' times at a stride");
     gm_metrics_steps(m, &ev[0].t_ns, sizeof(gm_event) / sizeof(uint64_t), shift, r->q, r->a,
                      a->c.reserved_bytes, r->lf, r->n);
-    for (size_t k = 0; k < r->n_touch; k++)
-        a->ops->ff_touch(a, r->touch[k].seg, ev[r->touch[k].i].t_ns + shift);
+    for (size_t k = 0; k < r->n_touch; k++) /* ages from the clocks the cycle started at */
+        a->ops->ff_touch(a, r->touch[k].seg, ev[r->touch[k].i].t_ns + shift, r->touch[k].age);
+    if (a->ops->ff_clock) a->ops->ff_advance(a, r->dclock);
     if (r->dstats) a->ops->ff_stats(a, r->dstats);
 }
 

@@ -44,8 +44,11 @@
  * the ff_* members (pytorch), a policy without a timer, admit or
  * on_tensor (pytorch, lru, priority: they are asked only when the model
  * grows, which a cycle never does), and a model configuration whose state
- * ff_state writes out (no garbage_collection_threshold under a memory
- * fraction, no memory_stats() kept). gm_sim_config.no_fast_forward turns
+ * ff_state writes out. What a cycle changes besides its events' blocks is
+ * moved as it would move it: the segments' last use and GC ages
+ * (ff_touch, ff_clock, ff_seg_age: PyTorch's garbage collection decides
+ * only when the model grows, but by ages the cycle moves on), and the
+ * cumulative statistics (ff_stats). gm_sim_config.no_fast_forward turns
  * it off; tests/test_ffwd.c holds runs with it to the same results as
  * runs without.
  *

@@ -254,6 +254,9 @@ static void cases_on(const gm_tenant_spec *spec, size_t n, double want)
         {"pytorch", "expandable_segments:True", 80 * GiB, 0, 0, 1, 0},
         {"pytorch", "roundup_power2_divisions:4", 80 * GiB, 0, 0, 0, 0},
         {"pytorch", NULL, 80 * GiB, 0, 3, 1, 0}, /* --repeat: each pass from the start */
+        /* GC ages (ff_clock): kept as simulating keeps them, never used here */
+        {"pytorch", "garbage_collection_threshold:0.6,per_process_memory_fraction:0.99", 80 * GiB,
+         0, 0, 1, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint64_t ff = both(spec, &cases[i]);
@@ -342,6 +345,17 @@ static void test_last_use(void)
         run_case c = {"lru", NULL, reserved + 1 * GiB, 1, 0, stats, 0};
         CU_ASSERT(both(&t, &c) > 8 * n / 10);
     }
+    /* and PyTorch's garbage collection, which releases the whole free
+     * segments that have waited longest in their pool (their GC ages:
+     * ff_clock, ff_seg_age) */
+    run_case gc = {"pytorch",
+                   "garbage_collection_threshold:0.3,per_process_memory_fraction:1.0",
+                   reserved + 1 * GiB,
+                   1,
+                   0,
+                   0,
+                   0};
+    CU_ASSERT(both(&t, &gc) > 8 * n / 10);
     gm_trace_meta_free(&meta);
     free(e2);
     free(ev);
