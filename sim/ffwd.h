@@ -79,8 +79,10 @@
 #define GM_FF_LOCAL (1ull << 63) /* an id slot holding a stretch's own allocation   */
 /* events seeking without a record made or a cycle applied, after which
  * fast-forward gives up for the run (and the model stops keeping its key):
- * a trace whose states never come back pays for the search only so long */
-#define GM_FF_PATIENCE (1u << 20)
+ * a trace whose states never come back pays for the search only so long.
+ * Four times GM_FF_MAX: the longest cycle kept is found within three of
+ * its lengths (a key seen three times, then the record) */
+#define GM_FF_PATIENCE (4u * GM_FF_MAX)
 
 enum gm_ff_mode {
     GM_FF_SEEK = 0,   /* looking for a state that comes back                     */
