@@ -1724,12 +1724,6 @@ static uint64_t pt_ff_segment(gm_alloc *a, uint64_t handle)
     return (uint64_t)(uintptr_t)((const pt_block *)(uintptr_t)handle)->seg;
 }
 
-/* A classic segment of one free block: what garbage collection frees. */
-static int whole_free(const pt_segment *g)
-{
-    return !g->expandable && g->n_alloc == 0 && g->n_blocks == 1;
-}
-
 /* What pt_malloc and pt_free leave in a segment besides its blocks: its
  * last use, and (age: 1 + the lookups of its pool from the cycle's start
  * to when its one free block entered the pool) that block's GC base. */
@@ -1758,13 +1752,14 @@ static void pt_ff_advance(gm_alloc *a, const uint64_t d[])
 }
 
 /* Only a whole free segment's GC age decides anything (garbage
- * collection releases those, oldest first: the pytorch policy); a block
- * that enters a pool later takes the clock of then. */
+ * collection releases those, oldest first: the pytorch policy; they are
+ * the ones in free_segs, track_free); a block that enters a pool later
+ * takes the clock of then. */
 static uint64_t pt_ff_seg_age(gm_alloc *a, uint64_t seg, const uint64_t since[])
 {
     (void)a;
     const pt_segment *g = (const pt_segment *)(uintptr_t)seg;
-    if (!whole_free(g) || g->priv) return 0;
+    if (!g->whole_free) return 0;
     return 1 + g->first->gc_base - (g->small ? since[0] : since[1]);
 }
 

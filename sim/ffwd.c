@@ -11,7 +11,6 @@ struct gm_ff_rec {
     uint8_t *op, *cat;
     uint64_t *size, *stream, *ref; /* gm_ff_buf's */
     uint64_t *q, *a, *lf;
-    size_t n_alloc;
     /* The cycle's j-th allocation lives on at the address of the block
      * that lived before it and that its event i freed: the state at the
      * end is the one at the start, so the allocations that live on sit
@@ -28,10 +27,10 @@ struct gm_ff_rec {
         size_t i;     /* the last event that used seg */
         uint64_t age; /* what the cycle left in its age (ff_seg_age) */
     } * touch;
-    uint64_t dclock[GM_FF_CLOCKS]; /* how far it moved the model's clocks (ff_clock) */
     size_t n_touch;
-    gm_alloc_stats *dstats; /* what it adds to the model's statistics (ff_stats), or NULL */
-    uint64_t used;          /* gm_ffwd.clock when last applied or made */
+    uint64_t dclock[GM_FF_CLOCKS]; /* how far it moved the model's clocks (ff_clock) */
+    gm_alloc_stats *dstats;        /* what it adds to the model's statistics (ff_stats), or NULL */
+    uint64_t used;                 /* gm_ffwd.clock when last applied or made */
 };
 
 /* A state the model was in, word for word (ff_state), and its cycles. */
@@ -363,8 +362,8 @@ static int same_events(const gm_ff_rec *r, const gm_ff_buf *b)
            !memcmp(r->ref, b->ref, n * 8);
 }
 
-/* Drop the least recently used record (or a whole state's, when it has
- * none left) until `need` more events fit the budget. */
+/* Drop the least recently used records, of any state, until `need` more
+ * events fit the budget. */
 static void make_room(gm_ffwd *f, size_t need)
 {
     while (f->kept_events + need > GM_FF_BUDGET) {
@@ -418,7 +417,6 @@ static gm_ff_rec *rec_make(gm_ffwd *f, gm_alloc *a)
     memcpy(r->lf, b->lf, n * 8);
     memcpy(r->op, b->op, n);
     memcpy(r->cat, b->cat, n);
-    r->n_alloc = b->n_alloc;
     if (n_keep && !keep_by_address(f, a, r)) {
         rec_free(r);
         return NULL;
@@ -559,13 +557,11 @@ static void drop_state(gm_ffwd *f)
  * model's handles, which a segment released and made again may change). */
 static gm_ff_state *known(gm_ffwd *f, gm_alloc *a, uint64_t key)
 {
-    size_t n_now = 0; /* words of the state now, once written out */
     for (size_t k = 0; k < f->n_states; k++) {
         gm_ff_state *s = f->states[k];
-        if (s->key != key || s->n_drv != a->c.n_driver_alloc + a->c.n_driver_free) continue;
-        if (!n_now && (n_now = take_state(a, &f->scratch, &f->cap_scratch)) == SIZE_MAX)
-            return NULL;
-        if (n_now == s->n && !memcmp(f->scratch, s->w, n_now * sizeof *s->w)) return s;
+        if (s->key == key && s->n_drv == a->c.n_driver_alloc + a->c.n_driver_free &&
+            in_state(f, a, s))
+            return s;
     }
     return NULL;
 }
@@ -683,9 +679,9 @@ differ:
         if (op[i] == GM_OP_ALLOC) {
             slot[id] = 0;
         } else if (!(refs[i] & GM_FF_LOCAL)) {
+            /* its address as it was: the free repeated it (an allocation since may not) */
             slot[id] = hin[i];
-            sa[id] =
-                ev[i].addr; /* what it was: the free repeated it (an allocation since may not) */
+            sa[id] = ev[i].addr;
         }
     }
     return 0;
