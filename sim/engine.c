@@ -135,16 +135,29 @@ static const gm_trace_meta *src_meta(const tenant *t)
     return t->spec->meta ? t->spec->meta : &none;
 }
 
-static int64_t src_read(tenant *t, gm_err *err)
+/* The next chunk into t->buf, after the last `keep` events of the one
+ * there now (0: none; fast-forward checks a cycle across a chunk's end,
+ * refill_keep): its events from t->buf + keep on. A file's kept events
+ * move to the front of t->own, which grows by GM_FF_CARRY events the
+ * first time; an in-memory trace's window just widens. The chunks, and so
+ * what the trace hash covers at a time, are the same either way. */
+static int64_t src_read(tenant *t, size_t keep, gm_err *err)
 {
     if (t->r) {
-        int64_t n = gm_trace_read(t->r, t->own, CHUNK_EVENTS, err);
+        if (keep && !t->own_carry) {
+            gm_event *v = realloc(t->own, (CHUNK_EVENTS + GM_FF_CARRY) * sizeof *v);
+            if (!v) return gm_errf(err, GM_ENOMEM, "out of memory");
+            t->buf = t->own = v; /* a file's chunk is always in own */
+            t->own_carry = 1;
+        }
+        if (keep) memmove(t->own, t->buf + t->nbuf - keep, keep * sizeof *t->own);
+        int64_t n = gm_trace_read(t->r, t->own + keep, CHUNK_EVENTS, err);
         t->buf = t->own;
         return n;
     }
     size_t n = t->spec->n_events - t->mem_pos;
     if (n > CHUNK_EVENTS) n = CHUNK_EVENTS;
-    t->buf = t->spec->events + t->mem_pos;
+    t->buf = t->spec->events + t->mem_pos - keep;
     t->mem_pos += n;
     return (int64_t)n;
 }
@@ -182,22 +195,10 @@ static inline void hash_lanes(gm_hash lane[4], const gm_event *e)
                               ((uint64_t)e->phase << 40));
 }
 
-/* Four independent lanes so the multiplies overlap; folded into the
- * trace's hash once per chunk. */
-static void hash_events(gm_hash *h, const gm_event *buf, size_t n)
-{
-    gm_hash lane[4];
-    for (int k = 0; k < 4; k++)
-        gm_hash_init(&lane[k]);
-    for (size_t i = 0; i < n; i++)
-        hash_lanes(lane, &buf[i]);
-    for (int k = 0; k < 4; k++)
-        gm_hash_u64(h, gm_hash_final(&lane[k]));
-}
-
-/* hash_events of chunk a, then of chunk b: the same value, with the two
- * chunks' lanes side by side (eight chains of multiplies instead of four:
- * the hash waits on their latency, not on the instructions). */
+/* Chunk a, then chunk b (nb 0: none), into the trace's hash: each chunk
+ * through four lanes of its own, folded in once, so the multiplies
+ * overlap; the two chunks' lanes side by side make eight chains instead
+ * of four (the hash waits on their latency, not on the instructions). */
 static void hash_events2(gm_hash *h, const gm_event *a, size_t na, const gm_event *b, size_t nb)
 {
     gm_hash la[4], lb[4];
@@ -216,8 +217,14 @@ static void hash_events2(gm_hash *h, const gm_event *a, size_t na, const gm_even
         hash_lanes(lb, &b[i]);
     for (int k = 0; k < 4; k++)
         gm_hash_u64(h, gm_hash_final(&la[k]));
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; nb && k < 4; k++)
         gm_hash_u64(h, gm_hash_final(&lb[k]));
+}
+
+/* One chunk into the trace's hash. */
+static void hash_events(gm_hash *h, const gm_event *buf, size_t n)
+{
+    hash_events2(h, buf, n, NULL, 0);
 }
 
 static void hash_chunk(tenant *t)
@@ -245,10 +252,7 @@ void gm_trace_hash_events(const char *source, const gm_event *ev, size_t n, char
     for (size_t i = 0; i < n;
          i += 2 * CHUNK_EVENTS) { /* the chunks src_read gives, two at a time */
         size_t na = n - i < CHUNK_EVENTS ? n - i : CHUNK_EVENTS, j = i + na;
-        if (j == n)
-            hash_events(&h, ev + i, na);
-        else
-            hash_events2(&h, ev + i, na, ev + j, n - j < CHUNK_EVENTS ? n - j : CHUNK_EVENTS);
+        hash_events2(&h, ev + i, na, ev + j, n - j < CHUNK_EVENTS ? n - j : CHUNK_EVENTS);
     }
     hash_hex(&h, out);
 }
@@ -617,7 +621,7 @@ static void finish_hash(tenant *t)
 static int drain_hash(tenant *t, gm_err *err)
 {
     while (t->hashing) {
-        int64_t n = src_read(t, err);
+        int64_t n = src_read(t, 0, err);
         if (n < 0) return (int)n;
         if (n == 0) {
             finish_hash(t);
@@ -663,7 +667,7 @@ static int end_pass(sim *s, tenant *t, gm_err *err)
 
 static int refill(sim *s, tenant *t, gm_err *err)
 {
-    int64_t n = src_read(t, err);
+    int64_t n = src_read(t, 0, err);
     if (n < 0) return (int)n;
     t->nbuf = (size_t)n;
     t->pos = 0;
@@ -1212,43 +1216,21 @@ static inline __attribute__((always_inline)) int plain_loop(sim *s, tenant *t, s
 
 /* Fast-forward at a known state: the chunk's events from t->pos on are
  * too few for a cycle that may match them. Keep them, and read the next
- * chunk after them (hashed as refill hashes it): GM_OK with more events,
- * or *none when the pass has no more (nothing changed). A file's events
- * move to the front of t->own, which grows by up to GM_FF_CARRY events;
- * an in-memory trace's window just widens. */
+ * chunk after them (src_read; hashed as refill hashes it): GM_OK with more
+ * events, or *none when the pass has no more (nothing changed). */
 static int refill_keep(tenant *t, int *none, gm_err *err)
 {
     size_t keep = t->nbuf - t->pos;
-    const gm_event *fresh;
-    int64_t n;
+    int64_t n = src_read(t, keep, err);
     *none = 0;
-    if (t->r) {
-        if (!t->own_carry) {
-            gm_event *v = realloc(t->own, (CHUNK_EVENTS + GM_FF_CARRY) * sizeof *v);
-            if (!v) return gm_errf(err, GM_ENOMEM, "out of memory");
-            t->own = v;
-            t->own_carry = 1;
-            t->buf = t->own; /* a file's chunk is always there (src_read) */
-        }
-        memmove(t->own, t->buf + t->pos, keep * sizeof *t->own);
-        n = gm_trace_read(t->r, t->own + keep, CHUNK_EVENTS, err);
-        if (n < 0) return (int)n;
-        fresh = t->own + keep;
-        t->buf = t->own;
-    } else {
-        size_t left = t->spec->n_events - t->mem_pos;
-        n = (int64_t)(left > CHUNK_EVENTS ? CHUNK_EVENTS : left);
-        fresh = t->spec->events + t->mem_pos;
-        t->buf = fresh - keep;
-        t->mem_pos += (size_t)n;
-    }
+    if (n < 0) return (int)n;
     t->pos = 0;
     t->nbuf = keep + (size_t)n;
     if (n == 0) {
         *none = 1;
         return GM_OK;
     }
-    if (t->hashing) hash_events(&t->hash, fresh, (size_t)n);
+    if (t->hashing) hash_events(&t->hash, t->buf + keep, (size_t)n);
     return GM_OK;
 }
 
