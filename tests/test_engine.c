@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cu.h"
+#include "same_run.h"
 #include "sim/engine.h"
 #include "study/simulate.h"
 #include "traces/event_ids.h"
@@ -727,30 +728,6 @@ static void count_progress(void *ctx, uint64_t events)
 {
     uint64_t *v = ctx;
     v[v[0] + 1 < 16 ? ++v[0] : 0] = events;
-}
-
-/* Whether two tenant series are the same, bucket by bucket. */
-static int same_metrics(const gm_metrics *a, const gm_metrics *b)
-{
-    if (a->peak_q != b->peak_q || a->peak_a != b->peak_a || a->peak_r != b->peak_r ||
-        a->peak_q_t != b->peak_q_t || a->peak_r_t != b->peak_r_t || a->int_a != b->int_a ||
-        a->int_r != b->int_r || a->n_events != b->n_events || a->n_oom != b->n_oom ||
-        a->ext_frag_n != b->ext_frag_n || a->ext_frag_sum != b->ext_frag_sum ||
-        a->tl.n != b->tl.n || a->tl.width_ns != b->tl.width_ns || a->t_last != b->t_last)
-        return 0;
-    for (size_t i = 0; i < a->tl.n; i++) {
-        const gm_tl_point *x = &a->tl.p[i], *y = &b->tl.p[i];
-        if (x->q_max != y->q_max || x->a_max != y->a_max || x->r_max != y->r_max ||
-            x->q_min != y->q_min || x->a_min != y->a_min || x->r_min != y->r_min ||
-            x->q_end != y->q_end || x->a_end != y->a_end || x->r_end != y->r_end ||
-            x->ext_frag != y->ext_frag)
-            return 0;
-    }
-    for (size_t i = 0; i < a->n_oom_kept; i++)
-        if (a->ooms[i].event_index != b->ooms[i].event_index ||
-            a->ooms[i].t_ns != b->ooms[i].t_ns || a->ooms[i].verdict != b->ooms[i].verdict)
-            return 0;
-    return 1;
 }
 
 /* run_plain() (one tenant, allocations by id) does what step() does:

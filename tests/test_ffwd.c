@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cu.h"
+#include "same_run.h"
 #include "sim/engine.h"
 #include "study/simulate.h"
 #include "traces/event_ids.h"
@@ -170,22 +171,6 @@ static void count_progress(void *ctx, uint64_t done)
     uint64_t *r = ctx;
     r[0]++;
     r[1] ^= done * 0x9e3779b97f4a7c15ull;
-}
-
-static int same_metrics(const gm_metrics *a, const gm_metrics *b)
-{
-    if (a->peak_q != b->peak_q || a->peak_a != b->peak_a || a->peak_r != b->peak_r ||
-        a->peak_q_t != b->peak_q_t || a->peak_r_t != b->peak_r_t || a->int_a != b->int_a ||
-        a->int_r != b->int_r || a->n_events != b->n_events || a->n_oom != b->n_oom ||
-        a->ext_frag_n != b->ext_frag_n || a->ext_frag_sum != b->ext_frag_sum ||
-        a->ext_frag_max != b->ext_frag_max || a->tl.n != b->tl.n ||
-        a->tl.width_ns != b->tl.width_ns || a->tl.t0 != b->tl.t0 || a->t_last != b->t_last ||
-        a->t_first != b->t_first || a->q != b->q || a->a != b->a || a->r != b->r)
-        return 0;
-    if (memcmp(a->tl.p, b->tl.p, a->tl.n * sizeof a->tl.p[0])) return 0;
-    for (size_t i = 0; i < a->n_oom_kept; i++)
-        if (memcmp(&a->ooms[i], &b->ooms[i], sizeof a->ooms[i])) return 0;
-    return 1;
 }
 
 typedef struct run_case {
