@@ -141,7 +141,7 @@ typedef struct gm_alloc gm_alloc;
  * against another layout of this struct is refused (gm_alloc_create) instead of being called
  * through the wrong pointers.
  */
-#define GM_ALLOC_VERSION 6
+#define GM_ALLOC_VERSION 7
 
 typedef struct gm_alloc_ops {
     /* GM_ALLOC_VERSION: the interface this model implements. */
@@ -265,7 +265,43 @@ typedef struct gm_alloc_ops {
      * what a cycle leaves in them (its current values and peaks do not
      * move: the cycle ran from the same state before). */
     void (*ff_stats)(gm_alloc *a, const gm_alloc_stats *d);
+    /*
+     * Optional, all five or none, with the members above: the state in
+     * GM_FF_PARTS independent parts (PyTorch's pools: part 0 the small
+     * pool, part 1 the large one; part k's clock is ff_clock's clock k),
+     * for a fast-forward of one part while the other is simulated
+     * (sim/ffwd.h, "One part"). Independent: a malloc served without a
+     * driver call, a policy call or garbage collection, and any free,
+     * read and change the state of their block's part only, and leave
+     * the other's as it was. ff_part_state is ff_state for part `part`
+     * (its segments and their blocks; no list order, which only a
+     * policy's view shows, and every policy sorts its views by an order
+     * of its own that the address ends: policies/pressure.h); SIZE_MAX
+     * when it makes no such promise (a configuration whose parts share
+     * something, e.g. expandable segments). ff_part_of: the part an
+     * allocation of `req` bytes goes to; ff_part_block: the part of live
+     * block `handle`; ff_part_malloc: malloc when the request is served
+     * without a driver call, policy call or garbage collection (from a
+     * cached block), else 1 and nothing changed (a malloc would grow);
+     * ff_part_largest_free: part `part`'s largest free block. While ff_on
+     * the model keeps gm_alloc.ff_part per part.
+     */
+    size_t (*ff_part_state)(gm_alloc *a, int part, uint64_t *buf, size_t cap);
+    int (*ff_part_of)(gm_alloc *a, uint64_t req);
+    int (*ff_part_block)(gm_alloc *a, uint64_t handle);
+    int (*ff_part_malloc)(gm_alloc *a, uint64_t req, uint64_t stream, uint8_t cat, uint64_t now,
+                          uint64_t *handle);
+    uint64_t (*ff_part_largest_free)(gm_alloc *a, int part);
 } gm_alloc_ops;
+
+/* ff_part_state's parts (and ff_clock's clocks: one each). */
+#define GM_FF_PARTS 2
+
+/* What a model with ff_part_state keeps per part while ff_on: its share
+ * of ff_live, and its requested and allocated bytes (a->c's Q and A). */
+typedef struct gm_ff_part {
+    uint64_t live, requested, allocated;
+} gm_ff_part;
 
 /* ff_clock's clocks at most. */
 #define GM_FF_CLOCKS 2
@@ -298,6 +334,7 @@ struct gm_alloc {
      * before (sim/ffwd.h); ff_state decides. */
     uint64_t ff_live;
     int ff_on; /* 1 while a fast-forward reads ff_live: only then is it kept */
+    gm_ff_part ff_part[GM_FF_PARTS]; /* with ff_part_state, while ff_on */
 };
 
 /* One allocated block's share of gm_alloc.ff_live: its address, size,

@@ -978,11 +978,24 @@ static int gc_enabled(const gm_alloc *a, const pt_state *s)
 }
 
 /* get_free_block */
-static pt_block *get_free_block(gm_alloc *a, pt_state *s, pt_pool *p, uint64_t size,
-                                uint64_t stream)
+/* ff_live and the block's part's share (gm_ff_part: part 0 the small
+ * pool, 1 the large), while a fast-forward reads them (a->ff_on); the
+ * amounts wrap around for a block that goes (unsigned). */
+static inline void ff_count(gm_alloc *a, const pt_segment *g, uint64_t mix, uint64_t req,
+                            uint64_t bytes)
+{
+    gm_ff_part *q = &a->ff_part[!g->small];
+    a->ff_live += mix;
+    q->live += mix;
+    q->requested += req;
+    q->allocated += bytes;
+}
+
+/* The block get_free_block takes, left where it is (x: its index). */
+static pt_block *find_free_block(const pt_state *s, pt_pool *p, uint64_t size, uint64_t stream,
+                                 pt_index **xp)
 {
     const gm_pt_conf *c = &s->conf;
-    if (gc_enabled(a, s)) p->lookups++;
     pt_index *x = index_find(p, stream);
     pt_block *b = x ? index_lower_bound(x, size) : NULL;
     if (!b) return NULL;
@@ -1001,7 +1014,17 @@ static pt_block *get_free_block(gm_alloc *a, pt_state *s, pt_pool *p, uint64_t s
         return NULL; /* do not hand an oversize block to a small request */
     if (size >= c->max_split_size && b->size >= size + c->max_non_split_rounding_size)
         return NULL; /* oversize requests may round up only a little */
-    index_remove(x, b);
+    *xp = x;
+    return b;
+}
+
+static pt_block *get_free_block(gm_alloc *a, pt_state *s, pt_pool *p, uint64_t size,
+                                uint64_t stream)
+{
+    if (gc_enabled(a, s)) p->lookups++;
+    pt_index *x;
+    pt_block *b = find_free_block(s, p, size, stream, &x);
+    if (b) index_remove(x, b);
     return b;
 }
 
@@ -1020,6 +1043,38 @@ static pt_block *grow(gm_alloc *a, pt_state *s, pt_pool *p, uint64_t size, uint6
         return NULL;
     if (s->conf.expandable_segments) return alloc_expandable(a, s, p, stream, size, now);
     return alloc_segment(a, s, alloc_size, stream, p->small, now);
+}
+
+/* PyTorch's alloc_found_block: block b, taken from pool p, serves the
+ * request (split when should_split says). */
+static inline __attribute__((always_inline)) int alloc_found(gm_alloc *a, pt_state *s, pt_pool *p,
+                                                             pt_block *b, uint64_t size,
+                                                             uint64_t req, uint8_t cat,
+                                                             uint64_t now, uint64_t *handle)
+{
+    int counted = !b->seg->expandable, already_split = b->prev || b->next;
+    pt_block *rest = NULL;
+    if (should_split(s, b, size)) {
+        rest = split_at(s, b, size);
+        if (!rest) return GM_EOOM;
+        pool_insert(p, rest);
+    }
+    if (!a->no_stats) stats_found(s, b, rest, counted, already_split, req);
+    b->allocated = 1;
+    b->requested = req;
+    b->category = cat;
+    pt_segment *g = b->seg;
+    if (a->ff_on) ff_count(a, g, gm_ff_block_mix(b->ptr, b->size, req, cat), req, b->size);
+    g->view_stale = 1;
+    g->n_alloc++;
+    g->alloc_bytes += b->size;
+    g->last_use_ns = now;
+    g->cat_mask |= 1u << cat;
+    if (g->whole_free) track_free_set(s, g, 0); /* track_free: it holds a block now */
+    a->c.requested_bytes += req;
+    a->c.allocated_bytes += b->size;
+    *handle = (uint64_t)(uintptr_t)b;
+    return GM_OK;
 }
 
 static int pt_malloc(gm_alloc *a, uint64_t req, uint64_t stream, uint8_t cat, uint64_t now,
@@ -1054,30 +1109,7 @@ static int pt_malloc(gm_alloc *a, uint64_t req, uint64_t stream, uint8_t cat, ui
             }
         }
     }
-    /* alloc_found_block */
-    int counted = !b->seg->expandable, already_split = b->prev || b->next;
-    pt_block *rest = NULL;
-    if (should_split(s, b, size)) {
-        rest = split_at(s, b, size);
-        if (!rest) return GM_EOOM;
-        pool_insert(p, rest);
-    }
-    if (!a->no_stats) stats_found(s, b, rest, counted, already_split, req);
-    b->allocated = 1;
-    b->requested = req;
-    b->category = cat;
-    if (a->ff_on) a->ff_live += gm_ff_block_mix(b->ptr, b->size, req, cat);
-    pt_segment *g = b->seg;
-    g->view_stale = 1;
-    g->n_alloc++;
-    g->alloc_bytes += b->size;
-    g->last_use_ns = now;
-    g->cat_mask |= 1u << cat;
-    if (g->whole_free) track_free_set(s, g, 0); /* track_free: it holds a block now */
-    a->c.requested_bytes += req;
-    a->c.allocated_bytes += b->size;
-    *handle = (uint64_t)(uintptr_t)b;
-    return GM_OK;
+    return alloc_found(a, s, p, b, size, req, cat, now, handle);
 }
 
 static void pt_free(gm_alloc *a, uint64_t handle, uint64_t now)
@@ -1088,7 +1120,7 @@ static void pt_free(gm_alloc *a, uint64_t handle, uint64_t now)
     int counting = !a->no_stats;
     if (counting && !b->let_go) stats_let_go(s, b); /* free(), unless a free_requested did it */
     uint64_t bytes = b->size, req = b->requested;
-    if (a->ff_on) a->ff_live -= gm_ff_block_mix(b->ptr, bytes, req, b->category);
+    if (a->ff_on) ff_count(a, g, -gm_ff_block_mix(b->ptr, bytes, req, b->category), -req, -bytes);
     a->c.requested_bytes -= b->requested;
     a->c.allocated_bytes -= b->size;
     g->n_alloc--;
@@ -1454,7 +1486,8 @@ static int carve(gm_alloc *a, pt_state *s, rseg *rs, const gm_init_row *r, uint6
     b->allocated = 1;
     b->requested = r->size;
     b->category = r->category;
-    if (a->ff_on) a->ff_live += gm_ff_block_mix(b->ptr, b->size, r->size, r->category);
+    if (a->ff_on)
+        ff_count(a, g, gm_ff_block_mix(b->ptr, b->size, r->size, r->category), r->size, b->size);
     g->view_stale = 1;
     g->n_alloc++;
     g->alloc_bytes += b->size;
@@ -1678,18 +1711,19 @@ static uint64_t pt_block_bytes(gm_alloc *a, uint64_t handle)
  * the model grows, which a cycle does not; ff_clock, ff_seg_age and
  * ff_touch move them as the cycle would). PyTorch's statistics decide
  * nothing (pt_ff_stats). */
-static size_t pt_ff_state(gm_alloc *a, uint64_t *buf, size_t cap)
-{
-    const pt_state *s = a->impl;
-    size_t n = 0;
 #define PUT(x)                                                                                     \
     do {                                                                                           \
         if (n < cap) buf[n] = (uint64_t)(x);                                                       \
         n++;                                                                                       \
     } while (0)
-    PUT(s->n_segs);
+
+/* The segments of part `part` (-1: every segment) in pt_ff_state's form,
+ * into buf from word n on: the word count after them. */
+static size_t ff_put_segments(const pt_state *s, int part, uint64_t *buf, size_t cap, size_t n)
+{
     for (size_t k = 0; k < s->n_segs; k++) {
         const pt_segment *g = s->arr[k];
+        if (part >= 0 && part != !g->small) continue;
         PUT(g->base);
         PUT(g->size);
         PUT(g->stream);
@@ -1705,6 +1739,15 @@ static size_t pt_ff_state(gm_alloc *a, uint64_t *buf, size_t cap)
             if (b->allocated) PUT(b->requested);
         }
     }
+    return n;
+}
+
+static size_t pt_ff_state(gm_alloc *a, uint64_t *buf, size_t cap)
+{
+    const pt_state *s = a->impl;
+    size_t n = 0;
+    PUT(s->n_segs);
+    n = ff_put_segments(s, -1, buf, cap, n);
     size_t n_free = 0;
     for (const pt_segment *g = s->free_segs; g; g = g->fnext)
         n_free++;
@@ -1714,8 +1757,60 @@ static size_t pt_ff_state(gm_alloc *a, uint64_t *buf, size_t cap)
     PUT(s->n_exp);
     for (size_t k = 0; k < s->n_exp; k++)
         PUT(s->exp[k]->base);
-#undef PUT
     return n;
+}
+
+/* One pool's part of pt_ff_state: its segments and their blocks. The
+ * whole-free list's order is left out: only the policies' views show it
+ * (pt_releasable, pt_briefs), and they sort them by orders of their own
+ * (alloc.h, ff_part_state). The pools share nothing that a malloc served
+ * from a pool, or a free, reads or changes: a pool's own free-block
+ * index, lookups (GC clock) and segments; the rounding is the settings'.
+ * Expandable segments map pages as they grow, even when a malloc finds a
+ * block: no promise with them. */
+static size_t pt_ff_part_state(gm_alloc *a, int part, uint64_t *buf, size_t cap)
+{
+    const pt_state *s = a->impl;
+    if (s->conf.expandable_segments || s->n_exp) return SIZE_MAX;
+    size_t n = 0, segs = 0;
+    for (size_t k = 0; k < s->n_segs; k++)
+        segs += part == !s->arr[k]->small;
+    PUT(segs);
+    return ff_put_segments(s, part, buf, cap, n);
+}
+#undef PUT
+
+static int pt_ff_part_of(gm_alloc *a, uint64_t req)
+{
+    return alloc_round(a->impl, req) > kSmallSize;
+}
+
+static int pt_ff_part_block(gm_alloc *a, uint64_t handle)
+{
+    (void)a;
+    return !((const pt_block *)(uintptr_t)handle)->seg->small;
+}
+
+/* pt_malloc when the pool serves the request from a cached block (the
+ * lookup counts as get_free_block's); else 1, and nothing changed. */
+static int pt_ff_part_malloc(gm_alloc *a, uint64_t req, uint64_t stream, uint8_t cat, uint64_t now,
+                             uint64_t *handle)
+{
+    pt_state *s = a->impl;
+    uint64_t size = alloc_round(s, req);
+    pt_pool *p = size <= kSmallSize ? &s->small : &s->large;
+    pt_index *x;
+    pt_block *b = find_free_block(s, p, size, stream, &x);
+    if (!b) return 1;
+    if (gc_enabled(a, s)) p->lookups++;
+    index_remove(x, b);
+    return alloc_found(a, s, p, b, size, req, cat, now, handle);
+}
+
+static uint64_t pt_ff_part_largest_free(gm_alloc *a, int part)
+{
+    pt_state *s = a->impl;
+    return largest_in(part ? &s->large : &s->small);
 }
 
 static uint64_t pt_ff_segment(gm_alloc *a, uint64_t handle)
@@ -1815,4 +1910,9 @@ const gm_alloc_ops gm_alloc_pytorch = {
     .ff_clock = pt_ff_clock,
     .ff_advance = pt_ff_advance,
     .ff_seg_age = pt_ff_seg_age,
+    .ff_part_state = pt_ff_part_state,
+    .ff_part_of = pt_ff_part_of,
+    .ff_part_block = pt_ff_part_block,
+    .ff_part_malloc = pt_ff_part_malloc,
+    .ff_part_largest_free = pt_ff_part_largest_free,
 };
