@@ -473,6 +473,7 @@ static int tenant_start(sim *s, tenant *t, gm_err *err)
     if (rc == GM_OK && !s->cfg->no_fast_forward && s->n == 1 && !t->timer_period && !po->admit &&
         !po->on_tensor)
         t->ff = gm_ffwd_new(t->a);
+    if (t->ff && s->cfg->ff_patience) gm_ffwd_set_patience(t->ff, s->cfg->ff_patience);
     if (rc == GM_EOOM) {
         /* not an OOM of the trace's event 0: what existed before it does not fit */
         int live = s->cfg->initial_state == GM_INITIAL_LIVE;
@@ -1157,6 +1158,7 @@ static inline __attribute__((always_inline)) int plain_loop(sim *s, tenant *t, s
         uint64_t now = e->t_ns + shift;
         uint32_t id = e->id;
         int stop = 0; /* fast-forward: its mode changed */
+        int mine = 1; /* fast-forward of one part (ffwd.h): the event is the part's */
         if (now >= timer || !id || id >= n_slot) break;
         if (e->op == GM_OP_ALLOC) {
             uint64_t h;
@@ -1165,7 +1167,8 @@ static inline __attribute__((always_inline)) int plain_loop(sim *s, tenant *t, s
             if (amalloc(a, e->size, e->stream, e->category, now, &h) == GM_OK) {
                 slot[id] = h + 1;
                 slot_addr[id] = e->addr;
-                if (ff == PLAIN_RECORD) gm_ffwd_rec_alloc(f, a, e, h);
+                if (ff != PLAIN_ONLY && f->part >= 0) mine = gm_ffwd_part_event(f, a, h);
+                if (ff == PLAIN_RECORD && mine) gm_ffwd_rec_alloc(f, a, e, h);
             } else {
                 int abort = 0, rc;
                 if (ff != PLAIN_ONLY) {
@@ -1186,7 +1189,8 @@ static inline __attribute__((always_inline)) int plain_loop(sim *s, tenant *t, s
             uint64_t v = slot[id];
             if (v <= SKIPPED + 1 || slot_addr[id] != e->addr) break;
             slot[id] = 0;
-            if (ff == PLAIN_RECORD) gm_ffwd_rec_free(f, a, e, v - 1);
+            if (ff != PLAIN_ONLY && f->part >= 0) mine = gm_ffwd_part_event(f, a, v - 1);
+            if (ff == PLAIN_RECORD && mine) gm_ffwd_rec_free(f, a, e, v - 1);
             afree(a, v - 1, now);
         } else {
             break;
@@ -1195,12 +1199,13 @@ static inline __attribute__((always_inline)) int plain_loop(sim *s, tenant *t, s
         tenant_step_metrics(t, now);
         update_device(s, t, now);
         t->index++;
-        if ((ff == PLAIN_SEEK || ff == PLAIN_PROBE) && !stop && gm_ffwd_checkpoint(a)) {
+        if ((ff == PLAIN_SEEK || ff == PLAIN_PROBE) && !stop &&
+            (f->part < 0 ? gm_ffwd_checkpoint(a) : mine)) {
             uint64_t done = t->res->events_done + (pos + 1 - counted);
             stop = ff == PLAIN_SEEK ? gm_ffwd_seek(f, a, &t->res->m, done)
                                     : gm_ffwd_probe(f, a, &t->res->m, done);
         }
-        if (ff == PLAIN_RECORD && !stop) stop = gm_ffwd_rec_post(f, a, &t->res->m);
+        if (ff == PLAIN_RECORD && !stop && mine) stop = gm_ffwd_rec_post(f, a, &t->res->m);
         if (ff != PLAIN_ONLY && stop) {
             pos++;
             break;
@@ -1241,7 +1246,10 @@ static int refill_keep(tenant *t, int *none, gm_err *err)
 static int ff_apply(sim *s, tenant *t, size_t *took, gm_err *err)
 {
     gm_ffwd *f = t->ff;
-    gm_ff_tenant ft = {.a = t->a, .m = &t->res->m, .shift = t->shift};
+    gm_ff_tenant ft = {.a = t->a,
+                       .m = &t->res->m,
+                       .shift = t->shift,
+                       .peak_allocated = &t->res->peak_torch_allocated_bytes};
     uint64_t left = s->cfg->progress ? s->next_progress - s->res->events : UINT64_MAX;
     while (f->mode == GM_FF_AT) {
         if (t->pos == t->nbuf) return refill(s, t, err); /* still in the state */

@@ -122,6 +122,10 @@ typedef struct gm_sim_config {
     int no_fast_forward;      /* 1: simulate every event, also where an iteration repeats
                                  one already simulated (sim/ffwd.h); the same results,
                                  for benchmarks and tests */
+    uint64_t ff_patience;     /* tests: events the fast-forward seeks without a cycle
+                                 before it tries one part of the model, then the other,
+                                 then the whole again (its first round, sim/ffwd.h; 0:
+                                 GM_FF_PATIENCE) */
     int lenient;              /* count and skip frees of unknown addresses             */
     int empty_cache_at_phase; /* 1: torch.cuda.empty_cache() before the first event of each
                                  new phase (forward, backward, optimizer) */

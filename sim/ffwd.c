@@ -30,7 +30,11 @@ struct gm_ff_rec {
     size_t n_touch;
     uint64_t dclock[GM_FF_CLOCKS]; /* how far it moved the model's clocks (ff_clock) */
     gm_alloc_stats *dstats;        /* what it adds to the model's statistics (ff_stats), or NULL */
-    uint64_t used;                 /* gm_ffwd.clock when last applied or made */
+    /* its first sig_n allocations' sizes, hashed (sig_mix): one part's
+     * windows are checked in full only against the cycles they start as */
+    uint64_t sig;
+    uint32_t sig_n;
+    uint64_t used; /* gm_ffwd.clock when last applied or made */
 };
 
 /* A state the model was in, word for word (ff_state), and its cycles. */
@@ -46,27 +50,29 @@ struct gm_ff_state {
     gm_alloc_counters c0;
     uint64_t dev_used0, dev_reads0, dev_refused0, oom0;
     gm_alloc_stats st0;            /* the model's statistics, when it keeps them */
+    gm_ff_part p0;                 /* one part: its figures (gm_alloc.ff_part) */
     uint64_t clock0[GM_FF_CLOCKS]; /* the model's clocks (ff_clock) */
     uint64_t limit;                /* a record not back by this many events is dropped */
 };
 
-/* The key of the state the model is in: its allocated blocks (ff_live)
- * and driver calls (its segments change only with one). A proposal: the
- * model's whole state decides. */
-static uint64_t state_key(const gm_alloc *a)
+/* The key of the state the model (one part: the part) is in: its
+ * allocated blocks (ff_live) and the driver calls (segments change only
+ * with one). A proposal: the state decides. */
+static uint64_t state_key(const gm_ffwd *f, const gm_alloc *a)
 {
-    uint64_t h =
-        a->ff_live ^ (a->c.n_driver_alloc + (a->c.n_driver_free << 32)) * 0x165667b19e3779f9ull;
+    uint64_t live = f->part < 0 ? a->ff_live : a->ff_part[f->part].live;
+    uint64_t h = live ^ (a->c.n_driver_alloc + (a->c.n_driver_free << 32)) * 0x165667b19e3779f9ull;
     h ^= h >> 29;
     return h | 1; /* 0: an empty entry of the table */
 }
 
-/* The model's state into *buf (grown to fit): its word count, or SIZE_MAX
- * when it makes no promise or memory is short. */
-static size_t take_state(gm_alloc *a, uint64_t **buf, size_t *cap)
+/* The model's state (part >= 0: that part's) into *buf (grown to fit):
+ * its word count, or SIZE_MAX when it makes no promise or memory is short. */
+static size_t take_state(int part, gm_alloc *a, uint64_t **buf, size_t *cap)
 {
     for (;;) {
-        size_t n = a->ops->ff_state(a, *buf, *cap);
+        size_t n =
+            part < 0 ? a->ops->ff_state(a, *buf, *cap) : a->ops->ff_part_state(a, part, *buf, *cap);
         if (n == SIZE_MAX || n <= *cap) return n;
         size_t c = n + n / 4 + 64;
         uint64_t *v = realloc(*buf, c * sizeof *v);
@@ -90,12 +96,20 @@ gm_ffwd *gm_ffwd_new(gm_alloc *a)
         return NULL;
     gm_ffwd *f = calloc(1, sizeof *f);
     if (!f) return NULL;
-    if (take_state(a, &f->scratch, &f->cap_scratch) == SIZE_MAX) { /* no promise here */
+    f->part = -1;
+    if (take_state(-1, a, &f->scratch, &f->cap_scratch) == SIZE_MAX) { /* no promise here */
         gm_ffwd_free(f);
         return NULL;
     }
+    /* one part: a model that has parts, and no statistics to keep (their
+     * all-pool peaks would need the sum after every event) */
+    f->parts_ok = GM_FF_PARTS == 2 && o->ff_part_state && o->ff_part_of && o->ff_part_block &&
+                  o->ff_part_malloc && o->ff_part_largest_free && !stats_kept(a) &&
+                  take_state(1, a, &f->scratch, &f->cap_scratch) != SIZE_MAX &&
+                  take_state(0, a, &f->scratch, &f->cap_scratch) != SIZE_MAX;
     a->ff_on = 1;
     f->hope = UINT64_MAX; /* set by the first checkpoint */
+    gm_ffwd_set_patience(f, GM_FF_PATIENCE);
     return f;
 }
 
@@ -141,6 +155,9 @@ void gm_ffwd_free(gm_ffwd *f)
     free(f->scratch);
     free(f->ids);
     free(f->hin);
+    free(f->xev);
+    free(f->xpos);
+    free(f->loc);
     free(f);
 }
 
@@ -214,6 +231,7 @@ static void watch(gm_ffwd *f, gm_ff_state *s, gm_alloc *a, const gm_metrics *m, 
     s->dev_reads0 = a->dev->capacity_reads;
     s->dev_refused0 = a->dev->refused;
     s->oom0 = m->n_oom;
+    if (f->part >= 0) s->p0 = a->ff_part[f->part];
     if (stats_kept(a)) a->ops->stats(a, &s->st0);
     if (a->ops->ff_clock) a->ops->ff_clock(a, s->clock0);
     s->used = ++f->clock;
@@ -352,6 +370,16 @@ static int cmp_touch(const void *x, const void *y)
     return p->i < q->i ? -1 : p->i > q->i;
 }
 
+/* One part: a cycle's first GM_FF_SIG allocations, their sizes hashed in
+ * order, tell most of a state's cycles apart (the iterations' shapes:
+ * their first activations' sizes) before a window is walked. */
+#define GM_FF_SIG 32
+
+static inline uint64_t sig_mix(uint64_t h, uint64_t size)
+{
+    return (h ^ size) * 0x100000001b3ull;
+}
+
 /* Whether two records have the same events (their applications may differ
  * only in handles). */
 static int same_events(const gm_ff_rec *r, const gm_ff_buf *b)
@@ -433,8 +461,8 @@ static gm_ff_rec *rec_make(gm_ffwd *f, gm_alloc *a)
     if (a->ops->ff_clock) { /* the model's clocks moved on, and what ages the cycle left */
         uint64_t now[GM_FF_CLOCKS];
         a->ops->ff_clock(a, now);
-        for (size_t c = 0; c < GM_FF_CLOCKS; c++)
-            r->dclock[c] = now[c] - f->at->clock0[c];
+        for (size_t c = 0; c < GM_FF_CLOCKS; c++) /* one part: its own clock only */
+            r->dclock[c] = f->part < 0 || (size_t)f->part == c ? now[c] - f->at->clock0[c] : 0;
         for (size_t t = 0; t < k; t++)
             r->touch[t].age = a->ops->ff_seg_age(a, r->touch[t].seg, f->at->clock0);
     }
@@ -453,6 +481,12 @@ static gm_ff_rec *rec_make(gm_ffwd *f, gm_alloc *a)
             d[i].freed = y[i].freed - x[i].freed;
         }
     }
+    r->sig = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n && r->sig_n < GM_FF_SIG; i++)
+        if (r->op[i] == GM_OP_ALLOC) {
+            r->sig = sig_mix(r->sig, r->size[i]);
+            r->sig_n++;
+        }
     r->used = ++f->clock;
     return r;
 }
@@ -494,7 +528,7 @@ static void record_end(gm_ffwd *f, gm_alloc *a)
 /* Whether the model is in known state s now, word for word. */
 static int in_state(gm_ffwd *f, gm_alloc *a, const gm_ff_state *s)
 {
-    size_t n = take_state(a, &f->scratch, &f->cap_scratch);
+    size_t n = take_state(f->part, a, &f->scratch, &f->cap_scratch);
     return n == s->n && !memcmp(f->scratch, s->w, n * sizeof *s->w);
 }
 
@@ -503,9 +537,17 @@ static int in_state(gm_ffwd *f, gm_alloc *a, const gm_ff_state *s)
 static int back(gm_ffwd *f, gm_alloc *a, const gm_metrics *m)
 {
     const gm_ff_state *s = f->at;
-    return state_key(a) == s->key && !memcmp(&s->c0, &a->c, sizeof a->c) &&
-           s->dev_used0 == a->dev->used_bytes && s->dev_reads0 == a->dev->capacity_reads &&
-           s->dev_refused0 == a->dev->refused && s->oom0 == m->n_oom && in_state(f, a, s);
+    if (state_key(f, a) != s->key) return 0;
+    gm_alloc_counters c = a->c;
+    if (f->part >= 0) { /* the other part's Q and A may move; the part's may not */
+        const gm_ff_part *x = &a->ff_part[f->part];
+        if (x->requested != s->p0.requested || x->allocated != s->p0.allocated) return 0;
+        c.requested_bytes = s->c0.requested_bytes;
+        c.allocated_bytes = s->c0.allocated_bytes;
+    }
+    return !memcmp(&s->c0, &c, sizeof c) && s->dev_used0 == a->dev->used_bytes &&
+           s->dev_reads0 == a->dev->capacity_reads && s->dev_refused0 == a->dev->refused &&
+           s->oom0 == m->n_oom && in_state(f, a, s);
 }
 
 int gm_ffwd_rec_post(gm_ffwd *f, gm_alloc *a, const gm_metrics *m)
@@ -513,10 +555,16 @@ int gm_ffwd_rec_post(gm_ffwd *f, gm_alloc *a, const gm_metrics *m)
     if (f->mode != GM_FF_RECORD) return 1; /* given up on this event */
     gm_ff_buf *b = &f->rec;
     size_t i = b->n++;
-    b->q[i] = a->c.requested_bytes;
-    b->a[i] = a->c.allocated_bytes;
-    b->lf[i] = a->ops->largest_free(a);
-    if (b->n >= GM_FF_MIN && gm_ffwd_checkpoint(a) && back(f, a, m)) {
+    if (f->part < 0) {
+        b->q[i] = a->c.requested_bytes;
+        b->a[i] = a->c.allocated_bytes;
+        b->lf[i] = a->ops->largest_free(a);
+    } else { /* the part's own figures */
+        b->q[i] = a->ff_part[f->part].requested;
+        b->a[i] = a->ff_part[f->part].allocated;
+        b->lf[i] = a->ops->ff_part_largest_free(a, f->part);
+    }
+    if (b->n >= GM_FF_MIN && (f->part >= 0 || gm_ffwd_checkpoint(a)) && back(f, a, m)) {
         record_end(f, a);
         return 1;
     }
@@ -566,15 +614,44 @@ static gm_ff_state *known(gm_ffwd *f, gm_alloc *a, uint64_t key)
     return NULL;
 }
 
+void gm_ffwd_set_patience(gm_ffwd *f, uint64_t events)
+{
+    f->patience = events;
+    f->patience_max = 4 * events;
+}
+
+/* Nothing came back for this round's patience: search again on the large
+ * pool's part alone, then the small pool's (ffwd.h, "One part"), then the
+ * whole model's in a round of twice the patience; 0 after the last round. */
+static int next_part(gm_ffwd *f, uint64_t done)
+{
+    if (f->part < 0 && f->parts_ok) {
+        f->part = 1;
+    } else if (f->part == 1) {
+        f->part = 0;
+    } else {
+        if (f->patience >= f->patience_max) return 0;
+        f->patience *= 2;
+        f->part = -1;
+    }
+    while (f->n_states)
+        drop_state(f);
+    memset(f->tab, 0, sizeof f->tab);
+    f->hope = done;
+    f->skip = f->backoff = 0;
+    return 1;
+}
+
 int gm_ffwd_seek(gm_ffwd *f, gm_alloc *a, const gm_metrics *m, uint64_t done)
 {
     if (f->hope == UINT64_MAX) f->hope = done;
-    if (done - f->hope > GM_FF_PATIENCE) { /* nothing came back: give up for the run */
-        f->mode = GM_FF_OFF;
+    if (done - f->hope > f->patience) { /* nothing came back */
+        if (next_part(f, done)) return 0;
+        f->mode = GM_FF_OFF; /* give up for the run */
         a->ff_on = 0;
         return 1;
     }
-    uint64_t key = state_key(a);
+    uint64_t key = state_key(f, a);
     gm_ff_check *c = &f->tab[(key >> 40) & (GM_FF_TABLE - 1)];
     uint64_t p = done - c->at, last = c->period;
     if (c->key != key) {
@@ -594,15 +671,17 @@ int gm_ffwd_seek(gm_ffwd *f, gm_alloc *a, const gm_metrics *m, uint64_t done)
         f->mode = GM_FF_AT;
         return 1;
     }
-    if (p != last) return 0; /* seen twice: a third time, as far again, makes a period */
-    if (f->skip) {           /* recent candidates failed: pass some over */
+    /* seen twice: a third time, as far again, makes a period (one part:
+     * a third time; iterations of several lengths take it there) */
+    if (f->part < 0 ? p != last : !last) return 0;
+    if (f->skip) { /* recent candidates failed: pass some over */
         f->skip--;
         return 0;
     }
     s = calloc(1, sizeof *s);
     if (!s) return 0;
     size_t cap = 0;
-    s->n = take_state(a, &s->w, &cap);
+    s->n = take_state(f->part, a, &s->w, &cap);
     if (s->n == SIZE_MAX) {
         state_free(s);
         return 0;
@@ -710,10 +789,233 @@ static void apply(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, const gm_f
     if (r->dstats) a->ops->ff_stats(a, r->dstats);
 }
 
+/* ---------------- one part ---------------- */
+
+/* check_part: an id slot holding an allocation of the window that is the
+ * other part's (GM_FF_LOCAL | j never has bit 62: j < 2^32) */
+#define GM_FF_OTHER (GM_FF_LOCAL | 1ull << 62)
+
+/* Room in the scratch for a window of up to n events. */
+static int window_room(gm_ffwd *f, size_t n)
+{
+    if (!replay_room(f, n)) return 0;
+    if (n <= f->cap_window) return 1;
+    int ok = 1;
+    GROW(f->xev, n);
+    GROW(f->xpos, n);
+    GROW(f->loc, n);
+    if (ok) f->cap_window = n;
+    return ok;
+}
+
+/* Check ev[0..n) against r, a cycle of the part, the other part's events
+ * taken as they come: the window's length (its events up to r's last)
+ * when r's events match the part's and the others are plain (an
+ * allocation into an empty id slot, a free of a live one); 0 when one is
+ * not; more than n (at least what the window needs) when it goes past
+ * ev[n - 1]. The id slots are left as they were (the window's changes
+ * undone in reverse), and for run_part: per window event i whether it is
+ * the part's (xev[i]) and, a free, what its slot held (hin[i]); the index
+ * of r's k-th event (xpos[k]) and the id of its j-th allocation (ids[j]). */
+static size_t check_part(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, size_t n,
+                         const gm_ff_tenant *t)
+{
+    uint64_t *slot = t->slot, *sa = t->slot_addr, *hin = f->hin;
+    const size_t n_slot = t->n_slot;
+    gm_alloc *a = t->a;
+    size_t i = 0, k = 0, w = 0;
+    uint32_t j = 0;
+    for (; k < r->n; i++) {
+        if (i == n) { /* the window goes on past the events given */
+            w = n + (r->n - k);
+            goto undo;
+        }
+        const gm_event *e = &ev[i];
+        uint32_t id = e->id;
+        if (!id || id >= n_slot) goto undo;
+        uint64_t v = slot[id];
+        int mine;
+        if (e->op == GM_OP_ALLOC) {
+            if (v) goto undo; /* still live: step()'s to judge */
+            mine = a->ops->ff_part_of(a, e->size) == f->part;
+            slot[id] = mine ? GM_FF_LOCAL | j : GM_FF_OTHER;
+            sa[id] = e->addr;
+        } else if (e->op == GM_OP_FREE) {
+            if (v <= 1 || sa[id] != e->addr) goto undo; /* none, skipped, or a damaged id */
+            mine = v & GM_FF_LOCAL ? v != GM_FF_OTHER : gm_ffwd_part_event(f, a, v - 1);
+            hin[i] = v;
+            slot[id] = 0;
+        } else {
+            goto undo;
+        }
+        f->xev[i] = (uint8_t)mine;
+        if (!mine) continue;
+        int same = !((e->size ^ r->size[k]) | (e->stream ^ r->stream[k]) |
+                     (uint64_t)(e->op ^ r->op[k]) | (uint64_t)(e->category ^ r->cat[k]));
+        if (same && e->op == GM_OP_FREE) {
+            uint64_t ref = r->ref[k];
+            same = ref & GM_FF_LOCAL ? v == ref
+                                     : !(v & GM_FF_LOCAL) && a->ops->block_addr(a, v - 1) == ref;
+        }
+        if (!same) {
+            i++; /* its slot changed: undone too */
+            goto undo;
+        }
+        if (e->op == GM_OP_ALLOC) f->ids[j++] = id;
+        f->xpos[k++] = (uint32_t)i;
+    }
+    w = i;
+undo:
+    while (i-- > 0) {
+        const gm_event *e = &ev[i];
+        if (e->op == GM_OP_ALLOC) {
+            slot[e->id] = 0;
+        } else {
+            slot[e->id] = hin[i];
+            sa[e->id] = e->addr;
+        }
+    }
+    return w;
+}
+
+/* The part's first k events of the window, simulated now: from the
+ * part's state at the cycle's start they make the record's decisions
+ * (the other part's events, simulated since, do not touch it), and the
+ * ones still live get real handles in their slots. */
+static void materialize(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, size_t k,
+                        const gm_ff_tenant *t)
+{
+    gm_alloc *a = t->a;
+    uint32_t j = 0;
+    for (size_t q = 0; q < k; q++) {
+        size_t i = f->xpos[q];
+        const gm_event *e = &ev[i];
+        uint64_t now = e->t_ns + t->shift;
+        if (e->op == GM_OP_ALLOC) {
+            uint64_t h = 0;
+            a->ops->malloc(a, e->size, e->stream, e->category, now, &h);
+            f->loc[j] = h;
+            if (t->slot[e->id] == (GM_FF_LOCAL | j)) t->slot[e->id] = h + 1;
+            j++;
+        } else {
+            uint64_t ref = r->ref[q];
+            a->ops->free(a, ref & GM_FF_LOCAL ? f->loc[ref & ~GM_FF_LOCAL] : f->hin[i] - 1, now);
+        }
+    }
+}
+
+/* Run the window ev[0..w) that check_part matched with r: the part's
+ * events from the record, the other part's simulated, the metrics per
+ * event with the sums (engine.c, tenant_step_metrics: the part's figures
+ * are the model's less the part's at the start plus the record's).
+ * Returns w, the model's part back in the state; or the index of the
+ * other part's allocation that the model cannot serve without growing,
+ * before which the part's events are then simulated (materialize). */
+static size_t run_part(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, size_t w,
+                       const gm_ff_tenant *t)
+{
+    gm_alloc *a = t->a;
+    gm_metrics *m = t->m;
+    uint64_t *slot = t->slot, *sa = t->slot_addr;
+    const int part = f->part, other = 1 - part;
+    const uint64_t shift = t->shift;
+    const gm_ff_part x0 = a->ff_part[part];
+    uint64_t dq = 0, da = 0, lfx = a->ops->ff_part_largest_free(a, part);
+    size_t k = 0;
+    uint32_t j = 0;
+    for (size_t i = 0; i < w; i++) {
+        const gm_event *e = &ev[i];
+        uint64_t now = e->t_ns + shift;
+        if (f->xev[i]) {
+            if (e->op == GM_OP_ALLOC) {
+                slot[e->id] = GM_FF_LOCAL | j++;
+                sa[e->id] = e->addr;
+            } else {
+                slot[e->id] = 0;
+            }
+            dq = r->q[k] - x0.requested; /* unsigned: wraps back when the part's fell */
+            da = r->a[k] - x0.allocated;
+            lfx = r->lf[k++];
+        } else if (e->op == GM_OP_ALLOC) {
+            uint64_t h;
+            if (a->ops->ff_part_malloc(a, e->size, e->stream, e->category, now, &h) != GM_OK) {
+                materialize(f, r, ev, k, t);
+                return i;
+            }
+            slot[e->id] = h + 1;
+            sa[e->id] = e->addr;
+        } else {
+            uint64_t v = slot[e->id];
+            slot[e->id] = 0;
+            a->ops->free(a, v - 1, now);
+        }
+        uint64_t A = a->c.allocated_bytes + da;
+        if (A > *t->peak_allocated) *t->peak_allocated = A;
+        if (gm_metrics_step(m, now, a->c.requested_bytes + dq, A, a->c.reserved_bytes)) {
+            uint64_t lfo = a->ops->ff_part_largest_free(a, other);
+            gm_metrics_ext_sample(m, lfx > lfo ? lfx : lfo);
+        }
+    }
+    for (size_t q = 0; q < r->n_keep; q++) /* the block where the one its event freed was */
+        slot[f->ids[r->keep[q].j]] = f->hin[f->xpos[r->keep[q].i]];
+    for (size_t q = 0; q < r->n_touch; q++)
+        a->ops->ff_touch(a, r->touch[q].seg, ev[f->xpos[r->touch[q].i]].t_ns + shift,
+                         r->touch[q].age);
+    if (a->ops->ff_clock) a->ops->ff_advance(a, r->dclock); /* the part's clock only */
+    return w;
+}
+
+/* gm_ffwd_apply for one part. */
+static size_t apply_part(gm_ffwd *f, const gm_event *ev, size_t n, const gm_ff_tenant *t)
+{
+    gm_ff_state *s = f->at;
+    if (!window_room(f, n)) {
+        give_up(f);
+        return 0;
+    }
+    /* the hashes of the sizes of the part's first 1, 2, ... allocations ahead */
+    uint64_t sig[GM_FF_SIG + 1];
+    size_t got = 0;
+    sig[0] = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n && got < GM_FF_SIG; i++)
+        if (ev[i].op == GM_OP_ALLOC && t->a->ops->ff_part_of(t->a, ev[i].size) == f->part) {
+            sig[got + 1] = sig_mix(sig[got], ev[i].size);
+            got++;
+        }
+    for (size_t i = 0; i < s->n_recs; i++) {
+        gm_ff_rec *r = s->recs[i];
+        if (r->sig_n <= got && sig[r->sig_n] != r->sig) continue; /* starts otherwise */
+        size_t w = check_part(f, r, ev, n, t);
+        if (!w) continue;
+        if (w > n) { /* it may match: the caller gives more, or simulates */
+            if (w > f->need) f->need = w;
+            continue;
+        }
+        size_t p = run_part(f, r, ev, w, t);
+        if (p < w) { /* the other part grows: the state is left, simulate on */
+            f->mode = GM_FF_SEEK;
+            f->at = NULL;
+            return p;
+        }
+        r->used = s->used = ++f->clock;
+        f->events_applied += r->n;
+        f->cycles_applied++;
+        f->hope = t->done + w;
+        f->backoff = 0;
+        return w;
+    }
+    return SIZE_MAX; /* none: gm_ffwd_apply's to say what next */
+}
+
 size_t gm_ffwd_apply(gm_ffwd *f, const gm_event *ev, size_t n, const gm_ff_tenant *t)
 {
     gm_ff_state *s = f->at;
     f->need = 0;
+    if (f->part >= 0) {
+        size_t p = apply_part(f, ev, n, t);
+        if (p != SIZE_MAX) return p;
+        goto none;
+    }
     for (size_t i = 0; i < s->n_recs; i++) {
         gm_ff_rec *r = s->recs[i];
         const gm_event *e = &ev[0];
@@ -735,6 +1037,7 @@ size_t gm_ffwd_apply(gm_ffwd *f, const gm_event *ev, size_t n, const gm_ff_tenan
         f->backoff = 0;
         return r->n;
     }
+none:
     if (f->need) return 0;
     /* none matches: simulate, and record once the state has come back
      * simulating (a stretch that comes back once is likely to again) */

@@ -52,6 +52,28 @@
  * it off; tests/test_ffwd.c holds runs with it to the same results as
  * runs without.
  *
+ * One part. A trace whose whole state never comes back may still have a
+ * part that does: with dynamic padding (a new sequence length every
+ * iteration) PyTorch's small pool never returns to a state (the loss and
+ * the batch's small tensors live across the iteration's end, somewhere
+ * else each time), but its large pool does, at every iteration's start,
+ * once the cache has stopped growing (bench/README, "Tenth round"). The
+ * model's parts (gm_alloc_ops.ff_part_state: the pools) are independent
+ * while no driver call, policy call or garbage collection happens: what a
+ * served malloc or a free of one part does reads and changes that part
+ * only. So when the whole state has not come back for GM_FF_PATIENCE
+ * events, the search starts again on the large pool alone, then on the
+ * small pool alone (then the whole model again, with more patience): a state is the part's state, a
+ * cycle the part's events (the others interleaved), and each of the part's events is a checkpoint
+ * (its states come back only at iteration starts, too few for one in 64). Applying a cycle of part
+ * X walks its window (the events from here to X's last) in order: X's events take their Q, A and
+ * largest free block from the record (each figure the model's now, less X's at the start, plus X's
+ * recorded one), the others are simulated (gm_alloc_ops.ff_part_malloc and free), and the metrics
+ * step per event with the sums, as the engine steps them. Should an event of the others need the
+ * model to grow (ff_part_malloc declines), X's events before it are simulated there and then (their
+ * decisions are X's own), and the engine takes it from there. Runs that keep PyTorch's statistics
+ * have no part mode (their all-pool peaks would need every event's sum).
+ *
  * Memory: at most GM_FF_STATES known states (each ff_state's words) and
  * GM_FF_BUDGET recorded events (~70 bytes each), the least recently used
  * dropped first.
@@ -78,18 +100,22 @@
 #define GM_FF_TABLE 4096         /* recent checkpoints' keys                        */
 #define GM_FF_LOCAL (1ull << 63) /* an id slot holding a stretch's own allocation   */
 /* events seeking without a record made or a cycle applied, after which
- * fast-forward gives up for the run (and the model stops keeping its key):
- * a trace whose states never come back pays for the search only so long.
- * Four times GM_FF_MAX: the longest cycle kept is found within three of
- * its lengths (a key seen three times, then the record) */
-#define GM_FF_PATIENCE (4u * GM_FF_MAX)
+ * fast-forward seeks on the next part of the model (the whole model, the
+ * large pool, the small pool, the whole model again, ...), in rounds of
+ * twice the patience of the one before; after the round of 4 times
+ * GM_FF_PATIENCE it gives up for the run (and the model stops keeping its
+ * key): a trace whose states never come back pays for the search only so
+ * long. GM_FF_MAX first: a cycle as long as GM_FF_MAX / 3 is found in the
+ * first round (a key seen three times, then the record), the longest kept
+ * in the last */
+#define GM_FF_PATIENCE GM_FF_MAX
 
 enum gm_ff_mode {
     GM_FF_SEEK = 0,   /* looking for a state that comes back                     */
     GM_FF_RECORD = 1, /* simulating from a known state, recording, until back    */
     GM_FF_PROBE = 2,  /* simulating from a known state, not recording, until back */
     GM_FF_AT = 3,     /* the model is in a known state: try its cycles           */
-    GM_FF_OFF = 4,    /* given up for the run (GM_FF_PATIENCE)                    */
+    GM_FF_OFF = 4,    /* given up for the run (GM_FF_PATIENCE's last round)       */
 };
 
 /* What the engine lends a replay: its tenant's allocator, metrics and id
@@ -101,6 +127,9 @@ typedef struct gm_ff_tenant {
     size_t n_slot;
     uint64_t shift; /* device time = trace time + shift          */
     uint64_t done;  /* events the tenant has done before these */
+    /* one part: the engine's peak of the model's allocated bytes, which
+     * the other part's events may raise (engine.c, tenant_step_metrics) */
+    uint64_t *peak_allocated;
 } gm_ff_tenant;
 
 typedef struct gm_ff_rec gm_ff_rec;     /* a cycle (ffwd.c)       */
@@ -125,6 +154,11 @@ typedef struct gm_ff_check {
 
 typedef struct gm_ffwd {
     int mode; /* enum gm_ff_mode */
+    /* -1: the whole model; else the part (gm_alloc_ops.ff_part_state)
+     * whose events are fast-forwarded, the others' simulated */
+    int part;
+    int parts_ok;                    /* the model and run allow one part (gm_ffwd_new) */
+    uint64_t patience, patience_max; /* this round's, the last round's (GM_FF_PATIENCE) */
     /* events the tenant had done when the engine last left the plain path:
      * anything else that ran since (step(), a pass's end) ends a record */
     uint64_t expect;
@@ -155,6 +189,12 @@ typedef struct gm_ffwd {
     uint32_t *ids;
     uint64_t *hin;
     size_t cap_replay;
+    /* one part's window: per event 1 when the part's, the index of the
+     * part's k-th event, the handles of its allocations once simulated */
+    uint8_t *xev;
+    uint32_t *xpos;
+    uint64_t *loc;
+    size_t cap_window;
     /* figures (bench/gmbench) */
     uint64_t events_applied, cycles_applied, records_made, records_failed;
 } gm_ffwd;
@@ -165,16 +205,27 @@ typedef struct gm_ffwd {
 gm_ffwd *gm_ffwd_new(gm_alloc *a);
 void gm_ffwd_free(gm_ffwd *f);
 
+/* The first round's patience (GM_FF_PATIENCE's; tests: shorter). */
+void gm_ffwd_set_patience(gm_ffwd *f, uint64_t events);
+
 /* Something outside the plain path ran (step(), a pass's end): a record
  * in the making is dropped, and the state is no longer known. */
 void gm_ffwd_reset(gm_ffwd *f);
 
-/* Whether the state the model is in now is a checkpoint (about one in
- * 64; the same states in every iteration). Inline: after every plain event
- * while seeking, recording or probing. */
+/* Whole model: whether the state the model is in now is a checkpoint
+ * (about one in 64; the same states in every iteration). Inline: after
+ * every plain event while seeking, recording or probing. (One part: each
+ * of the part's events is one, gm_ffwd_part_event.) */
 static inline int gm_ffwd_checkpoint(const gm_alloc *a)
 {
     return (a->ff_live * 0xc2b2ae3d27d4eb4full) >> 58 == 0;
+}
+
+/* One part (f->part >= 0): whether the block `handle` (live: just
+ * allocated, or about to be freed) is the part's. */
+static inline int gm_ffwd_part_event(const gm_ffwd *f, gm_alloc *a, uint64_t handle)
+{
+    return a->ops->ff_part_block(a, handle) == f->part;
 }
 
 /* Seeking, at a checkpoint (`done` events into the tenant): 1 when the
@@ -182,10 +233,10 @@ static inline int gm_ffwd_checkpoint(const gm_alloc *a)
  * one (mode RECORD): the caller stops. */
 int gm_ffwd_seek(gm_ffwd *f, gm_alloc *a, const gm_metrics *m, uint64_t done);
 
-/* Recording, per event: an allocation that got `handle`; a free of
- * `handle`, before the model frees it; then, after the event ran and the
- * metrics stepped, gm_ffwd_rec_post, which returns 1 when the recording
- * ended (back in its state: mode AT; or given up: mode SEEK). */
+/* Recording, per event (one part: per event of the part): an allocation that got `handle`; a free
+ * of `handle`, before the model frees it; then, after the event ran and the metrics stepped,
+ * gm_ffwd_rec_post, which returns 1 when the recording ended (back in its state: mode AT; or given
+ * up: mode SEEK). */
 void gm_ffwd_rec_alloc(gm_ffwd *f, gm_alloc *a, const gm_event *e, uint64_t handle);
 void gm_ffwd_rec_free(gm_ffwd *f, gm_alloc *a, const gm_event *e, uint64_t handle);
 int gm_ffwd_rec_post(gm_ffwd *f, gm_alloc *a, const gm_metrics *m);

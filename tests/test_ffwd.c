@@ -65,7 +65,8 @@ static uint64_t alloc(gen *g, uint64_t size, uint64_t stream, int cat)
  * sizes depend on the shape only. odd 1 changes one of them; odd 2 frees
  * the first two gradients the other way round: the same events but for
  * which block a free names (frees carry no size), and the buffer goes
- * where the other one was. */
+ * where the other one was; odd 3 adds a burst of small tensors after the
+ * forward (20 MiB of them: the small pool grows there). */
 static void iteration(gen *g, int shape, uint64_t *grad, size_t n_grad, int odd)
 {
     unsigned r = 1000u + (unsigned)shape * 7919u;
@@ -84,6 +85,12 @@ static void iteration(gen *g, int shape, uint64_t *grad, size_t n_grad, int odd)
         put(g, GM_OP_FREE, tmp, 0, i % 3 ? 0 : 7, GM_CAT_TEMPORARY);
         put(g, GM_OP_FREE, tmp2, 0, 0, GM_CAT_TEMPORARY);
     }
+    uint64_t burst[40];
+    size_t n_burst = odd == 3 ? 40 : 0;
+    for (size_t i = 0; i < n_burst; i++)
+        burst[i] = alloc(g, 512 * 1024, 0, GM_CAT_TEMPORARY);
+    for (size_t i = 0; i < n_burst; i++)
+        put(g, GM_OP_FREE, burst[i], 0, 0, GM_CAT_TEMPORARY);
     put(g, GM_OP_FREE, buffer, 0, 0, GM_CAT_TEMPORARY);
     for (size_t i = n_act; i-- > 0;) {
         uint64_t tmp = alloc(g, 4096 + lcg(&r) % (2 * MiB), 0, GM_CAT_TEMPORARY);
@@ -120,6 +127,44 @@ static gm_event *periodic(size_t iters, const char *shapes, long odd_at, size_t 
     return periodic_odd(iters, shapes, odd_at, 1, n);
 }
 
+/* Iterations as periodic()'s, each with small tensors of sizes of its own
+ * (drawn per iteration) before it, one of which (the loss) lives into the
+ * next iteration: the small pool's free blocks lie differently in every
+ * iteration, so the model's state never comes back, while the large
+ * pool's does (ffwd.h, "One part"). Iteration grow_at (if not -1) is odd
+ * 3: the small pool grows in its middle. With big, those tensors are the
+ * large pool's: then the small pool's state comes back, not the large's. */
+static gm_event *drifting(size_t iters, const char *shapes, long grow_at, int big, size_t *n)
+{
+    gen g = {.rng = 31};
+    unsigned x = 4242;
+    uint64_t weights[8], grad[10] = {0}, loss = 0;
+    for (size_t i = 0; i < 8; i++)
+        weights[i] = alloc(&g, (3 + i) * MiB, 0, GM_CAT_PARAMETER);
+    size_t ns = strlen(shapes);
+    for (size_t k = 0; k < iters; k++) {
+        uint64_t small[6];
+        size_t m = 2 + lcg(&x) % 5;
+        for (size_t i = 0; i < m; i++)
+            small[i] =
+                alloc(&g, (big ? 2 * MiB : 0) + 512 * (1 + lcg(&x) % 300), 0, GM_CAT_TEMPORARY);
+        if (loss) put(&g, GM_OP_FREE, loss, 0, 0, GM_CAT_TEMPORARY);
+        loss = alloc(&g, (big ? 2 * MiB : 0) + 4 + lcg(&x) % 2048, 0, GM_CAT_TEMPORARY);
+        iteration(&g, shapes[k % ns] - 'a', grad, 10, (long)k == grow_at ? 3 : 0);
+        for (size_t i = 0; i < m; i++)
+            put(&g, GM_OP_FREE, small[i], 0, 0, GM_CAT_TEMPORARY);
+    }
+    put(&g, GM_OP_FREE, loss, 0, 0, GM_CAT_TEMPORARY);
+    for (size_t i = 0; i < 10; i++)
+        if (grad[i]) put(&g, GM_OP_FREE, grad[i], 0, 0, GM_CAT_GRADIENT);
+    for (size_t i = 0; i < 8; i++)
+        put(&g, GM_OP_FREE, weights[i], 0, 0, GM_CAT_PARAMETER);
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_ids_assign(g.ev, g.n, &err), GM_OK);
+    *n = g.n;
+    return g.ev;
+}
+
 /* ---------------- two runs compared ---------------- */
 
 typedef struct drv_log {
@@ -154,6 +199,12 @@ static void end_views(void *ctx, int tenant, gm_alloc *a, int status)
     }
     l->n_seg = n;
     free(v);
+    if (a->ops->ff_clock) { /* the GC ages' clocks (a fast-forward moves them on) */
+        uint64_t clock[GM_FF_CLOCKS];
+        a->ops->ff_clock(a, clock);
+        for (size_t k = 0; k < GM_FF_CLOCKS; k++)
+            mix(&l->view, clock[k]);
+    }
 }
 
 static void log_call(void *ctx, int tenant, uint64_t event_index, const gm_seg_event *ev)
@@ -177,6 +228,7 @@ typedef struct run_case {
     const char *policy, *conf;
     uint64_t capacity;
     int skip, repeat, stats, progress;
+    uint64_t patience; /* gm_sim_config.ff_patience (0: the default) */
 } run_case;
 
 /* Run spec under c with fast-forward and without; both must agree on
@@ -199,6 +251,7 @@ static uint64_t both(const gm_tenant_spec *spec, const run_case *c)
                              .on_oom_skip = c->skip,
                              .no_device_stats = !c->stats,
                              .no_fast_forward = no_ff,
+                             .ff_patience = c->patience,
                              .seg_hook = log_call,
                              .seg_hook_ctx = &log[no_ff],
                              .end_hook = end_views,
@@ -244,16 +297,16 @@ static uint64_t both(const gm_tenant_spec *spec, const run_case *c)
 static void cases_on(const gm_tenant_spec *spec, size_t n, double want)
 {
     static const run_case cases[] = {
-        {"pytorch", NULL, 80 * GiB, 0, 0, 0, 0},
-        {"pytorch", NULL, 80 * GiB, 0, 0, 1, 0}, /* memory_stats() kept (ff_stats) */
-        {"lru", NULL, 80 * GiB, 0, 0, 0, 0},
-        {"priority", NULL, 80 * GiB, 0, 0, 1, 0},
-        {"pytorch", "expandable_segments:True", 80 * GiB, 0, 0, 1, 0},
-        {"pytorch", "roundup_power2_divisions:4", 80 * GiB, 0, 0, 0, 0},
-        {"pytorch", NULL, 80 * GiB, 0, 3, 1, 0}, /* --repeat: each pass from the start */
+        {"pytorch", NULL, 80 * GiB, 0, 0, 0, 0, 0},
+        {"pytorch", NULL, 80 * GiB, 0, 0, 1, 0, 0}, /* memory_stats() kept (ff_stats) */
+        {"lru", NULL, 80 * GiB, 0, 0, 0, 0, 0},
+        {"priority", NULL, 80 * GiB, 0, 0, 1, 0, 0},
+        {"pytorch", "expandable_segments:True", 80 * GiB, 0, 0, 1, 0, 0},
+        {"pytorch", "roundup_power2_divisions:4", 80 * GiB, 0, 0, 0, 0, 0},
+        {"pytorch", NULL, 80 * GiB, 0, 3, 1, 0, 0}, /* --repeat: each pass from the start */
         /* GC ages (ff_clock): kept as simulating keeps them, never used here */
         {"pytorch", "garbage_collection_threshold:0.6,per_process_memory_fraction:0.99", 80 * GiB,
-         0, 0, 1, 0},
+         0, 0, 1, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint64_t ff = both(spec, &cases[i]);
@@ -270,13 +323,13 @@ static void cases_on(const gm_tenant_spec *spec, size_t n, double want)
 static void cases_off(const gm_tenant_spec *spec)
 {
     static const run_case cases[] = {
-        {"pytorch", NULL, 700 * MiB, 1, 0, 1, 0},
-        {"lru", NULL, 600 * MiB, 1, 0, 0, 0},
-        {"predictive", NULL, 80 * GiB, 0, 0, 0, 0},
+        {"pytorch", NULL, 700 * MiB, 1, 0, 1, 0, 0},
+        {"lru", NULL, 600 * MiB, 1, 0, 0, 0, 0},
+        {"predictive", NULL, 80 * GiB, 0, 0, 0, 0, 0},
         /* oversize blocks: the cache grows every iteration here, no state comes back */
-        {"pytorch", "max_split_size_mb:20", 80 * GiB, 0, 0, 0, 0},
+        {"pytorch", "max_split_size_mb:20", 80 * GiB, 0, 0, 0, 0, 0},
         {"pytorch", "garbage_collection_threshold:0.5,per_process_memory_fraction:0.5", 2 * GiB, 1,
-         0, 0, 0},
+         0, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         both(spec, &cases[i]);
@@ -296,14 +349,12 @@ static gm_tenant_spec mem_spec(const gm_event *ev, size_t n, gm_trace_meta *meta
  * iteration of another shape, simulated, uses segments the others do not
  * between records and the last cycles applied: without the last uses
  * those cycles leave, lru would take theirs for older. */
-static void test_last_use(void)
+/* ev with one more allocation (and its free) after the last gradient's
+ * free, before the weights go, that needs half of the cache that lru
+ * reserves for ev released, at a capacity of what that run reserved + 1
+ * GiB (*capacity): n + 2 events, with ids. */
+static gm_event *with_big_alloc(const gm_event *ev, size_t n, uint64_t *capacity)
 {
-    size_t n;
-    char shapes[301];
-    memset(shapes, 'a', 300);
-    shapes[300] = 0;
-    shapes[150] = 'c';
-    gm_event *ev = periodic(300, shapes, -1, &n);
     gm_trace_meta meta;
     gm_tenant_spec t = mem_spec(ev, n, &meta);
     /* the cache at the end, with room to spare */
@@ -318,8 +369,7 @@ static void test_last_use(void)
     CU_ASSERT_EQUAL_FATAL(rc, GM_OK);
     uint64_t reserved = r->t[0].m.peak_r;
     gm_sim_result_free(r);
-    /* then one more allocation, before the weights go, that needs half of
-     * the cache released; the capacity is what the run reserved, + 1 GiB */
+    gm_trace_meta_free(&meta);
     size_t k = n;
     while (k > 0 && !(ev[k - 1].op == GM_OP_FREE && ev[k - 1].category == GM_CAT_GRADIENT))
         k--; /* after the last gradient's free */
@@ -336,22 +386,35 @@ static void test_last_use(void)
     for (size_t i = 0; i < n + 2; i++)
         e2[i].id = 0;
     CU_ASSERT_EQUAL_FATAL(gm_ids_assign(e2, n + 2, &err), GM_OK);
+    *capacity = reserved + 1 * GiB;
+    return e2;
+}
+
+static void test_last_use(void)
+{
+    size_t n;
+    char shapes[301];
+    memset(shapes, 'a', 300);
+    shapes[300] = 0;
+    shapes[150] = 'c';
+    gm_event *ev = periodic(300, shapes, -1, &n);
+    gm_trace_meta meta;
+    gm_tenant_spec t = mem_spec(ev, n, &meta);
+    uint64_t cap;
+    gm_event *e2 = with_big_alloc(ev, n, &cap);
     t.events = e2;
     t.n_events = n + 2;
     for (int stats = 0; stats < 2; stats++) {
-        run_case c = {"lru", NULL, reserved + 1 * GiB, 1, 0, stats, 0};
+        run_case c = {"lru", NULL, cap, 1, 0, stats, 0, 0};
         CU_ASSERT(both(&t, &c) > 8 * n / 10);
     }
     /* and PyTorch's garbage collection, which releases the whole free
      * segments that have waited longest in their pool (their GC ages:
      * ff_clock, ff_seg_age) */
-    run_case gc = {"pytorch",
-                   "garbage_collection_threshold:0.3,per_process_memory_fraction:1.0",
-                   reserved + 1 * GiB,
-                   1,
-                   0,
-                   0,
-                   0};
+    run_case gc = {"pytorch", "garbage_collection_threshold:0.3,per_process_memory_fraction:1.0",
+                   cap,       1,
+                   0,         0,
+                   0,         0};
     CU_ASSERT(both(&t, &gc) > 8 * n / 10);
     gm_trace_meta_free(&meta);
     free(e2);
@@ -396,7 +459,7 @@ static void test_other_blocks(void)
         gm_event *ev = periodic_odd(300, "a", at, 2, &n);
         gm_trace_meta meta;
         gm_tenant_spec t = mem_spec(ev, n, &meta);
-        run_case c = {"pytorch", NULL, 80 * GiB, 0, 0, 1, 0};
+        run_case c = {"pytorch", NULL, 80 * GiB, 0, 0, 1, 0, 0};
         CU_ASSERT(both(&t, &c) > n / 2);
         gm_trace_meta_free(&meta);
         free(ev);
@@ -422,7 +485,7 @@ static void test_file_chunks(void)
     CU_ASSERT_EQUAL_FATAL(gm_trace_finish(w, &err), GM_OK);
     gm_trace_meta_free(&m);
     gm_tenant_spec t = {.path = path};
-    run_case c = {"pytorch", NULL, 80 * GiB, 0, 0, 1, 0};
+    run_case c = {"pytorch", NULL, 80 * GiB, 0, 0, 1, 0, 0};
     CU_ASSERT(both(&t, &c) > 9 * n / 10);
     c.repeat = 2; /* the rewind between passes, with a record at hand */
     CU_ASSERT(both(&t, &c) > 2 * 9 * n / 10);
@@ -445,7 +508,7 @@ static void test_progress(void)
     CU_ASSERT_FATAL(n > (1u << 20));
     gm_trace_meta meta;
     gm_tenant_spec t = mem_spec(ev, n, &meta);
-    run_case c = {"pytorch", NULL, 80 * GiB, 0, 0, 0, 1};
+    run_case c = {"pytorch", NULL, 80 * GiB, 0, 0, 0, 1, 0};
     CU_ASSERT(both(&t, &c) > 9 * n / 10);
     gm_trace_meta_free(&meta);
     free(ev);
@@ -471,10 +534,97 @@ static void test_no_cycle(void)
     CU_ASSERT_EQUAL_FATAL(gm_ids_assign(g.ev, g.n, &err), GM_OK);
     gm_trace_meta meta;
     gm_tenant_spec t = mem_spec(g.ev, g.n, &meta);
-    run_case c = {"pytorch", NULL, 80 * GiB, 0, 0, 1, 0};
+    run_case c = {"pytorch", NULL, 80 * GiB, 0, 0, 1, 0, 0};
     CU_ASSERT_EQUAL(both(&t, &c), 0);
     gm_trace_meta_free(&meta);
     free(g.ev);
+}
+
+/* One part (ffwd.h): a trace whose small pool never comes back to a state
+ * but whose large pool does has its large pool's events fast-forwarded,
+ * the small pool's simulated among them, with the same results; runs that
+ * keep memory_stats() have no part mode (every event simulated). The
+ * search gives the whole model 3000 events here (GM_FF_PATIENCE in a run). */
+static void test_one_part(void)
+{
+    size_t n;
+    gm_event *ev = drifting(400, "a", -1, 0, &n);
+    gm_trace_meta meta;
+    gm_tenant_spec t = mem_spec(ev, n, &meta);
+    uint64_t patience = 3000;
+    /* the whole model never comes back: nothing without the part mode */
+    run_case whole = {"pytorch", NULL, 80 * GiB, 0, 0, 1, 0, patience};
+    CU_ASSERT_EQUAL(both(&t, &whole), 0);
+    static const run_case cases[] = {
+        {"pytorch", NULL, 80 * GiB, 0, 0, 0, 0, 3000},
+        {"lru", NULL, 80 * GiB, 0, 0, 0, 0, 3000},
+        {"priority", NULL, 80 * GiB, 0, 0, 0, 0, 3000},
+        {"pytorch", "roundup_power2_divisions:4", 80 * GiB, 0, 0, 0, 0, 3000},
+        {"pytorch", "max_split_size_mb:200", 80 * GiB, 0, 0, 0, 0, 3000},
+        {"pytorch", NULL, 80 * GiB, 0, 3, 0, 0, 3000},
+        {"pytorch", "garbage_collection_threshold:0.6,per_process_memory_fraction:0.99", 80 * GiB,
+         0, 0, 0, 0, 3000},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint64_t ff = both(&t, &cases[i]);
+        size_t total = n * (size_t)(cases[i].repeat ? cases[i].repeat : 1);
+        if (ff < total / 4)
+            fprintf(stderr, "\n  case %zu: %llu of %zu events fast-forwarded\n", i,
+                    (unsigned long long)ff, total);
+        CU_ASSERT(ff >= total / 4);
+    }
+    /* under pressure (driver calls, OOMs skipped): whatever it does, the same */
+    run_case tight = {"pytorch", NULL, 700 * MiB, 1, 0, 0, 0, 3000};
+    both(&t, &tight);
+    gm_trace_meta_free(&meta);
+    free(ev);
+}
+
+/* The small pool's part, after the whole model and then the large pool's
+ * part came to nothing: its events are fewer, its largest free block is
+ * the other part's (the metrics' largest free block: the two parts'
+ * largest). */
+static void test_small_part(void)
+{
+    size_t n;
+    gm_event *ev = drifting(500, "ab", -1, 1, &n);
+    gm_trace_meta meta;
+    gm_tenant_spec t = mem_spec(ev, n, &meta);
+    run_case c = {"pytorch", NULL, 80 * GiB, 0, 0, 0, 0, 3000};
+    CU_ASSERT(both(&t, &c) > n / 8);
+    c.policy = "priority";
+    c.conf = "garbage_collection_threshold:0.6,per_process_memory_fraction:0.99";
+    CU_ASSERT(both(&t, &c) > n / 8);
+    gm_trace_meta_free(&meta);
+    free(ev);
+}
+
+/* One part, and the other part's allocation that needs the model to grow
+ * in the middle of a cycle's window: the part's events before it are
+ * simulated there (ffwd.c, materialize), at every point of the iteration
+ * in turn, and the search starts again from there. lru, made to release
+ * the cache at the end, and GC see the segments' last uses and ages. */
+static void test_one_part_grows(void)
+{
+    for (long at = 200; at <= 202; at++) {
+        size_t n;
+        gm_event *ev = drifting(400, "ab", at, 0, &n);
+        uint64_t cap;
+        gm_event *e2 = with_big_alloc(ev, n, &cap);
+        gm_trace_meta meta;
+        gm_tenant_spec t = mem_spec(e2, n + 2, &meta);
+        run_case c = {"lru", NULL, cap, 1, 0, 0, 0, 3000};
+        CU_ASSERT(both(&t, &c) > n / 4);
+        run_case gc = {
+            "pytorch", "garbage_collection_threshold:0.3,per_process_memory_fraction:1.0",
+            cap,       1,
+            0,         0,
+            0,         3000};
+        CU_ASSERT(both(&t, &gc) > n / 4);
+        gm_trace_meta_free(&meta);
+        free(e2);
+        free(ev);
+    }
 }
 
 int gm_test_register(void)
@@ -488,5 +638,8 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_last_use);
     GM_ADD_TEST(s, test_progress);
     GM_ADD_TEST(s, test_no_cycle);
+    GM_ADD_TEST(s, test_one_part);
+    GM_ADD_TEST(s, test_one_part_grows);
+    GM_ADD_TEST(s, test_small_part);
     return CUE_SUCCESS;
 }
