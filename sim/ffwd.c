@@ -163,14 +163,16 @@ void gm_ffwd_free(gm_ffwd *f)
 
 /* A candidate that came to nothing (a record not back in its state in
  * time, or out of memory): the next 1, 2, 4, ... 64 candidates are passed
- * over, so a trace that never repeats makes few records. A cycle applied
- * ends it. */
+ * over, so a trace that never repeats makes few records (one part: 64
+ * times as many, each of its events being a checkpoint, and a run under
+ * pressure, whose driver calls end every record, making few). A cycle
+ * applied ends it. */
 static void give_up(gm_ffwd *f)
 {
     f->mode = GM_FF_SEEK;
     f->at = NULL;
     f->records_failed++;
-    f->skip = f->backoff;
+    f->skip = f->part < 0 ? f->backoff : 64 * f->backoff;
     f->backoff = f->backoff ? (f->backoff < 64 ? 2 * f->backoff : 64) : 1;
 }
 
@@ -550,6 +552,16 @@ static int back(gm_ffwd *f, gm_alloc *a, const gm_metrics *m)
            s->oom0 == m->n_oom && in_state(f, a, s);
 }
 
+/* Whether the model called the driver since the record or probe began:
+ * it cannot be back in its state (back() compares the counts), so the
+ * stretch is given up now instead of at its limit (a run under pressure
+ * calls the driver every iteration). */
+static int drove(const gm_ffwd *f, const gm_alloc *a)
+{
+    return a->c.n_driver_alloc != f->at->c0.n_driver_alloc ||
+           a->c.n_driver_free != f->at->c0.n_driver_free;
+}
+
 int gm_ffwd_rec_post(gm_ffwd *f, gm_alloc *a, const gm_metrics *m)
 {
     if (f->mode != GM_FF_RECORD) return 1; /* given up on this event */
@@ -568,7 +580,7 @@ int gm_ffwd_rec_post(gm_ffwd *f, gm_alloc *a, const gm_metrics *m)
         record_end(f, a);
         return 1;
     }
-    if (b->n < f->at->limit) return 0;
+    if (b->n < f->at->limit && !drove(f, a)) return 0;
     give_up(f);
     return 1;
 }
@@ -580,7 +592,7 @@ int gm_ffwd_probe(gm_ffwd *f, gm_alloc *a, const gm_metrics *m, uint64_t done)
         f->probed = 1;
         return 1;
     }
-    if (done - f->since < f->at->limit) return 0;
+    if (done - f->since < f->at->limit && !drove(f, a)) return 0;
     give_up(f);
     return 1;
 }
