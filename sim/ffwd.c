@@ -169,6 +169,7 @@ void gm_ffwd_free(gm_ffwd *f)
  * applied ends it. */
 static void give_up(gm_ffwd *f)
 {
+    if (f->mode == GM_FF_RECORD) f->recorded += f->rec.n;
     f->mode = GM_FF_SEEK;
     f->at = NULL;
     f->records_failed++;
@@ -176,10 +177,24 @@ static void give_up(gm_ffwd *f)
     f->backoff = f->backoff ? (f->backoff < 64 ? 2 * f->backoff : 64) : 1;
 }
 
+/* One part: whether a new record may be made. Its candidates are many
+ * (every event of the part is a checkpoint), and under pressure (driver
+ * calls, OOMs) its states come back for a few iterations at a time: its
+ * records are made only while the events recorded stay within GM_FF_MAX of
+ * the events applied, so that a run whose records do not pay spends on
+ * them no more than that (time and memory). */
+static int may_record(const gm_ffwd *f)
+{
+    return f->part < 0 || f->recorded <= f->events_applied + GM_FF_MAX;
+}
+
 void gm_ffwd_reset(gm_ffwd *f)
 {
     if (f->mode == GM_FF_OFF) return;
-    if (f->mode == GM_FF_RECORD) f->records_failed++;
+    if (f->mode == GM_FF_RECORD) {
+        f->records_failed++;
+        f->recorded += f->rec.n;
+    }
     f->mode = GM_FF_SEEK;
     f->at = NULL;
 }
@@ -460,6 +475,13 @@ static gm_ff_rec *rec_make(gm_ffwd *f, gm_alloc *a)
     for (size_t i = 0; i < n; i++)
         if (i + 1 == n || r->touch[i + 1].seg != r->touch[i].seg) r->touch[k++] = r->touch[i];
     r->n_touch = k;
+    /* only the segments' last uses stay (the record is kept for long) */
+    struct gm_ff_keep *kt =
+        realloc(r->keep, (n_keep + 1) * sizeof *r->keep + (k ? k : 1) * sizeof *r->touch);
+    if (kt) {
+        r->keep = kt;
+        r->touch = (struct gm_ff_touch *)(r->keep + n_keep + 1);
+    }
     if (a->ops->ff_clock) { /* the model's clocks moved on, and what ages the cycle left */
         uint64_t now[GM_FF_CLOCKS];
         a->ops->ff_clock(a, now);
@@ -503,6 +525,7 @@ static void record_end(gm_ffwd *f, gm_alloc *a)
         return;
     }
     f->records_made++;
+    f->recorded += f->rec.n;
     f->mode = GM_FF_AT;
     f->probed = 0;
     f->hope = f->since + r->n;
@@ -686,6 +709,7 @@ int gm_ffwd_seek(gm_ffwd *f, gm_alloc *a, const gm_metrics *m, uint64_t done)
     /* seen twice: a third time, as far again, makes a period (one part:
      * a third time; iterations of several lengths take it there) */
     if (f->part < 0 ? p != last : !last) return 0;
+    if (!may_record(f)) return 0;
     if (f->skip) { /* recent candidates failed: pass some over */
         f->skip--;
         return 0;
@@ -1053,7 +1077,7 @@ none:
     if (f->need) return 0;
     /* none matches: simulate, and record once the state has come back
      * simulating (a stretch that comes back once is likely to again) */
-    if (f->probed)
+    if (f->probed && may_record(f))
         record_start(f, s, t->a, t->m, t->done);
     else
         probe_start(f, s, t->a, t->m, t->done);

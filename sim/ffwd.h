@@ -93,7 +93,7 @@
 
 #define GM_FF_MIN 16             /* shortest cycle made a record (events)           */
 #define GM_FF_MAX (1u << 18)     /* longest: a record or probe not back by then ends */
-#define GM_FF_BUDGET (1u << 19)  /* recorded events kept, all records together      */
+#define GM_FF_BUDGET (1u << 18)  /* recorded events kept, all records together      */
 #define GM_FF_CARRY (1u << 16)   /* longest cycle checked across a chunk's end       */
 #define GM_FF_STATES 8           /* known states kept                               */
 #define GM_FF_RECS 64            /* cycles kept per known state                     */
@@ -197,6 +197,7 @@ typedef struct gm_ffwd {
     size_t cap_window;
     /* figures (bench/gmbench) */
     uint64_t events_applied, cycles_applied, records_made, records_failed;
+    uint64_t recorded; /* events recorded, records kept or not (may_record) */
 } gm_ffwd;
 
 /* A fast-forward for allocator a, or NULL when a cannot be fast-forwarded
