@@ -292,6 +292,15 @@ typedef struct gm_alloc_ops {
     int (*ff_part_malloc)(gm_alloc *a, uint64_t req, uint64_t stream, uint8_t cat, uint64_t now,
                           uint64_t *handle);
     uint64_t (*ff_part_largest_free)(gm_alloc *a, int part);
+    /* Optional with ff_part_state, for a model with stats, both or none:
+     * the statistics it keeps, to be moved in place by a fast-forward of
+     * one part (part k's are those of stat type GM_STAT_SMALL + k, and the
+     * GM_STAT_ALL ones their sums: the fast-forward keeps those the sums
+     * after every event, their peaks with them); and ff_part_stats, which
+     * keeps in d (the growth of the statistics over a stretch of both
+     * parts' events) only what part `part`'s events added. */
+    gm_alloc_stats *(*ff_part_stats_live)(gm_alloc *a);
+    void (*ff_part_stats)(gm_alloc *a, int part, gm_alloc_stats *d);
 } gm_alloc_ops;
 
 /* ff_part_state's parts (and ff_clock's clocks: one each). */
@@ -306,7 +315,13 @@ typedef struct gm_ff_part {
 /* ff_clock's clocks at most. */
 #define GM_FF_CLOCKS 2
 
-/* The gm_stat members of gm_alloc_stats, as an array (they come first). */
+/* The per-pool gm_stat arrays of gm_alloc_stats (they come first, each
+ * GM_STAT_TYPES long), then the other gm_stat members: as an array. */
+#define GM_ALLOC_N_STAT_ARRAYS                                                                     \
+    (offsetof(gm_alloc_stats, oversize_allocations) / (GM_STAT_TYPES * sizeof(gm_stat)))
+_Static_assert(offsetof(gm_alloc_stats, oversize_allocations) ==
+                   9 * GM_STAT_TYPES * sizeof(gm_stat),
+               "gm_alloc_stats: its per-pool arrays first");
 #define GM_ALLOC_N_STATS (offsetof(gm_alloc_stats, num_alloc_retries) / sizeof(gm_stat))
 _Static_assert(offsetof(gm_alloc_stats, num_alloc_retries) == 29 * sizeof(gm_stat),
                "gm_alloc_stats: its gm_stat members first, then the counts");

@@ -1807,6 +1807,31 @@ static int pt_ff_part_malloc(gm_alloc *a, uint64_t req, uint64_t stream, uint8_t
     return alloc_found(a, s, p, b, size, req, cat, now, handle);
 }
 
+static gm_alloc_stats *pt_ff_part_stats_live(gm_alloc *a)
+{
+    return &((pt_state *)a->impl)->st;
+}
+
+/* A part's share of d: its pool's figures, which are also its share of
+ * the all-pools ones; the oversize figures are the large pool's (a small
+ * block is below any max_split_size: 20 MiB at least). */
+static void pt_ff_part_stats(gm_alloc *a, int part, gm_alloc_stats *d)
+{
+    (void)a;
+    gm_stat *x = (gm_stat *)d;
+    int mine = GM_STAT_SMALL + part, other = GM_STAT_SMALL + !part;
+    for (size_t k = 0; k < GM_ALLOC_N_STAT_ARRAYS; k++) {
+        gm_stat *v = &x[k * GM_STAT_TYPES];
+        v[GM_STAT_ALL].allocated = v[mine].allocated;
+        v[GM_STAT_ALL].freed = v[mine].freed;
+        v[other].allocated = v[other].freed = 0;
+    }
+    if (!part) {
+        d->oversize_allocations.allocated = d->oversize_allocations.freed = 0;
+        d->oversize_segments.allocated = d->oversize_segments.freed = 0;
+    }
+}
+
 static uint64_t pt_ff_part_largest_free(gm_alloc *a, int part)
 {
     pt_state *s = a->impl;
@@ -1915,4 +1940,6 @@ const gm_alloc_ops gm_alloc_pytorch = {
     .ff_part_block = pt_ff_part_block,
     .ff_part_malloc = pt_ff_part_malloc,
     .ff_part_largest_free = pt_ff_part_largest_free,
+    .ff_part_stats_live = pt_ff_part_stats_live,
+    .ff_part_stats = pt_ff_part_stats,
 };

@@ -30,6 +30,7 @@ struct gm_ff_rec {
     size_t n_touch;
     uint64_t dclock[GM_FF_CLOCKS]; /* how far it moved the model's clocks (ff_clock) */
     gm_alloc_stats *dstats;        /* what it adds to the model's statistics (ff_stats), or NULL */
+    uint64_t *cur;                 /* one part, statistics kept: gm_ff_buf's, else NULL */
     /* its first sig_n allocations' sizes, hashed (sig_mix): one part's
      * windows are checked in full only against the cycles they start as */
     uint64_t sig;
@@ -104,7 +105,8 @@ gm_ffwd *gm_ffwd_new(gm_alloc *a)
     /* one part: a model that has parts, and no statistics to keep (their
      * all-pool peaks would need the sum after every event) */
     f->parts_ok = GM_FF_PARTS == 2 && o->ff_part_state && o->ff_part_of && o->ff_part_block &&
-                  o->ff_part_malloc && o->ff_part_largest_free && !stats_kept(a) &&
+                  o->ff_part_malloc && o->ff_part_largest_free &&
+                  (!stats_kept(a) || (o->ff_part_stats_live && o->ff_part_stats)) &&
                   take_state(1, a, &f->scratch, &f->cap_scratch) != SIZE_MAX &&
                   take_state(0, a, &f->scratch, &f->cap_scratch) != SIZE_MAX;
     a->ff_on = 1;
@@ -119,6 +121,7 @@ static void rec_free(gm_ff_rec *r)
     free(r->size); /* one block for the per-event arrays (rec_make) */
     free(r->keep);
     free(r->dstats);
+    free(r->cur);
     free(r);
 }
 
@@ -143,6 +146,7 @@ static void buf_free(gm_ff_buf *b)
     free(b->lf);
     free(b->seg);
     free(b->handle);
+    free(b->cur);
 }
 
 void gm_ffwd_free(gm_ffwd *f)
@@ -235,7 +239,17 @@ static int buf_room(gm_ff_buf *b)
         GROW(b->handle, n);
         if (ok) b->cap_alloc = n;
     }
+    if (ok && b->n_cur && b->cap_cur < b->cap) {
+        GROW(b->cur, b->cap * GM_ALLOC_N_STAT_ARRAYS);
+        if (ok) b->cap_cur = b->cap;
+    }
     return ok;
+}
+
+/* One part with statistics kept: the model's statistics, as an array. */
+static gm_stat *part_stats(gm_alloc *a)
+{
+    return (gm_stat *)a->ops->ff_part_stats_live(a);
 }
 
 /* Simulate from the known state s (the model is in it now), `done`
@@ -263,6 +277,7 @@ static void record_start(gm_ffwd *f, gm_ff_state *s, gm_alloc *a, const gm_metri
 {
     watch(f, s, a, m, done);
     f->rec.n = f->rec.n_alloc = 0;
+    f->rec.n_cur = f->part >= 0 && stats_kept(a);
     f->gen++;
     f->mode = GM_FF_RECORD;
 }
@@ -504,6 +519,15 @@ static gm_ff_rec *rec_make(gm_ffwd *f, gm_alloc *a)
             d[i].allocated = y[i].allocated - x[i].allocated;
             d[i].freed = y[i].freed - x[i].freed;
         }
+        if (f->part >= 0) a->ops->ff_part_stats(a, f->part, r->dstats); /* its share */
+    }
+    if (b->n_cur) {
+        r->cur = malloc(n * GM_ALLOC_N_STAT_ARRAYS * sizeof *r->cur);
+        if (!r->cur) {
+            rec_free(r);
+            return NULL;
+        }
+        memcpy(r->cur, b->cur, n * GM_ALLOC_N_STAT_ARRAYS * sizeof *r->cur);
     }
     r->sig = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < n && r->sig_n < GM_FF_SIG; i++)
@@ -598,6 +622,12 @@ int gm_ffwd_rec_post(gm_ffwd *f, gm_alloc *a, const gm_metrics *m)
         b->q[i] = a->ff_part[f->part].requested;
         b->a[i] = a->ff_part[f->part].allocated;
         b->lf[i] = a->ops->ff_part_largest_free(a, f->part);
+        if (b->n_cur) {
+            const gm_stat *st = part_stats(a);
+            for (size_t k = 0; k < GM_ALLOC_N_STAT_ARRAYS; k++)
+                b->cur[i * GM_ALLOC_N_STAT_ARRAYS + k] =
+                    st[k * GM_STAT_TYPES + GM_STAT_SMALL + f->part].current;
+        }
     }
     if (b->n >= GM_FF_MIN && (f->part >= 0 || gm_ffwd_checkpoint(a)) && back(f, a, m)) {
         record_end(f, a);
@@ -957,6 +987,13 @@ static size_t run_part(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, size_
     const uint64_t shift = t->shift;
     const gm_ff_part x0 = a->ff_part[part];
     uint64_t dq = 0, da = 0, lfx = a->ops->ff_part_largest_free(a, part);
+    /* statistics kept: the all-pools figures (st[k * GM_STAT_TYPES]) are
+     * kept the sums, the part's (xs, from the record) and the other's */
+    enum { NS = GM_ALLOC_N_STAT_ARRAYS };
+    gm_stat *st = r->cur ? part_stats(a) : NULL;
+    uint64_t xs0[NS], xs[NS];
+    for (size_t q = 0; st && q < NS; q++)
+        xs0[q] = xs[q] = st[q * GM_STAT_TYPES + GM_STAT_SMALL + part].current;
     size_t k = 0;
     uint32_t j = 0;
     for (size_t i = 0; i < w; i++) {
@@ -971,11 +1008,30 @@ static size_t run_part(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, size_
             }
             dq = r->q[k] - x0.requested; /* unsigned: wraps back when the part's fell */
             da = r->a[k] - x0.allocated;
-            lfx = r->lf[k++];
+            lfx = r->lf[k];
+            for (size_t q = 0; st && q < NS; q++) {
+                gm_stat *all = &st[q * GM_STAT_TYPES + GM_STAT_ALL];
+                uint64_t c = r->cur[k * NS + q];
+                all->current += c - xs[q];
+                if (all->current > all->peak) all->peak = all->current;
+                xs[q] = c;
+            }
+            k++;
         } else if (e->op == GM_OP_ALLOC) {
             uint64_t h;
             if (a->ops->ff_part_malloc(a, e->size, e->stream, e->category, now, &h) != GM_OK) {
+                /* the part's events up to here, simulated: the all-pools
+                 * figures back to the model's, and their peaks as the
+                 * window so far left them (simulated now, after the other
+                 * part's events, they would count those too early) */
+                uint64_t peak[NS];
+                for (size_t q = 0; st && q < NS; q++) {
+                    st[q * GM_STAT_TYPES + GM_STAT_ALL].current -= xs[q] - xs0[q];
+                    peak[q] = st[q * GM_STAT_TYPES + GM_STAT_ALL].peak;
+                }
                 materialize(f, r, ev, k, t);
+                for (size_t q = 0; st && q < NS; q++)
+                    st[q * GM_STAT_TYPES + GM_STAT_ALL].peak = peak[q];
                 return i;
             }
             slot[e->id] = h + 1;
@@ -998,6 +1054,7 @@ static size_t run_part(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, size_
         a->ops->ff_touch(a, r->touch[q].seg, ev[f->xpos[r->touch[q].i]].t_ns + shift,
                          r->touch[q].age);
     if (a->ops->ff_clock) a->ops->ff_advance(a, r->dclock); /* the part's clock only */
+    if (r->dstats) a->ops->ff_stats(a, r->dstats);          /* the part's share only */
     return w;
 }
 

@@ -63,16 +63,25 @@
  * served malloc or a free of one part does reads and changes that part
  * only. So when the whole state has not come back for GM_FF_PATIENCE
  * events, the search starts again on the large pool alone, then on the
- * small pool alone (then the whole model again, with more patience): a state is the part's state, a
- * cycle the part's events (the others interleaved), and each of the part's events is a checkpoint
- * (its states come back only at iteration starts, too few for one in 64). Applying a cycle of part
- * X walks its window (the events from here to X's last) in order: X's events take their Q, A and
- * largest free block from the record (each figure the model's now, less X's at the start, plus X's
- * recorded one), the others are simulated (gm_alloc_ops.ff_part_malloc and free), and the metrics
- * step per event with the sums, as the engine steps them. Should an event of the others need the
- * model to grow (ff_part_malloc declines), X's events before it are simulated there and then (their
- * decisions are X's own), and the engine takes it from there. Runs that keep PyTorch's statistics
- * have no part mode (their all-pool peaks would need every event's sum).
+ * small pool alone (then the whole model again, with more patience): a
+ * state is the part's state, a cycle the part's events (the others
+ * interleaved), and each of the part's events is a checkpoint (its states
+ * come back only at iteration starts, too few for one in 64). Applying a
+ * cycle of part X walks its window (the events from here to X's last) in
+ * order: X's events take their Q, A and largest free block from the
+ * record (each figure the model's now, less X's at the start, plus X's
+ * recorded one), the others are simulated (gm_alloc_ops.ff_part_malloc
+ * and free), and the metrics step per event with the sums, as the engine
+ * steps them. Should an event of the others need the model to grow
+ * (ff_part_malloc declines), X's events before it are simulated there and
+ * then (their decisions are X's own), and the engine takes it from there.
+ * PyTorch's statistics, when kept, move the same way: X's pool's figures
+ * are the record's (a row of them per X event), the all-pools figures are
+ * kept the sums after every event, their peaks with them
+ * (ff_part_stats_live), and X's share of the cumulative figures is added
+ * at the end (ff_part_stats). Records of one part are made only while
+ * they pay (ffwd.c, may_record): under pressure its states last a few
+ * iterations at a time.
  *
  * Memory: at most GM_FF_STATES known states (each ff_state's words) and
  * GM_FF_BUDGET recorded events (~70 bytes each), the least recently used
@@ -146,6 +155,10 @@ typedef struct gm_ff_buf {
     uint64_t *seg;        /* the segment it used (ff_segment) */
     size_t n_alloc, cap_alloc;
     uint64_t *handle; /* per allocation: its handle, 0 once freed */
+    /* one part, statistics kept: after each event the part's figures of
+     * each per-pool statistic (GM_ALLOC_N_STAT_ARRAYS a row), n_cur rows */
+    uint64_t *cur;
+    size_t n_cur, cap_cur;
 } gm_ff_buf;
 
 typedef struct gm_ff_check {
