@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/addrmap.h"
 #include "policies/registry.h"
 #include "sim/alloc.h"
 #include "sim/device.h"
@@ -93,6 +94,7 @@ int main(int argc, char **argv)
     size_t n_slot = 0, cap = 0;
     gm_event *ev = malloc(GM_TRACE_CHUNK_EVENTS * sizeof *ev);
     seen s[N_VIEWS] = {{0}};
+    gm_addrmap by_addr = {0};
     int rc = 1;
     if (!ev || gm_trace_open(argv[1], &r, &err) || gm_trace_read_markers(r, &mk, &n_mk, &err) ||
         gm_device_model_create(80 * GM_GiB, NULL, &dev, &err) ||
@@ -101,11 +103,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "gmstates: %s\n", err.msg[0] ? err.msg : "out of memory");
         goto out;
     }
-    if (!gm_trace_meta_get(r)->dense_ids) {
-        fprintf(stderr, "gmstates: %s has no allocation ids; write it with gmsim gen or import\n",
-                argv[1]);
-        goto out;
-    }
+    /* allocations paired by id (gmsim gen, import), else by address */
+    const int ids = gm_trace_meta_get(r)->dense_ids;
+    if (!ids && gm_addrmap_init(&by_addr, 1024) != GM_OK) goto oom;
     a->no_stats = 1;
     uint64_t it = 0, oom = 0;
     size_t m = 0;
@@ -121,7 +121,7 @@ int main(int argc, char **argv)
                 if (w != SIZE_MAX && !note(&s[v], fnv(buf, w), it)) goto oom;
             }
             it += start;
-            if (e->id >= n_slot) {
+            if (ids && e->id >= n_slot) {
                 size_t k = 2 * (size_t)e->id + 1024;
                 uint64_t *x = realloc(slot, k * sizeof *x);
                 if (!x) goto oom;
@@ -129,15 +129,21 @@ int main(int argc, char **argv)
                 slot = x;
                 n_slot = k;
             }
-            uint64_t h;
-            if (e->op == GM_OP_ALLOC && e->id) {
-                if (a->ops->malloc(a, e->size, e->stream, e->category, e->t_ns, &h) == GM_OK)
-                    slot[e->id] = h + 1;
-                else
+            uint64_t h, key = gm_addrmap_key(e->addr);
+            if (e->op == GM_OP_ALLOC && (!ids || e->id)) {
+                if (a->ops->malloc(a, e->size, e->stream, e->category, e->t_ns, &h) != GM_OK)
                     oom++;
-            } else if (e->op == GM_OP_FREE && e->id && slot[e->id]) {
+                else if (ids)
+                    slot[e->id] = h + 1;
+                else if (gm_addrmap_get(&by_addr, key)) /* a live address again: the newer */
+                    *gm_addrmap_get(&by_addr, key) = h;
+                else if (gm_addrmap_put(&by_addr, key, h) != GM_OK)
+                    goto oom;
+            } else if (e->op == GM_OP_FREE && ids && e->id && slot[e->id]) {
                 a->ops->free(a, slot[e->id] - 1, e->t_ns);
                 slot[e->id] = 0;
+            } else if (e->op == GM_OP_FREE && !ids && gm_addrmap_del(&by_addr, key, &h)) {
+                a->ops->free(a, h, e->t_ns);
             }
         }
     }
@@ -148,7 +154,8 @@ int main(int argc, char **argv)
     static const char *const name[N_VIEWS] = {"whole model", "small pool", "large pool"};
     printf("%s: %llu iterations%s\n", argv[1], (unsigned long long)it,
            oom ? " (some allocations did not fit in 80 GiB: skipped)" : "");
-    for (int v = 0; v < N_VIEWS; v++) {
+    if (!it) printf("  no iteration markers (/markers of kind iteration): nothing to compare\n");
+    for (int v = 0; it && v < N_VIEWS; v++) {
         if (!s[v].n) {
             printf("  %-12s no state (the model makes no promise with these settings)\n", name[v]);
             continue;
@@ -166,6 +173,7 @@ out:
     for (int v = 0; v < N_VIEWS; v++)
         free(s[v].h);
     free(slot);
+    gm_addrmap_free(&by_addr);
     free(buf);
     free(ev);
     free(mk);
