@@ -861,6 +861,18 @@ static void apply(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, const gm_f
  * other part's (GM_FF_LOCAL | j never has bit 62: j < 2^32) */
 #define GM_FF_OTHER (GM_FF_LOCAL | 1ull << 62)
 
+/* ff_part_of, remembered by size (a size's part is the settings'; a
+ * training loop asks for a few hundred sizes over and over). */
+static inline int part_of(gm_ffwd *f, gm_alloc *a, uint64_t size)
+{
+    size_t i = (size_t)((size * 0x9e3779b97f4a7c15ull) >> 58);
+    if (f->memo_size[i] != size + 1) {
+        f->memo_size[i] = size + 1;
+        f->memo_part[i] = (uint8_t)a->ops->ff_part_of(a, size);
+    }
+    return f->memo_part[i];
+}
+
 /* Room in the scratch for a window of up to n events. */
 static int window_room(gm_ffwd *f, size_t n)
 {
@@ -903,7 +915,7 @@ static size_t check_part(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, siz
         int mine;
         if (e->op == GM_OP_ALLOC) {
             if (v) goto undo; /* still live: step()'s to judge */
-            mine = a->ops->ff_part_of(a, e->size) == f->part;
+            mine = part_of(f, a, e->size) == f->part;
             slot[id] = mine ? GM_FF_LOCAL | j : GM_FF_OTHER;
             sa[id] = e->addr;
         } else if (e->op == GM_OP_FREE) {
@@ -1071,7 +1083,7 @@ static size_t apply_part(gm_ffwd *f, const gm_event *ev, size_t n, const gm_ff_t
     size_t got = 0;
     sig[0] = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < n && got < GM_FF_SIG; i++)
-        if (ev[i].op == GM_OP_ALLOC && t->a->ops->ff_part_of(t->a, ev[i].size) == f->part) {
+        if (ev[i].op == GM_OP_ALLOC && part_of(f, t->a, ev[i].size) == f->part) {
             sig[got + 1] = sig_mix(sig[got], ev[i].size);
             got++;
         }

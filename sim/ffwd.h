@@ -208,6 +208,8 @@ typedef struct gm_ffwd {
     uint32_t *xpos;
     uint64_t *loc;
     size_t cap_window;
+    uint64_t memo_size[64]; /* ff_part_of's answers: size + 1 (0: none) ... */
+    uint8_t memo_part[64];  /* ... and its part */
     /* figures (bench/gmbench) */
     uint64_t events_applied, cycles_applied, records_made, records_failed;
     uint64_t recorded; /* events recorded, records kept or not (may_record) */
