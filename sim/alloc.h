@@ -307,9 +307,13 @@ typedef struct gm_alloc_ops {
 #define GM_FF_PARTS 2
 
 /* What a model with ff_part_state keeps per part while ff_on: its share
- * of ff_live, and its requested and allocated bytes (a->c's Q and A). */
+ * of ff_live, and its requested and allocated bytes (a->c's Q and A);
+ * and always: the driver calls that made or gave back one of its
+ * segments (the other part's leave its segments, and so its cycles'
+ * handles, as they were). */
 typedef struct gm_ff_part {
     uint64_t live, requested, allocated;
+    uint64_t driver;
 } gm_ff_part;
 
 /* ff_clock's clocks at most. */

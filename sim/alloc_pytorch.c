@@ -764,6 +764,7 @@ static pt_block *alloc_segment(gm_alloc *a, pt_state *s, uint64_t alloc_size, ui
     stats_inc(s->st.segment, small, 1);
     stats_inc(s->st.reserved_bytes, small, alloc_size);
     if (alloc_size >= s->conf.max_split_size) stat_inc(&s->st.oversize_segments, 1);
+    a->ff_part[!small].driver++;
     return b;
 }
 
@@ -777,6 +778,7 @@ static uint64_t release_segment(gm_alloc *a, pt_state *s, pt_segment *g, uint64_
     stats_dec(s->st.segment, g->small, 1);
     stats_dec(s->st.reserved_bytes, g->small, size);
     if (size >= s->conf.max_split_size) stat_dec(&s->st.oversize_segments, 1);
+    a->ff_part[!g->small].driver++;
     block_put(s, b);
     segment_unlink(s, g);
     return size;

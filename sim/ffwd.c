@@ -56,13 +56,21 @@ struct gm_ff_state {
     uint64_t limit;                /* a record not back by this many events is dropped */
 };
 
+/* The driver calls that may have changed the segments of the model (one
+ * part: of the part; the other part's growth leaves them as they were). */
+static uint64_t drivers(const gm_ffwd *f, const gm_alloc *a)
+{
+    return f->part < 0 ? a->c.n_driver_alloc + (a->c.n_driver_free << 32)
+                       : a->ff_part[f->part].driver;
+}
+
 /* The key of the state the model (one part: the part) is in: its
  * allocated blocks (ff_live) and the driver calls (segments change only
  * with one). A proposal: the state decides. */
 static uint64_t state_key(const gm_ffwd *f, const gm_alloc *a)
 {
     uint64_t live = f->part < 0 ? a->ff_live : a->ff_part[f->part].live;
-    uint64_t h = live ^ (a->c.n_driver_alloc + (a->c.n_driver_free << 32)) * 0x165667b19e3779f9ull;
+    uint64_t h = live ^ drivers(f, a) * 0x165667b19e3779f9ull;
     h ^= h >> 29;
     return h | 1; /* 0: an empty entry of the table */
 }
@@ -587,14 +595,12 @@ static int back(gm_ffwd *f, gm_alloc *a, const gm_metrics *m)
 {
     const gm_ff_state *s = f->at;
     if (state_key(f, a) != s->key) return 0;
-    gm_alloc_counters c = a->c;
-    if (f->part >= 0) { /* the other part's Q and A may move; the part's may not */
+    if (f->part >= 0) { /* the part's figures, OOMs and state; the other part's may move */
         const gm_ff_part *x = &a->ff_part[f->part];
-        if (x->requested != s->p0.requested || x->allocated != s->p0.allocated) return 0;
-        c.requested_bytes = s->c0.requested_bytes;
-        c.allocated_bytes = s->c0.allocated_bytes;
+        return x->requested == s->p0.requested && x->allocated == s->p0.allocated &&
+               x->driver == s->p0.driver && s->oom0 == m->n_oom && in_state(f, a, s);
     }
-    return !memcmp(&s->c0, &c, sizeof c) && s->dev_used0 == a->dev->used_bytes &&
+    return !memcmp(&s->c0, &a->c, sizeof a->c) && s->dev_used0 == a->dev->used_bytes &&
            s->dev_reads0 == a->dev->capacity_reads && s->dev_refused0 == a->dev->refused &&
            s->oom0 == m->n_oom && in_state(f, a, s);
 }
@@ -605,6 +611,7 @@ static int back(gm_ffwd *f, gm_alloc *a, const gm_metrics *m)
  * calls the driver every iteration). */
 static int drove(const gm_ffwd *f, const gm_alloc *a)
 {
+    if (f->part >= 0) return a->ff_part[f->part].driver != f->at->p0.driver;
     return a->c.n_driver_alloc != f->at->c0.n_driver_alloc ||
            a->c.n_driver_free != f->at->c0.n_driver_free;
 }
@@ -672,9 +679,7 @@ static gm_ff_state *known(gm_ffwd *f, gm_alloc *a, uint64_t key)
 {
     for (size_t k = 0; k < f->n_states; k++) {
         gm_ff_state *s = f->states[k];
-        if (s->key == key && s->n_drv == a->c.n_driver_alloc + a->c.n_driver_free &&
-            in_state(f, a, s))
-            return s;
+        if (s->key == key && s->n_drv == drivers(f, a) && in_state(f, a, s)) return s;
     }
     return NULL;
 }
@@ -726,6 +731,7 @@ int gm_ffwd_seek(gm_ffwd *f, gm_alloc *a, const gm_metrics *m, uint64_t done)
         return 0;
     }
     c->at = done;
+    if (p < GM_FF_MIN && f->part >= 0) return 0; /* one part: too near to count as seen again */
     c->period = p;
     if (p < GM_FF_MIN) return 0;
     gm_ff_state *s = known(f, a, key);
@@ -753,7 +759,7 @@ int gm_ffwd_seek(gm_ffwd *f, gm_alloc *a, const gm_metrics *m, uint64_t done)
         return 0;
     }
     s->key = key;
-    s->n_drv = a->c.n_driver_alloc + a->c.n_driver_free;
+    s->n_drv = drivers(f, a);
     /* a cycle is about as long as the period that found it (an iteration
      * of another shape: up to a few times that) */
     s->limit = 4 * p + 64 < GM_FF_MAX ? 4 * p + 64 : GM_FF_MAX;
