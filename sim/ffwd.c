@@ -1,6 +1,8 @@
 /* ffwd.c - fast-forward through repeated iterations; see ffwd.h. */
 #include "ffwd.h"
 
+#include "base/hash.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +54,7 @@ struct gm_ff_state {
     uint64_t dev_used0, dev_reads0, dev_refused0, oom0;
     gm_alloc_stats st0;            /* the model's statistics, when it keeps them */
     gm_ff_part p0;                 /* one part: its figures (gm_alloc.ff_part) */
+    uint64_t drv0;                 /* drivers() when a record or probe started */
     uint64_t clock0[GM_FF_CLOCKS]; /* the model's clocks (ff_clock) */
     uint64_t limit;                /* a record not back by this many events is dropped */
 };
@@ -110,8 +113,8 @@ gm_ffwd *gm_ffwd_new(gm_alloc *a)
         gm_ffwd_free(f);
         return NULL;
     }
-    /* one part: a model that has parts, and no statistics to keep (their
-     * all-pool peaks would need the sum after every event) */
+    /* one part: a model that has parts, and keeps its statistics per
+     * part when they are kept */
     f->parts_ok = GM_FF_PARTS == 2 && o->ff_part_state && o->ff_part_of && o->ff_part_block &&
                   o->ff_part_malloc && o->ff_part_largest_free &&
                   (!stats_kept(a) || (o->ff_part_stats_live && o->ff_part_stats)) &&
@@ -271,6 +274,7 @@ static void watch(gm_ffwd *f, gm_ff_state *s, gm_alloc *a, const gm_metrics *m, 
     s->dev_refused0 = a->dev->refused;
     s->oom0 = m->n_oom;
     if (f->part >= 0) s->p0 = a->ff_part[f->part];
+    s->drv0 = drivers(f, a);
     if (stats_kept(a)) a->ops->stats(a, &s->st0);
     if (a->ops->ff_clock) a->ops->ff_clock(a, s->clock0);
     s->used = ++f->clock;
@@ -417,7 +421,9 @@ static int cmp_touch(const void *x, const void *y)
 
 static inline uint64_t sig_mix(uint64_t h, uint64_t size)
 {
-    return (h ^ size) * 0x100000001b3ull;
+    gm_hash x = {h};
+    gm_hash_u64(&x, size);
+    return x.h;
 }
 
 /* Whether two records have the same events (their applications may differ
@@ -589,6 +595,15 @@ static int in_state(gm_ffwd *f, gm_alloc *a, const gm_ff_state *s)
     return n == s->n && !memcmp(f->scratch, s->w, n * sizeof *s->w);
 }
 
+/* Whether the model called the driver since the record or probe began:
+ * it cannot be back in its state (back() compares the counts), so the
+ * stretch is given up now instead of at its limit (a run under pressure
+ * calls the driver every iteration). */
+static int drove(const gm_ffwd *f, const gm_alloc *a)
+{
+    return drivers(f, a) != f->at->drv0;
+}
+
 /* Whether the model is back in f->at, with nothing else moved since the
  * record or probe started: a cycle. */
 static int back(gm_ffwd *f, gm_alloc *a, const gm_metrics *m)
@@ -597,23 +612,12 @@ static int back(gm_ffwd *f, gm_alloc *a, const gm_metrics *m)
     if (state_key(f, a) != s->key) return 0;
     if (f->part >= 0) { /* the part's figures, OOMs and state; the other part's may move */
         const gm_ff_part *x = &a->ff_part[f->part];
-        return x->requested == s->p0.requested && x->allocated == s->p0.allocated &&
-               x->driver == s->p0.driver && s->oom0 == m->n_oom && in_state(f, a, s);
+        return x->requested == s->p0.requested && x->allocated == s->p0.allocated && !drove(f, a) &&
+               s->oom0 == m->n_oom && in_state(f, a, s);
     }
     return !memcmp(&s->c0, &a->c, sizeof a->c) && s->dev_used0 == a->dev->used_bytes &&
            s->dev_reads0 == a->dev->capacity_reads && s->dev_refused0 == a->dev->refused &&
            s->oom0 == m->n_oom && in_state(f, a, s);
-}
-
-/* Whether the model called the driver since the record or probe began:
- * it cannot be back in its state (back() compares the counts), so the
- * stretch is given up now instead of at its limit (a run under pressure
- * calls the driver every iteration). */
-static int drove(const gm_ffwd *f, const gm_alloc *a)
-{
-    if (f->part >= 0) return a->ff_part[f->part].driver != f->at->p0.driver;
-    return a->c.n_driver_alloc != f->at->c0.n_driver_alloc ||
-           a->c.n_driver_free != f->at->c0.n_driver_free;
 }
 
 int gm_ffwd_rec_post(gm_ffwd *f, gm_alloc *a, const gm_metrics *m)
@@ -844,21 +848,35 @@ differ:
  * device's peak use: the cycle reached the same values when it was
  * simulated, and R does not move), and the policy (never asked: no
  * driver call). */
-static void apply(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, const gm_ff_tenant *t)
+/* What applying cycle r leaves besides its events' metrics: the id slots
+ * of the allocations that live on (the block where the one event i freed
+ * was), each segment's last use and age (from the clocks the cycle
+ * started at), the clocks moved on (one part: its own only) and the
+ * cumulative statistics (one part: its share). The cycle's event i is
+ * ev[i], or ev[pos[i]] when pos (one part: the window's others between). */
+static void leave(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, const uint32_t *pos,
+                  const gm_ff_tenant *t)
 {
-    for (size_t k = 0; k < r->n_keep; k++) /* the block where the one event i freed was */
-        t->slot[f->ids[r->keep[k].j]] = f->hin[r->keep[k].i];
-    /* the metrics, event by event with these events' times (metrics.h) */
-    gm_metrics *m = t->m;
     gm_alloc *a = t->a;
-    const uint64_t shift = t->shift;
-    _Static_assert(sizeof(gm_event) % sizeof(uint64_t) == 0, "events' times at a stride");
-    gm_metrics_steps(m, &ev[0].t_ns, sizeof(gm_event) / sizeof(uint64_t), shift, r->q, r->a,
-                     a->c.reserved_bytes, r->lf, r->n);
-    for (size_t k = 0; k < r->n_touch; k++) /* ages from the clocks the cycle started at */
-        a->ops->ff_touch(a, r->touch[k].seg, ev[r->touch[k].i].t_ns + shift, r->touch[k].age);
+    for (size_t k = 0; k < r->n_keep; k++) {
+        size_t i = r->keep[k].i;
+        t->slot[f->ids[r->keep[k].j]] = f->hin[pos ? pos[i] : i];
+    }
+    for (size_t k = 0; k < r->n_touch; k++) {
+        size_t i = r->touch[k].i;
+        a->ops->ff_touch(a, r->touch[k].seg, ev[pos ? pos[i] : i].t_ns + t->shift, r->touch[k].age);
+    }
     if (a->ops->ff_clock) a->ops->ff_advance(a, r->dclock);
     if (r->dstats) a->ops->ff_stats(a, r->dstats);
+}
+
+static void apply(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, const gm_ff_tenant *t)
+{
+    /* the metrics, event by event with these events' times (metrics.h) */
+    _Static_assert(sizeof(gm_event) % sizeof(uint64_t) == 0, "events' times at a stride");
+    gm_metrics_steps(t->m, &ev[0].t_ns, sizeof(gm_event) / sizeof(uint64_t), t->shift, r->q, r->a,
+                     t->a->c.reserved_bytes, r->lf, r->n);
+    leave(f, r, ev, NULL, t);
 }
 
 /* ---------------- one part ---------------- */
@@ -1066,13 +1084,7 @@ static size_t run_part(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, size_
             gm_metrics_ext_sample(m, lfx > lfo ? lfx : lfo);
         }
     }
-    for (size_t q = 0; q < r->n_keep; q++) /* the block where the one its event freed was */
-        slot[f->ids[r->keep[q].j]] = f->hin[f->xpos[r->keep[q].i]];
-    for (size_t q = 0; q < r->n_touch; q++)
-        a->ops->ff_touch(a, r->touch[q].seg, ev[f->xpos[r->touch[q].i]].t_ns + shift,
-                         r->touch[q].age);
-    if (a->ops->ff_clock) a->ops->ff_advance(a, r->dclock); /* the part's clock only */
-    if (r->dstats) a->ops->ff_stats(a, r->dstats);          /* the part's share only */
+    leave(f, r, ev, f->xpos, t);
     return w;
 }
 
