@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "base/addrmap.h"
+#include "base/hash.h"
 #include "policies/registry.h"
 #include "sim/alloc.h"
 #include "sim/device.h"
@@ -34,12 +35,13 @@ typedef struct seen {
     uint64_t repeats, last_new;
 } seen;
 
-static uint64_t fnv(const uint64_t *w, size_t n)
+static uint64_t hash_words(const uint64_t *w, size_t n)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
+    gm_hash h;
+    gm_hash_init(&h);
     for (size_t i = 0; i < n; i++)
-        h = (h ^ w[i]) * 0x100000001b3ull;
-    return h;
+        gm_hash_u64(&h, w[i]);
+    return gm_hash_final(&h);
 }
 
 /* Note hash h at iteration it: 0 when out of memory. */
@@ -118,7 +120,7 @@ int main(int argc, char **argv)
                 start |= mk[m].kind == GM_MARK_ITERATION;
             for (int v = 0; start && v < N_VIEWS; v++) {
                 size_t w = take(a, v, &buf, &cap);
-                if (w != SIZE_MAX && !note(&s[v], fnv(buf, w), it)) goto oom;
+                if (w != SIZE_MAX && !note(&s[v], hash_words(buf, w), it)) goto oom;
             }
             it += start;
             if (ids && e->id >= n_slot) {
