@@ -38,6 +38,10 @@ struct gm_ff_rec {
     uint64_t sig;
     uint32_t sig_n;
     uint64_t used; /* gm_ffwd.clock when last applied or made */
+    /* one part: the length of its window when last walked whole (0:
+     * never), and the walks stopped part-way since (run_part) */
+    size_t w;
+    uint32_t fails;
 };
 
 /* A state the model was in, word for word (ff_state), and its cycles. */
@@ -170,7 +174,6 @@ void gm_ffwd_free(gm_ffwd *f)
     free(f->scratch);
     free(f->ids);
     free(f->hin);
-    free(f->xev);
     free(f->xpos);
     free(f->loc);
     free(f);
@@ -903,7 +906,6 @@ static int window_room(gm_ffwd *f, size_t n)
     if (!replay_room(f, n)) return 0;
     if (n <= f->cap_window) return 1;
     int ok = 1;
-    GROW(f->xev, n);
     GROW(f->xpos, n);
     GROW(f->loc, n);
     if (ok) f->cap_window = n;
@@ -916,9 +918,7 @@ static int window_room(gm_ffwd *f, size_t n)
  * allocation into an empty id slot, a free of a live one); 0 when one is
  * not; more than n (at least what the window needs) when it goes past
  * ev[n - 1]. The id slots are left as they were (the window's changes
- * undone in reverse), and for run_part: per window event i whether it is
- * the part's (xev[i]) and, a free, what its slot held (hin[i]); the index
- * of r's k-th event (xpos[k]) and the id of its j-th allocation (ids[j]). */
+ * undone in reverse). */
 static size_t check_part(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, size_t n,
                          const gm_ff_tenant *t)
 {
@@ -950,7 +950,6 @@ static size_t check_part(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, siz
         } else {
             goto undo;
         }
-        f->xev[i] = (uint8_t)mine;
         if (!mine) continue;
         int same = !((e->size ^ r->size[k]) | (e->stream ^ r->stream[k]) |
                      (uint64_t)(e->op ^ r->op[k]) | (uint64_t)(e->category ^ r->cat[k]));
@@ -1006,19 +1005,34 @@ static void materialize(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, size
     }
 }
 
-/* Run the window ev[0..w) that check_part matched with r: the part's
- * events from the record, the other part's simulated, the metrics per
+/* How run_part ended. */
+enum { WALK_WHOLE, WALK_GROW, WALK_DIFFER };
+
+/* Walk the window of r, a cycle of the part, over ev[0..n): the part's
+ * events taken from the record as long as they match it (check_part's
+ * tests, event by event), the other part's simulated, the metrics per
  * event with the sums (engine.c, tenant_step_metrics: the part's figures
- * are the model's less the part's at the start plus the record's).
- * Returns w, the model's part back in the state; or the index of the
- * other part's allocation that the model cannot serve without growing,
- * before which the part's events are then simulated (materialize). */
-static size_t run_part(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, size_t w,
-                       const gm_ff_tenant *t)
+ * are the model's less the part's at the start plus the record's). Returns
+ * the window's length, the model's part back in the state (*how
+ * WALK_WHOLE); or the index of the first event it did not take: the other
+ * part's allocation that the model cannot serve without growing
+ * (WALK_GROW), or one of the part's that differs from the record, an
+ * event that is not plain (step()'s to judge) or the end of ev before the
+ * window's (WALK_DIFFER). Then the part's events before it are simulated
+ * (materialize): from the part's state at the cycle's start they make
+ * the record's decisions, so the model is where simulating every event
+ * would have left it, and so are the metrics, stepped with the record's
+ * figures of a prefix that matched. Nothing need be checked first: a
+ * window that stops part-way costs the simulation of its part's events,
+ * not a wrong answer (check_part first is for cycles that stopped
+ * before). */
+static size_t run_part(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, size_t n,
+                       const gm_ff_tenant *t, int *how)
 {
     gm_alloc *a = t->a;
     gm_metrics *m = t->m;
-    uint64_t *slot = t->slot, *sa = t->slot_addr;
+    uint64_t *slot = t->slot, *sa = t->slot_addr, *hin = f->hin;
+    const size_t n_slot = t->n_slot;
     const int part = f->part, other = 1 - part;
     const uint64_t shift = t->shift;
     const gm_ff_part x0 = a->ff_part[part];
@@ -1030,18 +1044,42 @@ static size_t run_part(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, size_
     uint64_t xs0[NS], xs[NS];
     for (size_t q = 0; st && q < NS; q++)
         xs0[q] = xs[q] = st[q * GM_STAT_TYPES + GM_STAT_SMALL + part].current;
-    size_t k = 0;
+    size_t i = 0, k = 0;
     uint32_t j = 0;
-    for (size_t i = 0; i < w; i++) {
+    *how = WALK_DIFFER;
+    for (; k < r->n; i++) {
+        if (i == n) goto stop;
         const gm_event *e = &ev[i];
-        uint64_t now = e->t_ns + shift;
-        if (f->xev[i]) {
+        const uint32_t id = e->id;
+        if (!id || id >= n_slot) goto stop;
+        const uint64_t now = e->t_ns + shift, v = slot[id];
+        int mine;
+        if (e->op == GM_OP_ALLOC) {
+            if (v) goto stop; /* still live: step()'s to judge */
+            mine = part_of(f, a, e->size) == part;
+        } else if (e->op == GM_OP_FREE) {
+            if (v <= 1 || sa[id] != e->addr) goto stop; /* none, skipped, or a damaged id */
+            mine = v & GM_FF_LOCAL || gm_ffwd_part_event(f, a, v - 1);
+        } else {
+            goto stop;
+        }
+        if (mine) {
+            if ((e->size ^ r->size[k]) | (e->stream ^ r->stream[k]) | (uint64_t)(e->op ^ r->op[k]) |
+                (uint64_t)(e->category ^ r->cat[k]))
+                goto stop;
             if (e->op == GM_OP_ALLOC) {
-                slot[e->id] = GM_FF_LOCAL | j++;
-                sa[e->id] = e->addr;
+                slot[id] = GM_FF_LOCAL | j;
+                sa[id] = e->addr;
+                f->ids[j++] = id;
             } else {
-                slot[e->id] = 0;
+                uint64_t ref = r->ref[k];
+                if (ref & GM_FF_LOCAL ? v != ref
+                                      : (v & GM_FF_LOCAL) || a->ops->block_addr(a, v - 1) != ref)
+                    goto stop;
+                hin[i] = v;
+                slot[id] = 0;
             }
+            f->xpos[k] = (uint32_t)i;
             dq = r->q[k] - x0.requested; /* unsigned: wraps back when the part's fell */
             da = r->a[k] - x0.allocated;
             lfx = r->lf[k];
@@ -1056,25 +1094,13 @@ static size_t run_part(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, size_
         } else if (e->op == GM_OP_ALLOC) {
             uint64_t h;
             if (a->ops->ff_part_malloc(a, e->size, e->stream, e->category, now, &h) != GM_OK) {
-                /* the part's events up to here, simulated: the all-pools
-                 * figures back to the model's, and their peaks as the
-                 * window so far left them (simulated now, after the other
-                 * part's events, they would count those too early) */
-                uint64_t peak[NS];
-                for (size_t q = 0; st && q < NS; q++) {
-                    st[q * GM_STAT_TYPES + GM_STAT_ALL].current -= xs[q] - xs0[q];
-                    peak[q] = st[q * GM_STAT_TYPES + GM_STAT_ALL].peak;
-                }
-                materialize(f, r, ev, k, t);
-                for (size_t q = 0; st && q < NS; q++)
-                    st[q * GM_STAT_TYPES + GM_STAT_ALL].peak = peak[q];
-                return i;
+                *how = WALK_GROW;
+                goto stop;
             }
-            slot[e->id] = h + 1;
-            sa[e->id] = e->addr;
+            slot[id] = h + 1;
+            sa[id] = e->addr;
         } else {
-            uint64_t v = slot[e->id];
-            slot[e->id] = 0;
+            slot[id] = 0;
             a->ops->free(a, v - 1, now);
         }
         uint64_t A = a->c.allocated_bytes + da;
@@ -1085,7 +1111,22 @@ static size_t run_part(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, size_
         }
     }
     leave(f, r, ev, f->xpos, t);
-    return w;
+    *how = WALK_WHOLE;
+    return i;
+stop:;
+    /* the part's events up to here, simulated: the all-pools figures back
+     * to the model's, and their peaks as the window so far left them
+     * (simulated now, after the other part's events, they would count
+     * those too early) */
+    uint64_t peak[NS];
+    for (size_t q = 0; st && q < NS; q++) {
+        st[q * GM_STAT_TYPES + GM_STAT_ALL].current -= xs[q] - xs0[q];
+        peak[q] = st[q * GM_STAT_TYPES + GM_STAT_ALL].peak;
+    }
+    materialize(f, r, ev, k, t);
+    for (size_t q = 0; st && q < NS; q++)
+        st[q * GM_STAT_TYPES + GM_STAT_ALL].peak = peak[q];
+    return i;
 }
 
 /* gm_ffwd_apply for one part. */
@@ -1108,24 +1149,43 @@ static size_t apply_part(gm_ffwd *f, const gm_event *ev, size_t n, const gm_ff_t
     for (size_t i = 0; i < s->n_recs; i++) {
         gm_ff_rec *r = s->recs[i];
         if (r->sig_n <= got && sig[r->sig_n] != r->sig) continue; /* starts otherwise */
-        size_t w = check_part(f, r, ev, n, t);
-        if (!w) continue;
-        if (w > n) { /* it may match: the caller gives more, or simulates */
-            if (w > f->need) f->need = w;
-            continue;
+        /* a cycle walked whole last time is walked again at once when the
+         * events given hold its window as long as then, with room (the
+         * other part's events between may be more); else, or when it
+         * stopped part-way since, the window is checked first */
+        if (!r->w || r->fails || r->w + r->w / 8 + 64 > n) {
+            size_t w = check_part(f, r, ev, n, t);
+            if (!w) continue;
+            if (w > n) { /* it may match: the caller gives more, or simulates */
+                if (w > f->need) f->need = w;
+                continue;
+            }
         }
-        size_t p = run_part(f, r, ev, w, t);
-        if (p < w) { /* the other part grows: the state is left, simulate on */
+        int how;
+        const gm_ff_part x0 = t->a->ff_part[f->part];
+        size_t p = run_part(f, r, ev, n, t, &how);
+        if (how == WALK_GROW) { /* the other part grows: the state is left, simulate on */
             f->mode = GM_FF_SEEK;
             f->at = NULL;
             return p;
         }
+        if (how == WALK_DIFFER) {
+            /* simulate on, as a probe from the state at the window's
+             * start would (nothing a probe compares moved since, but the
+             * part's figures) */
+            r->fails++;
+            probe_start(f, s, t->a, t->m, t->done);
+            s->p0 = x0;
+            return p;
+        }
+        r->w = p;
+        r->fails = 0;
         r->used = s->used = ++f->clock;
         f->events_applied += r->n;
         f->cycles_applied++;
-        f->hope = t->done + w;
+        f->hope = t->done + p;
         f->backoff = 0;
-        return w;
+        return p;
     }
     return SIZE_MAX; /* none: gm_ffwd_apply's to say what next */
 }

@@ -75,6 +75,11 @@
  * steps them. Should an event of the others need the model to grow
  * (ff_part_malloc declines), X's events before it are simulated there and
  * then (their decisions are X's own), and the engine takes it from there.
+ * A cycle whose window was walked whole before is walked without a check
+ * first, each of X's events compared with the record as it comes; at the
+ * first that differs X's events before it are simulated the same way, and
+ * the model is probed from there (the next window of that cycle is
+ * checked whole before it is walked).
  * PyTorch's statistics, when kept, move the same way: X's pool's figures
  * are the record's (a row of them per X event), the all-pools figures are
  * kept the sums after every event, their peaks with them
@@ -202,9 +207,8 @@ typedef struct gm_ffwd {
     uint32_t *ids;
     uint64_t *hin;
     size_t cap_replay;
-    /* one part's window: per event 1 when the part's, the index of the
-     * part's k-th event, the handles of its allocations once simulated */
-    uint8_t *xev;
+    /* one part's window: the index of the part's k-th event, the
+     * handles of its allocations once simulated */
     uint32_t *xpos;
     uint64_t *loc;
     size_t cap_window;

@@ -78,7 +78,11 @@ static void burst(gen *g, size_t n)
  * where the other one was; odd 3 adds a burst of small tensors after the
  * forward (20 MiB of them: the small pool grows there), odd 4 after the
  * backward (the large pool's use then well below its peak), odd 5 30 MiB
- * of them there. */
+ * of them there; odd 6 makes the last gradient 1 MiB larger and odd 7 the
+ * backward's middle temporary 3 MiB larger (late in the iteration: its
+ * first allocations are the usual ones); odd 8 adds 400 tiny temporaries
+ * after the forward, one at a time (800 events more, from the small pool's
+ * cache). */
 static void iteration(gen *g, int shape, uint64_t *grad, size_t n_grad, int odd)
 {
     unsigned r = 1000u + (unsigned)shape * 7919u;
@@ -98,15 +102,19 @@ static void iteration(gen *g, int shape, uint64_t *grad, size_t n_grad, int odd)
         put(g, GM_OP_FREE, tmp2, 0, 0, GM_CAT_TEMPORARY);
     }
     if (odd == 3) burst(g, 40);
+    for (int q = 0; odd == 8 && q < 400; q++)
+        put(g, GM_OP_FREE, alloc(g, 512, 0, GM_CAT_TEMPORARY), 0, 0, GM_CAT_TEMPORARY);
     put(g, GM_OP_FREE, buffer, 0, 0, GM_CAT_TEMPORARY);
     for (size_t i = n_act; i-- > 0;) {
-        uint64_t tmp = alloc(g, 4096 + lcg(&r) % (2 * MiB), 0, GM_CAT_TEMPORARY);
+        uint64_t more = odd == 7 && i == n_act / 2 ? 3 * MiB : 0;
+        uint64_t tmp = alloc(g, 4096 + lcg(&r) % (2 * MiB) + more, 0, GM_CAT_TEMPORARY);
         put(g, GM_OP_FREE, act[i], 0, 0, GM_CAT_ACTIVATION);
         put(g, GM_OP_FREE, tmp, 0, 0, GM_CAT_TEMPORARY);
     }
     if (odd >= 4) burst(g, odd == 4 ? 40 : 60);
     for (size_t i = 0; i < n_grad; i++)
-        grad[i] = alloc(g, (2 + i % 5) * MiB + 4096 * i, 0, GM_CAT_GRADIENT);
+        grad[i] = alloc(g, (2 + i % 5) * MiB + 4096 * i + (odd == 6 && i == n_grad - 1 ? MiB : 0),
+                        0, GM_CAT_GRADIENT);
 }
 
 /* `iters` iterations whose shapes follow `shapes` (cycled), with ids;
@@ -144,8 +152,11 @@ static gm_event *periodic(size_t iters, const char *shapes, long odd_at, size_t 
  * low) and iteration grow_at odd 3 when even, odd 5 when odd: the small
  * pool grows in its middle (odd 5: after 20 MiB of it were served from
  * the cache, at a moment below the peak). With big, those tensors are the
- * large pool's: then the small pool's state comes back, not the large's. */
-static gm_event *drifting(size_t iters, const char *shapes, long grow_at, int big, size_t *n)
+ * large pool's: then the small pool's state comes back, not the large's.
+ * With odd_at (not -1), iteration odd_at is odd `odd_kind` instead, and
+ * with odd_every every odd_every-th iteration after it. */
+static gm_event *drifting_odd(size_t iters, const char *shapes, long grow_at, int big, long odd_at,
+                              long odd_every, int odd_kind, size_t *n)
 {
     gen g = {.rng = 31};
     unsigned x = 4242;
@@ -161,7 +172,13 @@ static gm_event *drifting(size_t iters, const char *shapes, long grow_at, int bi
                 alloc(&g, (big ? 2 * MiB : 0) + 512 * (1 + lcg(&x) % 300), 0, GM_CAT_TEMPORARY);
         if (loss) put(&g, GM_OP_FREE, loss, 0, 0, GM_CAT_TEMPORARY);
         loss = alloc(&g, (big ? 2 * MiB : 0) + 4 + lcg(&x) % 2048, 0, GM_CAT_TEMPORARY);
-        int odd = (long)k == grow_at ? (k % 2 ? 5 : 3) : grow_at >= 0 && k == 150 ? 4 : 0;
+        long ka = (long)k;
+        int at_odd = odd_at >= 0 &&
+                     (ka == odd_at || (odd_every && ka > odd_at && (ka - odd_at) % odd_every == 0));
+        int odd = at_odd                     ? odd_kind
+                  : ka == grow_at            ? (k % 2 ? 5 : 3)
+                  : grow_at >= 0 && k == 150 ? 4
+                                             : 0;
         iteration(&g, shapes[k % ns] - 'a', grad, 10, odd);
         for (size_t i = 0; i < m; i++)
             put(&g, GM_OP_FREE, small[i], 0, 0, GM_CAT_TEMPORARY);
@@ -175,6 +192,11 @@ static gm_event *drifting(size_t iters, const char *shapes, long grow_at, int bi
     CU_ASSERT_EQUAL_FATAL(gm_ids_assign(g.ev, g.n, &err), GM_OK);
     *n = g.n;
     return g.ev;
+}
+
+static gm_event *drifting(size_t iters, const char *shapes, long grow_at, int big, size_t *n)
+{
+    return drifting_odd(iters, shapes, grow_at, big, -1, 0, 0, n);
 }
 
 /* ---------------- two runs compared ---------------- */
@@ -480,12 +502,8 @@ static void test_other_blocks(void)
 
 /* From a file: cycles cut by the reader's chunks (64 Ki events) are read
  * on with the chunk's rest kept (engine.c, refill_keep), hashed as before. */
-static void test_file_chunks(void)
+static void write_trace(const char *path, const gm_event *ev, size_t n)
 {
-    size_t n;
-    gm_event *ev = periodic(2500, "aab", -1, &n);
-    CU_ASSERT_FATAL(n > 3 * GM_TRACE_CHUNK_EVENTS);
-    const char *path = gm_test_tmp("ffwd.h5");
     gm_trace_meta m;
     gm_trace_meta_init(&m);
     gm_trace_meta_set(&m.source, "synthetic:test");
@@ -496,6 +514,15 @@ static void test_file_chunks(void)
     CU_ASSERT_EQUAL_FATAL(gm_trace_append(w, ev, n, &err), GM_OK);
     CU_ASSERT_EQUAL_FATAL(gm_trace_finish(w, &err), GM_OK);
     gm_trace_meta_free(&m);
+}
+
+static void test_file_chunks(void)
+{
+    size_t n;
+    gm_event *ev = periodic(2500, "aab", -1, &n);
+    CU_ASSERT_FATAL(n > 3 * GM_TRACE_CHUNK_EVENTS);
+    const char *path = gm_test_tmp("ffwd.h5");
+    write_trace(path, ev, n);
     gm_tenant_spec t = {.path = path};
     run_case c = {"pytorch", NULL, 80 * GiB, 0, 0, 1, 0, 0};
     CU_ASSERT(both(&t, &c) > 9 * n / 10);
@@ -611,6 +638,56 @@ static void test_small_part(void)
     free(ev);
 }
 
+/* One part: an iteration that starts as a cycle walked whole before (its
+ * first allocations' sizes the same) but differs further on is walked
+ * without a check first, up to the event that differs (ffwd.c, run_part):
+ * the frees of the first two gradients the other way round (the first
+ * events), a late temporary or the last gradient larger, a change within
+ * the first allocations (checked first: another signature); the part's
+ * events up to there are then simulated (materialize), the search starts
+ * again, and the next time that cycle is checked first. Every figure as
+ * without fast-forward, with memory_stats() and --repeat too. */
+static void test_part_differs(void)
+{
+    static const int kinds[] = {2, 7, 6, 1};
+    for (size_t q = 0; q < sizeof kinds / sizeof kinds[0]; q++)
+        for (long at = 200; at <= 201; at++) {
+            size_t n;
+            gm_event *ev = drifting_odd(400, "a", -1, 0, at, 0, kinds[q], &n);
+            gm_trace_meta meta;
+            gm_tenant_spec t = mem_spec(ev, n, &meta);
+            run_case c = {"pytorch", NULL, 80 * GiB, 0, 0, 0, 0, 3000};
+            CU_ASSERT(both(&t, &c) > n / 4);
+            c.stats = 1;
+            c.repeat = 2;
+            CU_ASSERT(both(&t, &c) > n / 2);
+            gm_trace_meta_free(&meta);
+            free(ev);
+        }
+}
+
+/* One part over a file's chunks: every other iteration has 800 more of
+ * the small pool's events in the large pool's window, so a window walked
+ * without a check first may need more events than the chunk has left (the
+ * engine then keeps the rest and reads the next chunk after it) or run
+ * past them before the cycle's end (ffwd.c, run_part: the end of the
+ * events given, and the part's events simulated). */
+static void test_part_file_chunks(void)
+{
+    size_t n;
+    gm_event *ev = drifting_odd(1000, "a", -1, 0, 100, 2, 8, &n);
+    CU_ASSERT_FATAL(n > 3 * GM_TRACE_CHUNK_EVENTS);
+    const char *path = gm_test_tmp("ffwd_part.h5");
+    write_trace(path, ev, n);
+    gm_tenant_spec t = {.path = path};
+    run_case c = {"pytorch", NULL, 80 * GiB, 0, 0, 0, 0, 3000};
+    CU_ASSERT(both(&t, &c) > n / 10); /* the large pool's events: 74 an iteration */
+    c.stats = 1;
+    CU_ASSERT(both(&t, &c) > n / 10);
+    remove(path);
+    free(ev);
+}
+
 /* One part, and the other part's allocation that needs the model to grow
  * in the middle of a cycle's window: the part's events before it are
  * simulated there (ffwd.c, materialize), at every point of the iteration
@@ -654,6 +731,8 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_no_cycle);
     GM_ADD_TEST(s, test_one_part);
     GM_ADD_TEST(s, test_one_part_grows);
+    GM_ADD_TEST(s, test_part_differs);
+    GM_ADD_TEST(s, test_part_file_chunks);
     GM_ADD_TEST(s, test_small_part);
     return CUE_SUCCESS;
 }
