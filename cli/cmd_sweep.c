@@ -6,7 +6,8 @@
  * threads, rank 0 gathers every row and writes the one JSON document and
  * the one HDF5 table (reports/sweep_out.h), the same bytes whatever the
  * number of ranks or threads. MPI is optional at build time (CMake's
- * find_package(MPI), GM_HAVE_MPI), as CUDA is.
+ * find_package(MPI), GM_HAVE_MPI), as CUDA is; its calls are in a module
+ * of their own (cli/mpi.h), loaded only when a sweep runs over MPI ranks.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,11 +15,12 @@
 #include <unistd.h>
 
 #ifdef GM_HAVE_MPI
-#include <mpi.h>
+#include <dlfcn.h>
 #endif
 
 #include "cli.h"
 #include "commands.h"
+#include "mpi.h"
 #include "base/clock.h"
 #include "base/units.h"
 #include "reports/sweep_out.h"
@@ -147,68 +149,70 @@ static void progress(void *ctx, const gm_sweep_row *r, double secs)
 }
 
 /* Rank 0 gets every rank's rows (only the ones it ran) into rows[]. */
-static int gather(gm_sweep_row *rows, const size_t *mine, size_t n_mine, int rank, int size)
+static int gather(const gm_mpi_ops *mpi, gm_sweep_row *rows, const size_t *mine, size_t n_mine,
+                  int rank, int size)
 {
-#ifdef GM_HAVE_MPI
     if (size < 2) return GM_OK;
-    int bytes = (int)(n_mine * sizeof *rows);
-    int *counts = rank == 0 ? calloc((size_t)size, sizeof *counts) : NULL;
-    int *displs = rank == 0 ? calloc((size_t)size, sizeof *displs) : NULL;
     gm_sweep_row *mine_rows = malloc((n_mine ? n_mine : 1) * sizeof *mine_rows);
-    int ok = mine_rows && (rank != 0 || (counts && displs));
-    for (size_t k = 0; ok && k < n_mine; k++)
+    for (size_t k = 0; mine_rows && k < n_mine; k++)
         mine_rows[k] = rows[mine[k]];
-    MPI_Gather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    gm_sweep_row *all = NULL;
-    if (rank == 0 && ok) {
-        size_t total = 0;
-        for (int r = 0; r < size; r++) {
-            displs[r] = (int)total;
-            total += (size_t)counts[r];
-        }
-        all = malloc(total ? total : 1);
-        ok = all != NULL;
-    }
-    MPI_Gatherv(mine_rows, bytes, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, MPI_COMM_WORLD);
-    if (rank == 0 && ok) {
-        size_t total = 0;
-        for (int r = 0; r < size; r++)
-            total += (size_t)counts[r];
-        for (size_t k = 0; k < total / sizeof *rows; k++)
-            rows[all[k].index] = all[k];
-    }
+    void *all;
+    size_t total;
+    mpi->gather(mine_rows, (int)(n_mine * sizeof *rows), mine_rows != NULL, rank, size, &all,
+                &total);
+    const gm_sweep_row *got = all;
+    for (size_t k = 0; rank == 0 && k < total / sizeof *rows; k++)
+        rows[got[k].index] = got[k];
     free(all);
     free(mine_rows);
-    free(counts);
-    free(displs);
-    return ok ? GM_OK : GM_ENOMEM;
-#else
-    (void)rows, (void)mine, (void)n_mine, (void)rank, (void)size;
-    return GM_OK;
-#endif
+    return mine_rows ? GM_OK : GM_ENOMEM;
 }
 
 /* Threads for this process: --threads, else the node's cores shared by
  * its ranks. */
-static int threads_for(int asked, int mpi)
+static int threads_for(int asked, const gm_mpi_ops *mpi)
 {
     if (asked > 0) return asked;
-    int cores = gm_default_threads(), local = 1;
-#ifdef GM_HAVE_MPI
-    if (mpi) {
-        MPI_Comm node;
-        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-        MPI_Comm_size(node, &local);
-        MPI_Comm_free(&node);
-    }
-#else
-    (void)mpi;
-#endif
+    int cores = gm_default_threads(), local = mpi ? mpi->node_ranks() : 1;
     return cores / local > 0 ? cores / local : 1;
 }
 
+#ifdef GM_HAVE_MPI
+/* The MPI module (cli/mpi.h): next to this executable (a build tree), or
+ * in ../lib/gmsim beside its bin/ (installed); NULL with err set. */
+static const gm_mpi_ops *mpi_load(gm_err *err)
+{
+    char exe[4096], path[4200], why[512] = "";
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = '\0';
+    static const char *const dirs[] = {"", "/../lib/gmsim"};
+    for (size_t i = 0; slash && i < sizeof dirs / sizeof dirs[0]; i++) {
+        snprintf(path, sizeof path, "%s%s/%s", exe, dirs[i], GM_MPI_MODULE);
+        /* global: Open MPI's own components look up its symbols */
+        void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+        if (!h) {
+            if (!why[0]) snprintf(why, sizeof why, "%s", dlerror());
+            continue;
+        }
+        const gm_mpi_ops *(*entry)(void);
+        *(void **)&entry = dlsym(h, GM_MPI_ENTRY);
+        const gm_mpi_ops *ops = entry ? entry() : NULL;
+        if (ops && ops->abi == GM_MPI_ABI) return ops;
+        snprintf(why, sizeof why, "%.400s is not this gmsim's module", path);
+        break;
+    }
+    gm_errf(err, GM_EINVAL,
+            "cannot load this gmsim's MPI module %s (%s); rebuild or reinstall gmsim, or run the "
+            "sweep without mpirun (threads)",
+            GM_MPI_MODULE, why[0] ? why : "no path to the executable");
+    return NULL;
+}
+#endif
+
 /* The work of every rank; returns the exit code (the same on every rank). */
-static int sweep(const sweep_args *a, int rank, int size, int mpi)
+static int sweep(const sweep_args *a, int rank, int size, const gm_mpi_ops *mpi)
 {
     double t0 = gm_monotonic_s();
     gm_err err = {0};
@@ -256,7 +260,7 @@ static int sweep(const sweep_args *a, int rank, int size, int mpi)
                 threads == 1 ? "" : "s");
     progress_ctx pc = {.p = p, .total = n_mine, .rank = rank, .size = size, .quiet = a->quiet};
     gm_sweep_run(p, todo, n_mine, threads, rows, progress, &pc);
-    rc = gather(rows, todo, n_mine, rank, size);
+    rc = gather(mpi, rows, todo, n_mine, rank, size);
     int code = 0;
     if (rank == 0) {
         size_t failed = 0;
@@ -282,9 +286,7 @@ static int sweep(const sweep_args *a, int rank, int size, int mpi)
             }
         }
     }
-#ifdef GM_HAVE_MPI
-    if (size > 1) MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
-#endif
+    if (size > 1) mpi->bcast_int(&code);
     free(rows);
     free(done);
     free(todo);
@@ -318,16 +320,16 @@ int cmd_sweep(int argc, char **argv)
                            "this gmsim was built without MPI, so its ranks would each run the "
                            "whole sweep; install Open MPI (libopenmpi-dev openmpi-bin: "
                            "scripts/deps.sh) and rebuild, or run without mpirun (threads)");
-    return sweep(&a, 0, 1, 0);
+    return sweep(&a, 0, 1, NULL);
 #else
     (void)launcher_size;
-    if (!mpi) return sweep(&a, 0, 1, 0);
+    if (!mpi) return sweep(&a, 0, 1, NULL);
+    const gm_mpi_ops *ops = mpi_load(&err);
+    if (!ops) return gm_cmd_fail("sweep", err.code, err.msg);
     int rank = 0, size = 1;
-    MPI_Init(NULL, NULL);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    rc = sweep(&a, rank, size, 1);
-    MPI_Finalize();
+    ops->init(&rank, &size);
+    rc = sweep(&a, rank, size, ops);
+    ops->finalize();
     return rc;
 #endif
 }

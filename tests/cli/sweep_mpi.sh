@@ -3,7 +3,9 @@
 # a 24-case sweep written by `mpirun -np 2` is the same bytes (JSON and
 # HDF5) as on 1 or 2 threads; --resume runs only what is missing and writes
 # the same bytes again; a failing case is reported and the others go on
-# (exit 1); a bad spec names its fault.
+# (exit 1); a bad spec names its fault. MPI is in its own module
+# (cli/mpi.h): gmsim itself does not load Open MPI's libraries, and a gmsim
+# without its module says so under --mpi.
 #
 # MPI is optional at build time, but this test needs it: without an MPI
 # gmsim or without mpirun it FAILS (it never counts as passed), saying how to
@@ -131,6 +133,17 @@ echo '{"traces": ["x.h5"], "allocators": ["jemalloc"]}' >"$tmp/al.json"
 [ $? -eq 1 ] && grep -q "rmm-pool" "$tmp/e" || fail "bad allocator: $(cat "$tmp/e")"
 "$gmsim" sweep "$tmp/spec.json" 2>"$tmp/e"
 [ $? -eq 2 ] || fail "no -o: not a usage error"
+
+# MPI in its module only: gmsim starts without Open MPI's libraries, and a
+# copy without the module beside it says what is missing (exit 1)
+if ldd "$gmsim" | grep -q -e libmpi -e libopen-pal; then
+    fail "gmsim links Open MPI: $(ldd "$gmsim" | grep -e libmpi -e libopen-pal | tr '\n' ' ')"
+fi
+mkdir -p "$tmp/alone"
+cp "$gmsim" "$tmp/alone/gmsim"
+"$tmp/alone/gmsim" sweep --mpi -o "$tmp/t" "$tmp/spec.json" 2>"$tmp/e"
+[ $? -eq 1 ] && grep -q "cannot load this gmsim's MPI module gmsim-mpi.so" "$tmp/e" ||
+    fail "no MPI module: $(cat "$tmp/e")"
 
 [ "$fails" -eq 0 ] && echo "sweep_mpi: all checks passed"
 exit "$fails"
