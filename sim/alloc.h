@@ -239,8 +239,12 @@ typedef struct gm_alloc_ops {
      * (a->c) and the same calls from here on, make the same calls to the
      * device and the policy and give blocks at the same addresses and of
      * the same sizes. SIZE_MAX: no such promise in this configuration (a
-     * setting whose state it does not write out). Called rarely: at the
-     * start and end of a recorded iteration.
+     * setting whose state it does not write out). Once it knows the state
+     * needs more than cap words it may stop and return any count above cap
+     * (a caller that wants it whole asks again with more room; one that
+     * only compares it with a state of cap words, or refuses a state that
+     * large, need not pay for the rest: a million cached blocks). Called
+     * rarely: at the start and end of a recorded iteration.
      */
     size_t (*ff_state)(gm_alloc *a, uint64_t *buf, size_t cap);
     /* The segment of a live block (opaque, not 0; stable until a driver

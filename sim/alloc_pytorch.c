@@ -1720,10 +1720,11 @@ static uint64_t pt_block_bytes(gm_alloc *a, uint64_t handle)
     } while (0)
 
 /* The segments of part `part` (-1: every segment) in pt_ff_state's form,
- * into buf from word n on: the word count after them. */
+ * into buf from word n on: the word count after them, or, once it is past
+ * cap, a count above cap (ff_state: the rest is not walked). */
 static size_t ff_put_segments(const pt_state *s, int part, uint64_t *buf, size_t cap, size_t n)
 {
-    for (size_t k = 0; k < s->n_segs; k++) {
+    for (size_t k = 0; k < s->n_segs && n <= cap; k++) {
         const pt_segment *g = s->arr[k];
         if (part >= 0 && part != !g->small) continue;
         PUT(g->base);
@@ -1733,7 +1734,7 @@ static size_t ff_put_segments(const pt_state *s, int part, uint64_t *buf, size_t
             (uint64_t)g->cat_mask << 32);
         PUT(g->mapped_bytes);
         PUT(g->n_blocks);
-        for (const pt_block *b = g->first; b; b = b->next) {
+        for (const pt_block *b = g->first; b && n <= cap; b = b->next) {
             PUT(b->ptr);
             PUT(b->size);
             PUT((uint64_t)b->allocated | (uint64_t)b->mapped << 1 | (uint64_t)b->let_go << 2 |
@@ -1750,6 +1751,7 @@ static size_t pt_ff_state(gm_alloc *a, uint64_t *buf, size_t cap)
     size_t n = 0;
     PUT(s->n_segs);
     n = ff_put_segments(s, -1, buf, cap, n);
+    if (n > cap) return n; /* it does not fit: not the rest (ff_state) */
     size_t n_free = 0;
     for (const pt_segment *g = s->free_segs; g; g = g->fnext)
         n_free++;

@@ -82,15 +82,24 @@ static uint64_t state_key(const gm_ffwd *f, const gm_alloc *a)
     return h | 1; /* 0: an empty entry of the table */
 }
 
+/* take_state: the state has more than the words asked for */
+#define TOO_LARGE (SIZE_MAX - 1)
+
 /* The model's state (part >= 0: that part's) into *buf (grown to fit):
- * its word count, or SIZE_MAX when it makes no promise or memory is short. */
-static size_t take_state(int part, gm_alloc *a, uint64_t **buf, size_t *cap)
+ * its word count; SIZE_MAX when it makes no promise or memory is short;
+ * TOO_LARGE when it has more than `most` words (the model then stops
+ * writing it out where it passed them: alloc.h, ff_state). */
+static size_t take_state(int part, gm_alloc *a, uint64_t **buf, size_t *cap, size_t most)
 {
     for (;;) {
+        size_t room = *cap < most ? *cap : most;
         size_t n =
-            part < 0 ? a->ops->ff_state(a, *buf, *cap) : a->ops->ff_part_state(a, part, *buf, *cap);
-        if (n == SIZE_MAX || n <= *cap) return n;
-        size_t c = n + n / 4 + 64;
+            part < 0 ? a->ops->ff_state(a, *buf, room) : a->ops->ff_part_state(a, part, *buf, room);
+        if (n == SIZE_MAX || n <= room) return n;
+        if (n > most || room == most) return TOO_LARGE;
+        /* n may be a count the model stopped at: at least twice the room */
+        size_t c = n + n / 4 + 64 > 2 * room ? n + n / 4 + 64 : 2 * room;
+        if (c <= *cap) continue; /* the buffer had more room than was asked for */
         uint64_t *v = realloc(*buf, c * sizeof *v);
         if (!v) return SIZE_MAX;
         *buf = v;
@@ -113,7 +122,8 @@ gm_ffwd *gm_ffwd_new(gm_alloc *a)
     gm_ffwd *f = calloc(1, sizeof *f);
     if (!f) return NULL;
     f->part = -1;
-    if (take_state(-1, a, &f->scratch, &f->cap_scratch) == SIZE_MAX) { /* no promise here */
+    if (take_state(-1, a, &f->scratch, &f->cap_scratch, TOO_LARGE - 1) ==
+        SIZE_MAX) { /* no promise here */
         gm_ffwd_free(f);
         return NULL;
     }
@@ -122,8 +132,8 @@ gm_ffwd *gm_ffwd_new(gm_alloc *a)
     f->parts_ok = GM_FF_PARTS == 2 && o->ff_part_state && o->ff_part_of && o->ff_part_block &&
                   o->ff_part_malloc && o->ff_part_largest_free &&
                   (!stats_kept(a) || (o->ff_part_stats_live && o->ff_part_stats)) &&
-                  take_state(1, a, &f->scratch, &f->cap_scratch) != SIZE_MAX &&
-                  take_state(0, a, &f->scratch, &f->cap_scratch) != SIZE_MAX;
+                  take_state(1, a, &f->scratch, &f->cap_scratch, TOO_LARGE - 1) != SIZE_MAX &&
+                  take_state(0, a, &f->scratch, &f->cap_scratch, TOO_LARGE - 1) != SIZE_MAX;
     a->ff_on = 1;
     f->hope = UINT64_MAX; /* set by the first checkpoint */
     gm_ffwd_set_patience(f, GM_FF_PATIENCE);
@@ -594,7 +604,7 @@ static void record_end(gm_ffwd *f, gm_alloc *a)
 /* Whether the model is in known state s now, word for word. */
 static int in_state(gm_ffwd *f, gm_alloc *a, const gm_ff_state *s)
 {
-    size_t n = take_state(f->part, a, &f->scratch, &f->cap_scratch);
+    size_t n = take_state(f->part, a, &f->scratch, &f->cap_scratch, s->n); /* no longer than s */
     return n == s->n && !memcmp(f->scratch, s->w, n * sizeof *s->w);
 }
 
@@ -719,6 +729,19 @@ static int next_part(gm_ffwd *f, uint64_t done)
     return 1;
 }
 
+/* The most words a known state of a period of p events may have. Each
+ * time the model comes to it from elsewhere (a probe's end, a seek), it
+ * is written out and compared word for word, which a cycle of about p
+ * events must pay for: a state much larger than its period (a million
+ * cached blocks, an iteration of a few thousand events) is not kept, the
+ * model stops writing it out past this many words (take_state), and, as
+ * the model's state changes slowly, no other of that part is written out
+ * while the last one tried was too large (gm_ffwd.state_words). */
+static size_t state_most(uint64_t p)
+{
+    return (size_t)(GM_FF_STATE_PER_EVENT * p + GM_FF_STATE_WORDS);
+}
+
 int gm_ffwd_seek(gm_ffwd *f, gm_alloc *a, const gm_metrics *m, uint64_t done)
 {
     if (f->hope == UINT64_MAX) f->hope = done;
@@ -757,14 +780,18 @@ int gm_ffwd_seek(gm_ffwd *f, gm_alloc *a, const gm_metrics *m, uint64_t done)
         f->skip--;
         return 0;
     }
+    size_t *words = &f->state_words[f->part + 1];
+    if (*words > state_most(p)) return 0; /* as large as the last one was: too large */
     s = calloc(1, sizeof *s);
     if (!s) return 0;
     size_t cap = 0;
-    s->n = take_state(f->part, a, &s->w, &cap);
-    if (s->n == SIZE_MAX) {
+    s->n = take_state(f->part, a, &s->w, &cap, state_most(p));
+    if (s->n == SIZE_MAX || s->n == TOO_LARGE) {
+        if (s->n == TOO_LARGE) *words = s->n;
         state_free(s);
         return 0;
     }
+    *words = s->n;
     s->key = key;
     s->n_drv = drivers(f, a);
     /* a cycle is about as long as the period that found it (an iteration

@@ -90,7 +90,11 @@
  *
  * Memory: at most GM_FF_STATES known states (each ff_state's words) and
  * GM_FF_BUDGET recorded events (~70 bytes each), the least recently used
- * dropped first.
+ * dropped first. A state of more than GM_FF_STATE_PER_EVENT words per
+ * event of the period that proposed it (plus GM_FF_STATE_WORDS) is not
+ * kept, nor written out past that (a million cached blocks: checking it
+ * would cost more than its cycles save, and had made such a run 1.6x
+ * slower than simulating it).
  *
  * Engine-internal: engine.c owns the tenant's id slots and metrics and
  * lends them (gm_ff_tenant).
@@ -123,6 +127,10 @@
  * first round (a key seen three times, then the record), the longest kept
  * in the last */
 #define GM_FF_PATIENCE GM_FF_MAX
+/* a known state is at most GM_FF_STATE_PER_EVENT words per event of the
+ * period that proposed it, plus GM_FF_STATE_WORDS (ffwd.c, state_most) */
+#define GM_FF_STATE_PER_EVENT 64
+#define GM_FF_STATE_WORDS (1u << 16)
 
 enum gm_ff_mode {
     GM_FF_SEEK = 0,   /* looking for a state that comes back                     */
@@ -202,6 +210,9 @@ typedef struct gm_ffwd {
     uint32_t gen;
     uint64_t *scratch; /* a state written out, to compare */
     size_t cap_scratch;
+    /* the words of the last new state written out, per part (0: the
+     * whole model; 1 + part), for state_most */
+    size_t state_words[1 + GM_FF_PARTS];
     /* a replay's scratch (check): ids of its allocations, and per event
      * that frees a block that lived before it, what the id slot held */
     uint32_t *ids;

@@ -781,6 +781,45 @@ static void test_direct(void)
     gm_device_destroy(d);
 }
 
+/* ff_state and ff_part_state with too little room (alloc.h): for every
+ * cap below the state's length, a count above cap and the state's first
+ * cap words written (the model may stop past them); with room, the whole
+ * state, the same words as counted whole. A model of a few hundred blocks
+ * in both pools, some freed. */
+static void test_ff_state_room(void)
+{
+    fixture f;
+    CU_ASSERT_EQUAL_FATAL(fx_open(&f, 80 * GiB, "pytorch", "", 0), 0);
+    uint64_t h[300];
+    for (size_t i = 0; i < 300; i++)
+        h[i] = must_malloc(&f, i % 3 ? 4096 * (1 + i % 7) : (1 + i % 5) * MiB + 512, 0);
+    for (size_t i = 0; i < 300; i += 4)
+        f.a->ops->free(f.a, h[i], 1);
+    for (int part = -1; part < GM_FF_PARTS; part++) {
+        enum { ROOM = 1 << 16 }; /* more than the state has */
+        uint64_t *whole = calloc(ROOM, sizeof *whole), *buf = calloc(ROOM, sizeof *buf);
+        CU_ASSERT_FATAL(whole && buf);
+        size_t n = part < 0 ? f.a->ops->ff_state(f.a, whole, ROOM)
+                            : f.a->ops->ff_part_state(f.a, part, whole, ROOM);
+        CU_ASSERT_FATAL(n > 300 && n < ROOM - 8);
+        for (size_t cap = 0; cap <= n; cap++) {
+            memset(buf, 0xa5, (n + 8) * sizeof *buf);
+            size_t r = part < 0 ? f.a->ops->ff_state(f.a, buf, cap)
+                                : f.a->ops->ff_part_state(f.a, part, buf, cap);
+            if (cap < n) {
+                CU_ASSERT(r > cap);
+            } else {
+                CU_ASSERT_EQUAL(r, n);
+            }
+            CU_ASSERT_EQUAL(memcmp(buf, whole, cap * sizeof *buf), 0);
+            CU_ASSERT_EQUAL(buf[cap], 0xa5a5a5a5a5a5a5a5ull); /* nothing past cap */
+        }
+        free(whole);
+        free(buf);
+    }
+    fx_close(&f);
+}
+
 /* Restoring an initial state: blocks land at their recorded offsets and
  * the gaps between them are free and usable. */
 static void test_restore(void)
@@ -1024,6 +1063,7 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_empty_cache_order);
     GM_ADD_TEST(s, test_direct);
     GM_ADD_TEST(s, test_restore);
+    GM_ADD_TEST(s, test_ff_state_room);
     GM_ADD_TEST(s, test_stats_splits);
     GM_ADD_TEST(s, test_stats_oversize);
     GM_ADD_TEST(s, test_stats_oom_deferred);
