@@ -24,9 +24,9 @@ typedef struct gm_mpi_ops {
     /* every rank's `bytes` bytes at `mine` to rank 0, in rank order: there
      * *all (malloc'd; NULL elsewhere) holds *total bytes. Collective: every
      * rank calls it, also one whose `ok` is 0 (it then sends nothing).
-     * Memory short on rank 0 ends the job (MPI_Abort), saying so. 1. */
-    int (*gather)(const void *mine, int bytes, int ok, int rank, int size, void **all,
-                  size_t *total);
+     * Memory short on rank 0 ends the job (MPI_Abort), saying so. */
+    void (*gather)(const void *mine, int bytes, int ok, int rank, int size, void **all,
+                   size_t *total);
     /* rank 0's *v to every rank */
     void (*bcast_int)(int *v);
     void (*finalize)(void);

@@ -99,7 +99,6 @@ static size_t take_state(int part, gm_alloc *a, uint64_t **buf, size_t *cap, siz
         if (n > most || room == most) return TOO_LARGE;
         /* n may be a count the model stopped at: at least twice the room */
         size_t c = n + n / 4 + 64 > 2 * room ? n + n / 4 + 64 : 2 * room;
-        if (c <= *cap) continue; /* the buffer had more room than was asked for */
         uint64_t *v = realloc(*buf, c * sizeof *v);
         if (!v) return SIZE_MAX;
         *buf = v;
@@ -816,6 +815,21 @@ static int replay_room(gm_ffwd *f, size_t n)
     return ok;
 }
 
+/* Whether event e, whose id slot held v (a free: the block it frees), is
+ * r's k-th event: the same op, size, stream and category, and a free of
+ * the same block (the cycle's j-th allocation, GM_FF_LOCAL | j, or the
+ * block at the address the record names, which lived before the cycle). */
+static inline int same_event(const gm_ff_rec *r, size_t k, const gm_event *e, uint64_t v,
+                             gm_alloc *a)
+{
+    if ((e->size ^ r->size[k]) | (e->stream ^ r->stream[k]) | (uint64_t)(e->op ^ r->op[k]) |
+        (uint64_t)(e->category ^ r->cat[k]))
+        return 0;
+    if (e->op != GM_OP_FREE) return 1;
+    uint64_t ref = r->ref[k];
+    return ref & GM_FF_LOCAL ? v == ref : !(v & GM_FF_LOCAL) && a->ops->block_addr(a, v - 1) == ref;
+}
+
 /* Check ev against r, keeping the id slots as the events would: 1 when
  * all of r's events match (the slots then hold the cycle's allocations
  * as GM_FF_LOCAL | j, ids[j] their ids, and hin[i], for each event i that
@@ -827,34 +841,27 @@ static int check(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, const gm_ff
 {
     uint64_t *slot = t->slot, *sa = t->slot_addr, *hin = f->hin;
     const size_t n_slot = t->n_slot;
-    const uint8_t *op = r->op, *cat = r->cat;
-    const uint64_t *size = r->size, *stream = r->stream, *refs = r->ref;
+    const uint8_t *op = r->op;
+    const uint64_t *refs = r->ref;
     gm_alloc *a = t->a;
     uint32_t j = 0;
     size_t i = 0;
     for (; i < r->n; i++) {
         const gm_event *e = &ev[i];
         uint32_t id = e->id;
-        if (((e->size ^ size[i]) | (e->stream ^ stream[i]) | (uint64_t)(e->op ^ op[i]) |
-             (uint64_t)(e->category ^ cat[i])) ||
-            !id || id >= n_slot)
-            goto differ;
+        if (!id || id >= n_slot) goto differ;
         uint64_t v = slot[id];
+        if (e->op == GM_OP_ALLOC ? v != 0                       /* still live: step()'s to judge */
+                                 : v <= 1 || sa[id] != e->addr) /* none, skipped, damaged id */
+            goto differ;
+        if (!same_event(r, i, e, v, a)) goto differ;
         if (e->op == GM_OP_ALLOC) {
-            if (v) goto differ; /* still live: step()'s to judge */
             slot[id] = GM_FF_LOCAL | j;
             sa[id] = e->addr;
             f->ids[j++] = id;
             continue;
         }
-        uint64_t ref = refs[i];
-        if (v <= 1 || sa[id] != e->addr) goto differ; /* none, skipped, or a damaged id */
-        if (ref & GM_FF_LOCAL) {
-            if (v != ref) goto differ;
-        } else {
-            if ((v & GM_FF_LOCAL) || a->ops->block_addr(a, v - 1) != ref) goto differ;
-            hin[i] = v;
-        }
+        if (!(refs[i] & GM_FF_LOCAL)) hin[i] = v;
         slot[id] = 0;
     }
     return 1;
@@ -978,19 +985,12 @@ static size_t check_part(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, siz
             goto undo;
         }
         if (!mine) continue;
-        int same = !((e->size ^ r->size[k]) | (e->stream ^ r->stream[k]) |
-                     (uint64_t)(e->op ^ r->op[k]) | (uint64_t)(e->category ^ r->cat[k]));
-        if (same && e->op == GM_OP_FREE) {
-            uint64_t ref = r->ref[k];
-            same = ref & GM_FF_LOCAL ? v == ref
-                                     : !(v & GM_FF_LOCAL) && a->ops->block_addr(a, v - 1) == ref;
-        }
-        if (!same) {
+        if (!same_event(r, k, e, v, a)) {
             i++; /* its slot changed: undone too */
             goto undo;
         }
-        if (e->op == GM_OP_ALLOC) f->ids[j++] = id;
-        f->xpos[k++] = (uint32_t)i;
+        if (e->op == GM_OP_ALLOC) j++;
+        k++;
     }
     w = i;
 undo:
@@ -1091,18 +1091,12 @@ static size_t run_part(gm_ffwd *f, const gm_ff_rec *r, const gm_event *ev, size_
             goto stop;
         }
         if (mine) {
-            if ((e->size ^ r->size[k]) | (e->stream ^ r->stream[k]) | (uint64_t)(e->op ^ r->op[k]) |
-                (uint64_t)(e->category ^ r->cat[k]))
-                goto stop;
+            if (!same_event(r, k, e, v, a)) goto stop;
             if (e->op == GM_OP_ALLOC) {
                 slot[id] = GM_FF_LOCAL | j;
                 sa[id] = e->addr;
                 f->ids[j++] = id;
             } else {
-                uint64_t ref = r->ref[k];
-                if (ref & GM_FF_LOCAL ? v != ref
-                                      : (v & GM_FF_LOCAL) || a->ops->block_addr(a, v - 1) != ref)
-                    goto stop;
                 hin[i] = v;
                 slot[id] = 0;
             }

@@ -31,8 +31,8 @@ static void no_memory(void)
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-static int gather(const void *mine, int bytes, int ok, int rank, int size, void **all,
-                  size_t *total)
+static void gather(const void *mine, int bytes, int ok, int rank, int size, void **all,
+                   size_t *total)
 {
     *all = NULL;
     *total = 0;
@@ -58,7 +58,6 @@ static int gather(const void *mine, int bytes, int ok, int rank, int size, void 
     free(counts);
     free(displs);
     *all = buf;
-    return 1;
 }
 
 static void bcast_int(int *v)
