@@ -141,7 +141,7 @@ typedef struct gm_alloc gm_alloc;
  * against another layout of this struct is refused (gm_alloc_create) instead of being called
  * through the wrong pointers.
  */
-#define GM_ALLOC_VERSION 7
+#define GM_ALLOC_VERSION 8
 
 typedef struct gm_alloc_ops {
     /* GM_ALLOC_VERSION: the interface this model implements. */
@@ -305,6 +305,15 @@ typedef struct gm_alloc_ops {
      * parts' events) only what part `part`'s events added. */
     gm_alloc_stats *(*ff_part_stats_live)(gm_alloc *a);
     void (*ff_part_stats)(gm_alloc *a, int part, gm_alloc_stats *d);
+    /* 1: free() changes nothing but the model's own state (no driver call,
+     * no hook, no counter that destroy() or a report reads afterwards), and
+     * destroy() frees every block, live or not. The engine then skips the
+     * model's frees of what is still live when a tenant ends (the policy is
+     * still told, on_tensor): the allocator is destroyed next, so they
+     * could change no result, and a trace that ends with a million live
+     * blocks would pay a million merges for nothing. 0: every live block is
+     * freed first, in no set order. */
+    int free_is_local;
 } gm_alloc_ops;
 
 /* ff_part_state's parts (and ff_clock's clocks: one each). */

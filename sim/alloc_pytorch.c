@@ -1912,6 +1912,7 @@ static void pt_stats(gm_alloc *a, gm_alloc_stats *out)
 
 const gm_alloc_ops gm_alloc_pytorch = {
     .version = GM_ALLOC_VERSION,
+    .free_is_local = 1, /* free() touches only the model's state; destroy() frees all */
     .name = "pytorch",
     .summary = "PyTorch's CUDA caching allocator (native backend)",
     .create = pt_create,

@@ -513,6 +513,7 @@ static void rp_destroy(gm_alloc *a)
 
 const gm_alloc_ops gm_alloc_rmm_pool = {
     .version = GM_ALLOC_VERSION,
+    .free_is_local = 1, /* free() touches only the model's state; destroy() frees all */
     .name = "rmm-pool",
     .summary = "RAPIDS RMM pool_memory_resource (coalescing best fit, per-stream free lists)",
     .create = rp_create,

@@ -533,6 +533,7 @@ static void tf_destroy(gm_alloc *a)
 
 const gm_alloc_ops gm_alloc_tf_bfc = {
     .version = GM_ALLOC_VERSION,
+    .free_is_local = 1, /* free() touches only the model's state; destroy() frees all */
     .name = "tf-bfc",
     .summary = "TensorFlow's GPU BFC allocator (allow_growth, per_process_gpu_memory_fraction)",
     .cost = 0.75,

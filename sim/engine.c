@@ -503,21 +503,33 @@ static void tensor_free(tenant *t, uint64_t h, uint64_t now)
     t->a->ops->free(t->a, h, now);
 }
 
-/* Free every live allocation (the tenant ends; in no set order: its
- * allocator is destroyed next) and forget them. */
-static void free_live(tenant *t, uint64_t now)
+/* The tenant ends: tell the policy of every live allocation, free it (in
+ * no set order: the allocator is destroyed next), unless the model's frees
+ * are its own business (gm_alloc_ops.free_is_local), and forget them. */
+static void end_tensor(tenant *t, uint64_t h, uint64_t now, int model_frees)
 {
+    if (h == SKIPPED) return;
+    if (model_frees)
+        tensor_free(t, h, now);
+    else if (t->pol->ops->on_tensor)
+        t->pol->ops->on_tensor(t->pol->state, t->a, h, GM_CAT_UNKNOWN, 1, now);
+}
+
+/* cfg's free_at_end (tests): the model frees even where they are local */
+static void free_live(tenant *t, uint64_t now, const gm_sim_config *cfg)
+{
+    int model_frees = !t->a->ops->free_is_local || cfg->free_at_end;
     for (size_t i = 0; i <= t->live.mask; i++) {
         uint64_t key = t->live.slots[i].key, h = t->live.slots[i].val;
         if (!key) continue;
         settle(t, key);
-        if (h != SKIPPED) tensor_free(t, h, now);
+        end_tensor(t, h, now, model_frees);
     }
     gm_addrmap_clear(&t->live);
     for (size_t i = 0; i < t->n_slot; i++)
         if (t->slot[i]) {
             settle(t, gm_addrmap_key(t->slot_addr[i]));
-            if (t->slot[i] - 1 != SKIPPED) tensor_free(t, t->slot[i] - 1, now);
+            end_tensor(t, t->slot[i] - 1, now, model_frees);
             t->slot[i] = 0;
         }
 }
@@ -571,12 +583,12 @@ static int free_leftovers(tenant *t, uint64_t now, gm_err *err)
     return GM_OK;
 }
 
-static void tenant_close(tenant *t)
+static void tenant_close(tenant *t, const gm_sim_config *cfg)
 {
     if (t->a) {
         if (t->a->seg_hook_ctx) free(t->a->seg_hook_ctx);
         t->a->seg_hook = NULL;
-        if (t->live.slots) free_live(t, t->t_last);
+        if (t->live.slots) free_live(t, t->t_last, cfg);
         gm_alloc_destroy(t->a);
         t->a = NULL;
     }
@@ -736,7 +748,7 @@ static int retire(sim *s, tenant *t, uint64_t now, int status, gm_err *err)
         t->res->has_stats = 1;
     }
     if (s->cfg->end_hook) s->cfg->end_hook(s->cfg->end_hook_ctx, t->idx, t->a, status);
-    free_live(t, now);
+    free_live(t, now, s->cfg);
     gm_metrics_step(&t->res->m, now, 0, 0, 0);
     void *hc = t->a->seg_hook_ctx;
     gm_alloc_destroy(t->a);
@@ -1618,7 +1630,7 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
         tenant *t = &s.t[i];
         if (t->a) t->res->c = t->a->c;
         gm_metrics_timeline_end(&t->res->m);
-        tenant_close(t);
+        tenant_close(t, cfg);
     }
     gm_metrics_timeline_end(&s.res->device);
     if (s.dev && !cfg->device) {

@@ -122,6 +122,10 @@ typedef struct gm_sim_config {
     int no_fast_forward;      /* 1: simulate every event, also where an iteration repeats
                                  one already simulated (sim/ffwd.h); the same results,
                                  for benchmarks and tests */
+    int free_at_end;          /* tests: 1: when a tenant ends, free what is live through
+                                 the model also where its frees are its own business
+                                 (gm_alloc_ops.free_is_local), as before they were
+                                 skipped; the same results */
     uint64_t ff_patience;     /* tests: events the fast-forward seeks without a cycle
                                  before it tries one part of the model, then the other,
                                  then the whole again (its first round, sim/ffwd.h; 0:

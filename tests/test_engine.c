@@ -814,12 +814,108 @@ static void test_plain_path_is_step(void)
     free(ev);
 }
 
+static void hash_call(void *ctx, int tenant, uint64_t event_index, const gm_seg_event *ev)
+{
+    uint64_t *h = ctx,
+             v[] = {(uint64_t)tenant, event_index, (uint64_t)ev->op, ev->addr, ev->size, ev->t_ns};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        h[0] = (h[0] ^ v[i]) * 0x100000001b3ull;
+    h[1]++;
+}
+
+/* A tenant that ends with blocks live: the engine skips the model's frees
+ * of them where they are local (gm_alloc_ops.free_is_local; the model is
+ * destroyed next), and every result is what freeing them gives
+ * (free_at_end): both tenants' figures, statistics and status, the device
+ * series, every driver call. Two tenants, the second ending (or, short of
+ * memory, aborted by an OOM) while the first goes on; 20 000 small blocks
+ * live between free ones before a random stretch that leaves ~256 live;
+ * the models that say their frees are local and one that does not. */
+static void test_free_at_end(void)
+{
+    enum { PREFIX = 20000, N = 60000 };
+    gm_event *ev = malloc((PREFIX * 3 / 2 + N) * sizeof *ev);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
+    size_t n = 0;
+    for (uint64_t i = 0; i < PREFIX; i++)
+        ev[n++] = ev_alloc(1 + i, (1ull << 40) + 512 * i, 512);
+    for (uint64_t i = 0; i < PREFIX; i += 2)
+        ev[n++] = ev_free(PREFIX + 1 + i, (1ull << 40) + 512 * i);
+    uint64_t live[512] = {0};
+    unsigned x = 4242;
+    for (uint64_t t = 2 * PREFIX; n < PREFIX * 3 / 2 + N; t++) {
+        x = x * 1103515245u + 12345u;
+        size_t k = (x >> 8) % 512;
+        if (live[k]) {
+            ev[n++] = ev_free(100 * t, live[k]);
+            live[k] = 0;
+        } else {
+            static const uint64_t sizes[] = {512, 4096, 700 * 1024, 3 * MiB, 12 * MiB, 48 * MiB};
+            live[k] = (k + 1) << 32 | t << 12;
+            ev[n++] = ev_alloc(100 * t, live[k], sizes[(x >> 16) % 6] + (x >> 22));
+        }
+    }
+    static const struct {
+        const char *allocator, *policy;
+        uint64_t capacity;
+    } cases[] = {
+        {"pytorch", "pytorch", 80 * GiB},  {"pytorch", "defrag", 80 * GiB},
+        {"pytorch", "lru", 5 * GiB},       {"tf-bfc", "pytorch", 80 * GiB},
+        {"rmm-pool", "pytorch", 80 * GiB}, {"direct", "pytorch", 80 * GiB},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gm_sim_result *r[2] = {NULL, NULL};
+        uint64_t calls[2][2] = {{0}};
+        for (int model_frees = 0; model_frees < 2; model_frees++) {
+            gm_tenant_spec t[2] = {
+                {.path = "long", .events = ev, .n_events = n, .repeat = 1},
+                {.path = "short", .events = ev, .n_events = n / 2, .repeat = 1, .offset_ns = 7},
+            };
+            gm_sim_config c;
+            config(&c, t, 2, cases[i].capacity);
+            c.allocator = cases[i].allocator;
+            c.policy = cases[i].policy;
+            c.free_at_end = model_frees;
+            c.seg_hook = hash_call;
+            c.seg_hook_ctx = calls[model_frees];
+            gm_err err = {0};
+            int rc = gm_simulate(&c, &r[model_frees], &err);
+            if (rc)
+                fprintf(stderr, "\n  %s/%s: %s\n", cases[i].allocator, cases[i].policy, err.msg);
+            CU_ASSERT_EQUAL_FATAL(rc, GM_OK);
+        }
+        CU_ASSERT(calls[0][1] > 0);
+        CU_ASSERT_EQUAL(calls[0][0], calls[1][0]);
+        CU_ASSERT_EQUAL(calls[0][1], calls[1][1]);
+        CU_ASSERT_EQUAL(r[0]->events, r[1]->events);
+        CU_ASSERT(same_metrics(&r[0]->device, &r[1]->device));
+        CU_ASSERT_EQUAL(r[0]->peak_device_used, r[1]->peak_device_used);
+        for (size_t k = 0; k < 2; k++) {
+            const gm_tenant_result *a = &r[0]->t[k], *b = &r[1]->t[k];
+            CU_ASSERT_EQUAL(a->status, b->status);
+            CU_ASSERT_EQUAL(a->events_done, b->events_done);
+            CU_ASSERT(same_metrics(&a->m, &b->m));
+            CU_ASSERT_EQUAL(memcmp(&a->c, &b->c, sizeof a->c), 0);
+            CU_ASSERT_EQUAL(a->has_stats, b->has_stats);
+            CU_ASSERT_EQUAL(memcmp(&a->stats, &b->stats, sizeof a->stats), 0);
+            CU_ASSERT_EQUAL(a->peak_torch_allocated_bytes, b->peak_torch_allocated_bytes);
+        }
+        if (cases[i].capacity < 80 * GiB) /* short of memory: an OOM ended a tenant */
+            CU_ASSERT(r[0]->t[0].status == GM_TENANT_ABORTED ||
+                      r[0]->t[1].status == GM_TENANT_ABORTED);
+        gm_sim_result_free(r[0]);
+        gm_sim_result_free(r[1]);
+    }
+    free(ev);
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("engine", NULL, NULL);
     if (!s) return CU_get_error();
     GM_ADD_TEST(s, test_interleaving);
     GM_ADD_TEST(s, test_plain_path_is_step);
+    GM_ADD_TEST(s, test_free_at_end);
     GM_ADD_TEST(s, test_oom_abort_and_skip);
     GM_ADD_TEST(s, test_oom_verdicts);
     GM_ADD_TEST(s, test_repeat);
