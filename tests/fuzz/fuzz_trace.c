@@ -46,9 +46,17 @@ static void remove_file(void)
     unlink(path);
 }
 
+/* A broken promise: the input file goes (libFuzzer keeps the input as its
+ * crash-* file; atexit handlers do not run on abort), then abort. */
+static _Noreturn void fail(void)
+{
+    unlink(path);
+    abort();
+}
+
 static void check(int cond)
 {
-    if (!cond) abort();
+    if (!cond) fail();
 }
 
 /* libhdf5 leaks on some error paths of a damaged file (in the in-process
@@ -294,7 +302,7 @@ static void inprocess(struct outcome *local)
             WIFSIGNALED(st) ? "signal" : "exit status",
             WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
             sh->report_len ? ", AddressSanitizer's report:" : "", sh->report);
-    abort();
+    fail();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -329,5 +337,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             "%s / %s\n",
             iso.rc, local.rc, (unsigned long long)iso.nevents, (unsigned long long)local.nevents,
             iso.msg, local.msg);
-    abort();
+    fail();
 }
