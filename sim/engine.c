@@ -495,27 +495,24 @@ static void settle(tenant *t, uint64_t key)
     if (t->pending_bytes && gm_addrmap_del(&t->pending, key, &bytes)) t->pending_bytes -= bytes;
 }
 
-/* Tell the policy (on_tensor, policy.h), then free a tensor's block. */
-static void tensor_free(tenant *t, uint64_t h, uint64_t now)
+/* Tell the policy (on_tensor, policy.h) that a tensor's block is freed;
+ * with model_free, free it in the model too. */
+static void tensor_free_as(tenant *t, uint64_t h, uint64_t now, int model_free)
 {
     if (t->pol->ops->on_tensor)
         t->pol->ops->on_tensor(t->pol->state, t->a, h, GM_CAT_UNKNOWN, 1, now);
-    t->a->ops->free(t->a, h, now);
+    if (model_free) t->a->ops->free(t->a, h, now);
 }
 
-/* The tenant ends: tell the policy of every live allocation, free it (in
- * no set order: the allocator is destroyed next), unless the model's frees
- * are its own business (gm_alloc_ops.free_is_local), and forget them. */
-static void end_tensor(tenant *t, uint64_t h, uint64_t now, int model_frees)
+static void tensor_free(tenant *t, uint64_t h, uint64_t now)
 {
-    if (h == SKIPPED) return;
-    if (model_frees)
-        tensor_free(t, h, now);
-    else if (t->pol->ops->on_tensor)
-        t->pol->ops->on_tensor(t->pol->state, t->a, h, GM_CAT_UNKNOWN, 1, now);
+    tensor_free_as(t, h, now, 1);
 }
 
-/* cfg's free_at_end (tests): the model frees even where they are local */
+/* The tenant ends: tell the policy of every live allocation, free it in
+ * the model (in no set order: the allocator is destroyed next) unless the
+ * model's frees are its own business (gm_alloc_ops.free_is_local; cfg's
+ * free_at_end, for tests, frees them anyway), and forget them. */
 static void free_live(tenant *t, uint64_t now, const gm_sim_config *cfg)
 {
     int model_frees = !t->a->ops->free_is_local || cfg->free_at_end;
@@ -523,13 +520,13 @@ static void free_live(tenant *t, uint64_t now, const gm_sim_config *cfg)
         uint64_t key = t->live.slots[i].key, h = t->live.slots[i].val;
         if (!key) continue;
         settle(t, key);
-        end_tensor(t, h, now, model_frees);
+        if (h != SKIPPED) tensor_free_as(t, h, now, model_frees);
     }
     gm_addrmap_clear(&t->live);
     for (size_t i = 0; i < t->n_slot; i++)
         if (t->slot[i]) {
             settle(t, gm_addrmap_key(t->slot_addr[i]));
-            end_tensor(t, t->slot[i] - 1, now, model_frees);
+            if (t->slot[i] - 1 != SKIPPED) tensor_free_as(t, t->slot[i] - 1, now, model_frees);
             t->slot[i] = 0;
         }
 }

@@ -730,6 +730,29 @@ static void count_progress(void *ctx, uint64_t events)
     v[v[0] + 1 < 16 ? ++v[0] : 0] = events;
 }
 
+/* Random allocations and frees over 512 slots (sizes from 512 B to 48 MiB,
+ * every time step 100 ns from t0 on, seed x) into ev[*n..end): those live
+ * at the end stay live. Returns the allocations. */
+static size_t random_events(gm_event *ev, size_t *n, size_t end, uint64_t t0, unsigned x)
+{
+    uint64_t live[512] = {0};
+    size_t allocs = 0;
+    for (uint64_t t = t0; *n < end; t++) {
+        x = x * 1103515245u + 12345u;
+        size_t k = (x >> 8) % 512;
+        if (live[k]) {
+            ev[(*n)++] = ev_free(100 * t, live[k]);
+            live[k] = 0;
+        } else {
+            static const uint64_t sizes[] = {512, 4096, 700 * 1024, 3 * MiB, 12 * MiB, 48 * MiB};
+            live[k] = (k + 1) << 32 | t << 12;
+            ev[(*n)++] = ev_alloc(100 * t, live[k], sizes[(x >> 16) % 6] + (x >> 22));
+            allocs++;
+        }
+    }
+    return allocs;
+}
+
 /* run_plain() (one tenant, allocations by id) does what step() does:
  * the same result, OOM for OOM and timeline bucket for bucket, and the
  * same progress reports, with OOMs that end the run or are skipped, a
@@ -741,22 +764,8 @@ static void test_plain_path_is_step(void)
     enum { N = 600000 }; /* twice over: more than 2^20 events, a progress report */
     gm_event *ev = malloc(N * sizeof *ev);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
-    uint64_t live[512] = {0};
-    size_t n = 0, allocs = 0;
-    unsigned x = 777;
-    for (uint64_t t = 1; n < N; t++) {
-        x = x * 1103515245u + 12345u;
-        size_t k = (x >> 8) % 512;
-        if (live[k]) {
-            ev[n++] = ev_free(100 * t, live[k]);
-            live[k] = 0;
-        } else {
-            static const uint64_t sizes[] = {512, 4096, 700 * 1024, 3 * MiB, 12 * MiB, 48 * MiB};
-            live[k] = (k + 1) << 32 | t << 12;
-            ev[n++] = ev_alloc(100 * t, live[k], sizes[(x >> 16) % 6] + (x >> 22));
-            allocs++;
-        }
-    }
+    size_t n = 0;
+    size_t allocs = random_events(ev, &n, N, 1, 777);
     gm_err err = {0};
     CU_ASSERT_EQUAL_FATAL(gm_ids_assign(ev, n, &err), GM_OK);
     gm_trace_meta meta;
@@ -841,20 +850,7 @@ static void test_free_at_end(void)
         ev[n++] = ev_alloc(1 + i, (1ull << 40) + 512 * i, 512);
     for (uint64_t i = 0; i < PREFIX; i += 2)
         ev[n++] = ev_free(PREFIX + 1 + i, (1ull << 40) + 512 * i);
-    uint64_t live[512] = {0};
-    unsigned x = 4242;
-    for (uint64_t t = 2 * PREFIX; n < PREFIX * 3 / 2 + N; t++) {
-        x = x * 1103515245u + 12345u;
-        size_t k = (x >> 8) % 512;
-        if (live[k]) {
-            ev[n++] = ev_free(100 * t, live[k]);
-            live[k] = 0;
-        } else {
-            static const uint64_t sizes[] = {512, 4096, 700 * 1024, 3 * MiB, 12 * MiB, 48 * MiB};
-            live[k] = (k + 1) << 32 | t << 12;
-            ev[n++] = ev_alloc(100 * t, live[k], sizes[(x >> 16) % 6] + (x >> 22));
-        }
-    }
+    random_events(ev, &n, PREFIX * 3 / 2 + N, 2 * PREFIX, 4242);
     static const struct {
         const char *allocator, *policy;
         uint64_t capacity;

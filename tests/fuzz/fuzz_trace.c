@@ -262,7 +262,8 @@ static int same(const struct outcome *a, const struct outcome *b)
            a->hash == b->hash && a->ninit == b->ninit && a->nmark == b->nmark;
 }
 
-static void inprocess(struct outcome *local)
+/* 1 with *local read; 0 when libhdf5 failed where the child did not */
+static int inprocess(struct outcome *local)
 {
     memset(sh, 0, sizeof *sh);
     fflush(NULL);
@@ -287,7 +288,7 @@ static void inprocess(struct outcome *local)
     if (sh->done && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
         *local = sh->o;
         if (n_counters) memcpy(counters, sh->counters, n_counters);
-        return;
+        return 1;
     }
     if (sh->report_len && libhdf5s(sh->report)) {
         hdf5_errors++;
@@ -295,8 +296,7 @@ static void inprocess(struct outcome *local)
                 "fuzz_trace: libhdf5's own memory error on an in-process read (%lu so "
                 "far; the isolated reader survived this file)\n",
                 hdf5_errors);
-        *local = (struct outcome){.rc = INT32_MIN};
-        return;
+        return 0;
     }
     fprintf(stderr, "fuzz_trace: the in-process read died (%s %d)%s\n%s",
             WIFSIGNALED(st) ? "signal" : "exit status",
@@ -316,9 +316,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* the child crashed or hung: this process must not try the file itself */
     if (strstr(iso.msg, "the HDF5 library failed on this file")) return 0;
     if (iso.nevents > (1u << 20)) return 0; /* keep a run short */
-    inprocess(&local);
-    if (local.rc == INT32_MIN) return 0; /* libhdf5 failed where the child did not */
-    if (same(&iso, &local)) return 0;
+    if (!inprocess(&local) || same(&iso, &local)) return 0;
     /* libhdf5 reading freed memory may answer otherwise from one run to the
      * next: then the isolated reader does too, in one of three more tries */
     for (int i = 0; i < 3; i++) {
