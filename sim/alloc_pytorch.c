@@ -801,14 +801,22 @@ static pt_block *split_at(pt_state *s, pt_block *b, uint64_t at)
 {
     pt_block *hi = block_take(s);
     if (!hi) return NULL;
-    /* one store of each field (the rest zero), not a memset and then these */
-    *hi = (pt_block){.ptr = b->ptr + at,
-                     .size = b->size - at,
-                     .stream = b->stream,
-                     .seg = b->seg,
-                     .mapped = b->mapped,
-                     .prev = b,
-                     .next = b->next};
+    /* one store of each field, not a compound literal: GCC zero-fills one
+     * with `rep stos`, whose start-up was most of this function's time.
+     * The tree links and the bin are set when the block is filed
+     * (index_insert, pt_addr_tree_RB_INSERT: RB_SET). */
+    hi->ptr = b->ptr + at;
+    hi->size = b->size - at;
+    hi->prev = b;
+    hi->next = b->next;
+    hi->seg = b->seg;
+    hi->requested = 0;
+    hi->stream = b->stream;
+    hi->gc_base = 0; /* pool_insert sets it */
+    hi->allocated = 0;
+    hi->mapped = b->mapped;
+    hi->category = 0;
+    hi->let_go = 0;
     if (b->next) b->next->prev = hi;
     b->next = hi;
     b->size = at;
@@ -1138,7 +1146,11 @@ static void pt_free(gm_alloc *a, uint64_t handle, uint64_t now)
     if ((m = try_merge(s, b, b->prev))) n_split--, split_bytes -= (int64_t)m;
     if ((m = try_merge(s, b, b->next))) n_split--, split_bytes -= (int64_t)m;
     pool_insert(pool_of(s, g), b);
-    track_free(s, g);
+    /* track_free, asked of b: free and without neighbours it is the
+     * segment's one block (n_blocks 1, n_alloc 0). Reading the two
+     * counters just stored would be one 8-byte load over two 4-byte
+     * stores in flight, which the CPU cannot forward from: a stall. */
+    track_free_set(s, g, !g->expandable && !g->priv && !b->prev && !b->next);
     if (b->prev || b->next) n_split++, split_bytes += (int64_t)b->size;
     if (!counting) return;
     gm_alloc_stats *st = &s->st;
