@@ -426,6 +426,50 @@ static int cmp_touch(const void *x, const void *y)
     return p->i < q->i ? -1 : p->i > q->i;
 }
 
+/* A segment's first slot in last_uses' set of cap (a power of 2) slots. */
+static inline size_t touch_slot(uint64_t seg, size_t cap) /* cap a power of 2 */
+{
+    return (size_t)((seg * 0x9e3779b97f4a7c15ull) >> 40) & (cap - 1);
+}
+
+/* Each segment of seg[0..n) once, with the last i where it is seg[i],
+ * into out (room for n), in segment order; the count, or SIZE_MAX when
+ * out of memory. A cycle uses a few segments over many events: one walk
+ * from the end with an open-addressing set of the segments seen, then a
+ * sort of those few (it was a sort of all n). */
+static size_t last_uses(const uint64_t *seg, size_t n, struct gm_ff_touch *out)
+{
+    size_t cap = 0, k = 0, *set = NULL; /* out's index + 1; 0: empty */
+    for (size_t i = n; i-- > 0;) {
+        if (2 * (k + 1) > cap) { /* at most half full: grown, the seen ones filed again */
+            size_t c = cap ? 2 * cap : 64;
+            size_t *v = calloc(c, sizeof *v);
+            if (!v) {
+                free(set);
+                return SIZE_MAX;
+            }
+            free(set);
+            set = v;
+            cap = c;
+            for (size_t q = 0; q < k; q++) {
+                size_t h = touch_slot(out[q].seg, cap);
+                while (set[h])
+                    h = (h + 1) & (cap - 1);
+                set[h] = q + 1;
+            }
+        }
+        size_t h = touch_slot(seg[i], cap);
+        while (set[h] && out[set[h] - 1].seg != seg[i])
+            h = (h + 1) & (cap - 1);
+        if (set[h]) continue; /* a later use was seen */
+        out[k] = (struct gm_ff_touch){seg[i], i, 0};
+        set[h] = ++k;
+    }
+    free(set);
+    qsort(out, k, sizeof *out, cmp_touch);
+    return k;
+}
+
 /* One part: a cycle's first GM_FF_SIG allocations, their sizes hashed in
  * order, tell most of a state's cycles apart (the iterations' shapes:
  * their first activations' sizes) before a window is walked. */
@@ -509,12 +553,11 @@ static gm_ff_rec *rec_make(gm_ffwd *f, gm_alloc *a)
     }
     /* each segment's last use: the last event that used it */
     r->touch = (struct gm_ff_touch *)(r->keep + n_keep + 1);
-    for (size_t i = 0; i < n; i++)
-        r->touch[i] = (struct gm_ff_touch){b->seg[i], i, 0};
-    qsort(r->touch, n, sizeof *r->touch, cmp_touch);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (i + 1 == n || r->touch[i + 1].seg != r->touch[i].seg) r->touch[k++] = r->touch[i];
+    size_t k = last_uses(b->seg, n, r->touch);
+    if (k == SIZE_MAX) {
+        rec_free(r);
+        return NULL;
+    }
     r->n_touch = k;
     /* only the segments' last uses stay (the record is kept for long) */
     struct gm_ff_keep *kt =
