@@ -13,11 +13,15 @@ typedef struct gm_hash {
 } gm_hash;
 void gm_hash_init(gm_hash *h);
 /* One round of a multiply-xorshift mix per word: fast and order-sensitive
- * (inline: the engine hashes every event). */
+ * (inline: the engine hashes every event; sim/engine.c also does it with
+ * vector instructions, the same round with these constants). */
+#define GM_HASH_MUL 0xbf58476d1ce4e5b9ull
+#define GM_HASH_SHIFT 31
+#define GM_HASH_ADD 0x94d049bb133111ebull
 static inline void gm_hash_u64(gm_hash *h, uint64_t v)
 {
-    uint64_t x = (h->h ^ v) * 0xbf58476d1ce4e5b9ull;
-    h->h = (x ^ (x >> 31)) + 0x94d049bb133111ebull;
+    uint64_t x = (h->h ^ v) * GM_HASH_MUL;
+    h->h = (x ^ (x >> GM_HASH_SHIFT)) + GM_HASH_ADD;
 }
 void gm_hash_bytes(gm_hash *h, const void *p, size_t n);
 static inline uint64_t gm_hash_final(const gm_hash *h)

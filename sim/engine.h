@@ -277,6 +277,10 @@ void gm_sim_result_free(gm_sim_result *r);
  * events and metadata source (meta->source; NULL: ""): for a spec's
  * trace_hash. */
 void gm_trace_hash_events(const char *source, const gm_event *ev, size_t n, char out[17]);
+/* 1 (the default): the trace hash uses the CPU's vector instructions where
+ * it has them (x86-64 with AVX-512); 0: the portable loop. The value is the
+ * same either way (tests hold both to it; benchmarks compare them). */
+void gm_trace_hash_simd(int allow);
 
 /* The capacity a run gets from its first trace's metadata m when cfg gives
  * none: the card the trace records (device_total_bytes), else the memory its

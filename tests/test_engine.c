@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/hash.h"
 #include "cu.h"
 #include "same_run.h"
 #include "sim/engine.h"
@@ -832,6 +833,95 @@ static void hash_call(void *ctx, int tenant, uint64_t event_index, const gm_seg_
     h[1]++;
 }
 
+/* The trace hash as FORMAT.md's reader gives the events: per chunk of
+ * GM_TRACE_CHUNK_EVENTS, four lanes (t_ns; addr; size; stream with op,
+ * category and phase in its top bytes) each mixed event by event, their
+ * finals folded into the hash that starts from the source. Written out
+ * here the plain way, against gm_trace_hash_events and what runs report:
+ * from memory (chunks hashed two at a time as the run reads them),
+ * fast-forwarded or not, aborted by an OOM (the rest hashed after), and
+ * from a file. */
+static void ref_trace_hash(const char *source, const gm_event *ev, size_t n, char out[17])
+{
+    gm_hash h;
+    gm_hash_init(&h);
+    gm_hash_bytes(&h, source, strlen(source));
+    for (size_t i = 0; i < n; i += GM_TRACE_CHUNK_EVENTS) {
+        gm_hash lane[4];
+        for (int k = 0; k < 4; k++)
+            gm_hash_init(&lane[k]);
+        for (size_t j = i; j < n && j < i + GM_TRACE_CHUNK_EVENTS; j++) {
+            const gm_event *e = &ev[j];
+            gm_hash_u64(&lane[0], e->t_ns);
+            gm_hash_u64(&lane[1], e->addr);
+            gm_hash_u64(&lane[2], e->size);
+            gm_hash_u64(&lane[3], e->stream ^ (uint64_t)e->op << 56 ^ (uint64_t)e->category << 48 ^
+                                      (uint64_t)e->phase << 40);
+        }
+        for (int k = 0; k < 4; k++)
+            gm_hash_u64(&h, gm_hash_final(&lane[k]));
+    }
+    snprintf(out, 17, "%016llx", (unsigned long long)gm_hash_final(&h));
+}
+
+static void test_trace_hash(void)
+{
+    enum { N = 5 * GM_TRACE_CHUNK_EVENTS + 1234 }; /* an even chunk last, alone */
+    gm_event *ev = malloc(N * sizeof *ev);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
+    size_t n = 0;
+    random_events(ev, &n, N, 1, 4242);
+    for (size_t i = 0; i < n; i++) { /* every byte of the fourth lane moves */
+        ev[i].category = (uint8_t)(i % GM_CAT_COUNT);
+        ev[i].phase = (uint8_t)(i / 7 % GM_PHASE_COUNT);
+        ev[i].stream = i / 1000 % 3;
+    }
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_ids_assign(ev, n, &err), GM_OK);
+    char want[17], got[17];
+    ref_trace_hash("synthetic:test", ev, n, want);
+    for (int simd = 0; simd < 2; simd++) { /* the portable loop, and the CPU's vectors */
+        gm_trace_hash_simd(simd);
+        gm_trace_hash_events("synthetic:test", ev, n, got);
+        CU_ASSERT_STRING_EQUAL(got, want);
+        gm_trace_hash_events("synthetic:test", ev, 3, got); /* fewer than a chunk */
+        char few[17];
+        ref_trace_hash("synthetic:test", ev, 3, few);
+        CU_ASSERT_STRING_EQUAL(got, few);
+    }
+    gm_trace_meta meta;
+    gm_trace_meta_init(&meta);
+    CU_ASSERT_EQUAL_FATAL(gm_trace_meta_set(&meta.source, "synthetic:test"), GM_OK);
+    meta.dense_ids = 1;
+    const char *path = write_trace("hash.h5", ev, n, NULL, 0, 0);
+    static const struct {
+        int file, no_ff, simd;
+        uint64_t capacity;
+    } cases[] = {{0, 0, 1, 80 * GiB}, {0, 1, 1, 80 * GiB}, {0, 0, 1, 2 * GiB},
+                 {1, 0, 1, 80 * GiB}, {0, 0, 0, 80 * GiB}, {1, 0, 0, 80 * GiB}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gm_trace_hash_simd(cases[i].simd);
+        gm_tenant_spec t = {.path = path, .repeat = 2};
+        if (!cases[i].file) {
+            t.events = ev;
+            t.n_events = n;
+            t.meta = &meta;
+        }
+        gm_sim_config c;
+        config(&c, &t, 1, cases[i].capacity);
+        c.no_fast_forward = cases[i].no_ff;
+        gm_sim_result *r = NULL;
+        CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+        CU_ASSERT_STRING_EQUAL(r->t[0].trace_hash, want);
+        if (cases[i].capacity < 80 * GiB) CU_ASSERT_EQUAL(r->t[0].status, GM_TENANT_ABORTED);
+        gm_sim_result_free(r);
+    }
+    gm_trace_hash_simd(1);
+    unlink(path);
+    gm_trace_meta_free(&meta);
+    free(ev);
+}
+
 /* A tenant that ends with blocks live: the engine skips the model's frees
  * of them where they are local (gm_alloc_ops.free_is_local; the model is
  * destroyed next), and every result is what freeing them gives
@@ -912,6 +1002,7 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_interleaving);
     GM_ADD_TEST(s, test_plain_path_is_step);
     GM_ADD_TEST(s, test_free_at_end);
+    GM_ADD_TEST(s, test_trace_hash);
     GM_ADD_TEST(s, test_oom_abort_and_skip);
     GM_ADD_TEST(s, test_oom_verdicts);
     GM_ADD_TEST(s, test_repeat);
