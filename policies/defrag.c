@@ -196,7 +196,7 @@ const gm_policy_ops gm_policy_defrag = {
     .summary = "release cached segments when external fragmentation stays above threshold=F "
                "and no allocation came for quiet=TIME",
     .realizable = 1,
-    .cost = 0.95,
+    .cost = 2.2,
     .create = create,
     .destroy = destroy,
     .on_alloc_fail = on_alloc_fail,

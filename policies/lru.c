@@ -99,7 +99,7 @@ const gm_policy_ops gm_policy_lru = {
     .name = "lru",
     .summary = "least recently used segments first, only as much as needed; threshold=F",
     .realizable = 1,
-    .cost = 0.95,
+    .cost = 1.0,
     .create = create,
     .destroy = destroy,
     .before_grow = before_grow,

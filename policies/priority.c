@@ -209,7 +209,7 @@ const gm_policy_ops gm_policy_priority = {
     .name = "priority",
     .summary = "release by tensor category (order=activation>temporary>...), ties by LRU",
     .realizable = 1,
-    .cost = 0.95,
+    .cost = 1.05,
     .create = create,
     .destroy = destroy,
     .before_grow = before_grow,

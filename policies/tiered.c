@@ -212,7 +212,7 @@ const gm_policy_ops gm_policy_tiered = {
     .summary = "inference tiers: weights in base, activations/KV in dynamic, bursts in buffer; "
                "over its tier a tensor is refused",
     .realizable = 1,
-    .cost = 1.3,
+    .cost = 3.0,
     .create = create,
     .destroy = destroy,
     .on_alloc_fail = on_alloc_fail,

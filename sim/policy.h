@@ -64,8 +64,10 @@ typedef struct gm_policy_ops {
     const char *summary;
     int realizable; /* 0: needs the future (oracle), labelled in every output */
     /* Optional: what a simulation with this policy takes, relative to one
-     * with `pytorch` (0 = the same), as bench/gmbench measured it
-     * (bench/README.md, "Seventh round"). compare and fit split their
+     * with `pytorch` (0 = the same), as bench/gmbench measured it on a
+     * trace whose iterations repeat, where `pytorch`'s are fast-forwarded
+     * and a policy with timer ticks is simulated event by event
+     * (bench/README.md, "Thirteenth round"). compare and fit split their
      * simulations between threads by it (study/pool.h); nothing else reads
      * it, and no result depends on it. */
     double cost;
