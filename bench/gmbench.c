@@ -133,6 +133,14 @@ static uint64_t ff_events(const gm_sim_result *r, uint64_t *cycles, uint64_t *re
     return n;
 }
 
+/* GMBENCH_NO_STRETCH=1: several tenants take one event at a time in time
+ * order (gm_sim_config.no_stretch). */
+static int cfg_no_stretch(void)
+{
+    const char *v = getenv("GMBENCH_NO_STRETCH");
+    return v && *v == '1';
+}
+
 /* Best of 3: the smallest CPU time of the simulating thread. */
 static int simulate(gm_tenant_spec *spec, size_t n, uint64_t capacity, const char *policy,
                     double *best_s, gm_sim_result **last)
@@ -147,6 +155,7 @@ static int simulate(gm_tenant_spec *spec, size_t n, uint64_t capacity, const cha
     cfg.latency = lat;
     cfg.no_device_stats = !stats_kept();
     cfg.no_fast_forward = no_ff();
+    cfg.no_stretch = cfg_no_stretch();
     *best_s = 0;
     for (int i = 0; i < 3; i++) {
         gm_err err = {0};
@@ -414,6 +423,16 @@ int main(int argc, char **argv)
            (double)r->device.peak_r / (double)GM_GiB, rss_mib(),
            spec[0].events ? " (includes the in-memory trace)" : "",
            stats_kept() ? ", memory_stats kept" : "");
+    if (k > 1) {
+        uint64_t st = 0;
+        for (size_t i = 0; i < r->n_tenants; i++)
+            st += r->t[i].stretched_events;
+        if (cfg_no_stretch())
+            printf("  stretches off (GMBENCH_NO_STRETCH)\n");
+        else
+            printf("  %.1f %% of the events in stretches of one tenant's own\n",
+                   100.0 * (double)st / (double)(r->events ? r->events : 1));
+    }
     if (no_ff())
         printf("  fast-forward off (GMBENCH_NO_FF)\n");
     else

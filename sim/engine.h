@@ -126,6 +126,10 @@ typedef struct gm_sim_config {
                                  the model also where its frees are its own business
                                  (gm_alloc_ops.free_is_local), as before they were
                                  skipped; the same results */
+    int no_stretch;           /* tests, benchmarks: 1: several tenants take one event at
+                                 a time in time order, also where a tenant could run a
+                                 stretch of its own ahead (engine.c, stretch()); the
+                                 same results */
     uint64_t ff_patience;     /* tests: events the fast-forward seeks without a cycle
                                  before it tries one part of the model, then the other,
                                  then the whole again (its first round, sim/ffwd.h; 0:
@@ -200,6 +204,9 @@ typedef struct gm_tenant_result {
      * simulated one by one, the cycles they were, the records made, and
      * those dropped (the state did not come back in time) */
     uint64_t fast_forwarded_events, ff_cycles, ff_records, ff_records_dropped;
+    /* several tenants, which no result depends on either: events_done taken
+     * in stretches of this tenant's own, ahead of the others (engine.c) */
+    uint64_t stretched_events;
     int status;               /* enum gm_tenant_status                   */
     uint64_t abort_t_ns;      /* when it aborted (OOM)                   */
     uint64_t init_live_bytes; /* requested bytes alive before event 0    */

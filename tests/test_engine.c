@@ -995,6 +995,104 @@ static void test_free_at_end(void)
     free(ev);
 }
 
+/* Several tenants: stretches (each tenant's events that touch no other
+ * run ahead, engine.c) give what one event at a time in time order gives
+ * (gm_sim_config.no_stretch): the device's series bucket for bucket with
+ * its largest-free samples, every tenant's figures, statistics and status,
+ * every driver call in order, the progress reports. Copies of a random
+ * stretch (3 chunks, by id) at offsets that interleave them (two at equal
+ * times), with room and short of memory (OOMs that abort or are skipped),
+ * --repeat, kept statistics, 64 tenants, lru, and a policy that turns
+ * stretches off (predictive: timer ticks). */
+static void test_stretch_is_step(void)
+{
+    enum { N = 150000 };
+    gm_event *ev = malloc(N * sizeof *ev);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
+    size_t n = 0;
+    random_events(ev, &n, N, 1, 31337);
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_ids_assign(ev, n, &err), GM_OK);
+    gm_trace_meta meta;
+    gm_trace_meta_init(&meta);
+    meta.dense_ids = 1;
+    static const struct {
+        const char *policy;
+        size_t tenants, events;
+        uint64_t capacity;
+        int skip, repeat, stats, stretched;
+    } cases[] = {
+        {"pytorch", 2, N, 80 * GiB, 0, 1, 0, 1},        {"pytorch", 5, N, 80 * GiB, 0, 2, 1, 1},
+        {"pytorch", 3, N, 7 * GiB, 0, 1, 0, 1},         {"pytorch", 3, N, 7 * GiB, 1, 1, 0, 1},
+        {"pytorch", 64, 20000, 1ull << 50, 0, 1, 0, 1}, {"lru", 3, N, 7 * GiB, 1, 1, 0, 1},
+        {"predictive", 3, N, 7 * GiB, 1, 1, 0, 0}, /* timer ticks: no stretch */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gm_sim_result *r[2] = {NULL, NULL};
+        uint64_t calls[2][2] = {{0}}, reports[2][16] = {{0}};
+        gm_tenant_spec t[64];
+        size_t k = cases[i].tenants;
+        for (int off = 0; off < 2; off++) {
+            for (size_t j = 0; j < k; j++)
+                t[j] = (gm_tenant_spec){.path = "copy",
+                                        .events = ev,
+                                        .n_events = cases[i].events - 97 * j,
+                                        .meta = &meta,
+                                        .repeat = (uint32_t)cases[i].repeat,
+                                        .offset_ns = j == 1 ? 0 : 3700 * j};
+            gm_sim_config c;
+            config(&c, t, k, cases[i].capacity);
+            c.policy = cases[i].policy;
+            c.on_oom_skip = cases[i].skip;
+            c.no_device_stats = !cases[i].stats;
+            c.no_stretch = off;
+            c.seg_hook = hash_call;
+            c.seg_hook_ctx = calls[off];
+            c.progress = count_progress;
+            c.progress_ctx = reports[off];
+            CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r[off], &err), GM_OK);
+        }
+        uint64_t stretched[2] = {0, 0};
+        for (int off = 0; off < 2; off++)
+            for (size_t j = 0; j < k; j++)
+                stretched[off] += r[off]->t[j].stretched_events;
+        CU_ASSERT_EQUAL(stretched[1], 0);
+        if (cases[i].stretched) {
+            CU_ASSERT(stretched[0] > r[0]->events / 2); /* most events ran in stretches */
+        } else {
+            CU_ASSERT_EQUAL(stretched[0], 0);
+        }
+        CU_ASSERT(calls[0][1] > 0);
+        CU_ASSERT_EQUAL(calls[0][0], calls[1][0]);
+        CU_ASSERT_EQUAL(calls[0][1], calls[1][1]);
+        CU_ASSERT_EQUAL(memcmp(reports[0], reports[1], sizeof reports[0]), 0);
+        CU_ASSERT_EQUAL(r[0]->events, r[1]->events);
+        CU_ASSERT(same_metrics(&r[0]->device, &r[1]->device));
+        CU_ASSERT(r[0]->device.ext_frag_n > 0); /* buckets sampled the tenants */
+        CU_ASSERT_EQUAL(r[0]->peak_device_used, r[1]->peak_device_used);
+        for (size_t j = 0; j < k; j++) {
+            const gm_tenant_result *a = &r[0]->t[j], *b = &r[1]->t[j];
+            CU_ASSERT_EQUAL(a->status, b->status);
+            CU_ASSERT_EQUAL(a->events_done, b->events_done);
+            CU_ASSERT(same_metrics(&a->m, &b->m));
+            CU_ASSERT_EQUAL(memcmp(&a->c, &b->c, sizeof a->c), 0);
+            CU_ASSERT_EQUAL(a->has_stats, b->has_stats);
+            CU_ASSERT_EQUAL(memcmp(&a->stats, &b->stats, sizeof a->stats), 0);
+            CU_ASSERT_EQUAL(a->peak_torch_allocated_bytes, b->peak_torch_allocated_bytes);
+            CU_ASSERT_STRING_EQUAL(a->trace_hash, b->trace_hash);
+        }
+        if (cases[i].capacity < 80 * GiB) CU_ASSERT(r[0]->device.n_oom > 0);
+        if (cases[i].capacity < 80 * GiB && !cases[i].skip)
+            CU_ASSERT(r[0]->t[0].status == GM_TENANT_ABORTED ||
+                      r[0]->t[1].status == GM_TENANT_ABORTED ||
+                      r[0]->t[2].status == GM_TENANT_ABORTED);
+        gm_sim_result_free(r[0]);
+        gm_sim_result_free(r[1]);
+    }
+    gm_trace_meta_free(&meta);
+    free(ev);
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("engine", NULL, NULL);
@@ -1003,6 +1101,7 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_plain_path_is_step);
     GM_ADD_TEST(s, test_free_at_end);
     GM_ADD_TEST(s, test_trace_hash);
+    GM_ADD_TEST(s, test_stretch_is_step);
     GM_ADD_TEST(s, test_oom_abort_and_skip);
     GM_ADD_TEST(s, test_oom_verdicts);
     GM_ADD_TEST(s, test_repeat);
