@@ -82,11 +82,10 @@ typedef struct stretch_lf {
 } stretch_lf;
 #define NO_LF UINT64_MAX
 
-/* A tenant's place in the order of tenants (runs_before). */
-typedef struct heap_ent {
-    uint64_t next_t;
-    uint32_t idx, done;
-} heap_ent;
+/* A tenant's place in the order in which tenants run (engine.h): the
+ * earliest next event, ties to the lower index, finished tenants last; as
+ * one number, done, next_t and the index from the top bits down. */
+__extension__ typedef unsigned __int128 run_key;
 
 typedef struct sim {
     const gm_sim_config *cfg;
@@ -108,7 +107,8 @@ typedef struct sim {
     size_t contexts; /* --mps: tenants alive on the one context */
     uint64_t next_progress;
     uint64_t timer_min; /* several tenants: no timer of any is due before this */
-    heap_ent *heap;     /* several tenants: a min-heap by (done, next_t, index) */
+    run_key *tree;      /* several tenants: a winner tree of their run_keys (tree_update) */
+    size_t leaves;      /* its leaves: the tenants, padded to a power of 2 */
     gm_host_tier tier;  /* --host-tier (or --on-oom chain's pcie4), when has_tier */
     int has_tier;
     uint64_t host_bytes; /* what the tenants hold on the host tier */
@@ -1621,54 +1621,45 @@ static int step(sim *s, tenant *t, gm_err *err)
     return refill(s, t, err);
 }
 
-/* The order in which tenants run (engine.h): the earliest next event,
- * ties to the lower index; finished tenants last. The heap keeps each
- * tenant's key beside its index, so a sift reads one small array, not the
- * tenants (with 64 tenants, the comparisons of a sift were a third of the
- * run's instructions, each a look into a tenant's cold state). */
-static inline int runs_before(const heap_ent *x, const heap_ent *y)
+static inline run_key run_key_of(const tenant *t)
 {
-    if (x->done != y->done) return y->done;
-    if (x->next_t != y->next_t) return x->next_t < y->next_t;
-    return x->idx < y->idx;
+    return (run_key)(t->done != 0) << 96 | (run_key)t->next_t << 32 | (uint32_t)t->idx;
 }
 
-static inline heap_ent heap_key(const tenant *t)
+/* Several tenants: which runs next, kept in a winner tree. Leaf i (at
+ * tree[leaves + i]) holds tenant i's key, each node the smaller of its two
+ * children, the root (tree[1]) the next tenant's. Only the tenant that
+ * stepped moved, so its path to the root is replayed, the path's minimum
+ * so far in hand and each sibling read: log2(leaves) compares and
+ * conditional moves, no branch the times decide (a binary heap's sift
+ * compared two children a level on such branches: with 64 tenants ~100
+ * instructions and a mispredicted branch or two an event, which once the
+ * tenants' stretches keep their models warm is much of an event's time). */
+static void tree_update(sim *s, size_t i)
 {
-    return (heap_ent){.next_t = t->next_t, .idx = (uint32_t)t->idx, .done = t->done};
-}
-
-/* Several tenants: restore the heap after the tenant at its top stepped
- * (only the stepping tenant's next event moves). */
-static void heap_sift_top(sim *s)
-{
-    size_t i = 0, n = s->n;
-    heap_ent *h = s->heap, top = heap_key(&s->t[h[0].idx]);
-    for (;;) {
-        size_t l = 2 * i + 1, m = l;
-        if (l >= n) break;
-        if (l + 1 < n && runs_before(&h[l + 1], &h[l])) m = l + 1;
-        if (!runs_before(&h[m], &top)) break;
-        h[i] = h[m];
-        i = m;
+    run_key *w = s->tree, cur = run_key_of(&s->t[i]);
+    size_t k = s->leaves + i;
+    w[k] = cur;
+    for (; k > 1; k >>= 1) {
+        run_key sib = w[k ^ 1];
+        cur = sib < cur ? sib : cur;
+        w[k >> 1] = cur;
     }
-    h[i] = top;
 }
 
-static int heap_build(sim *s)
+static int tree_build(sim *s)
 {
-    s->heap = malloc(s->n * sizeof *s->heap);
-    if (!s->heap) return GM_ENOMEM;
-    for (size_t i = 0; i < s->n; i++) { /* insertion keeps the heap property at every step */
-        s->heap[i] = heap_key(&s->t[i]);
-        for (size_t j = i; j > 0;) {
-            size_t up = (j - 1) / 2;
-            if (!runs_before(&s->heap[j], &s->heap[up])) break;
-            heap_ent x = s->heap[j];
-            s->heap[j] = s->heap[up];
-            s->heap[up] = x;
-            j = up;
-        }
+    size_t leaves = 1;
+    while (leaves < s->n)
+        leaves *= 2;
+    s->tree = malloc(2 * leaves * sizeof *s->tree);
+    if (!s->tree) return GM_ENOMEM;
+    s->leaves = leaves;
+    for (size_t i = 0; i < leaves; i++) /* a padding leaf: after every tenant */
+        s->tree[leaves + i] = i < s->n ? run_key_of(&s->t[i]) : ~(run_key)0;
+    for (size_t k = leaves; k-- > 1;) {
+        run_key a = s->tree[2 * k], b = s->tree[2 * k + 1];
+        s->tree[k] = a < b ? a : b;
     }
     timer_min_update(s);
     return GM_OK;
@@ -1676,7 +1667,7 @@ static int heap_build(sim *s)
 
 static tenant *next_tenant(sim *s)
 {
-    tenant *t = &s->t[s->heap[0].idx];
+    tenant *t = &s->t[(uint32_t)s->tree[1]];
     return t->done ? NULL : t;
 }
 
@@ -1857,7 +1848,7 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
     gm_metrics_init(&s.res->device);
     s.next_progress = 1u << 20;
     int rc = setup(&s, err);
-    if (rc == GM_OK && s.n > 1 && heap_build(&s) != GM_OK)
+    if (rc == GM_OK && s.n > 1 && tree_build(&s) != GM_OK)
         rc = gm_errf(err, GM_ENOMEM, "out of memory");
     /* The hot loop, once per trace event of every tenant: take the tenant
      * whose next event is earliest (ties to the lower index; with one tenant
@@ -1878,7 +1869,7 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
             rc = run_plain(&s, t, &took, err);
         }
         if (rc == GM_OK && !took && !merged) rc = step(&s, t, err);
-        if (s.n > 1) heap_sift_top(&s);
+        if (s.n > 1) tree_update(&s, (size_t)t->idx);
         if (cfg->progress && s.res->events >= s.next_progress) {
             cfg->progress(cfg->progress_ctx, s.res->events);
             s.next_progress += 1u << 20;
@@ -1898,7 +1889,7 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
     if (!cfg->device) gm_device_destroy(s.dev);
     if (s.n == 1) s.res->device = s.res->t[0].m;
     free(s.t);
-    free(s.heap);
+    free(s.tree);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     s.res->wall_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     if (rc != GM_OK) {
