@@ -795,9 +795,6 @@ static int refill(sim *s, tenant *t, gm_err *err)
     return GM_OK;
 }
 
-/* update_device with several tenants: fold t's change into the device
- * totals and step the device's series (one tenant: the device series is
- * the tenant's, copied at the end). */
 /* Tenant t's Q, A and R at t_ns into the device totals, and the device's
  * series stepped with them. A new bucket samples the largest free block of
  * every tenant as it is now in the order of events: a tenant ahead in a
@@ -829,6 +826,9 @@ static void device_fold(sim *s, tenant *t, uint64_t t_ns, uint64_t q, uint64_t a
     }
 }
 
+/* update_device with several tenants: fold t's change into the device
+ * totals and step the device's series (one tenant: the device series is
+ * the tenant's, copied at the end). */
 static void update_device_shared(sim *s, tenant *t, uint64_t t_ns)
 {
     const gm_alloc_counters *c = t->a ? &t->a->c : NULL;
@@ -1487,7 +1487,9 @@ static int stretch_allowed(const sim *s)
  * events it took (logged; 0: none, the next is step()'s). */
 static size_t stretch(sim *s, tenant *t)
 {
-    if (!t->started || t->done || !t->ids || t->live.count || t->pending_bytes || t->nbuf < 2)
+    const gm_timeline *tl = &s->res->device.tl;
+    if (!t->started || t->done || !t->ids || t->live.count || t->pending_bytes || t->nbuf < 2 ||
+        !tl->n) /* !tl->n: the device's series has not begun */
         return 0;
     if (!t->log && (!(t->log = malloc(STRETCH_EVENTS * sizeof *t->log)) ||
                     !(t->lfs = malloc(STRETCH_EVENTS * sizeof *t->lfs)))) {
@@ -1502,8 +1504,6 @@ static size_t stretch(sim *s, tenant *t)
     uint64_t *slot = t->slot, *slot_addr = t->slot_addr;
     const gm_event *buf = t->buf;
     const size_t n_slot = t->n_slot, last = t->nbuf - 1;
-    const gm_timeline *tl = &s->res->device.tl;
-    if (!tl->n) return 0; /* the device's series has not begun */
     const uint64_t shift = t->shift, t0 = tl->t0, w = tl->width_ns;
     /* the first grid line after t's last event: lines t0 + k w (a coarser
      * grid later keeps every other one) */

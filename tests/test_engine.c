@@ -922,6 +922,32 @@ static void test_trace_hash(void)
     free(ev);
 }
 
+/* Two runs of the same tenants that must agree (r[0], r[1]; calls: each
+ * one's driver calls through hash_call, some made): the driver calls in
+ * order, the events, the device's series and peak use, and every tenant's
+ * status, events, figures, counters, statistics and trace hash. */
+static void same_runs(gm_sim_result *const r[2], const uint64_t calls[2][2])
+{
+    CU_ASSERT(calls[0][1] > 0);
+    CU_ASSERT_EQUAL(calls[0][0], calls[1][0]);
+    CU_ASSERT_EQUAL(calls[0][1], calls[1][1]);
+    CU_ASSERT_EQUAL(r[0]->events, r[1]->events);
+    CU_ASSERT(same_metrics(&r[0]->device, &r[1]->device));
+    CU_ASSERT_EQUAL(r[0]->peak_device_used, r[1]->peak_device_used);
+    CU_ASSERT_EQUAL_FATAL(r[0]->n_tenants, r[1]->n_tenants);
+    for (size_t k = 0; k < r[0]->n_tenants; k++) {
+        const gm_tenant_result *a = &r[0]->t[k], *b = &r[1]->t[k];
+        CU_ASSERT_EQUAL(a->status, b->status);
+        CU_ASSERT_EQUAL(a->events_done, b->events_done);
+        CU_ASSERT(same_metrics(&a->m, &b->m));
+        CU_ASSERT_EQUAL(memcmp(&a->c, &b->c, sizeof a->c), 0);
+        CU_ASSERT_EQUAL(a->has_stats, b->has_stats);
+        CU_ASSERT_EQUAL(memcmp(&a->stats, &b->stats, sizeof a->stats), 0);
+        CU_ASSERT_EQUAL(a->peak_torch_allocated_bytes, b->peak_torch_allocated_bytes);
+        CU_ASSERT_STRING_EQUAL(a->trace_hash, b->trace_hash);
+    }
+}
+
 /* A tenant that ends with blocks live: the engine skips the model's frees
  * of them where they are local (gm_alloc_ops.free_is_local; the model is
  * destroyed next), and every result is what freeing them gives
@@ -970,22 +996,7 @@ static void test_free_at_end(void)
                 fprintf(stderr, "\n  %s/%s: %s\n", cases[i].allocator, cases[i].policy, err.msg);
             CU_ASSERT_EQUAL_FATAL(rc, GM_OK);
         }
-        CU_ASSERT(calls[0][1] > 0);
-        CU_ASSERT_EQUAL(calls[0][0], calls[1][0]);
-        CU_ASSERT_EQUAL(calls[0][1], calls[1][1]);
-        CU_ASSERT_EQUAL(r[0]->events, r[1]->events);
-        CU_ASSERT(same_metrics(&r[0]->device, &r[1]->device));
-        CU_ASSERT_EQUAL(r[0]->peak_device_used, r[1]->peak_device_used);
-        for (size_t k = 0; k < 2; k++) {
-            const gm_tenant_result *a = &r[0]->t[k], *b = &r[1]->t[k];
-            CU_ASSERT_EQUAL(a->status, b->status);
-            CU_ASSERT_EQUAL(a->events_done, b->events_done);
-            CU_ASSERT(same_metrics(&a->m, &b->m));
-            CU_ASSERT_EQUAL(memcmp(&a->c, &b->c, sizeof a->c), 0);
-            CU_ASSERT_EQUAL(a->has_stats, b->has_stats);
-            CU_ASSERT_EQUAL(memcmp(&a->stats, &b->stats, sizeof a->stats), 0);
-            CU_ASSERT_EQUAL(a->peak_torch_allocated_bytes, b->peak_torch_allocated_bytes);
-        }
+        same_runs(r, calls);
         if (cases[i].capacity < 80 * GiB) /* short of memory: an OOM ended a tenant */
             CU_ASSERT(r[0]->t[0].status == GM_TENANT_ABORTED ||
                       r[0]->t[1].status == GM_TENANT_ABORTED);
@@ -1062,25 +1073,9 @@ static void test_stretch_is_step(void)
         } else {
             CU_ASSERT_EQUAL(stretched[0], 0);
         }
-        CU_ASSERT(calls[0][1] > 0);
-        CU_ASSERT_EQUAL(calls[0][0], calls[1][0]);
-        CU_ASSERT_EQUAL(calls[0][1], calls[1][1]);
+        same_runs(r, calls);
         CU_ASSERT_EQUAL(memcmp(reports[0], reports[1], sizeof reports[0]), 0);
-        CU_ASSERT_EQUAL(r[0]->events, r[1]->events);
-        CU_ASSERT(same_metrics(&r[0]->device, &r[1]->device));
         CU_ASSERT(r[0]->device.ext_frag_n > 0); /* buckets sampled the tenants */
-        CU_ASSERT_EQUAL(r[0]->peak_device_used, r[1]->peak_device_used);
-        for (size_t j = 0; j < k; j++) {
-            const gm_tenant_result *a = &r[0]->t[j], *b = &r[1]->t[j];
-            CU_ASSERT_EQUAL(a->status, b->status);
-            CU_ASSERT_EQUAL(a->events_done, b->events_done);
-            CU_ASSERT(same_metrics(&a->m, &b->m));
-            CU_ASSERT_EQUAL(memcmp(&a->c, &b->c, sizeof a->c), 0);
-            CU_ASSERT_EQUAL(a->has_stats, b->has_stats);
-            CU_ASSERT_EQUAL(memcmp(&a->stats, &b->stats, sizeof a->stats), 0);
-            CU_ASSERT_EQUAL(a->peak_torch_allocated_bytes, b->peak_torch_allocated_bytes);
-            CU_ASSERT_STRING_EQUAL(a->trace_hash, b->trace_hash);
-        }
         if (cases[i].capacity < 80 * GiB) CU_ASSERT(r[0]->device.n_oom > 0);
         if (cases[i].capacity < 80 * GiB && !cases[i].skip)
             CU_ASSERT(r[0]->t[0].status == GM_TENANT_ABORTED ||
