@@ -314,6 +314,14 @@ typedef struct gm_alloc_ops {
      * blocks would pay a million merges for nothing. 0: every live block is
      * freed first, in no set order. */
     int free_is_local;
+    /* Optional, a hint that never changes a result: live allocation
+     * `handle` will soon be freed. deep 0: bring the model's record of it
+     * into the cache (it may not be there; nothing of it is read); deep 1:
+     * that record is read (it is in the cache by now) and what a free of
+     * it reads through it is brought in (its segment, its neighbours).
+     * Several tenants' stretches (engine.c) ask a few events ahead, where
+     * each tenant's model is cold in the cache when its turn comes. */
+    void (*prefetch_free)(gm_alloc *a, uint64_t handle, int deep);
 } gm_alloc_ops;
 
 /* ff_part_state's parts (and ff_clock's clocks: one each). */

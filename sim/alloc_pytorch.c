@@ -1164,6 +1164,19 @@ static void pt_free(gm_alloc *a, uint64_t handle, uint64_t now)
 }
 
 /* The program's free of a block whose free_block comes later (record_stream). */
+static void pt_prefetch_free(gm_alloc *a, uint64_t handle, int deep)
+{
+    (void)a;
+    const pt_block *b = (const pt_block *)(uintptr_t)handle;
+    if (!deep) {
+        __builtin_prefetch(b);
+        return;
+    }
+    __builtin_prefetch(b->seg);
+    if (b->prev) __builtin_prefetch(b->prev);
+    if (b->next) __builtin_prefetch(b->next);
+}
+
 static void pt_free_requested(gm_alloc *a, uint64_t handle)
 {
     pt_block *b = (pt_block *)(uintptr_t)handle;
@@ -1925,6 +1938,7 @@ static void pt_stats(gm_alloc *a, gm_alloc_stats *out)
 const gm_alloc_ops gm_alloc_pytorch = {
     .version = GM_ALLOC_VERSION,
     .free_is_local = 1, /* free() touches only the model's state; destroy() frees all */
+    .prefetch_free = pt_prefetch_free,
     .name = "pytorch",
     .summary = "PyTorch's CUDA caching allocator (native backend)",
     .create = pt_create,
