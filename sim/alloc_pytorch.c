@@ -1163,7 +1163,7 @@ static void pt_free(gm_alloc *a, uint64_t handle, uint64_t now)
     stats_dec(st->requested_bytes, g->small, req);
 }
 
-/* The program's free of a block whose free_block comes later (record_stream). */
+/* gm_alloc_ops.prefetch_free: the block; then what pt_free reads through it. */
 static void pt_prefetch_free(gm_alloc *a, uint64_t handle, int deep)
 {
     (void)a;
@@ -1177,6 +1177,7 @@ static void pt_prefetch_free(gm_alloc *a, uint64_t handle, int deep)
     if (b->next) __builtin_prefetch(b->next);
 }
 
+/* The program's free of a block whose free_block comes later (record_stream). */
 static void pt_free_requested(gm_alloc *a, uint64_t handle)
 {
     pt_block *b = (pt_block *)(uintptr_t)handle;
