@@ -1477,16 +1477,21 @@ static int run_plain(sim *s, tenant *t, size_t *took, gm_err *err)
 #define PF_FAR 12
 #define PF_NEAR 5
 
+/* The free at e, if its id slot holds a live block now: its hint, deep or not. */
+static inline void prefetch_if_free(gm_alloc *a, const gm_event *e, const uint64_t *slot,
+                                    size_t n_slot, int deep)
+{
+    if (e->op == GM_OP_FREE && e->id < n_slot && slot[e->id] > SKIPPED + 1)
+        a->ops->prefetch_free(a, slot[e->id] - 1, deep);
+}
+
 static inline void stretch_prefetch(gm_alloc *a, const gm_event *buf, size_t pos, size_t last,
                                     const uint64_t *slot, size_t n_slot)
 {
     if (pos + 2 * PF_FAR < last && buf[pos + 2 * PF_FAR].id < n_slot)
         __builtin_prefetch(&slot[buf[pos + 2 * PF_FAR].id]);
-    const gm_event *x = &buf[pos + PF_FAR], *y = &buf[pos + PF_NEAR];
-    if (x->op == GM_OP_FREE && x->id < n_slot && slot[x->id] > SKIPPED + 1)
-        a->ops->prefetch_free(a, slot[x->id] - 1, 0);
-    if (y->op == GM_OP_FREE && y->id < n_slot && slot[y->id] > SKIPPED + 1)
-        a->ops->prefetch_free(a, slot[y->id] - 1, 1);
+    prefetch_if_free(a, &buf[pos + PF_FAR], slot, n_slot, 0);
+    prefetch_if_free(a, &buf[pos + PF_NEAR], slot, n_slot, 1);
 }
 
 static int stretch_allowed(const sim *s)
