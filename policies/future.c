@@ -37,6 +37,14 @@ typedef struct fkey {
     uint64_t *idx, *t; /* build: the block being filled; read: the block loaded */
     uint32_t n_buf;
     long loaded; /* read: the block in idx/t, -1 none */
+    /* read: the lookups the loaded block answers (from in ld_from..ld_last,
+     * its last index), and the entry of the last answer: the replay asks
+     * again at or a little past it (gm_future_next) */
+    uint64_t ld_from, ld_last;
+    uint32_t cur;
+    /* read: the last answer (a_idx, a_t), which every from in a_lo..a_idx
+     * gets (a_lo: one past the entry before it); none yet: a_lo > a_idx */
+    uint64_t a_lo, a_idx, a_t;
 } fkey;
 
 /* A piece of the file in memory (reads, after the seal). */
@@ -102,6 +110,7 @@ long gm_future_key(gm_future *f)
     fkey *k = &f->keys[f->n_keys];
     memset(k, 0, sizeof *k);
     k->loaded = -1;
+    k->a_lo = 1;
     return (long)f->n_keys++;
 }
 
@@ -300,12 +309,58 @@ static int load(gm_future *f, fkey *k, size_t b)
         k->t[i] = k->t[i - 1] + (uint64_t)unzigzag(dt);
     }
     k->loaded = (long)b;
+    k->ld_from = b ? k->blocks[b - 1].last_idx + 1 : 0;
+    k->ld_last = bl->last_idx;
+    k->cur = 0;
     return 0;
+}
+
+/* The first entry >= from of the loaded block, which has one (from <=
+ * ld_last): from the last answer on, or, when from went back, searched. */
+static inline uint32_t entry_from(fkey *k, uint64_t from)
+{
+    uint32_t c = k->cur;
+    if (k->idx[c] < from) {
+        do
+            c++;
+        while (k->idx[c] < from); /* stops at n - 1 at the latest */
+    } else if (c && k->idx[c - 1] >= from) {
+        uint32_t lo = 0, hi = c; /* idx[hi] >= from */
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (k->idx[mid] < from)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        c = lo;
+    }
+    k->cur = c;
+    return c;
+}
+
+/* Remember the answer (idx, t) and the froms that get it: lo..idx. */
+static inline int answer(fkey *k, uint64_t lo, uint64_t idx, uint64_t t, uint64_t *oi, uint64_t *ot)
+{
+    k->a_lo = lo;
+    k->a_idx = *oi = idx;
+    k->a_t = *ot = t;
+    return 1;
 }
 
 int gm_future_next(gm_future *f, long key, uint64_t from, uint64_t *idx, uint64_t *t)
 {
     fkey *k = &f->keys[key];
+    if (from >= k->a_lo && from <= k->a_idx) { /* the answer of the last lookup: most */
+        *idx = k->a_idx;
+        *t = k->a_t;
+        return 1;
+    }
+    if (k->loaded >= 0 && from >= k->ld_from && from <= k->ld_last) {
+        /* the replay is still in the block it last used */
+        uint32_t c = entry_from(k, from);
+        return answer(k, c ? k->idx[c - 1] + 1 : k->ld_from, k->idx[c], k->t[c], idx, t);
+    }
     if (!k->n_blocks || from > k->blocks[k->n_blocks - 1].last_idx) return 0;
     /* the first block whose last index is >= from */
     size_t b;
@@ -324,23 +379,12 @@ int gm_future_next(gm_future *f, long key, uint64_t from, uint64_t *idx, uint64_
         b = lo;
     }
     const fblock *bl = &k->blocks[b];
-    if (from <= bl->first_idx) { /* its first entry: in the table, no read */
-        *idx = bl->first_idx;
-        *t = bl->first_t;
-        return 1;
-    }
+    uint64_t lo = b ? k->blocks[b - 1].last_idx + 1 : 0; /* the froms block b answers */
+    if (from <= bl->first_idx) /* its first entry: in the table, no read */
+        return answer(k, lo, bl->first_idx, bl->first_t, idx, t);
     if (k->loaded != (long)b && load(f, k, b)) return -1;
-    size_t lo = 0, hi = bl->n - 1; /* idx[hi] = last_idx >= from */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (k->idx[mid] < from)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *idx = k->idx[lo];
-    *t = k->t[lo];
-    return 1;
+    uint32_t c = entry_from(k, from);
+    return answer(k, c ? k->idx[c - 1] + 1 : lo, k->idx[c], k->t[c], idx, t);
 }
 
 uint64_t gm_future_file_bytes(const gm_future *f)

@@ -12,7 +12,10 @@
  * allocation and key), one decoded block per key, the write buffer (until
  * the seal) and eight read windows (768 KiB in all). Lookups move forward
  * with the replay (a block is read when the replay enters it), and may go
- * back: a new --repeat pass starts again at 0.
+ * back: a new --repeat pass starts again at 0. A key keeps its last answer
+ * and the lookups that get it (from the entry before it, exclusive, to the
+ * answer): the oracle asks every tick about the same few keys, whose next
+ * entry is mostly the one it found a tick before.
  */
 #ifndef GM_POLICIES_FUTURE_H
 #define GM_POLICIES_FUTURE_H
