@@ -193,25 +193,31 @@ static int key_add(or_policy *p, or_key *k, uint64_t index, uint64_t t, gm_err *
     return gm_future_add(p->fut, k->fid, index, t, err);
 }
 
+/* A request is filed under its pool's key, and a large one under its
+ * class's too: next_use asks a small segment's pool only. A small class
+ * still gets its key (reported as one of segment_classes), with no
+ * entries. */
 static int note_alloc(or_policy *p, gm_alloc *a, const gm_event *e, uint64_t index, gm_err *err)
 {
     size_t slot = (size_t)((e->size * 0x9e3779b97f4a7c15ull) >> 58);
-    if (e->size && p->size_tag[slot] == e->size) { /* seen: the same two keys */
-        int rc = key_add(p, &p->keys[p->size_cls[slot]], index, e->t_ns, err);
+    if (e->size && p->size_tag[slot] == e->size) { /* seen: the same keys */
+        int rc = p->size_cls[slot] == UINT32_MAX
+                     ? GM_OK
+                     : key_add(p, &p->keys[p->size_cls[slot]], index, e->t_ns, err);
         if (rc == GM_OK) rc = key_add(p, &p->keys[p->size_pool[slot]], index, e->t_ns, err);
         return rc;
     }
     int small;
     uint64_t cls = a->ops->segment_size(a, e->size, &small); /* the model's own rule */
     or_key *k = key_get(p, small, cls);
-    int rc = k ? key_add(p, k, index, e->t_ns, err) : GM_ENOMEM;
+    int rc = !k ? GM_ENOMEM : small ? GM_OK : key_add(p, k, index, e->t_ns, err);
     if (rc == GM_OK) {
         k = key_get(p, small, 0);
         rc = k ? key_add(p, k, index, e->t_ns, err) : GM_ENOMEM;
     }
     if (rc == GM_OK) { /* both exist now, where they stay until a new key comes */
         p->size_tag[slot] = e->size;
-        p->size_cls[slot] = (uint32_t)key_lower(p, small, cls);
+        p->size_cls[slot] = small ? UINT32_MAX : (uint32_t)key_lower(p, small, cls);
         p->size_pool[slot] = (uint32_t)key_lower(p, small, 0);
     }
     if (rc == GM_ENOMEM) gm_errf(err, rc, "oracle: out of memory reading the trace's future");
