@@ -13,9 +13,12 @@
  * the next request it would serve without splitting off a segment's worth:
  * a small-pool request for a small segment, a large request of class in
  * (S - 20 MiB, S] for a large one, any request of its pool for an
- * expandable segment. Streams are not distinguished. Distances are counted
- * in events, at the engine's replay position (env->event_index, ->pass), so
- * traces without timestamps work and --repeat passes wrap around. The
+ * expandable segment (the first of every class's next requests, for a
+ * large one). A small request is filed under its pool, a large one under
+ * its class: what those lookups read. Streams are not distinguished.
+ * Distances are counted in events, at the engine's replay position
+ * (env->event_index, ->pass), so traces without timestamps work and
+ * --repeat passes wrap around. The
  * lists live in a temporary file (future.h), read as the replay advances:
  * memory is a few bytes per thousand allocations, not 32 bytes each.
  *
@@ -62,12 +65,12 @@ typedef struct or_policy {
     size_t nkeys, capkeys;
     uint64_t memo_tag[64]; /* key_get's memo: 0 = empty, else index + 1 */
     uint32_t memo_idx[64];
-    /* note_alloc's memo: a request size (0 = empty) and the indices of its
-     * two keys, its class's and its pool's; a size's keys are the same for
-     * the whole of attach (the model is not used in between). Cleared with
-     * key_get's when a new key moves the ones above it. */
+    /* note_alloc's memo: a request size (0 = empty) and the index of the
+     * key it is filed under; a size's key is the same for the whole of
+     * attach (the model is not used in between). Cleared with key_get's
+     * when a new key moves the ones above it. */
     uint64_t size_tag[64];
-    uint32_t size_cls[64], size_pool[64];
+    uint32_t size_key[64];
     gm_future *fut;
     uint64_t read_errors;     /* lookups the temporary file could not answer */
     uint64_t n_events;        /* per pass */
@@ -193,32 +196,24 @@ static int key_add(or_policy *p, or_key *k, uint64_t index, uint64_t t, gm_err *
     return gm_future_add(p->fut, k->fid, index, t, err);
 }
 
-/* A request is filed under its pool's key, and a large one under its
- * class's too: next_use asks a small segment's pool only. A small class
- * still gets its key (reported as one of segment_classes), with no
- * entries. */
+/* A small request is filed under its pool's key, a large one under its
+ * class's: next_use asks a small segment's pool, a large segment's
+ * classes (an expandable one's: all of them). The other key is still
+ * made (each is one of segment_classes in the report), with no entries. */
 static int note_alloc(or_policy *p, gm_alloc *a, const gm_event *e, uint64_t index, gm_err *err)
 {
     size_t slot = (size_t)((e->size * 0x9e3779b97f4a7c15ull) >> 58);
-    if (e->size && p->size_tag[slot] == e->size) { /* seen: the same keys */
-        int rc = p->size_cls[slot] == UINT32_MAX
-                     ? GM_OK
-                     : key_add(p, &p->keys[p->size_cls[slot]], index, e->t_ns, err);
-        if (rc == GM_OK) rc = key_add(p, &p->keys[p->size_pool[slot]], index, e->t_ns, err);
-        return rc;
-    }
+    if (e->size && p->size_tag[slot] == e->size) /* seen: the same key */
+        return key_add(p, &p->keys[p->size_key[slot]], index, e->t_ns, err);
     int small;
     uint64_t cls = a->ops->segment_size(a, e->size, &small); /* the model's own rule */
     or_key *k = key_get(p, small, cls);
-    int rc = !k ? GM_ENOMEM : small ? GM_OK : key_add(p, k, index, e->t_ns, err);
+    if (k) k = key_get(p, small, 0); /* both exist now, where they stay until a new key comes */
+    if (k) k = &p->keys[key_lower(p, small, small ? 0 : cls)];
+    int rc = k ? key_add(p, k, index, e->t_ns, err) : GM_ENOMEM;
     if (rc == GM_OK) {
-        k = key_get(p, small, 0);
-        rc = k ? key_add(p, k, index, e->t_ns, err) : GM_ENOMEM;
-    }
-    if (rc == GM_OK) { /* both exist now, where they stay until a new key comes */
         p->size_tag[slot] = e->size;
-        p->size_cls[slot] = small ? UINT32_MAX : (uint32_t)key_lower(p, small, cls);
-        p->size_pool[slot] = (uint32_t)key_lower(p, small, 0);
+        p->size_key[slot] = (uint32_t)(k - p->keys);
     }
     if (rc == GM_ENOMEM) gm_errf(err, rc, "oracle: out of memory reading the trace's future");
     return rc;
@@ -298,15 +293,18 @@ static uint64_t next_use(or_policy *p, const gm_seg_info *s, uint64_t from, uint
     uint64_t t_now = now > shift ? now - shift : 0;
     uint64_t best = NEVER, d, t;
     *dt = NEVER;
-    if (s->expandable || s->small_pool) {
-        size_t i = key_lower(p, s->small_pool, 0);
-        if (i < p->nkeys && p->keys[i].small == s->small_pool && p->keys[i].cls == 0)
+    if (s->small_pool) {
+        size_t i = key_lower(p, 1, 0);
+        if (i < p->nkeys && p->keys[i].small && p->keys[i].cls == 0)
             best = key_next(p, &p->keys[i], from, t_now, pass, dt);
         return best;
     }
-    uint64_t lo = s->size > LARGE_BUFFER ? s->size - LARGE_BUFFER + 1 : 1;
+    /* the classes it would serve (every one: expandable): the first of
+     * their next requests */
+    uint64_t lo = s->size > LARGE_BUFFER && !s->expandable ? s->size - LARGE_BUFFER + 1 : 1;
+    uint64_t hi = s->expandable ? UINT64_MAX : s->size;
     for (size_t i = key_lower(p, 0, lo); i < p->nkeys && !p->keys[i].small; i++) {
-        if (p->keys[i].cls > s->size) break;
+        if (p->keys[i].cls > hi) break;
         d = key_next(p, &p->keys[i], from, t_now, pass, &t);
         if (d < best) {
             best = d;
