@@ -1,14 +1,15 @@
 /*
  * future.h - what the oracle knows of its trace's future, in bounded memory.
  *
- * For each key (the oracle files every allocation under its segment class
- * and its pool), the ascending event indices and trace times of the
- * allocations filed under it. A trace of 100 M events holds ~50 M
- * allocations; kept in memory they took 16 bytes each per key, so the store
- * keeps them in an unlinked temporary file instead (in $TMPDIR, else /tmp;
- * gone when the process ends, however it ends), in blocks of 64 entries
- * delta-encoded as varints (about 3-6 bytes an entry), written 256 KiB and
- * read 64 KiB at a time. Memory: a table entry per block (~0.6 bytes per
+ * For each key (the oracle files a small allocation under its pool, a
+ * large one under its segment class), the ascending event indices and
+ * trace times of the allocations filed under it. A trace of 100 M events
+ * holds ~50 M allocations; kept in memory they took 16 bytes each, so the
+ * store keeps them in an unlinked temporary file instead (in $TMPDIR, else
+ * /tmp; gone when the process ends, however it ends), in blocks of 64
+ * entries delta-encoded, each block's deltas in as many bytes as its
+ * largest needs (about 3-6 bytes an entry), written 256 KiB and read 64
+ * KiB at a time. Memory: a table entry per block (~0.6 bytes per
  * allocation and key), one decoded block per key, the write buffer (until
  * the seal) and eight read windows (768 KiB in all). Lookups move forward
  * with the replay (a block is read when the replay enters it), and may go
