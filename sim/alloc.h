@@ -116,6 +116,14 @@ typedef struct gm_seg_brief {
     uint8_t small_pool, expandable;
 } gm_seg_brief;
 
+/* How many classic segments of segments() there are of one pool and size
+ * (gm_alloc_ops.class_counts). */
+typedef struct gm_seg_class {
+    uint64_t size;
+    uint32_t count;
+    uint8_t small_pool;
+} gm_seg_class;
+
 /* Allocator settings a policy may read. */
 typedef struct gm_alloc_limits {
     uint64_t max_split_size; /* UINT64_MAX when unset                */
@@ -141,7 +149,7 @@ typedef struct gm_alloc gm_alloc;
  * against another layout of this struct is refused (gm_alloc_create) instead of being called
  * through the wrong pointers.
  */
-#define GM_ALLOC_VERSION 9
+#define GM_ALLOC_VERSION 10
 
 typedef struct gm_alloc_ops {
     /* GM_ALLOC_VERSION: the interface this model implements. */
@@ -217,7 +225,8 @@ typedef struct gm_alloc_ops {
      * holds no allocated block (n_allocated == 0). */
     int (*segment_at)(gm_alloc *a, uint64_t addr, gm_seg_brief *out);
     /* segments() in short, or with releasable_only releasable(): the same
-     * segments in the same order, each as the gm_seg_brief of its view,
+     * segments (segments()' in the same order; releasable()'s in any, as
+     * releasable() itself), each as the gm_seg_brief of its view,
      * filling up to cap and returning how many there are. Optional: NULL
      * means the views cut short (policies/seglist.h, gm_brieflist_fetch). */
     size_t (*briefs)(gm_alloc *a, int releasable_only, gm_seg_brief *buf, size_t cap);
@@ -322,6 +331,16 @@ typedef struct gm_alloc_ops {
      * Several tenants' stretches (engine.c) ask a few events ahead, where
      * each tenant's model is cold in the cache when its turn comes. */
     void (*prefetch_free)(gm_alloc *a, uint64_t handle, int deep);
+    /* Optional: the classic (not expandable) segments of segments() by
+     * pool and size, one gm_seg_class each with its count (none of 0), in
+     * (small_pool, size) order, filling up to cap and returning how many
+     * there are. They change only with a driver call (segment_at's
+     * promise), so a model keeps them as segments come and go, and a
+     * policy that counts busy segments from releasable() alone
+     * (predictive) takes them after a driver call instead of a view of
+     * every segment. SIZE_MAX when the model could not keep them (out of
+     * memory). A model that has it has segment_at. */
+    size_t (*class_counts)(gm_alloc *a, gm_seg_class *buf, size_t cap);
 } gm_alloc_ops;
 
 /* ff_part_state's parts (and ff_clock's clocks: one each). */

@@ -115,6 +115,8 @@ struct pt_segment {
     uint8_t lf_n, lf_all, lf_valid;
     uint64_t alloc_bytes;
     uint32_t cat_mask;
+    uint8_t classed; /* counted in pt_state.cls (a classic segment of the policy view) */
+    uint32_t fb_at;  /* its brief's place in pt_state.fb + 1 (0: none) */
     pt_block *first; /* lowest-address block */
     uint64_t stream;
     uint64_t mapped_bytes; /* expandable: bytes of mapped pages; else size */
@@ -386,6 +388,19 @@ typedef struct pt_state {
                               one per driver call */
     gm_alloc_stats st;     /* PyTorch's DeviceStats (stats below); they decide nothing */
     int divides;           /* some roundup_power2_divisions interval is on (> 1) */
+    /* the classic segments of the policy view by (small, size), in that
+     * order (gm_alloc_ops.class_counts; a count may be 0) */
+    gm_seg_class *cls;
+    size_t n_cls, cap_cls;
+    int cls_lost; /* a segment could not be counted (out of memory) */
+    /* while fb_on, the briefs of free_segs (a whole free segment's brief
+     * stays as it is until it leaves the set), in no order: what the
+     * policies' ticks read (pt_briefs), with no walk of the list. Made on
+     * the first such read (a run nobody asks pays one test a change of
+     * the set); fb_lost when a brief could not be kept (out of memory) */
+    gm_seg_brief *fb;
+    uint32_t n_fb, cap_fb;
+    uint8_t fb_on, fb_lost;
 } pt_state;
 
 /* ---------------- sizes ---------------- */
@@ -647,6 +662,35 @@ static pt_segment *segment_new(pt_state *s, uint64_t base, uint64_t size, uint64
     return g;
 }
 
+/* Segment g enters s->fb (whole free) or leaves it (its place taken by the
+ * last one). */
+static void fb_set(pt_state *s, pt_segment *g, int whole)
+{
+    if (!whole) {
+        if (!g->fb_at) return;
+        gm_seg_brief last = s->fb[--s->n_fb];
+        if (g->fb_at - 1 < s->n_fb) {
+            s->fb[g->fb_at - 1] = last;
+            ((pt_segment *)(uintptr_t)last.id)->fb_at = g->fb_at;
+        }
+        g->fb_at = 0;
+        return;
+    }
+    if (s->n_fb == s->cap_fb) {
+        uint32_t cap = s->cap_fb ? 2 * s->cap_fb : 64;
+        gm_seg_brief *v = realloc(s->fb, cap * sizeof *v);
+        if (!v) {
+            s->fb_lost = 1;
+            return;
+        }
+        s->fb = v;
+        s->cap_fb = cap;
+    }
+    s->fb[s->n_fb++] = (gm_seg_brief){
+        (uint64_t)(uintptr_t)g, g->base, g->size, g->last_use_ns, g->size, 0, g->small, 0};
+    g->fb_at = s->n_fb;
+}
+
 /* Keep s->free_segs the classic segments of the default pools with one
  * free block (PyTorch's releasable "non-split" blocks); called after every
  * operation that changes a segment's blocks. */
@@ -654,6 +698,7 @@ static void track_free_set(pt_state *s, pt_segment *g, int whole)
 {
     if (whole == g->whole_free) return;
     g->whole_free = (uint8_t)whole;
+    if (__builtin_expect(s->fb_on, 0)) fb_set(s, g, whole);
     if (whole) {
         g->fprev = NULL;
         g->fnext = s->free_segs;
@@ -695,8 +740,45 @@ static int track_expandable(pt_state *s, pt_segment *g, int add)
     return GM_OK;
 }
 
+/* Count segment g in s->cls, or not, as it is a classic segment of the
+ * policy view (not expandable, not a private pool's) or not: after a
+ * driver call made it, and before one gives it back. */
+static void class_track(pt_state *s, pt_segment *g, int on)
+{
+    on = on && !g->expandable && !g->priv;
+    if (on == g->classed) return;
+    size_t i = 0;
+    while (i < s->n_cls && (s->cls[i].small_pool < g->small ||
+                            (s->cls[i].small_pool == g->small && s->cls[i].size < g->size)))
+        i++;
+    int found = i < s->n_cls && s->cls[i].small_pool == g->small && s->cls[i].size == g->size;
+    if (!on) { /* it was counted: its class is there */
+        s->cls[i].count--;
+        g->classed = 0;
+        return;
+    }
+    if (!found) {
+        if (s->n_cls == s->cap_cls) {
+            size_t cap = s->cap_cls ? 2 * s->cap_cls : 16;
+            gm_seg_class *v = realloc(s->cls, cap * sizeof *v);
+            if (!v) {
+                s->cls_lost = 1;
+                return;
+            }
+            s->cls = v;
+            s->cap_cls = cap;
+        }
+        memmove(&s->cls[i + 1], &s->cls[i], (s->n_cls - i) * sizeof *s->cls);
+        s->n_cls++;
+        s->cls[i] = (gm_seg_class){.size = g->size, .count = 0, .small_pool = g->small};
+    }
+    s->cls[i].count++;
+    g->classed = 1;
+}
+
 static void segment_unlink(pt_state *s, pt_segment *g)
 {
+    class_track(s, g, 0);
     if (g->lprev)
         g->lprev->lnext = g->lnext;
     else
@@ -761,6 +843,7 @@ static pt_block *alloc_segment(gm_alloc *a, pt_state *s, uint64_t alloc_size, ui
     b->seg = g;
     g->first = b;
     g->n_blocks = 1;
+    class_track(s, g, 1);
     stats_inc(s->st.segment, small, 1);
     stats_inc(s->st.reserved_bytes, small, alloc_size);
     if (alloc_size >= s->conf.max_split_size) stat_inc(&s->st.oversize_segments, 1);
@@ -1315,6 +1398,20 @@ static gm_seg_brief brief_of(const pt_state *s, pt_segment *g)
     return gm_seg_brief_of(&o);
 }
 
+/* gm_alloc_ops.class_counts: the classes with a segment. */
+static size_t pt_class_counts(gm_alloc *a, gm_seg_class *buf, size_t cap)
+{
+    pt_state *s = a->impl;
+    size_t n = 0;
+    if (s->cls_lost) return SIZE_MAX;
+    for (size_t i = 0; i < s->n_cls; i++)
+        if (s->cls[i].count) {
+            if (n < cap) buf[n] = s->cls[i];
+            n++;
+        }
+    return n;
+}
+
 /* pt_segments or pt_releasable in short. */
 static size_t pt_briefs(gm_alloc *a, int releasable_only, gm_seg_brief *buf, size_t cap)
 {
@@ -1329,10 +1426,30 @@ static size_t pt_briefs(gm_alloc *a, int releasable_only, gm_seg_brief *buf, siz
         }
         return i;
     }
-    for (pt_segment *g = s->free_segs; g; g = g->fnext, i++) /* classic, whole free */
-        if (i < cap)
-            buf[i] = (gm_seg_brief){
-                (uint64_t)(uintptr_t)g, g->base, g->size, g->last_use_ns, g->size, 0, g->small, 0};
+    if (!s->fb_on || s->fb_lost) { /* from now on (again) */
+        for (size_t k = 0; k < s->n_segs; k++)
+            s->arr[k]->fb_at = 0;
+        s->n_fb = 0;
+        s->fb_on = 1;
+        s->fb_lost = 0;
+        for (pt_segment *g = s->free_segs; g; g = g->fnext)
+            fb_set(s, g, 1);
+    }
+    if (!s->fb_lost) { /* classic, whole free */
+        i = s->n_fb;
+        memcpy(buf, s->fb, (i < cap ? i : cap) * sizeof *buf);
+    } else {
+        for (pt_segment *g = s->free_segs; g; g = g->fnext, i++)
+            if (i < cap)
+                buf[i] = (gm_seg_brief){(uint64_t)(uintptr_t)g,
+                                        g->base,
+                                        g->size,
+                                        g->last_use_ns,
+                                        g->size,
+                                        0,
+                                        g->small,
+                                        0};
+    }
     for (size_t k = 0; k < s->n_exp; k++) {
         gm_seg_brief o = brief_of(s, s->exp[k]);
         if (!o.releasable) continue;
@@ -1478,6 +1595,7 @@ static int restore_segment(gm_alloc *a, pt_state *s, const gm_init_row *r, rseg 
         g = b->seg;
     }
     g->priv = r->pool_id0 || r->pool_id1;
+    class_track(s, g, !g->priv);
     if (g->priv && !(g->idx = index_get(pool_of(s, g), g->stream))) return GM_ENOMEM;
     if (g->priv && g->expandable) track_expandable(s, g, 0); /* not the policy's */
     pool_insert(pool_of(s, g), g->first);
@@ -1697,6 +1815,8 @@ static void pt_destroy(gm_alloc *a)
     }
     free(s->arr);
     free(s->exp);
+    free(s->cls);
+    free(s->fb);
     if (s->by_base_on) gm_addrmap_free(&s->by_base);
     pool_free(&s->small);
     pool_free(&s->large);
@@ -1883,6 +2003,7 @@ static void pt_ff_touch(gm_alloc *a, uint64_t seg, uint64_t now, uint64_t age)
     pt_segment *g = (pt_segment *)(uintptr_t)seg;
     g->last_use_ns = now;
     g->view_stale = 1;
+    if (g->fb_at) s->fb[g->fb_at - 1].last_use_ns = now;
     if (age) g->first->gc_base = pool_of(s, g)->lookups + age - 1;
 }
 
@@ -1960,6 +2081,7 @@ const gm_alloc_ops gm_alloc_pytorch = {
     .free_requested = pt_free_requested,
     .segment_at = pt_segment_at,
     .briefs = pt_briefs,
+    .class_counts = pt_class_counts,
     .ff_state = pt_ff_state,
     .ff_segment = pt_ff_segment,
     .ff_touch = pt_ff_touch,

@@ -7,7 +7,8 @@
  * largest free <= reserved - allocated, live blocks inside the segments the
  * view lists, an OOM changes nothing; segment_at, where a model has it,
  * shows each segment as its brief, and briefs the segments and the
- * releasable ones as segments() and releasable() do); everything returns
+ * releasable ones as segments() and releasable() do; class_counts counts
+ * the classic segments of the view by pool and size); everything returns
  * at the end; and
  * the engine runs each pair to completion (timers, the oracle's future).
  */
@@ -59,8 +60,20 @@ static void test_registry(void)
     CU_ASSERT_PTR_NULL(gm_alloc_find("rmm"));
 }
 
-/* briefs: segments()' segments (v[0..n)), and releasable()'s, in their
- * order, each cut short to its gm_seg_brief. */
+static int by_addr(const void *x, const void *y)
+{
+    const gm_seg_info *a = x, *b = y;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+static int brief_by_addr(const void *x, const void *y)
+{
+    const gm_seg_brief *a = x, *b = y;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+/* briefs: segments()' segments (v[0..n)) in their order, and releasable()'s
+ * in any (alloc.h), each cut short to its gm_seg_brief. */
 static void check_briefs(fx *f, const gm_seg_info *v, size_t n, size_t cap)
 {
     gm_seg_info *r = malloc(cap * sizeof *r);
@@ -78,6 +91,10 @@ static void check_briefs(fx *f, const gm_seg_info *v, size_t n, size_t cap)
                 if (v[i].releasable) r[nr++] = v[i];
         size_t nb = f->a->ops->briefs(f->a, only, b, cap);
         CU_ASSERT_EQUAL(nb, nr);
+        if (only && nb <= cap && nr <= cap) { /* the same segments, in any order */
+            qsort(r, nr, sizeof *r, by_addr);
+            qsort(b, nb, sizeof *b, brief_by_addr);
+        }
         for (size_t i = 0; i < nb && i < nr && i < cap; i++) {
             CU_ASSERT_EQUAL(b[i].id, r[i].id);
             CU_ASSERT_EQUAL(b[i].addr, r[i].addr);
@@ -93,6 +110,36 @@ static void check_briefs(fx *f, const gm_seg_info *v, size_t n, size_t cap)
     }
     free(r);
     free(b);
+}
+
+/* class_counts: the classic segments of v[0..n) by (pool, size), in that
+ * order, none of count 0. */
+static void check_classes(fx *f, const gm_seg_info *v, size_t n)
+{
+    gm_seg_class want[64], got[64];
+    size_t nw = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].expandable) continue;
+        size_t k = 0;
+        while (k < nw && (want[k].small_pool < v[i].small_pool ||
+                          (want[k].small_pool == v[i].small_pool && want[k].size < v[i].size)))
+            k++;
+        if (k == nw || want[k].small_pool != v[i].small_pool || want[k].size != v[i].size) {
+            CU_ASSERT_FATAL(nw < 64);
+            memmove(&want[k + 1], &want[k], (nw - k) * sizeof *want);
+            want[k] = (gm_seg_class){.size = v[i].size, .count = 0, .small_pool = v[i].small_pool};
+            nw++;
+        }
+        want[k].count++;
+    }
+    size_t ng = f->a->ops->class_counts(f->a, got, 64);
+    CU_ASSERT_EQUAL_FATAL(ng, nw);
+    for (size_t k = 0; k < ng; k++) {
+        CU_ASSERT_EQUAL(got[k].small_pool, want[k].small_pool);
+        CU_ASSERT_EQUAL(got[k].size, want[k].size);
+        CU_ASSERT_EQUAL(got[k].count, want[k].count);
+    }
+    if (ng) CU_ASSERT_EQUAL(f->a->ops->class_counts(f->a, got, ng - 1), ng); /* cap short */
 }
 
 /* The counters and the view after a call. */
@@ -132,6 +179,7 @@ static void check_state(fx *f, const uint64_t *live, size_t nlive, int deep)
         if (!v[i].expandable) CU_ASSERT_EQUAL(v[i].n_allocated == 0, v[i].releasable != 0);
     }
     if (f->a->ops->briefs) check_briefs(f, v, n < cap ? n : cap, cap);
+    if (f->a->ops->class_counts) check_classes(f, v, n < cap ? n : cap);
     CU_ASSERT(total <= c->reserved_bytes);
     if (strcmp(f->a->ops->name, "direct")) CU_ASSERT_EQUAL(n_alloc, nlive);
     for (size_t k = 0; k < nlive; k++) {
