@@ -138,6 +138,8 @@ typedef struct pd_policy {
      * model makes segment_at's promise (alloc.h) and the view kept it */
     struct pd_segclass *sc;
     size_t nsc, capsc;
+    gm_seg_class *cc; /* sc_fetch's scratch */
+    size_t capcc;
     uint64_t sc_gen;
     int sc_ok;
     uint64_t sc_memo_key[64]; /* sc_find's memo, as cls_find's: index + 1, 0 = empty */
@@ -212,6 +214,7 @@ static void destroy(void *state)
     free(p->keys);
     free(p->keys_tmp);
     free(p->sc);
+    free(p->cc);
     free(p->open_at);
     free(p);
 }
@@ -486,6 +489,35 @@ static void sc_build(pd_policy *p, gm_alloc *a)
     /* a class is made as its first busy segment is counted: with room for
      * every class there is, the order they are made in does not matter */
     if (p->ncls + p->nsc > MAX_CLASSES) p->sc_ok = 0;
+}
+
+/* sc_build from the model's counts of its classic segments
+ * (gm_alloc_ops.class_counts), with no view: 1, or 0 when the model keeps
+ * none (then a full view counts them). */
+static int sc_fetch(pd_policy *p, gm_alloc *a)
+{
+    if (!a->ops->class_counts || !a->ops->segment_at) return 0;
+    size_t n;
+    while ((n = a->ops->class_counts(a, p->cc, p->capcc)) > p->capcc) {
+        if (n == SIZE_MAX) return 0;
+        gm_seg_class *v = realloc(p->cc, 2 * n * sizeof *v);
+        if (!v) return 0;
+        p->cc = v;
+        p->capcc = 2 * n;
+    }
+    if (p->capsc < n) {
+        pd_segclass *v = realloc(p->sc, 2 * n * sizeof *v);
+        if (!v) return 0;
+        p->sc = v;
+        p->capsc = 2 * n;
+    }
+    for (size_t k = 0; k < n; k++) /* in (pool, size) order, as sc_build's */
+        p->sc[k] = (pd_segclass){p->cc[k].small_pool, p->cc[k].size, p->cc[k].count, 0, 0};
+    p->nsc = n;
+    memset(p->sc_memo, 0, sizeof p->sc_memo);
+    p->sc_gen = driver_calls(a);
+    p->sc_ok = p->ncls + p->nsc <= MAX_CLASSES; /* as sc_build decides */
+    return 1;
 }
 
 /* The i-th view entry in address order: its index in p->bv.v. */
@@ -1104,6 +1136,30 @@ static uint64_t release_ranked(pd_policy *p, gm_alloc *a, size_t n, uint64_t nee
     return got;
 }
 
+/* release_ranked from a tick, right after resolve: every open prediction's
+ * segment is there (resolve dropped those that went), so the released ones
+ * are the segments this releases, marked as it goes, and the model's
+ * counts (sc_fetch) replace the view after it. */
+static uint64_t release_tick(pd_policy *p, gm_alloc *a, size_t n, uint64_t need, uint64_t now)
+{
+    if (!a->ops->class_counts) return release_ranked(p, a, n, need, now);
+    uint64_t got = 0;
+    for (size_t r = 0; r < n && r < p->nkeys && got < need; r++) {
+        const gm_seg_brief *s = &p->bv.v[p->keys[r].i];
+        if (!s->releasable) continue;
+        uint64_t one = gm_alloc_release(a, s->id, now);
+        got += one;
+        const uint64_t *x =
+            one && !s->expandable ? gm_addrmap_get(&p->open, gm_addrmap_key(s->addr)) : NULL;
+        if (x) { /* note_released's, for this one */
+            p->released_bytes += p->pend[*x].size;
+            pending_released(p, &p->pend[*x]);
+        }
+    }
+    if (got && !sc_fetch(p, a) && view_fetch(p, a) == GM_OK) sc_build(p, a);
+    return got;
+}
+
 /* ---------------- callbacks ---------------- */
 
 static uint64_t timer_period_ns(void *state)
@@ -1126,6 +1182,7 @@ static void on_timer(void *state, gm_alloc *a, uint64_t now)
         p->last_tick_ns = now;
         return;
     }
+    if (!(p->sc_ok && p->sc_gen == driver_calls(a))) sc_fetch(p, a); /* a driver call since */
     if (p->sc_ok && p->sc_gen == driver_calls(a)) {
         if (view_fetch_releasable(p, a) != GM_OK) return;
         count_busy_partial(p);
@@ -1161,7 +1218,7 @@ static void on_timer(void *state, gm_alloc *a, uint64_t now)
         uint64_t over = p->threshold > 0 ? gm_pressure_over(a, p->threshold, 0) : NEVER;
         if (over) {
             size_t n = rank_segments(p, now, 0);
-            if (n) p->proactive_bytes += release_ranked(p, a, n, over, now);
+            if (n) p->proactive_bytes += release_tick(p, a, n, over, now);
         }
     }
     p->last_tick_ns = now;

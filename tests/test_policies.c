@@ -427,6 +427,115 @@ static void test_predictive_period3(void)
     gm_sim_result_free(ro);
 }
 
+/*
+ * What predictive reads on a tick between driver calls: the model's counts
+ * of its segments by pool and size (gm_alloc_ops.class_counts) and its
+ * releasable segments in the model's order; or, with neither, a view of
+ * every segment after each driver call and the releasable segments in
+ * another order. The decisions are the same either way (bench/policy_diff.sh
+ * holds it on real traces too): a workload of 8 ms iterations whose sizes
+ * change every iteration, the timer ticked every 1 ms, on the pytorch model
+ * and on a copy of it without class_counts whose briefs come reversed.
+ */
+static const gm_alloc_ops *pt_ops;
+static gm_alloc_ops views_ops; /* pt_ops without class_counts, briefs reversed */
+
+static size_t briefs_reversed(gm_alloc *a, int releasable_only, gm_seg_brief *buf, size_t cap)
+{
+    size_t n = pt_ops->briefs(a, releasable_only, buf, cap);
+    for (size_t i = 0, j = n - 1; n <= cap && n && i < j; i++, j--) {
+        gm_seg_brief x = buf[i];
+        buf[i] = buf[j];
+        buf[j] = x;
+    }
+    return n;
+}
+
+/* The workload on one allocator (ops) with predictive; its counters and
+ * the policy's report. */
+static gm_report *run_ticked(const gm_alloc_ops *ops, gm_alloc_counters *c)
+{
+    gm_err err = {0};
+    static const gm_latency lat = GM_LATENCY_DEFAULT;
+    gm_device *dev;
+    gm_policy *pol;
+    gm_alloc *a;
+    CU_ASSERT_EQUAL_FATAL(gm_device_model_create(2 * GiB, &lat, &dev, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(gm_policy_create("predictive", &pol, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(gm_alloc_create(ops, dev, "", 0, pol, &a, &err), GM_OK);
+    enum { ITERS = 60, PER = 40 };
+    uint64_t h[PER], s = 99, tick = MS;
+    for (int it = 0; it < ITERS; it++) {
+        uint64_t t0 = (uint64_t)it * 8 * MS;
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t scale = 60 + (s >> 33) % 41; /* this iteration's length: 60-100 % */
+        for (int k = 0; k < 2 * PER; k++) {
+            uint64_t now = t0 + (uint64_t)k * 90 * US;
+            while (tick <= now) { /* the ticks before this event */
+                pol->ops->on_timer(pol->state, a, tick);
+                tick += MS;
+            }
+            if (k < PER) { /* sizes from 2 KiB to ~48 MiB, scaled */
+                uint64_t base = k % 4 == 0 ? 48 * MiB : k % 4 == 1 ? 3 * MiB : (2048ull << (k % 9));
+                CU_ASSERT_EQUAL(
+                    a->ops->malloc(a, base * scale / 100, 0, GM_CAT_ACTIVATION, now, &h[k]), GM_OK);
+            } else { /* freed in another order (7 and PER share no factor) */
+                a->ops->free(a, h[(k - PER) * 7 % PER], now);
+            }
+        }
+    }
+    *c = a->c;
+    gm_report *rep = gm_report_new();
+    CU_ASSERT_FATAL(rep != NULL);
+    pol->ops->report(pol->state, rep);
+    gm_alloc_destroy(a);
+    gm_policy_destroy(pol);
+    gm_device_destroy(dev);
+    return rep;
+}
+
+static int64_t report_int(const gm_report *r, const char *key)
+{
+    const gm_kv *kv = gm_report_get(r, key);
+    return kv && kv->type == GM_KV_INT ? kv->v.i : -1;
+}
+
+static void test_predictive_counts_or_views(void)
+{
+    pt_ops = gm_alloc_find("pytorch");
+    CU_ASSERT_FATAL(pt_ops && pt_ops->class_counts && pt_ops->briefs);
+    views_ops = *pt_ops;
+    views_ops.class_counts = NULL;
+    views_ops.briefs = briefs_reversed;
+    gm_alloc_counters c1, c2;
+    gm_report *r1 = run_ticked(pt_ops, &c1), *r2 = run_ticked(&views_ops, &c2);
+    /* the workload makes predictive decide: it learns the period, predicts,
+     * releases what it predicts idle, and grows again */
+    CU_ASSERT(report_int(r1, "period_ns") > 0);
+    CU_ASSERT(report_int(r1, "predictions") > 100);
+    CU_ASSERT(report_int(r1, "proactive_released_bytes") > 0);
+    CU_ASSERT(c1.n_driver_free > 0);
+    /* and decides the same */
+    CU_ASSERT_EQUAL(c1.n_driver_alloc, c2.n_driver_alloc);
+    CU_ASSERT_EQUAL(c1.n_driver_free, c2.n_driver_free);
+    CU_ASSERT_EQUAL(c1.reserved_bytes, c2.reserved_bytes);
+    CU_ASSERT_EQUAL(c1.allocated_bytes, c2.allocated_bytes);
+    CU_ASSERT_EQUAL_FATAL(r1->n, r2->n);
+    for (size_t i = 0; i < r1->n; i++) {
+        const gm_kv *x = &r1->items[i], *y = &r2->items[i];
+        CU_ASSERT_STRING_EQUAL(x->key, y->key);
+        CU_ASSERT_EQUAL(x->type, y->type);
+        if (x->type == GM_KV_INT) CU_ASSERT_EQUAL(x->v.i, y->v.i);
+        if (x->type == GM_KV_REAL) CU_ASSERT_DOUBLE_EQUAL(x->v.d, y->v.d, 0);
+        if (x->type == GM_KV_BOOL) CU_ASSERT_EQUAL(x->v.b, y->v.b);
+        if (x->v.i != y->v.i && getenv("GM_TEST_VERBOSE"))
+            fprintf(stderr, "%s: %lld vs %lld\n", x->key, (long long)x->v.i, (long long)y->v.i);
+    }
+    CU_ASSERT_STRING_EQUAL(r1->summary, r2->summary);
+    gm_report_free(r1);
+    gm_report_free(r2);
+}
+
 /* ---------------- --scope device ---------------- */
 
 static void test_scope_device(void)
@@ -855,6 +964,7 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_oracle_keeps_next);
     GM_ADD_TEST(s, test_oracle_from_file);
     GM_ADD_TEST(s, test_predictive_period3);
+    GM_ADD_TEST(s, test_predictive_counts_or_views);
     GM_ADD_TEST(s, test_scope_device);
     GM_ADD_TEST(s, test_all_under_pressure);
     GM_ADD_TEST(s, test_policy_lists);
