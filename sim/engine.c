@@ -103,8 +103,9 @@ typedef struct sim {
      * event hook, empty_cache at phases, withheld requests): one test per
      * event instead of four */
     int rare;
-    int stretch;     /* several tenants may run stretches (stretch_allowed) */
-    size_t contexts; /* --mps: tenants alive on the one context */
+    int stretch;          /* several tenants may run stretches (stretch_allowed) */
+    uint32_t stretch_cap; /* the most events a stretch takes (stretch_events) */
+    size_t contexts;      /* --mps: tenants alive on the one context */
     uint64_t next_progress;
     uint64_t timer_min; /* several tenants: no timer of any is due before this */
     run_key *tree;      /* several tenants: a winner tree of their run_keys (tree_update) */
@@ -1464,7 +1465,26 @@ static int run_plain(sim *s, tenant *t, size_t *took, gm_err *err)
  * off for the run (stretch_allowed). The
  * results are the same event for event: tests/test_engine.c,
  * test_stretch_is_step, against gm_sim_config.no_stretch. */
-#define STRETCH_EVENTS 256 /* 64 tenants' logs, 384 KiB, stay in the cache */
+/* The most events a stretch takes, which is its log's size: with fewer
+ * than STRETCH_MANY tenants 256 (their logs stay in the cache: a longer one
+ * cost 2-11 % more time with 2 to 32 tenants), else 4096, and not more than
+ * STRETCH_BUDGET entries for all the logs together (24 MiB): with many
+ * tenants each model's blocks are cold when its turn comes, and a stretch
+ * cut short at its log's end starts cold again (40 % of 64 tenants'
+ * stretches stopped at 256 events, 2.6 % at 4096; 64 tenants 0.78-0.87x
+ * the time in three sets of four, 128 tenants 0.73-0.80x: bench/README,
+ * "Sixteenth round"). */
+#define STRETCH_FEW 256u
+#define STRETCH_LONG 4096u
+#define STRETCH_MANY 64
+#define STRETCH_BUDGET (1u << 20)
+
+static uint32_t stretch_events(size_t n_tenants)
+{
+    if (n_tenants < STRETCH_MANY) return STRETCH_FEW;
+    size_t cap = STRETCH_BUDGET / n_tenants;
+    return cap > STRETCH_LONG ? STRETCH_LONG : cap < STRETCH_FEW ? STRETCH_FEW : (uint32_t)cap;
+}
 
 /* A stretch's look-ahead (gm_alloc_ops.prefetch_free): the free PF_FAR
  * events ahead has its block brought into the cache, the one PF_NEAR
@@ -1519,8 +1539,9 @@ static size_t stretch(sim *s, tenant *t)
     if (!t->started || t->done || !t->ids || t->live.count || t->pending_bytes || t->nbuf < 2 ||
         !tl->n) /* !tl->n: the device's series has not begun */
         return 0;
-    if (!t->log && (!(t->log = malloc(STRETCH_EVENTS * sizeof *t->log)) ||
-                    !(t->lfs = malloc(STRETCH_EVENTS * sizeof *t->lfs)))) {
+    const uint32_t cap = s->stretch_cap;
+    if (!t->log &&
+        (!(t->log = malloc(cap * sizeof *t->log)) || !(t->lfs = malloc(cap * sizeof *t->lfs)))) {
         free(t->log);
         t->log = NULL;
         return 0; /* no memory for it: one event at a time */
@@ -1540,7 +1561,7 @@ static size_t stretch(sim *s, tenant *t)
     stretch_lf *lfs = t->lfs;
     size_t pos = t->pos, n = 0, nl = 0;
     const int pf = a->ops->prefetch_free != NULL;
-    for (; pos < last && n < STRETCH_EVENTS; pos++) {
+    for (; pos < last && n < cap; pos++) {
         const gm_event *e = &buf[pos];
         uint64_t now = e->t_ns + shift;
         if (pf && pos + PF_FAR < last) stretch_prefetch(a, buf, pos, last, slot, n_slot);
@@ -1826,6 +1847,7 @@ static int setup(sim *s, gm_err *err)
     }
     s->rare = s->n > 1 || cfg->event_hook || cfg->empty_cache_at_phase || s->withhold;
     s->stretch = stretch_allowed(s);
+    s->stretch_cap = stretch_events(s->n);
     gm_policy *p0 = s->t[0].pol;
     snprintf(s->res->policy, sizeof s->res->policy, "%s%s%s", p0->ops->name,
              p0->params[0] ? ":" : "", p0->params);
