@@ -664,7 +664,7 @@ static pt_segment *segment_new(pt_state *s, uint64_t base, uint64_t size, uint64
 
 /* Segment g enters s->fb (whole free) or leaves it (its place taken by the
  * last one). */
-static void fb_set(pt_state *s, pt_segment *g, int whole)
+__attribute__((noinline)) static void fb_set(pt_state *s, pt_segment *g, int whole)
 {
     if (!whole) {
         if (!g->fb_at) return;
