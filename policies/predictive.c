@@ -1339,7 +1339,7 @@ const gm_policy_ops gm_policy_predictive = {
     .summary = "learns the iteration period; releases what it predicts is not reused within "
                "horizon",
     .realizable = 1,
-    .cost = 3.0,
+    .cost = 2.7,
     .create = create,
     .destroy = destroy,
     .before_grow = before_grow,
