@@ -67,9 +67,10 @@ typedef struct gm_policy_ops {
      * with `pytorch` (0 = the same), as bench/gmbench measured it on a
      * trace whose iterations repeat, where `pytorch`'s are fast-forwarded
      * and a policy with timer ticks is simulated event by event
-     * (bench/README.md, "Thirteenth round"). compare and fit split their
-     * simulations between threads by it (study/pool.h); nothing else reads
-     * it, and no result depends on it. */
+     * (bench/README.md, "Thirteenth round"; predictive and oracle again
+     * in the "Sixteenth"). compare and fit split their simulations
+     * between threads by it (study/pool.h); nothing else reads it, and no
+     * result depends on it. */
     double cost;
     /* params: "key=value,..." from --policy NAME:params, may be "". */
     int (*create)(const char *params, void **state, gm_err *err);
