@@ -1437,7 +1437,7 @@ static size_t pt_briefs(gm_alloc *a, int releasable_only, gm_seg_brief *buf, siz
     }
     if (!s->fb_lost) { /* classic, whole free */
         i = s->n_fb;
-        memcpy(buf, s->fb, (i < cap ? i : cap) * sizeof *buf);
+        if (i && cap) memcpy(buf, s->fb, (i < cap ? i : cap) * sizeof *buf);
     } else {
         for (pt_segment *g = s->free_segs; g; g = g->fnext, i++)
             if (i < cap)
