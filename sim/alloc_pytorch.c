@@ -662,6 +662,13 @@ static pt_segment *segment_new(pt_state *s, uint64_t base, uint64_t size, uint64
     return g;
 }
 
+/* A whole free classic segment's brief (its one free block: releasable). */
+static inline gm_seg_brief whole_brief(const pt_segment *g)
+{
+    return (gm_seg_brief){
+        (uint64_t)(uintptr_t)g, g->base, g->size, g->last_use_ns, g->size, 0, g->small, 0};
+}
+
 /* Segment g enters s->fb (whole free) or leaves it (its place taken by the
  * last one). */
 __attribute__((noinline)) static void fb_set(pt_state *s, pt_segment *g, int whole)
@@ -686,8 +693,7 @@ __attribute__((noinline)) static void fb_set(pt_state *s, pt_segment *g, int who
         s->fb = v;
         s->cap_fb = cap;
     }
-    s->fb[s->n_fb++] = (gm_seg_brief){
-        (uint64_t)(uintptr_t)g, g->base, g->size, g->last_use_ns, g->size, 0, g->small, 0};
+    s->fb[s->n_fb++] = whole_brief(g);
     g->fb_at = s->n_fb;
 }
 
@@ -1440,15 +1446,7 @@ static size_t pt_briefs(gm_alloc *a, int releasable_only, gm_seg_brief *buf, siz
         if (i && cap) memcpy(buf, s->fb, (i < cap ? i : cap) * sizeof *buf);
     } else {
         for (pt_segment *g = s->free_segs; g; g = g->fnext, i++)
-            if (i < cap)
-                buf[i] = (gm_seg_brief){(uint64_t)(uintptr_t)g,
-                                        g->base,
-                                        g->size,
-                                        g->last_use_ns,
-                                        g->size,
-                                        0,
-                                        g->small,
-                                        0};
+            if (i < cap) buf[i] = whole_brief(g);
     }
     for (size_t k = 0; k < s->n_exp; k++) {
         gm_seg_brief o = brief_of(s, s->exp[k]);
