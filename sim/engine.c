@@ -1466,14 +1466,15 @@ static int run_plain(sim *s, tenant *t, size_t *took, gm_err *err)
  * results are the same event for event: tests/test_engine.c,
  * test_stretch_is_step, against gm_sim_config.no_stretch. */
 /* The most events a stretch takes, which is its log's size: with fewer
- * than STRETCH_MANY tenants 256 (their logs stay in the cache: a longer one
- * cost 2-11 % more time with 2 to 32 tenants), else 4096, and not more than
- * STRETCH_BUDGET entries for all the logs together (24 MiB): with many
+ * than STRETCH_MANY tenants 256 (their logs stay in the cache: 4096 cost
+ * 5-11 % more time with 2 to 32 tenants), else 4096, and not more than
+ * STRETCH_BUDGET entries for all the logs together (24 MiB, and as much
+ * again for the grid lines' samples, of which few are touched): with many
  * tenants each model's blocks are cold when its turn comes, and a stretch
  * cut short at its log's end starts cold again (40 % of 64 tenants'
- * stretches stopped at 256 events, 2.6 % at 4096; 64 tenants 0.78-0.87x
- * the time in three sets of four, 128 tenants 0.73-0.80x: bench/README,
- * "Sixteenth round"). */
+ * stretches stopped at 256 events, 2.6 % at 4096; 64 tenants 0.78-0.96x
+ * the time by the paired medians of six sets, 128 tenants 0.73-0.85x:
+ * bench/README, "Sixteenth round"). */
 #define STRETCH_FEW 256u
 #define STRETCH_LONG 4096u
 #define STRETCH_MANY 64
