@@ -396,6 +396,13 @@ static inline int answer(fkey *k, uint64_t lo, uint64_t idx, uint64_t t, uint64_
     return 1;
 }
 
+/* The answer from the loaded block, which has an entry >= from. */
+static inline int answer_loaded(fkey *k, uint64_t from, uint64_t *idx, uint64_t *t)
+{
+    uint32_t c = entry_from(k, from);
+    return answer(k, c ? k->idx[c - 1] + 1 : k->ld_from, k->idx[c], k->t[c], idx, t);
+}
+
 int gm_future_next(gm_future *f, long key, uint64_t from, uint64_t *idx, uint64_t *t)
 {
     fkey *k = &f->keys[key];
@@ -404,35 +411,24 @@ int gm_future_next(gm_future *f, long key, uint64_t from, uint64_t *idx, uint64_
         *t = k->a_t;
         return 1;
     }
-    if (k->loaded >= 0 && from >= k->ld_from && from <= k->ld_last) {
-        /* the replay is still in the block it last used */
-        uint32_t c = entry_from(k, from);
-        return answer(k, c ? k->idx[c - 1] + 1 : k->ld_from, k->idx[c], k->t[c], idx, t);
-    }
+    if (k->loaded >= 0 && from >= k->ld_from && from <= k->ld_last)
+        return answer_loaded(k, from, idx, t); /* still in the block it last used */
     if (!k->n_blocks || from > k->blocks[k->n_blocks - 1].last_idx) return 0;
-    /* the first block whose last index is >= from */
-    size_t b;
-    if (k->loaded >= 0 && from <= k->blocks[k->loaded].last_idx &&
-        (k->loaded == 0 || from > k->blocks[k->loaded - 1].last_idx)) {
-        b = (size_t)k->loaded; /* the replay is still in the block it last used */
-    } else {
-        size_t lo = 0, hi = k->n_blocks - 1;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (k->blocks[mid].last_idx < from)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        b = lo;
+    /* the first block whose last index is >= from (not the loaded one) */
+    size_t lo = 0, hi = k->n_blocks - 1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (k->blocks[mid].last_idx < from)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    const fblock *bl = &k->blocks[b];
-    uint64_t lo = b ? k->blocks[b - 1].last_idx + 1 : 0; /* the froms block b answers */
+    const fblock *bl = &k->blocks[lo];
     if (from <= bl->first_idx) /* its first entry: in the table, no read */
-        return answer(k, lo, bl->first_idx, bl->first_t, idx, t);
-    if (k->loaded != (long)b && load(f, k, b)) return -1;
-    uint32_t c = entry_from(k, from);
-    return answer(k, c ? k->idx[c - 1] + 1 : lo, k->idx[c], k->t[c], idx, t);
+        return answer(k, lo ? k->blocks[lo - 1].last_idx + 1 : 0, bl->first_idx, bl->first_t, idx,
+                      t);
+    if (load(f, k, lo)) return -1;
+    return answer_loaded(k, from, idx, t);
 }
 
 uint64_t gm_future_file_bytes(const gm_future *f)
