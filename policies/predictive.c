@@ -1121,42 +1121,33 @@ static size_t rank_segments(pd_policy *p, uint64_t now, int all)
 /* Release the first n segments of the ranking (p->order, p->keys) in its
  * order until need, as gm_release_in_order does with a ranked list (a
  * release changes only the segment it releases: the others keep their id
- * and brief); keeps accounts. */
-static uint64_t release_ranked(pd_policy *p, gm_alloc *a, size_t n, uint64_t need, uint64_t now)
+ * and brief); keeps accounts. after_resolve: called from a tick right
+ * after resolve, where every open prediction's segment is there (resolve
+ * dropped those that went), so the released ones are the segments this
+ * releases, marked as it goes, and the model's counts (sc_fetch) replace
+ * the view after it; else (or a model without counts) a view after it
+ * tells which predictions' segments went (note_released). */
+static uint64_t release_ranked(pd_policy *p, gm_alloc *a, size_t n, uint64_t need, uint64_t now,
+                               int after_resolve)
 {
-    uint64_t got = 0;
-    for (size_t r = 0; r < n && r < p->nkeys && got < need; r++) {
-        const gm_seg_brief *s = &p->bv.v[p->keys[r].i];
-        if (s->releasable) got += gm_alloc_release(a, s->id, now);
-    }
-    if (got && view_fetch(p, a) == GM_OK) {
-        note_released(p);
-        sc_build(p, a); /* the counts after the release: the next tick reads less */
-    }
-    return got;
-}
-
-/* release_ranked from a tick, right after resolve: every open prediction's
- * segment is there (resolve dropped those that went), so the released ones
- * are the segments this releases, marked as it goes, and the model's
- * counts (sc_fetch) replace the view after it. */
-static uint64_t release_tick(pd_policy *p, gm_alloc *a, size_t n, uint64_t need, uint64_t now)
-{
-    if (!a->ops->class_counts) return release_ranked(p, a, n, need, now);
+    int marks = after_resolve && a->ops->class_counts;
     uint64_t got = 0;
     for (size_t r = 0; r < n && r < p->nkeys && got < need; r++) {
         const gm_seg_brief *s = &p->bv.v[p->keys[r].i];
         if (!s->releasable) continue;
         uint64_t one = gm_alloc_release(a, s->id, now);
         got += one;
-        const uint64_t *x =
-            one && !s->expandable ? gm_addrmap_get(&p->open, gm_addrmap_key(s->addr)) : NULL;
+        const uint64_t *x = marks && one && !s->expandable
+                                ? gm_addrmap_get(&p->open, gm_addrmap_key(s->addr))
+                                : NULL;
         if (x) { /* note_released's, for this one */
             p->released_bytes += p->pend[*x].size;
             pending_released(p, &p->pend[*x]);
         }
     }
-    if (got && !sc_fetch(p, a) && view_fetch(p, a) == GM_OK) sc_build(p, a);
+    if (!got || (marks && sc_fetch(p, a)) || view_fetch(p, a) != GM_OK) return got;
+    if (!marks) note_released(p);
+    sc_build(p, a); /* the counts after the release: the next tick reads less */
     return got;
 }
 
@@ -1218,7 +1209,7 @@ static void on_timer(void *state, gm_alloc *a, uint64_t now)
         uint64_t over = p->threshold > 0 ? gm_pressure_over(a, p->threshold, 0) : NEVER;
         if (over) {
             size_t n = rank_segments(p, now, 0);
-            if (n) p->proactive_bytes += release_tick(p, a, n, over, now);
+            if (n) p->proactive_bytes += release_ranked(p, a, n, over, now, 1);
         }
     }
     p->last_tick_ns = now;
@@ -1252,7 +1243,7 @@ static int on_alloc_fail(void *state, gm_alloc *a, const gm_pressure *pr)
         if (view_fetch(p, a) != GM_OK) return GM_POLICY_NEXT;
         rank_segments(p, pr->now_ns, 1);
         uint64_t got = 0;
-        got = release_ranked(p, a, p->order.n, need, pr->now_ns);
+        got = release_ranked(p, a, p->order.n, need, pr->now_ns, 0);
         p->fail_bytes += got;
         return got >= need ? GM_POLICY_RETRY : GM_POLICY_NEXT;
     }
@@ -1270,7 +1261,7 @@ static uint64_t on_foreign_pressure(void *state, gm_alloc *a, uint64_t need, uin
     if (view_fetch(p, a) != GM_OK) return 0;
     rank_segments(p, now, 1);
     uint64_t got = 0;
-    got = release_ranked(p, a, p->order.n, need, now);
+    got = release_ranked(p, a, p->order.n, need, now, 0);
     p->foreign_bytes += got;
     return got;
 }
