@@ -528,8 +528,6 @@ static void test_predictive_counts_or_views(void)
         if (x->type == GM_KV_INT) CU_ASSERT_EQUAL(x->v.i, y->v.i);
         if (x->type == GM_KV_REAL) CU_ASSERT_DOUBLE_EQUAL(x->v.d, y->v.d, 0);
         if (x->type == GM_KV_BOOL) CU_ASSERT_EQUAL(x->v.b, y->v.b);
-        if (x->v.i != y->v.i && getenv("GM_TEST_VERBOSE"))
-            fprintf(stderr, "%s: %lld vs %lld\n", x->key, (long long)x->v.i, (long long)y->v.i);
     }
     CU_ASSERT_STRING_EQUAL(r1->summary, r2->summary);
     gm_report_free(r1);
