@@ -389,10 +389,14 @@ typedef struct pt_state {
     gm_alloc_stats st;     /* PyTorch's DeviceStats (stats below); they decide nothing */
     int divides;           /* some roundup_power2_divisions interval is on (> 1) */
     /* the classic segments of the policy view by (small, size), in that
-     * order (gm_alloc_ops.class_counts; a count may be 0) */
+     * order (gm_alloc_ops.class_counts; a count may be 0), kept from the
+     * first such read on (cls_on): a run nobody asks (every policy but
+     * predictive; the oracle makes ~150 driver calls an iteration) pays
+     * one test a driver call */
     gm_seg_class *cls;
     size_t n_cls, cap_cls;
     int cls_lost; /* a segment could not be counted (out of memory) */
+    uint8_t cls_on;
     /* while fb_on, the briefs of free_segs (a whole free segment's brief
      * stays as it is until it leaves the set), in no order: what the
      * policies' ticks read (pt_briefs), with no walk of the list. Made on
@@ -751,6 +755,7 @@ static int track_expandable(pt_state *s, pt_segment *g, int add)
  * driver call made it, and before one gives it back. */
 static void class_track(pt_state *s, pt_segment *g, int on)
 {
+    if (!s->cls_on) return;
     on = on && !g->expandable && !g->priv;
     if (on == g->classed) return;
     size_t i = 0;
@@ -1409,6 +1414,11 @@ static size_t pt_class_counts(gm_alloc *a, gm_seg_class *buf, size_t cap)
 {
     pt_state *s = a->impl;
     size_t n = 0;
+    if (!s->cls_on) { /* from now on: every segment there is (none counted yet) */
+        s->cls_on = 1;
+        for (size_t k = 0; k < s->n_segs; k++)
+            class_track(s, s->arr[k], !s->arr[k]->priv);
+    }
     if (s->cls_lost) return SIZE_MAX;
     for (size_t i = 0; i < s->n_cls; i++)
         if (s->cls[i].count) {
