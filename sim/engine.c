@@ -20,6 +20,18 @@
 #define SKIPPED 0ull        /* live-map value of an allocation skipped on OOM */
 
 typedef struct tenant {
+    /* what a stretch's event reads and writes as it joins the device's
+     * series (stretch_merge, device_fold, tree_update), in one line: with
+     * 64 tenants the line is cold when the tenant's turn comes (a stretch
+     * of another's events ran in between), and the merge had read four */
+    _Alignas(64) uint64_t next_t; /* effective time of buf[pos]; UINT64_MAX: done */
+    struct stretch_ent *log;      /* a stretch (stretch()): its events simulated ahead, their
+                                     times and Q and A after each, log[lhead, ln) not yet in */
+    uint64_t dev_q, dev_a, dev_r; /* its Q, A, R as last added into the device totals */
+    uint32_t lhead, ln;
+    uint32_t lfat; /* lfs[lfhead].at while lfhead < lfn, else NO_LFAT */
+    int done;
+    int idx;
     /* what every event reads or writes first, together (with many tenants
      * a tenant's state is cold when its turn comes: fewer lines to fetch);
      * tenants are 64-byte aligned (gm_engine_run) */
@@ -27,9 +39,8 @@ typedef struct tenant {
     gm_tenant_result *res;
     const gm_event *buf; /* current chunk: own (file) or a window of spec->events */
     size_t nbuf, pos;
-    uint64_t next_t; /* effective time of buf[pos]; UINT64_MAX: done */
-    uint64_t shift;  /* added to trace time: offset + pass shift    */
-    uint64_t index;  /* pass-local index of buf[pos]                */
+    uint64_t shift; /* added to trace time: offset + pass shift    */
+    uint64_t index; /* pass-local index of buf[pos]                */
     /* the others by id (trace.h: dense_ids), not by hashing every event's
      * address: handle + 1 (0 = none) and the address its free must repeat */
     uint64_t *slot, *slot_addr;
@@ -37,21 +48,15 @@ typedef struct tenant {
     uint64_t t_last; /* last effective time processed               */
     uint64_t timer_period, next_timer;
     uint64_t pending_bytes;
-    struct oomx *x;               /* --host-tier, --on-oom chain: what they keep (NULL: neither) */
-    uint64_t dev_q, dev_a, dev_r; /* its Q, A, R as last added into the device totals */
-    /* a stretch (stretch()): its events simulated ahead, their times and Q
-     * and A after each, log[lhead, ln) not yet in the device's series */
-    struct stretch_ent *log;
-    struct stretch_lf *lfs; /* its events at grid lines, lfs[lfhead, lfn) not yet in */
-    uint32_t lhead, ln, lfhead, lfn;
+    struct oomx *x;         /* --host-tier, --on-oom chain: what they keep (NULL: neither) */
+    struct stretch_lf *lfs; /* a stretch's events at grid lines, lfs[lfhead, lfn) not yet in */
+    uint32_t lfhead, lfn;
     int ids;
     int started; /* first event reached: initial state rebuilt */
-    int done;
     int hashing; /* still hashing pass 0 */
     gm_policy *pol;
     gm_ffwd *ff; /* fast-forward (ffwd.h); NULL: every event is simulated */
     /* the rest */
-    int idx;
     const gm_tenant_spec *spec;
     gm_trace_reader *r;
     gm_event *own;
@@ -67,6 +72,7 @@ typedef struct tenant {
     gm_hash hash;
     int restoring; /* rebuilding /initial_state */
 } tenant;
+_Static_assert(offsetof(tenant, a) == 64, "the merge's fields fill the tenant's first line");
 
 /* One event of a stretch: its time, and the tenant's Q and A after it (R
  * does not move in a stretch: no driver call). */
@@ -81,6 +87,7 @@ typedef struct stretch_lf {
     uint64_t at, before, after;
 } stretch_lf;
 #define NO_LF UINT64_MAX
+#define NO_LFAT UINT32_MAX
 
 /* A tenant's place in the order in which tenants run (engine.h): the
  * earliest next event, ties to the lower index, finished tenants last; as
@@ -817,10 +824,9 @@ static void device_fold(sim *s, tenant *t, uint64_t t_ns, uint64_t q, uint64_t a
         for (size_t i = 0; i < s->n; i++) {
             const tenant *u = &s->t[i];
             if (!u->a) continue;
-            uint64_t x = u == t && lf_self != NO_LF ? lf_self
-                         : u != t && u->lfhead < u->lfn && u->lfs[u->lfhead].at == u->lhead
-                             ? u->lfs[u->lfhead].before
-                             : u->a->ops->largest_free(u->a);
+            uint64_t x = u == t && lf_self != NO_LF      ? lf_self
+                         : u != t && u->lfat == u->lhead ? u->lfs[u->lfhead].before
+                                                         : u->a->ops->largest_free(u->a);
             lf = x > lf ? x : lf;
         }
         gm_metrics_ext_sample(d, lf);
@@ -1598,16 +1604,28 @@ static size_t stretch(sim *s, tenant *t)
     t->lhead = t->lfhead = 0;
     t->ln = (uint32_t)n;
     t->lfn = (uint32_t)nl;
+    t->lfat = nl ? (uint32_t)lfs[0].at : NO_LFAT;
     return n; /* t->next_t is still its first event's time */
 }
 
+/* The merge reads each tenant's log in order, but 64 tenants' logs in
+ * turn are more streams than the hardware's prefetcher follows, and the
+ * stretches in between push them out of the cache: each entry asks for
+ * the one MERGE_AHEAD on (96 bytes of 24-byte entries: the next line),
+ * which arrives before the tenant's next turn (2, 8 and 16 measured no
+ * better: bench/README, "Seventeenth round"). */
+#define MERGE_AHEAD 4
 /* The next event of t's stretch joins the device's series (step()'s
  * update_device for it, with the values it left). */
 static void stretch_merge(sim *s, tenant *t)
 {
     const stretch_ent *x = &t->log[t->lhead];
+    if (t->lhead + MERGE_AHEAD < t->ln) __builtin_prefetch(&t->log[t->lhead + MERGE_AHEAD]);
     uint64_t lf = NO_LF;
-    if (t->lfhead < t->lfn && t->lfs[t->lfhead].at == t->lhead) lf = t->lfs[t->lfhead++].after;
+    if (t->lfat == t->lhead) {
+        lf = t->lfs[t->lfhead++].after;
+        t->lfat = t->lfhead < t->lfn ? (uint32_t)t->lfs[t->lfhead].at : NO_LFAT;
+    }
     t->lhead++;
     device_fold(s, t, x->t_ns, x->q, x->a, t->dev_r, lf);
     uint64_t used = s->dev->used_bytes + s->dev->overhead_bytes;
@@ -1618,6 +1636,7 @@ static void stretch_merge(sim *s, tenant *t)
         return;
     }
     t->lhead = t->ln = t->lfhead = t->lfn = 0;
+    t->lfat = NO_LFAT;
     t->next_t = t->buf[t->pos].t_ns + t->shift; /* a stretch leaves the chunk's last event */
 }
 
@@ -1879,6 +1898,8 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
     s.res = calloc(1, sizeof *s.res);
     s.t = aligned_alloc(_Alignof(tenant), s.n * sizeof *s.t); /* see tenant; s.n > 0 */
     if (s.t) memset(s.t, 0, s.n * sizeof *s.t);
+    for (size_t i = 0; s.t && i < s.n; i++)
+        s.t[i].lfat = NO_LFAT; /* no stretch logged */
     if (s.res) s.res->t = calloc(s.n, sizeof *s.res->t);
     if (!s.res || !s.t || !s.res->t) {
         free(s.t);
