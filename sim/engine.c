@@ -1825,9 +1825,11 @@ static int setup(sim *s, gm_err *err)
         t->idx = (int)i;
         t->spec = &cfg->tenants[i];
         t->res = &s->res->t[i];
-        if (t->spec->repeat == 0)
-            return gm_errf(err, GM_EINVAL, "%s: --repeat must be at least 1", tname(t));
     }
+    /* every tenant has its result before any error: the run's end closes them all */
+    for (size_t i = 0; i < s->n; i++)
+        if (s->t[i].spec->repeat == 0)
+            return gm_errf(err, GM_EINVAL, "%s: --repeat must be at least 1", tname(&s->t[i]));
     int rc = resolve_share(s, err);
     if (rc) return rc;
     /* the device comes first: capacity defaults to the first trace's card */

@@ -917,6 +917,17 @@ static void test_trace_hash(void)
         gm_sim_result_free(r);
     }
     gm_trace_hash_simd(1);
+    { /* an error in the first tenant's spec ends the run with it, the others unopened */
+        gm_tenant_spec t[2] = {{.events = ev, .n_events = n, .meta = &meta, .repeat = 0},
+                               {.events = ev, .n_events = n, .meta = &meta, .repeat = 1}};
+        gm_sim_config c;
+        config(&c, t, 2, 80 * GiB);
+        gm_sim_result *r = NULL;
+        gm_err e2 = {0};
+        CU_ASSERT_EQUAL(gm_simulate(&c, &r, &e2), GM_EINVAL);
+        CU_ASSERT_PTR_NULL(r);
+        CU_ASSERT_PTR_NOT_NULL(strstr(e2.msg, "--repeat must be at least 1"));
+    }
     unlink(path);
     gm_trace_meta_free(&meta);
     free(ev);
