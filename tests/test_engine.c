@@ -917,6 +917,33 @@ static void test_trace_hash(void)
         gm_sim_result_free(r);
     }
     gm_trace_hash_simd(1);
+    /* copies in memory: the first of each (events, source) hashes them for
+     * the others (engine.c, hash_of), here with a copy of another source
+     * between them, on a device with room and on one where they abort */
+    gm_trace_meta other;
+    gm_trace_meta_init(&other);
+    CU_ASSERT_EQUAL_FATAL(gm_trace_meta_set(&other.source, "synthetic:other"), GM_OK);
+    other.dense_ids = 1;
+    char want_other[17];
+    ref_trace_hash("synthetic:other", ev, n, want_other);
+    const uint64_t caps[] = {80 * GiB, 2 * GiB};
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+        gm_tenant_spec t[4];
+        for (size_t k = 0; k < 4; k++)
+            t[k] = (gm_tenant_spec){.events = ev,
+                                    .n_events = n,
+                                    .meta = k == 1 ? &other : &meta,
+                                    .offset_ns = k,
+                                    .repeat = 1};
+        gm_sim_config c;
+        config(&c, t, 4, caps[i]);
+        gm_sim_result *r = NULL;
+        CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+        for (size_t k = 0; k < 4; k++)
+            CU_ASSERT_STRING_EQUAL(r->t[k].trace_hash, k == 1 ? want_other : want);
+        gm_sim_result_free(r);
+    }
+    gm_trace_meta_free(&other);
     { /* an error in the first tenant's spec ends the run with it, the others unopened */
         gm_tenant_spec t[2] = {{.events = ev, .n_events = n, .meta = &meta, .repeat = 0},
                                {.events = ev, .n_events = n, .meta = &meta, .repeat = 1}};
