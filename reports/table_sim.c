@@ -608,19 +608,26 @@ static void print_capacity(FILE *f, const gm_sim_config *cfg, const gm_fit *fit)
     fprintf(f, "  (each fits at C with no OOM and has one at C - 2 MiB; capacities include the "
                "context overhead)\n");
     if (best >= 0) {
-        fprintf(f, "\nsmallest device: %s at %s", fit->e[best].spec,
-                gm_fmt_bytes(fit->e[best].capacity, b1, sizeof b1));
+        /* the exact size too, which --capacity takes back (5.37 GiB may be below it) */
+        fprintf(f, "\nsmallest device: %s at %s (%llu MiB)", fit->e[best].spec,
+                gm_fmt_bytes(fit->e[best].capacity, b1, sizeof b1),
+                (unsigned long long)(fit->e[best].capacity / GM_MiB));
         if (base >= 0 && base != best && fit->e[base].found &&
             fit->e[base].capacity > fit->e[best].capacity)
             fprintf(f, ", %s less than pytorch",
                     gm_fmt_bytes(fit->e[base].capacity - fit->e[best].capacity, b2, sizeof b2));
         fprintf(f, "\n");
         long dep = fit_best(fit, 1);
-        if (!fit->e[best].deployable) /* a custom allocator's answer: and today? */
-            fprintf(f, "  (%s needs a custom allocator; as deployed today: %s%s%s)\n",
+        if (!fit->e[best].deployable) { /* a custom allocator's answer: and today? */
+            char mib[48] = "";
+            if (dep >= 0)
+                snprintf(mib, sizeof mib, " (%llu MiB)",
+                         (unsigned long long)(fit->e[dep].capacity / GM_MiB));
+            fprintf(f, "  (%s needs a custom allocator; as deployed today: %s%s%s%s)\n",
                     fit->e[best].spec, dep >= 0 ? fit->e[dep].spec : "nothing fits",
                     dep >= 0 ? " at " : "",
-                    dep >= 0 ? gm_fmt_bytes(fit->e[dep].capacity, b3, sizeof b3) : "");
+                    dep >= 0 ? gm_fmt_bytes(fit->e[dep].capacity, b3, sizeof b3) : "", mib);
+        }
     }
 }
 

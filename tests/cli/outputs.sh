@@ -66,7 +66,13 @@ has "^fits: no OOM; peak reserved" "$tmp/err"
 run 0 "fit --json -" -- "$gmsim" fit "$bert" --policies pytorch --json -
 python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["schema"] == "gmsim-fit/1"' \
     "$tmp/out" || fail "fit --json - did not print the result alone"
-has "^smallest device: pytorch at" "$tmp/err"
+has "^smallest device: pytorch at [0-9.]+ GiB \([0-9]+ MiB\)$" "$tmp/err"
+# the exact size it prints is the JSON's, and --capacity takes it back: it fits there
+mib=$(sed -n 's/^smallest device: pytorch at [0-9.]* GiB (\([0-9]*\) MiB)$/\1/p' "$tmp/err")
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["results"][0]["capacity_bytes"] == int(sys.argv[2]) << 20, (d["results"][0]["capacity_bytes"], sys.argv[2])' \
+    "$tmp/out" "$mib" || fail "fit's MiB figure is not its answer"
+run 0 "run at fit's answer" -- "$gmsim" run -q "$bert" --capacity "${mib}MiB"
+has "^fits: no OOM" "$tmp/out"
 
 # --- fit: stock PyTorch apart from custom allocators; --html ---
 run 0 "fit -q" -- "$gmsim" fit -q "$bert" --json "$tmp/f.json" --html "$tmp/f.html"
@@ -86,7 +92,7 @@ assert "%.3f GiB with a custom allocator" % best in page, "custom answer missing
 assert "default-src 'none'" in page and "http" not in page.split("</head>")[1], "not self-contained"
 PY
 run 0 "fit table" -- "$gmsim" fit "$bert"
-has "^  \(predictive needs a custom allocator; as deployed today: pytorch at [0-9.]+ GiB\)$" "$tmp/out"
+has "^  \(predictive needs a custom allocator; as deployed today: pytorch at [0-9.]+ GiB \([0-9]+ MiB\)\)$" "$tmp/out"
 
 # --- tune --html: the paste line and every setting, from the JSON ---
 run 0 "tune --html" -- "$gmsim" tune -q "$bert" --capacity 5GiB --json "$tmp/t.json" --html "$tmp/t.html"
