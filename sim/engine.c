@@ -1544,8 +1544,8 @@ static int stretch_allowed(const sim *s)
     for (size_t i = 0; i < s->n; i++) {
         const tenant *t = &s->t[i];
         const gm_policy_ops *po = t->pol ? t->pol->ops : NULL;
-        if (!t->a || !po || t->timer_period || po->admit || po->on_tensor ||
-            !t->a->ops->ff_part_malloc || !t->a->ops->free_is_local)
+        if (!t->a || !po || po->admit || po->on_tensor || !t->a->ops->ff_part_malloc ||
+            !t->a->ops->free_is_local)
             return 0;
     }
     return 1;
@@ -1574,6 +1574,7 @@ static size_t stretch(sim *s, tenant *t)
     const gm_event *buf = t->buf;
     const size_t n_slot = t->n_slot, last = t->nbuf - 1;
     const uint64_t shift = t->shift, t0 = tl->t0, w = tl->width_ns;
+    const uint64_t timer = t->timer_period ? t->next_timer : UINT64_MAX;
     /* the first grid line after t's last event: lines t0 + k w (a coarser
      * grid later keeps every other one) */
     uint64_t line = t->t_last < t0 ? t0 : t0 + ((t->t_last - t0) / w + 1) * w;
@@ -1586,7 +1587,7 @@ static size_t stretch(sim *s, tenant *t)
         uint64_t now = e->t_ns + shift;
         if (pf && pos + PF_FAR < last) stretch_prefetch(a, buf, pos, last, slot, n_slot);
         uint32_t id = e->id;
-        if (!id || id >= n_slot) break;
+        if (now >= timer || !id || id >= n_slot) break; /* its tick is step()'s */
         uint64_t lf_before = NO_LF;
         if (now >= line) lf_before = a->ops->largest_free(a);
         if (e->op == GM_OP_ALLOC) {
@@ -1954,6 +1955,10 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
         size_t took = 0; /* events run_plain took; 0: the next is step()'s */
         int merged = 0;  /* a stretch's event joined the device's series */
         if (t->ln || (s.stretch && stretch(&s, t))) {
+            /* the others' ticks due by this event fire first, as step_rare
+             * fires them (t's own is after its stretch: it stops there) */
+            if (s.timer_min <= t->log[t->lhead].t_ns)
+                fire_other_timers(&s, t, t->log[t->lhead].t_ns);
             stretch_merge(&s, t);
             merged = 1;
         } else if (plain(&s, t)) {

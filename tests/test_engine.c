@@ -964,6 +964,24 @@ static void test_trace_hash(void)
  * one's driver calls through hash_call, some made): the driver calls in
  * order, the events, the device's series and peak use, and every tenant's
  * status, events, figures, counters, statistics and trace hash. */
+/* The policy's own figures (predictive's predictions and their truth,
+ * what each policy released and why), item by item. */
+static int same_report(const gm_report *a, const gm_report *b)
+{
+    if (!a || !b) return a == b;
+    if (a->n != b->n || strcmp(a->summary, b->summary)) return 0;
+    for (size_t i = 0; i < a->n; i++) {
+        const gm_kv *x = &a->items[i], *y = &b->items[i];
+        if (strcmp(x->key, y->key) || x->type != y->type || x->unit != y->unit) return 0;
+        if ((x->type == GM_KV_INT && x->v.i != y->v.i) ||
+            (x->type == GM_KV_REAL && memcmp(&x->v.d, &y->v.d, sizeof x->v.d)) ||
+            (x->type == GM_KV_BOOL && x->v.b != y->v.b) ||
+            ((x->type == GM_KV_STR || x->type == GM_KV_RAW) && strcmp(x->s, y->s)))
+            return 0;
+    }
+    return 1;
+}
+
 static void same_runs(gm_sim_result *const r[2], const uint64_t calls[2][2])
 {
     CU_ASSERT(calls[0][1] > 0);
@@ -983,6 +1001,7 @@ static void same_runs(gm_sim_result *const r[2], const uint64_t calls[2][2])
         CU_ASSERT_EQUAL(memcmp(&a->stats, &b->stats, sizeof a->stats), 0);
         CU_ASSERT_EQUAL(a->peak_torch_allocated_bytes, b->peak_torch_allocated_bytes);
         CU_ASSERT_STRING_EQUAL(a->trace_hash, b->trace_hash);
+        CU_ASSERT(same_report(a->policy_report, b->policy_report));
     }
 }
 
@@ -1071,10 +1090,18 @@ static void test_stretch_is_step(void)
         uint64_t capacity;
         int skip, repeat, stats, stretched;
     } cases[] = {
-        {"pytorch", 2, N, 80 * GiB, 0, 1, 0, 1},        {"pytorch", 5, N, 80 * GiB, 0, 2, 1, 1},
-        {"pytorch", 3, N, 7 * GiB, 0, 1, 0, 1},         {"pytorch", 3, N, 7 * GiB, 1, 1, 0, 1},
-        {"pytorch", 64, 20000, 1ull << 50, 0, 1, 0, 1}, {"lru", 3, N, 7 * GiB, 1, 1, 0, 1},
-        {"predictive", 3, N, 7 * GiB, 1, 1, 0, 0}, /* timer ticks: no stretch */
+        {"pytorch", 2, N, 80 * GiB, 0, 1, 0, 1},
+        {"pytorch", 5, N, 80 * GiB, 0, 2, 1, 1},
+        {"pytorch", 3, N, 7 * GiB, 0, 1, 0, 1},
+        {"pytorch", 3, N, 7 * GiB, 1, 1, 0, 1},
+        {"pytorch", 64, 20000, 1ull << 50, 0, 1, 0, 1},
+        {"lru", 3, N, 7 * GiB, 1, 1, 0, 1},
+        /* timer ticks: a stretch stops before its tenant's next tick, and
+         * the others' due ticks fire before a merged event */
+        {"predictive", 3, N, 7 * GiB, 1, 1, 0, 1},
+        {"predictive", 4, N, 80 * GiB, 0, 2, 0, 1},
+        {"oracle", 3, N, 7 * GiB, 1, 1, 0, 1},
+        {"lru:threshold=0.5", 3, N, 7 * GiB, 1, 1, 0, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         gm_sim_result *r[2] = {NULL, NULL};
