@@ -1478,12 +1478,18 @@ static int run_plain(sim *s, tenant *t, size_t *took, gm_err *err)
  * event at or after each line of the timeline's grid (where a bucket may
  * begin: it only grows coarser, keeping every other line) keeps the
  * largest free block before it and after it, which is what the sample
- * takes from a tenant ahead (device_fold). What one tenant's event may do
- * to another (--scope device and --share requests rescues and withheld
- * requests, timer ticks, MPS contexts, host tiers, hooks) turns stretches
- * off for the run (stretch_allowed). The
- * results are the same event for event: tests/test_engine.c,
- * test_stretch_is_step, against gm_sim_config.no_stretch. */
+ * takes from a tenant ahead (device_fold). A policy's timer tick is an
+ * event in global order too (its releases free device memory the others
+ * may take): a stretch stops before its tenant's next tick, which step()
+ * fires, and a merged event first fires the others' ticks due by its time
+ * (as step_rare does), when each of those tenants has merged every event
+ * of its own before the tick, so the tick sees its model as it was then.
+ * What one tenant's event may do to another (--scope device and --share
+ * requests rescues and withheld requests, MPS contexts, host tiers,
+ * hooks, a policy's admission or tensor hook) turns stretches off for the
+ * run (stretch_allowed). The results are the same event for event:
+ * tests/test_engine.c, test_stretch_is_step, against
+ * gm_sim_config.no_stretch. */
 /* The most events a stretch takes, which is its log's size: with fewer
  * than STRETCH_MANY tenants 256 (their logs stay in the cache: 4096 cost
  * 5-11 % more time with 2 to 32 tenants), else 4096, and not more than
