@@ -1487,7 +1487,8 @@ static int run_plain(sim *s, tenant *t, size_t *took, gm_err *err)
  * What one tenant's event may do to another (--scope device and --share
  * requests rescues and withheld requests, MPS contexts, host tiers,
  * hooks, a policy's admission or tensor hook) turns stretches off for the
- * run (stretch_allowed). The results are the same event for event:
+ * run (stretch_allowed); --share hard-cap's caps, as --quota, bind only a
+ * tenant's own driver calls, which a stretch never makes. The results are the same event for event:
  * tests/test_engine.c, test_stretch_is_step, against
  * gm_sim_config.no_stretch. */
 /* The most events a stretch takes, which is its log's size: with fewer
@@ -1544,8 +1545,9 @@ static int stretch_allowed(const sim *s)
 {
     const gm_sim_config *cfg = s->cfg;
     if (s->n < 2 || cfg->no_stretch || cfg->event_hook || cfg->alloc_hook ||
-        cfg->empty_cache_at_phase || s->withhold || s->share != GM_SHARE_NONE ||
-        cfg->scope_device || cfg->mps || s->has_tier || cfg->on_oom_chain)
+        cfg->empty_cache_at_phase || s->withhold ||
+        (s->share != GM_SHARE_NONE && s->share != GM_SHARE_HARD_CAP) || cfg->scope_device ||
+        cfg->mps || s->has_tier || cfg->on_oom_chain)
         return 0;
     for (size_t i = 0; i < s->n; i++) {
         const tenant *t = &s->t[i];

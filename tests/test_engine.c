@@ -1089,19 +1089,24 @@ static void test_stretch_is_step(void)
         size_t tenants, events;
         uint64_t capacity;
         int skip, repeat, stats, stretched;
+        int share;      /* enum gm_share_mode (0: AUTO, here none) */
+        uint64_t limit; /* each tenant's --limit */
     } cases[] = {
-        {"pytorch", 2, N, 80 * GiB, 0, 1, 0, 1},
-        {"pytorch", 5, N, 80 * GiB, 0, 2, 1, 1},
-        {"pytorch", 3, N, 7 * GiB, 0, 1, 0, 1},
-        {"pytorch", 3, N, 7 * GiB, 1, 1, 0, 1},
-        {"pytorch", 64, 20000, 1ull << 50, 0, 1, 0, 1},
-        {"lru", 3, N, 7 * GiB, 1, 1, 0, 1},
+        {"pytorch", 2, N, 80 * GiB, 0, 1, 0, 1, 0, 0},
+        {"pytorch", 5, N, 80 * GiB, 0, 2, 1, 1, 0, 0},
+        {"pytorch", 3, N, 7 * GiB, 0, 1, 0, 1, 0, 0},
+        {"pytorch", 3, N, 7 * GiB, 1, 1, 0, 1, 0, 0},
+        {"pytorch", 64, 20000, 1ull << 50, 0, 1, 0, 1, 0, 0},
+        {"lru", 3, N, 7 * GiB, 1, 1, 0, 1, 0, 0},
         /* timer ticks: a stretch stops before its tenant's next tick, and
          * the others' due ticks fire before a merged event */
-        {"predictive", 3, N, 7 * GiB, 1, 1, 0, 1},
-        {"predictive", 4, N, 80 * GiB, 0, 2, 0, 1},
-        {"oracle", 3, N, 7 * GiB, 1, 1, 0, 1},
-        {"lru:threshold=0.5", 3, N, 7 * GiB, 1, 1, 0, 1},
+        {"predictive", 3, N, 7 * GiB, 1, 1, 0, 1, 0, 0},
+        {"predictive", 4, N, 80 * GiB, 0, 2, 0, 1, 0, 0},
+        {"oracle", 3, N, 7 * GiB, 1, 1, 0, 1, 0, 0},
+        {"lru:threshold=0.5", 3, N, 7 * GiB, 1, 1, 0, 1, 0, 0},
+        /* hard caps (HAMi): each tenant's own cap, no one asked for memory */
+        {"pytorch", 3, N, 80 * GiB, 1, 1, 0, 1, GM_SHARE_HARD_CAP, 2 * GiB},
+        {"predictive", 3, N, 80 * GiB, 1, 1, 0, 1, GM_SHARE_HARD_CAP, 2 * GiB},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         gm_sim_result *r[2] = {NULL, NULL};
@@ -1115,13 +1120,15 @@ static void test_stretch_is_step(void)
                                         .n_events = cases[i].events - 97 * j,
                                         .meta = &meta,
                                         .repeat = (uint32_t)cases[i].repeat,
-                                        .offset_ns = j == 1 ? 0 : 3700 * j};
+                                        .offset_ns = j == 1 ? 0 : 3700 * j,
+                                        .limit_bytes = cases[i].limit};
             gm_sim_config c;
             config(&c, t, k, cases[i].capacity);
             c.policy = cases[i].policy;
             c.on_oom_skip = cases[i].skip;
             c.no_device_stats = !cases[i].stats;
             c.no_stretch = off;
+            c.share = cases[i].share;
             c.seg_hook = hash_call;
             c.seg_hook_ctx = calls[off];
             c.progress = count_progress;
@@ -1141,6 +1148,7 @@ static void test_stretch_is_step(void)
         same_runs(r, calls);
         CU_ASSERT_EQUAL(memcmp(reports[0], reports[1], sizeof reports[0]), 0);
         CU_ASSERT(r[0]->device.ext_frag_n > 0); /* buckets sampled the tenants */
+        if (cases[i].limit) CU_ASSERT(r[0]->device.n_oom > 0); /* the caps bind */
         if (cases[i].capacity < 80 * GiB) CU_ASSERT(r[0]->device.n_oom > 0);
         if (cases[i].capacity < 80 * GiB && !cases[i].skip)
             CU_ASSERT(r[0]->t[0].status == GM_TENANT_ABORTED ||
