@@ -1488,9 +1488,9 @@ static int run_plain(sim *s, tenant *t, size_t *took, gm_err *err)
  * requests rescues and withheld requests, MPS contexts, host tiers,
  * hooks, a policy's admission or tensor hook) turns stretches off for the
  * run (stretch_allowed); --share hard-cap's caps, as --quota, bind only a
- * tenant's own driver calls, which a stretch never makes. The results are the same event for event:
- * tests/test_engine.c, test_stretch_is_step, against
- * gm_sim_config.no_stretch. */
+ * tenant's own driver calls, which a stretch never makes. The results are
+ * the same event for event: tests/test_engine.c, test_stretch_is_step,
+ * against gm_sim_config.no_stretch. */
 /* The most events a stretch takes, which is its log's size: with fewer
  * than STRETCH_MANY tenants 256 (their logs stay in the cache: 4096 cost
  * 5-11 % more time with 2 to 32 tenants), else 4096, and not more than
