@@ -1147,7 +1147,7 @@ static void test_stretch_is_step(void)
         }
         same_runs(r, calls);
         CU_ASSERT_EQUAL(memcmp(reports[0], reports[1], sizeof reports[0]), 0);
-        CU_ASSERT(r[0]->device.ext_frag_n > 0); /* buckets sampled the tenants */
+        CU_ASSERT(r[0]->device.ext_frag_n > 0);                /* buckets sampled the tenants */
         if (cases[i].limit) CU_ASSERT(r[0]->device.n_oom > 0); /* the caps bind */
         if (cases[i].capacity < 80 * GiB) CU_ASSERT(r[0]->device.n_oom > 0);
         if (cases[i].capacity < 80 * GiB && !cases[i].skip)
