@@ -1488,7 +1488,9 @@ static int run_plain(sim *s, tenant *t, size_t *took, gm_err *err)
  * requests rescues and withheld requests, MPS contexts, host tiers,
  * hooks, a policy's admission or tensor hook) turns stretches off for the
  * run (stretch_allowed); --share hard-cap's caps, as --quota, bind only a
- * tenant's own driver calls, which a stretch never makes. The results are
+ * tenant's own driver calls, which a stretch never makes, and so do the
+ * requests --share requests withholds while every tenant is guaranteed
+ * (none is then asked to release for another). The results are
  * the same event for event: tests/test_engine.c, test_stretch_is_step,
  * against gm_sim_config.no_stretch. */
 /* The most events a stretch takes, which is its log's size: with fewer
@@ -1545,9 +1547,8 @@ static int stretch_allowed(const sim *s)
 {
     const gm_sim_config *cfg = s->cfg;
     if (s->n < 2 || cfg->no_stretch || cfg->event_hook || cfg->alloc_hook ||
-        cfg->empty_cache_at_phase || s->withhold ||
-        (s->share != GM_SHARE_NONE && s->share != GM_SHARE_HARD_CAP) || cfg->scope_device ||
-        cfg->mps || s->has_tier || cfg->on_oom_chain)
+        cfg->empty_cache_at_phase || cfg->scope_device || cfg->mps || s->has_tier ||
+        cfg->on_oom_chain)
         return 0;
     for (size_t i = 0; i < s->n; i++) {
         const tenant *t = &s->t[i];
@@ -1555,6 +1556,11 @@ static int stretch_allowed(const sim *s)
         if (!t->a || !po || po->admit || po->on_tensor || !t->a->ops->ff_part_malloc ||
             !t->a->ops->free_is_local)
             return 0;
+        /* --share requests asks opportunistic and burstable tenants to
+         * release for another (scope_rescue), whose models a stretch may
+         * have taken past that moment; guaranteed ones are never asked,
+         * and what their requests withhold binds only driver calls */
+        if (s->share == GM_SHARE_REQUESTS && t->res->cls != GM_CLASS_GUARANTEED) return 0;
     }
     return 1;
 }

@@ -1107,6 +1107,11 @@ static void test_stretch_is_step(void)
         /* hard caps (HAMi): each tenant's own cap, no one asked for memory */
         {"pytorch", 3, N, 80 * GiB, 1, 1, 0, 1, GM_SHARE_HARD_CAP, 2 * GiB},
         {"predictive", 3, N, 80 * GiB, 1, 1, 0, 1, GM_SHARE_HARD_CAP, 2 * GiB},
+        /* requests, every tenant guaranteed: withheld requests, no one asked */
+        {"pytorch", 3, N, 7 * GiB, 1, 1, 0, 1, GM_SHARE_REQUESTS, 2 * GiB},
+        {"predictive", 3, N, 7 * GiB, 1, 1, 0, 1, GM_SHARE_REQUESTS, 2 * GiB},
+        /* requests with a burstable tenant: it may be asked, no stretch */
+        {"pytorch", 3, N, 7 * GiB, 1, 1, 0, 0, GM_SHARE_REQUESTS, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         gm_sim_result *r[2] = {NULL, NULL};
@@ -1122,6 +1127,13 @@ static void test_stretch_is_step(void)
                                         .repeat = (uint32_t)cases[i].repeat,
                                         .offset_ns = j == 1 ? 0 : 3700 * j,
                                         .limit_bytes = cases[i].limit};
+            for (size_t j = 0; cases[i].share == GM_SHARE_REQUESTS && j < k; j++) {
+                /* guaranteed: request = limit; without a limit, tenant 0
+                 * is burstable (a request of 1 GiB, no limit) */
+                t[j].request_bytes = cases[i].limit ? cases[i].limit : 1 * GiB;
+                t[j].cls = cases[i].limit || j ? GM_CLASS_GUARANTEED : GM_CLASS_BURSTABLE;
+                if (!cases[i].limit && j) t[j].limit_bytes = t[j].request_bytes;
+            }
             gm_sim_config c;
             config(&c, t, k, cases[i].capacity);
             c.policy = cases[i].policy;
