@@ -270,20 +270,59 @@ static void fit_tenants_one(void *arg, size_t i)
     cfg.capacity_bytes = x->base_capacity;
     cfg.no_hash = 1;         /* fit reports no trace hash */
     cfg.no_device_stats = 1; /* a verdict or a row: no memory_stats() (engine.h) */
-    for (uint32_t k = 1; k <= f->max_copies; k++) {
+    /* The answer is the copies before the first k that has an OOM, as a
+     * scan k = 1, 2, ... finds it. A run of k copies that fitted with no
+     * driver call refused and no decision taken from the device's size is,
+     * for its first j < k copies, the run of j copies: each tenant decides
+     * from its own allocator and the device only said yes (addresses
+     * differ, their order within a tenant does not: device.h), so every
+     * j < k fits too. So while runs say that, the search goes up, to as
+     * many copies as the last run's peak says fit (at most 4 times as
+     * many), then halves the span to the first failure; where a run fits
+     * without saying it (under pressure), the copies between are simulated
+     * one by one from the last known, as the scan would. */
+    uint32_t lo = 0, hi = f->max_copies + 1; /* 1..lo fit; hi has an OOM (max + 1: none known) */
+    uint64_t lo_peak = 0;                    /* the device's peak use at lo, when it set lo */
+    uint32_t known_fit = 0;                  /* a k > lo that fits, below or not */
+    int one_by_one = 0;
+    while (lo + 1 < hi) {
+        uint32_t k = lo + 1;
+        if (!one_by_one && hi <= f->max_copies) {
+            k = lo + (hi - lo) / 2;
+        } else if (!one_by_one && lo && lo_peak) {
+            double est = (double)lo * (double)cfg.capacity_bytes / (double)lo_peak;
+            double most = 4.0 * lo < f->max_copies ? 4.0 * lo : f->max_copies;
+            k = est >= most ? (uint32_t)most : est > lo + 1 ? (uint32_t)est : lo + 1;
+        }
+        if (k <= lo) k = lo + 1;
+        if (k == known_fit) { /* fits (simulated before), not known below */
+            lo = k;
+            lo_peak = 0;
+            continue;
+        }
         cfg.n_tenants = group * k;
         gm_sim_result *r = NULL;
         int ok = try_run_as(&cfg, e, &r, 1);
-        e->copies_tried = k;
-        if (ok < 0) break;
-        if (!ok) {
-            e->first_fail_completed = r ? (uint32_t)gm_sim_completed(r) : 0;
-            gm_sim_result_free(r);
-            break;
+        if (ok < 0) {
+            e->copies_tried = k;
+            e->copies_fit = lo;
+            free(ts);
+            return;
         }
-        e->copies_fit = k;
+        if (!ok) {
+            hi = k;
+            e->first_fail_completed = r ? (uint32_t)gm_sim_completed(r) : 0;
+        } else if (k == lo + 1 || (r->capacity_free && !r->refused_calls)) {
+            lo = k; /* every copy count up to k fits */
+            lo_peak = r->peak_device_used;
+        } else {
+            known_fit = k; /* k fits; those between lo and k are simulated */
+            one_by_one = 1;
+        }
         gm_sim_result_free(r);
     }
+    e->copies_fit = lo;
+    e->copies_tried = hi <= f->max_copies ? hi : f->max_copies;
     free(ts);
 }
 

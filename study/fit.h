@@ -79,9 +79,10 @@ typedef struct gm_fit {
 int gm_fit_capacity(const gm_sim_config *base, char *const *specs, size_t n, int threads,
                     uint64_t max_capacity, gm_fit **out, gm_err *err);
 /* Tenants mode: for each spec, k = 1..max_copies copies of base's tenants
- * (copy i starts i * stagger_ns later) on base's capacity; the largest k
- * at which every tenant completes without OOM (stops at the first k that
- * fails). */
+ * (copy i starts i * stagger_ns later) on base's capacity; the k before
+ * the first k at which a tenant has an OOM or does not complete (what a
+ * scan from 1 up finds; fit.c searches it with fewer runs where runs that
+ * fitted show the smaller counts fit too). */
 int gm_fit_tenants(const gm_sim_config *base, char *const *specs, size_t n, int threads,
                    uint32_t max_copies, uint64_t stagger_ns, gm_fit **out, gm_err *err);
 /* Density (fit --tenants with classes, requests or limits): per scheduling

@@ -822,6 +822,87 @@ static void test_fit_tenants(void)
     gm_fit_free(f);
 }
 
+/* fit --tenants by a scan k = 1, 2, ...: the copies before the first k
+ * with an OOM, that k, and its tenants that completed. */
+static void tenants_by_scan(const gm_sim_config *base, const char *policy, uint32_t max,
+                            uint64_t stagger, uint32_t out[3])
+{
+    gm_tenant_spec ts[32];
+    CU_ASSERT_FATAL(max <= 32);
+    for (uint32_t k = 0; k < max; k++) {
+        ts[k] = base->tenants[0];
+        ts[k].offset_ns += k * stagger;
+    }
+    out[0] = out[1] = out[2] = 0;
+    for (uint32_t k = 1; k <= max; k++) {
+        gm_sim_config c = *base;
+        c.policy = policy;
+        c.tenants = ts;
+        c.n_tenants = k;
+        gm_sim_result *r = NULL;
+        gm_err err = {0};
+        int rc = gm_simulate(&c, &r, &err);
+        CU_ASSERT_FATAL(rc == GM_OK || rc == GM_EOOM);
+        out[1] = k;
+        int ok = rc == GM_OK && r->device.n_oom == 0 && gm_sim_completed(r) == k;
+        if (!ok) {
+            out[2] = r ? (uint32_t)gm_sim_completed(r) : 0;
+            gm_sim_result_free(r);
+            return;
+        }
+        out[0] = k;
+        gm_sim_result_free(r);
+    }
+}
+
+/* fit --tenants searches (doubling, then halving the span, one by one
+ * where runs fit under pressure) and answers as the scan: on iterations
+ * of three sizes, copies 0.4 ms apart on 1 GiB, under policies that never
+ * read the device's size, one that reads it on every grow (lru with a
+ * threshold) and timer ones; and with fewer runs where nothing presses. */
+static void test_fit_tenants_search(void)
+{
+    enum { IT = 60 };
+    gm_event ev[6 * IT];
+    size_t n = 0;
+    for (uint64_t i = 0; i < IT; i++) {
+        uint64_t t = i * MS, b = 1 + 4 * i;
+        ev[n++] = ev_alloc(t, b, (30 + 2 * (i % 3)) * MiB, 0);
+        ev[n++] = ev_alloc(t + 100000, b + 1, 8 * MiB, 0);
+        ev[n++] = ev_free(t + 200000, b + 1);
+        ev[n++] = ev_alloc(t + 300000, b + 2, 50 * MiB, 0);
+        ev[n++] = ev_free(t + 600000, b);
+        ev[n++] = ev_free(t + 800000, b + 2);
+    }
+    gm_tenant_spec t = {.path = "a", .events = ev, .n_events = n, .repeat = 1};
+    static const struct {
+        uint64_t capacity;
+        uint32_t max;
+    } cases[] = {{1 * GiB, 24}, {2 * GiB, 30}, {300 * MiB, 8}, {64 * GiB, 5}};
+    char *specs[] = {"pytorch", "lru", "lru:threshold=0.5", "predictive", "oracle"};
+    const size_t ns = sizeof specs / sizeof specs[0];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gm_sim_config c;
+        config(&c, &t, 1, cases[i].capacity, NULL);
+        gm_fit *f = NULL;
+        gm_err err = {0};
+        CU_ASSERT_EQUAL_FATAL(gm_fit_tenants(&c, specs, ns, 1, cases[i].max, 400000, &f, &err),
+                              GM_OK);
+        for (size_t k = 0; k < ns; k++) {
+            uint32_t want[3];
+            tenants_by_scan(&c, specs[k], cases[i].max, 400000, want);
+            CU_ASSERT_EQUAL(f->e[k].copies_fit, want[0]);
+            CU_ASSERT_EQUAL(f->e[k].copies_tried, want[1]);
+            if (want[0] < want[1]) CU_ASSERT_EQUAL(f->e[k].first_fail_completed, want[2]);
+            /* with room: 1, 4 (one copy's peak says many more fit; 4
+             * times at most) and 5 copies, not 5 runs; lru with a
+             * threshold reads the size, so 4 says nothing of 2 and 3 */
+            if (cases[i].capacity == 64 * GiB) CU_ASSERT_EQUAL(f->e[k].runs, k == 2 ? 5 : 3);
+        }
+        gm_fit_free(f);
+    }
+}
+
 /* ---------------- tiered and defrag ---------------- */
 
 static int64_t rep_int(const gm_sim_result *r, const char *key)
@@ -972,6 +1053,7 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_fit_few_runs);
     GM_ADD_TEST(s, test_fit_pool_models);
     GM_ADD_TEST(s, test_fit_tenants);
+    GM_ADD_TEST(s, test_fit_tenants_search);
     GM_ADD_TEST(s, test_tiered_quotas);
     GM_ADD_TEST(s, test_defrag_quiet);
     return CUE_SUCCESS;
