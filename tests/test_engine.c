@@ -964,24 +964,6 @@ static void test_trace_hash(void)
  * one's driver calls through hash_call, some made): the driver calls in
  * order, the events, the device's series and peak use, and every tenant's
  * status, events, figures, counters, statistics and trace hash. */
-/* The policy's own figures (predictive's predictions and their truth,
- * what each policy released and why), item by item. */
-static int same_report(const gm_report *a, const gm_report *b)
-{
-    if (!a || !b) return a == b;
-    if (a->n != b->n || strcmp(a->summary, b->summary)) return 0;
-    for (size_t i = 0; i < a->n; i++) {
-        const gm_kv *x = &a->items[i], *y = &b->items[i];
-        if (strcmp(x->key, y->key) || x->type != y->type || x->unit != y->unit) return 0;
-        if ((x->type == GM_KV_INT && x->v.i != y->v.i) ||
-            (x->type == GM_KV_REAL && memcmp(&x->v.d, &y->v.d, sizeof x->v.d)) ||
-            (x->type == GM_KV_BOOL && x->v.b != y->v.b) ||
-            ((x->type == GM_KV_STR || x->type == GM_KV_RAW) && strcmp(x->s, y->s)))
-            return 0;
-    }
-    return 1;
-}
-
 static void same_runs(gm_sim_result *const r[2], const uint64_t calls[2][2])
 {
     CU_ASSERT(calls[0][1] > 0);
