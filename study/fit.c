@@ -282,7 +282,7 @@ static void fit_tenants_one(void *arg, size_t i)
      * without saying it (under pressure), the copies between are simulated
      * one by one from the last known, as the scan would. */
     uint32_t lo = 0, hi = f->max_copies + 1; /* 1..lo fit; hi has an OOM (max + 1: none known) */
-    uint64_t lo_peak = 0;                    /* the device's peak use at lo, when it set lo */
+    uint64_t lo_peak = 0;                    /* the device's peak use at lo (until one by one) */
     uint32_t known_fit = 0;                  /* a k > lo that fits, below or not */
     int one_by_one = 0;
     while (lo + 1 < hi) {
@@ -294,10 +294,8 @@ static void fit_tenants_one(void *arg, size_t i)
             double most = 4.0 * lo < f->max_copies ? 4.0 * lo : f->max_copies;
             k = est >= most ? (uint32_t)most : est > lo + 1 ? (uint32_t)est : lo + 1;
         }
-        if (k <= lo) k = lo + 1;
         if (k == known_fit) { /* fits (simulated before), not known below */
             lo = k;
-            lo_peak = 0;
             continue;
         }
         cfg.n_tenants = group * k;
