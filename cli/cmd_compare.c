@@ -67,7 +67,8 @@ static void usage(FILE *f)
                "                         (default: when stderr is a terminal and not -q)\n"
                "  -h, --help             this text\n"
                "\n"
-               "exit status: 0 the winner runs without OOM; 3 nothing realizable does; 1 bad\n"
+               "exit status: 0 the winner runs without OOM; 3 nothing realizable does (only\n"
+               "unrealizable policies asked, as --policies oracle: the bound, either way); 1 bad\n"
                "input; 2 usage\n"
                "\n"
                "examples:\n"
@@ -197,7 +198,8 @@ int cmd_compare(int argc, char **argv)
     n = cmp ? cmp->n : n;
     if (rc == GM_OK && !args.no_fit) rc = gm_compare_fit(&cfg, cmp, threads, 0, &err);
     if (rc == GM_OK && !quiet) gm_table_compare(gm_cli_text_out(json_path, html_path), &cfg, cmp);
-    int oom = rc == GM_OK && (cmp->winner < 0 || cmp->e[cmp->winner].r->device.n_oom > 0);
+    long v = rc == GM_OK ? gm_compare_verdict_entry(cmp) : -1;
+    int oom = rc == GM_OK && (v < 0 || cmp->e[v].r->device.n_oom > 0);
     if (rc == GM_OK && quiet) gm_compare_verdict(gm_cli_text_out(json_path, html_path), cmp);
     if (rc == GM_OK && (json_path || html_path)) {
         json_t *j = gm_compare_json(&cfg, cmp);

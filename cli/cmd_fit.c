@@ -53,24 +53,27 @@ static void usage(FILE *f)
             "\n",
             gm_policy_names());
     gm_run_opts_help(f, 0);
-    fprintf(f, "\n"
-               "output:\n"
-               "  --json FILE            results (schema gmsim-fit/1); - for standard output\n"
-               "  --html FILE            the same as a self-contained HTML page\n"
-               "  -q, --quiet            one line: the verdict and the best realizable answer\n"
-               "      --progress, --no-progress  progress on stderr after the first second\n"
-               "                         (default: when stderr is a terminal and not -q)\n"
-               "  -h, --help             this text\n"
-               "\n"
-               "exit status: 0 something realizable fits; 3 nothing does (up to --max-capacity;\n"
-               "tenants mode: not even one copy); 1 bad input; 2 usage\n"
-               "\n"
-               "examples:\n"
-               "  gmsim fit traces/bert.h5\n"
-               "  gmsim fit --tenants 8 --capacity 24GiB --stagger 20ms traces/bert.h5\n"
-               "  gmsim fit --tenants 8 --capacity 80GiB --class guaranteed --request 6Gi a.h5 \\\n"
-               "      --class burstable --request 2Gi --limit 8Gi b.h5\n"
-               "  gmsim fit --largest batch run-b8.pickle=8 run-b16.pickle=16 --capacity 24GiB\n");
+    fprintf(f,
+            "\n"
+            "output:\n"
+            "  --json FILE            results (schema gmsim-fit/1); - for standard output\n"
+            "  --html FILE            the same as a self-contained HTML page\n"
+            "  -q, --quiet            one line: the verdict and the best realizable answer (the\n"
+            "                         bound when only unrealizable policies are asked)\n"
+            "      --progress, --no-progress  progress on stderr after the first second\n"
+            "                         (default: when stderr is a terminal and not -q)\n"
+            "  -h, --help             this text\n"
+            "\n"
+            "exit status: 0 something realizable fits (only unrealizable policies asked, as\n"
+            "--policies oracle: the bound fits); 3 nothing does (up to --max-capacity;\n"
+            "tenants mode: not even one copy); 1 bad input; 2 usage\n"
+            "\n"
+            "examples:\n"
+            "  gmsim fit traces/bert.h5\n"
+            "  gmsim fit --tenants 8 --capacity 24GiB --stagger 20ms traces/bert.h5\n"
+            "  gmsim fit --tenants 8 --capacity 80GiB --class guaranteed --request 6Gi a.h5 \\\n"
+            "      --class burstable --request 2Gi --limit 8Gi b.h5\n"
+            "  gmsim fit --largest batch run-b8.pickle=8 run-b16.pickle=16 --capacity 24GiB\n");
 }
 
 enum {

@@ -148,7 +148,8 @@ json_t *gm_compare_json(const gm_sim_config *base, const gm_compare *c)
         json_object_set_new(root, "winner", w);
     }
     /* the verdict a script reads (exit status 3 when "oom") */
-    int fits = c->winner >= 0 && !c->e[c->winner].r->device.n_oom;
+    long v = gm_compare_verdict_entry(c);
+    int fits = v >= 0 && !c->e[v].r->device.n_oom;
     json_object_set_new(root, "verdict", json_string(fits ? "fits" : "oom"));
     json_object_set_new(root, "best_deployable",
                         c->best_deployable >= 0 ? json_string(c->e[c->best_deployable].label)

@@ -388,8 +388,21 @@ static void smallest_card(FILE *f, const gm_compare *c, long best)
 void gm_compare_verdict(FILE *f, const gm_compare *c)
 {
     char b1[32];
-    if (c->winner < 0) {
+    long v = gm_compare_verdict_entry(c);
+    if (v < 0) {
         fprintf(f, "OOM: no realizable policy was run\n");
+        return;
+    }
+    if (c->winner < 0) { /* only unrealizable policies asked: the bound answers */
+        const gm_sim_result *b = c->e[v].r;
+        if (!b->device.n_oom)
+            fprintf(f, "bound: no OOM, peak reserved %s",
+                    gm_fmt_bytes(b->device.peak_r, b1, sizeof b1));
+        else
+            fprintf(f, "OOM: even the bound runs out of memory on %s",
+                    gm_fmt_bytes(b->capacity_bytes, b1, sizeof b1));
+        fprintf(f, " (%s, UNREALIZABLE: reads the trace's future; no realizable policy asked)\n",
+                c->e[v].label);
         return;
     }
     const gm_compare_entry *w = &c->e[c->winner];
@@ -551,12 +564,17 @@ void gm_table_compare(FILE *f, const gm_sim_config *cfg, const gm_compare *c)
 
 /* The best realizable entry (most copies, or the smallest capacity), only
  * among the deployable ones when deployable_only; -1 if none fits. */
-static long fit_best(const gm_fit *fit, int deployable_only)
+/* Which answers fit_best weighs. */
+enum { FIT_REALIZABLE, FIT_DEPLOYABLE, FIT_ANY };
+
+static long fit_best(const gm_fit *fit, int which)
 {
     long best = -1;
     for (size_t i = 0; i < fit->n; i++) {
         const gm_fit_entry *e = &fit->e[i];
-        if (!e->realizable || e->rc != GM_OK || (deployable_only && !e->deployable)) continue;
+        if ((which != FIT_ANY && !e->realizable) || e->rc != GM_OK ||
+            (which == FIT_DEPLOYABLE && !e->deployable))
+            continue;
         int better =
             fit->tenants_mode
                 ? e->copies_fit > 0 && (best < 0 || e->copies_fit > fit->e[best].copies_fit)
@@ -617,7 +635,7 @@ static void print_capacity(FILE *f, const gm_sim_config *cfg, const gm_fit *fit)
             fprintf(f, ", %s less than pytorch",
                     gm_fmt_bytes(fit->e[base].capacity - fit->e[best].capacity, b2, sizeof b2));
         fprintf(f, "\n");
-        long dep = fit_best(fit, 1);
+        long dep = fit_best(fit, FIT_DEPLOYABLE);
         if (!fit->e[best].deployable) { /* a custom allocator's answer: and today? */
             char mib[48] = "";
             if (dep >= 0)
@@ -739,17 +757,34 @@ int gm_fit_verdict(FILE *f, const gm_fit *fit)
 {
     char b1[32], b2[32];
     if (fit->density) return density_verdict(f, fit);
-    long best = fit_best(fit, 0), dep = fit_best(fit, 1);
-    if (!f) return best >= 0;
-    if (best < 0 && fit->tenants_mode)
+    long best = fit_best(fit, FIT_REALIZABLE), dep = fit_best(fit, FIT_DEPLOYABLE);
+    /* only unrealizable policies asked (--policies oracle): the question
+     * is the bound, and its answer is the verdict */
+    int asked_realizable = 0;
+    for (size_t i = 0; i < fit->n; i++)
+        asked_realizable |= fit->e[i].realizable;
+    long bound = asked_realizable ? -1 : fit_best(fit, FIT_ANY);
+    if (!f) return best >= 0 || bound >= 0;
+    if (bound >= 0 && fit->tenants_mode)
+        fprintf(f,
+                "bound: %u copies (%s, UNREALIZABLE: reads the trace's future; no realizable "
+                "policy asked)\n",
+                fit->e[bound].copies_fit, fit->e[bound].spec);
+    else if (bound >= 0)
+        fprintf(f,
+                "bound: the smallest card is %s, %llu MiB (%s, UNREALIZABLE: reads the trace's "
+                "future; no realizable policy asked)\n",
+                gm_fmt_bytes(fit->e[bound].capacity, b1, sizeof b1),
+                (unsigned long long)(fit->e[bound].capacity / GM_MiB), fit->e[bound].spec);
+    else if (best < 0 && fit->tenants_mode)
         fprintf(f, "OOM: not even one copy runs without OOM on %s\n",
                 gm_fmt_bytes(fit->capacity_bytes, b1, sizeof b1));
     else if (best < 0) {
         uint64_t max = 0;
         for (size_t i = 0; i < fit->n; i++)
             if (fit->e[i].max_capacity > max) max = fit->e[i].max_capacity;
-        fprintf(f, "OOM: nothing realizable runs without OOM up to %s\n",
-                gm_fmt_bytes(max, b1, sizeof b1));
+        fprintf(f, "OOM: nothing%s runs without OOM up to %s\n",
+                asked_realizable ? " realizable" : "", gm_fmt_bytes(max, b1, sizeof b1));
     } else if (fit->tenants_mode)
         fprintf(f, "fits: %u copies (%s)\n", fit->e[best].copies_fit, fit->e[best].spec);
     else if (best == dep || fit->e[best].deployable)
@@ -764,7 +799,7 @@ int gm_fit_verdict(FILE *f, const gm_fit *fit)
     else
         fprintf(f, "fits: the smallest card is %s with a custom allocator (%s)\n",
                 gm_fmt_bytes(fit->e[best].capacity, b1, sizeof b1), fit->e[best].spec);
-    return best >= 0;
+    return best >= 0 || bound >= 0;
 }
 
 void gm_table_fit(FILE *f, const gm_sim_config *cfg, const gm_fit *fit)

@@ -72,6 +72,12 @@ static void rank_entries(gm_compare *c)
     }
 }
 
+long gm_compare_verdict_entry(const gm_compare *c)
+{
+    if (c->winner >= 0) return c->winner;
+    return c->bound >= 0 && c->e[c->bound].r ? c->bound : -1;
+}
+
 int gm_compare_fit(const gm_sim_config *base, gm_compare *c, int threads, uint64_t max_capacity,
                    gm_err *err)
 {

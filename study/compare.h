@@ -47,6 +47,11 @@ typedef struct gm_compare {
     double wall_s;
 } gm_compare;
 
+/* The entry the verdict (fits / OOM, exit status 3) reads: the winner;
+ * when no realizable policy was asked (--policies oracle), the bound,
+ * whose answer is then the question's. -1 if neither. */
+long gm_compare_verdict_entry(const gm_compare *c);
+
 /* Simulate base once per spec (base->policy is ignored). Fails only if a
  * simulation fails (the first failure's message, naming the policy). */
 int gm_compare_run(const gm_sim_config *base, char *const *specs, size_t n, int threads,

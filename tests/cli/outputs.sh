@@ -94,6 +94,24 @@ PY
 run 0 "fit table" -- "$gmsim" fit "$bert"
 has "^  \(predictive needs a custom allocator; as deployed today: pytorch at [0-9.]+ GiB \([0-9]+ MiB\)\)$" "$tmp/out"
 
+# --- only the oracle asked: its bound is the verdict, the table's row, and exit 0 ---
+run 0 "fit -q --policies oracle --tenants" -- "$gmsim" fit -q "$bert" --policies oracle --tenants 3 --capacity 80GiB --json "$tmp/o.json"
+has "^bound: 3 copies \(oracle, UNREALIZABLE: reads the trace's future; no realizable policy asked\)$" "$tmp/out"
+python3 -c 'import json,sys; r = json.load(open(sys.argv[1]))["results"][0]; assert r["policy"] == "oracle" and r["copies_fit"] == 3, r' \
+    "$tmp/o.json" || fail "fit --tenants' bound is not the JSON's oracle row"
+run 0 "fit -q --policies oracle" -- "$gmsim" fit -q "$bert" --policies oracle --json "$tmp/o.json"
+mib=$(sed -nE 's/^bound: the smallest card is [0-9.]+ GiB, ([0-9]+) MiB \(oracle, UNREALIZABLE.*$/\1/p' "$tmp/out")
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["results"][0]["capacity_bytes"] == int(sys.argv[2]) << 20' \
+    "$tmp/o.json" "$mib" || fail "fit's bound ($mib MiB) is not the JSON's oracle answer"
+run 3 "fit -q --policies oracle, too small" -- "$gmsim" fit -q "$bert" --policies oracle --capacity 256MiB --max-capacity 512MiB
+has "^OOM: nothing runs without OOM up to 512.00 MiB$" "$tmp/out"
+run 0 "compare -q --policies oracle" -- "$gmsim" compare -q "$bert" --policies oracle --json "$tmp/o.json"
+has "^bound: no OOM, peak reserved [0-9.]+ GiB \(oracle, UNREALIZABLE: reads the trace's future; no realizable policy asked\)$" "$tmp/out"
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["verdict"] == "fits"' "$tmp/o.json" ||
+    fail "compare --policies oracle: the JSON's verdict is not the bound's"
+run 3 "compare -q --policies oracle, too small" -- "$gmsim" compare -q "$bert" --policies oracle --capacity 3GiB
+has "^OOM: even the bound runs out of memory on 3.00 GiB \(oracle, UNREALIZABLE" "$tmp/out"
+
 # --- tune --html: the paste line and every setting, from the JSON ---
 run 0 "tune --html" -- "$gmsim" tune -q "$bert" --capacity 5GiB --json "$tmp/t.json" --html "$tmp/t.html"
 python3 - "$tmp/t.json" "$tmp/t.html" <<'PY' || fail "tune --html does not show tune --json's ranking"
