@@ -68,7 +68,8 @@ typedef struct tenant {
     uint32_t pass;
     uint64_t t_first;    /* trace time of event 0                       */
     gm_addrmap live;     /* trace address key -> allocator handle: the allocations
-                            without an id (/initial_state, traces without ids) */
+                            without an id (/initial_state unless seeded_slots moved
+                            it, traces without ids) */
     gm_addrmap pass_new; /* addresses allocated in this pass (only with --repeat) */
     gm_addrmap pending;  /* free_requested, not yet freed: key -> block bytes */
     uint8_t last_phase;  /* --empty-cache-at-phase: the phase of the last event that had one */
@@ -521,6 +522,40 @@ static int skip_initial_blocks(tenant *t, const gm_init_row *rows, size_t n, gm_
     return GM_OK;
 }
 
+static int slots_grow(tenant *t, uint32_t id, gm_err *err);
+
+/* A seeded trace (trace.h, dense_ids 2: its writer numbered the blocks of
+ * /initial_state 1..B, in order, before the first event) has its
+ * pre-existing blocks moved from the address map into their id slots, as
+ * if allocated by id: their frees carry those ids, and the plain loop,
+ * fast-forward and stretches, which take allocations by id only (plain(),
+ * stretch()), are then not held off for the whole run by blocks that live
+ * to its end (a snapshot's parameters). Not with --repeat, whose later
+ * passes find the blocks a pass left by address (free_leftovers), nor when
+ * two blocks share an address (the writer then gave them one slot): those
+ * stay by address. rows: /initial_state's n rows, or the blocks among
+ * them, in order. */
+static int seeded_slots(tenant *t, const gm_init_row *rows, size_t n, gm_err *err)
+{
+    size_t blocks = 0;
+    for (size_t i = 0; i < n; i++)
+        blocks += rows[i].kind == GM_INIT_BLOCK;
+    if (t->ids != 2 || t->spec->repeat != 1 || !blocks || t->live.count != blocks ||
+        blocks >= UINT32_MAX)
+        return GM_OK;
+    if (slots_grow(t, (uint32_t)blocks, err)) return GM_ENOMEM;
+    uint32_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].kind != GM_INIT_BLOCK) continue;
+        const uint64_t *h = gm_addrmap_get(&t->live, gm_addrmap_key(rows[i].addr));
+        k++;
+        t->slot[k] = *h + 1; /* a handle, or SKIPPED (--initial-state none) */
+        t->slot_addr[k] = rows[i].addr;
+    }
+    gm_addrmap_clear(&t->live);
+    return GM_OK;
+}
+
 /* Rebuild /initial_state in the allocator and the live map. */
 static int tenant_restore(sim *s, tenant *t, gm_err *err)
 {
@@ -546,6 +581,7 @@ static int tenant_restore(sim *s, tenant *t, gm_err *err)
     }
     if (s->cfg->initial_state == GM_INITIAL_NONE) {
         rc = skip_initial_blocks(t, rows, n, err);
+        if (rc == GM_OK) rc = seeded_slots(t, rows, n, err);
         free(rows);
         return rc;
     }
@@ -571,6 +607,7 @@ static int tenant_restore(sim *s, tenant *t, gm_err *err)
         else if (s->cfg->init_hook && handles[i] != SKIPPED)
             s->cfg->init_hook(s->cfg->init_hook_ctx, t->idx, &rows[i], t->a, handles[i]);
     }
+    if (rc == GM_OK) rc = seeded_slots(t, rows, n, err);
     if (rc && rc != GM_ENOMEM && !strstr(err->msg, tname(t))) {
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err->msg);
@@ -1253,7 +1290,8 @@ static void step_rare(sim *s, tenant *t, const gm_event *e, uint64_t now)
  * started, none of the rare cases step() looks at per event (sim.rare,
  * which also means several tenants) and no allocation hook, allocations
  * by id, nothing from /initial_state in the
- * address map and nothing waiting for its free, no --host-tier or --on-oom
+ * address map (a seeded trace's blocks are in their id slots instead:
+ * seeded_slots) and nothing waiting for its free, no --host-tier or --on-oom
  * chain, no policy admit or on_tensor. None of these changes while
  * run_plain() runs (it takes no event that could). With several tenants
  * each takes one event at a time, and the checks cost what the plain path

@@ -4,7 +4,8 @@
  * file of the layout before ids (35-byte rows) and one whose id column
  * gmsim did not write, and the engine: a replay by id gives the same
  * result as one by address, a damaged id column is an error naming the
- * event.
+ * event; ids seeded with /initial_state's blocks (scheme /2) pair as the
+ * addresses do and let several tenants' stretches run while those live.
  */
 #include <hdf5.h>
 #include <stdio.h>
@@ -118,7 +119,7 @@ static void test_column_round_trip(void)
     int dense = 0;
     gm_event *got = read_trace(path, n, &dense);
     CU_ASSERT_FATAL(got != NULL);
-    CU_ASSERT_EQUAL(dense, 1);
+    CU_ASSERT_EQUAL(dense, 2); /* seeded, with no block: numbered as gm_ids_assign does */
     size_t same = 0, max = 0;
     for (size_t i = 0; i < n; i++) {
         same += got[i].id == e[i].id && got[i].addr == e[i].addr && got[i].op == e[i].op;
@@ -312,6 +313,236 @@ static void test_replay_by_id_is_by_address(void)
     free(e);
 }
 
+/* Seeded numbering (event_ids.h): the blocks of /initial_state take slots
+ * 1..B in order before the first event; segment rows take none. */
+static void test_seeded_numbering(void)
+{
+    gm_init_row init[] = {
+        {.addr = 0x100, .size = 20 * MiB, .kind = GM_INIT_SEGMENT},
+        {.addr = 0x100, .size = 1, .kind = GM_INIT_BLOCK}, /* slot 1 */
+        {.addr = 0x200, .size = 1, .kind = GM_INIT_BLOCK}, /* slot 2 */
+    };
+    gm_event e[] = {
+        ev(GM_OP_ALLOC, 0xa, 1),            /* 3: 1 and 2 are the blocks' */
+        ev(GM_OP_FREE, 0x200, 0),           /* 2: a pre-existing block's free carries its slot */
+        ev(GM_OP_FREE_REQUESTED, 0x100, 0), /* 1 */
+        ev(GM_OP_ALLOC, 0xb, 1),            /* 2: freed last */
+        ev(GM_OP_ALLOC, 0x100, 1),          /* 1: still live, a missing free keeps its slot */
+        ev(GM_OP_FREE, 0xd, 0),             /* 0: not live */
+    };
+    static const uint32_t want[] = {3, 2, 1, 2, 1, 0};
+    size_t n = sizeof e / sizeof e[0];
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_ids_assign_seeded(e, n, init, 3, &err), GM_OK);
+    for (size_t i = 0; i < n; i++)
+        CU_ASSERT_EQUAL(e[i].id, want[i]);
+}
+
+/* Initial-state blocks at 0x10000000 + i * 2 MiB in one 64 MiB segment:
+ * the first `freed` of them are freed at the trace's start, the rest live
+ * to its end (a snapshot's parameters). */
+#define SEED_BLOCKS 24
+static size_t seeded_init(gm_init_row *init)
+{
+    init[0] = (gm_init_row){
+        .addr = 0x10000000, .size = 64 * MiB, .kind = GM_INIT_SEGMENT, .pool = GM_POOL_LARGE};
+    for (size_t i = 0; i < SEED_BLOCKS; i++)
+        init[1 + i] = (gm_init_row){.addr = 0x10000000 + i * 2 * MiB,
+                                    .size = 2 * MiB,
+                                    .block_size = 2 * MiB,
+                                    .kind = GM_INIT_BLOCK};
+    return 1 + SEED_BLOCKS;
+}
+
+static gm_event *seeded_events(size_t n, size_t freed)
+{
+    gm_event *e = churn(n);
+    for (size_t i = 0; i < freed; i++) /* the first events free pre-existing blocks */
+        e[10 * i] =
+            (gm_event){.t_ns = e[10 * i].t_ns, .op = GM_OP_FREE, .addr = 0x10000000 + i * 2 * MiB};
+    return e;
+}
+
+static int write_with_init(const char *path, const gm_event *e, size_t n, const gm_init_row *init,
+                           size_t n_init, int init_first)
+{
+    gm_err err = {0};
+    gm_trace_writer *w = NULL;
+    int rc = gm_trace_create(path, NULL, NULL, &w, &err);
+    if (!rc && init_first) rc = gm_trace_write_initial(w, init, n_init, &err);
+    if (!rc) rc = gm_trace_append(w, e, n, &err);
+    if (!rc && !init_first) rc = gm_trace_write_initial(w, init, n_init, &err);
+    if (!rc) return gm_trace_finish(w, &err);
+    if (w) gm_trace_abort(w);
+    return rc;
+}
+
+/* The writer seeds the ids with /initial_state's blocks when they come
+ * before the first event (scheme /2, dense_ids 2) and says not when they
+ * come after (/1): each file's ids are what gm_ids_assign_seeded, or
+ * gm_ids_assign, gives. */
+static void test_seeded_scheme_written(void)
+{
+    gm_init_row init[1 + SEED_BLOCKS];
+    size_t ni = seeded_init(init), n = 4000;
+    gm_event *e = seeded_events(n, 6), *want1 = calloc(n, sizeof *e), *want2 = calloc(n, sizeof *e);
+    memcpy(want1, e, n * sizeof *e);
+    memcpy(want2, e, n * sizeof *e);
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_ids_assign(want1, n, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(gm_ids_assign_seeded(want2, n, init, ni, &err), GM_OK);
+    CU_ASSERT_EQUAL(want1[0].id, 0); /* a pre-existing block's free: 0 unseeded ... */
+    CU_ASSERT_EQUAL(want2[0].id, 1); /* ... its slot seeded */
+    const char *path = gm_test_tmp("seeded.h5");
+    for (int first = 0; first < 2; first++) {
+        CU_ASSERT_EQUAL_FATAL(write_with_init(path, e, n, init, ni, first), GM_OK);
+        int dense = -1;
+        gm_event *got = read_trace(path, n, &dense);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+        CU_ASSERT_EQUAL(dense, first ? 2 : 1);
+        const gm_event *want = first ? want2 : want1;
+        size_t same = 0;
+        for (size_t i = 0; i < n; i++)
+            same += got[i].id == want[i].id;
+        CU_ASSERT_EQUAL(same, n);
+        free(got);
+    }
+    /* segment rows after the events number nothing: still seeded */
+    gm_trace_writer *w = NULL;
+    CU_ASSERT_EQUAL_FATAL(gm_trace_create(path, NULL, NULL, &w, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_write_initial(w, init + 1, ni - 1, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_append(w, e, n, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_write_initial(w, init, 1, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(gm_trace_finish(w, &err), GM_OK);
+    int dense = -1;
+    gm_event *got = read_trace(path, n, &dense);
+    CU_ASSERT_EQUAL(dense, 2);
+    free(got);
+    unlink(path);
+    free(e);
+    free(want1);
+    free(want2);
+}
+
+/* Two tenants from memory, with an initial state; result (caller frees). */
+static gm_sim_result *simulate_init(const gm_event *e, size_t n, int dense, const gm_init_row *init,
+                                    size_t ni, const char *policy, int initial_state,
+                                    uint32_t repeat, uint64_t capacity, int no_stretch)
+{
+    static const gm_latency lat = GM_LATENCY_DEFAULT;
+    gm_trace_meta meta;
+    gm_trace_meta_init(&meta);
+    meta.dense_ids = dense;
+    gm_tenant_spec t[2];
+    for (int i = 0; i < 2; i++)
+        t[i] = (gm_tenant_spec){.path = "seeded",
+                                .events = e,
+                                .n_events = n,
+                                .meta = &meta,
+                                .initial = init,
+                                .n_initial = ni,
+                                .repeat = repeat,
+                                .offset_ns = (uint64_t)i * 777};
+    gm_sim_config c = {0};
+    c.tenants = t;
+    c.n_tenants = 2;
+    c.capacity_bytes = capacity;
+    c.latency = lat;
+    c.policy = policy;
+    c.initial_state = initial_state;
+    c.on_oom_skip = 1;
+    c.lenient = 1;
+    c.no_stretch = no_stretch;
+    gm_sim_result *r = NULL;
+    gm_err err = {0};
+    int rc = gm_simulate(&c, &r, &err);
+    if (rc) fprintf(stderr, "\n  seeded: %s\n", err.msg);
+    gm_trace_meta_free(&meta);
+    return rc ? (gm_sim_result_free(r), NULL) : r;
+}
+
+static int same_tenants(const gm_sim_result *a, const gm_sim_result *b)
+{
+    if (!a || !b || a->n_tenants != b->n_tenants || a->device.peak_r != b->device.peak_r ||
+        a->device.int_a != b->device.int_a || a->device.n_oom != b->device.n_oom)
+        return 0;
+    for (size_t i = 0; i < a->n_tenants; i++) {
+        const gm_tenant_result *x = &a->t[i], *y = &b->t[i];
+        if (x->m.peak_q != y->m.peak_q || x->m.peak_a != y->m.peak_a ||
+            x->m.peak_r != y->m.peak_r || x->m.int_a != y->m.int_a || x->m.int_r != y->m.int_r ||
+            x->m.n_oom != y->m.n_oom || x->c.n_driver_alloc != y->c.n_driver_alloc ||
+            x->c.n_driver_free != y->c.n_driver_free || x->unknown_frees != y->unknown_frees ||
+            x->live_reallocs != y->live_reallocs || x->status != y->status ||
+            x->init_skipped_blocks != y->init_skipped_blocks ||
+            x->repeat_leftover_bytes != y->repeat_leftover_bytes ||
+            strcmp(x->trace_hash, y->trace_hash))
+            return 0;
+    }
+    return 1;
+}
+
+/* A seeded trace keeps its pre-existing blocks by id: the same results as
+ * by address and as unseeded ids (initial state live, none and recorded,
+ * --repeat, under pressure), and several tenants' stretches, which take
+ * allocations by id only, run while blocks from /initial_state live, where
+ * unseeded they wait for all of them to be freed (here: never). */
+static void test_seeded_replay(void)
+{
+    gm_init_row init[1 + SEED_BLOCKS];
+    size_t ni = seeded_init(init), n = 6000;
+    gm_event *e0 = seeded_events(n, 6), *e1 = calloc(n, sizeof *e0), *e2 = calloc(n, sizeof *e0);
+    memcpy(e1, e0, n * sizeof *e0);
+    memcpy(e2, e0, n * sizeof *e0);
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_ids_assign(e1, n, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(gm_ids_assign_seeded(e2, n, init, ni, &err), GM_OK);
+    static const struct {
+        const char *policy;
+        int initial_state;
+        uint32_t repeat;
+        uint64_t capacity;
+    } cases[] = {
+        {"pytorch", GM_INITIAL_LIVE, 1, 80ull << 30},
+        {"pytorch", GM_INITIAL_NONE, 1, 80ull << 30},
+        {"lru", GM_INITIAL_RECORDED, 1, 80ull << 30},
+        {"pytorch", GM_INITIAL_LIVE, 2, 80ull << 30},
+        {"pytorch", GM_INITIAL_LIVE, 1, 1400 * MiB},
+        {"predictive", GM_INITIAL_LIVE, 1, 80ull << 30},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gm_sim_result *r[4];
+        r[0] = simulate_init(e0, n, 0, init, ni, cases[i].policy, cases[i].initial_state,
+                             cases[i].repeat, cases[i].capacity, 1);
+        r[1] = simulate_init(e1, n, 1, init, ni, cases[i].policy, cases[i].initial_state,
+                             cases[i].repeat, cases[i].capacity, 0);
+        r[2] = simulate_init(e2, n, 2, init, ni, cases[i].policy, cases[i].initial_state,
+                             cases[i].repeat, cases[i].capacity, 0);
+        r[3] = simulate_init(e2, n, 2, init, ni, cases[i].policy, cases[i].initial_state,
+                             cases[i].repeat, cases[i].capacity, 1);
+        for (int k = 0; k < 4; k++)
+            CU_ASSERT_PTR_NOT_NULL_FATAL(r[k]);
+        CU_ASSERT(same_tenants(r[0], r[1]));
+        CU_ASSERT(same_tenants(r[0], r[2]));
+        CU_ASSERT(same_tenants(r[0], r[3]));
+        if (cases[i].capacity < (1ull << 30)) {
+            CU_ASSERT(r[0]->device.n_oom > 0); /* pressed */
+        }
+        uint64_t st1 = r[1]->t[0].stretched_events + r[1]->t[1].stretched_events,
+                 st2 = r[2]->t[0].stretched_events + r[2]->t[1].stretched_events;
+        CU_ASSERT_EQUAL(st1, 0); /* unseeded: blocks from /initial_state live to the end */
+        if (cases[i].repeat == 1) {
+            CU_ASSERT(st2 > n / 2); /* seeded: by id from the start */
+        } else {
+            CU_ASSERT_EQUAL(st2, 0); /* --repeat keeps them by address (engine.c, seeded_slots) */
+        }
+        for (int k = 0; k < 4; k++)
+            gm_sim_result_free(r[k]);
+    }
+    free(e0);
+    free(e1);
+    free(e2);
+}
+
 /* A trusted id column that names the wrong allocation: an error naming the
  * event, not a silent wrong pairing. */
 static void test_damaged_ids(void)
@@ -348,5 +579,8 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_old_and_foreign_layouts);
     GM_ADD_TEST(s, test_replay_by_id_is_by_address);
     GM_ADD_TEST(s, test_damaged_ids);
+    GM_ADD_TEST(s, test_seeded_numbering);
+    GM_ADD_TEST(s, test_seeded_scheme_written);
+    GM_ADD_TEST(s, test_seeded_replay);
     return CUE_SUCCESS;
 }

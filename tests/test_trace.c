@@ -236,7 +236,8 @@ static void round_trip(size_t n, const gm_trace_write_opts *opts, size_t cap)
     CU_ASSERT_EQUAL(g->device_avail_max_bytes, 22 * GM_GiB);
     CU_ASSERT_STRING_EQUAL(g->device_avail_source, "2 release-and-retry bursts");
     CU_ASSERT_STRING_EQUAL(g->torch_version, "2.3-2.8"); /* through the isolated reader too */
-    CU_ASSERT_EQUAL(g->dense_ids, 1);                    /* gmsim's writer numbered them */
+    CU_ASSERT_EQUAL(g->dense_ids, 1); /* gmsim's writer numbered them; the blocks of
+                                         /initial_state came after events: not seeded */
     CU_ASSERT_STRING_EQUAL(gm_trace_path(r), path);
     CU_ASSERT_EQUAL(gm_trace_nevents(r), n);
 

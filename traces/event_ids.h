@@ -18,6 +18,12 @@
  *   free_requested the address's slot, or 0
  *   anything else  0
  *
+ * Seeded (FORMAT.md, id_scheme "gmsim-live-slot/2"): the blocks of
+ * /initial_state, in table order, are numbered before the first event as
+ * allocations would be (gm_ids_seed): slots 1..B when their addresses
+ * differ, so the frees of pre-existing blocks carry their slot too and a
+ * replay keeps them by id as well.
+ *
  * Slots stop at 2^32 - 1 live allocations; past that an allocation gets 0
  * and is paired by address. Memory: O(live allocations).
  */
@@ -42,7 +48,15 @@ int gm_ids_init(gm_ids *m); /* GM_OK or GM_ENOMEM */
 void gm_ids_free(gm_ids *m);
 /* The id of event e (the next in trace order), or -1 when out of memory. */
 int64_t gm_ids_next(gm_ids *m, const gm_event *e);
+/* A pre-existing block at addr, numbered before the first event (the
+ * slot it holds, or -1 when out of memory). */
+int64_t gm_ids_seed(gm_ids *m, uint64_t addr);
 /* Set the id of every event of an in-memory trace, in order. */
 int gm_ids_assign(gm_event *ev, size_t n, gm_err *err);
+/* The same, seeded with the block rows of init (n_init rows of
+ * /initial_state, in order) as gmsim's writer seeds a trace it writes
+ * with its initial state first (meta dense_ids 2). */
+int gm_ids_assign_seeded(gm_event *ev, size_t n, const gm_init_row *init, size_t n_init,
+                         gm_err *err);
 
 #endif

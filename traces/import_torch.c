@@ -1441,8 +1441,10 @@ int gm_import_trace_write(const gm_import_trace *t, const char *path,
     gm_trace_writer *w;
     int rc = gm_trace_create(path, &t->meta, opts, &w, err);
     if (rc) return rc;
-    if ((t->n_events && (rc = gm_trace_append(w, t->events, t->n_events, err))) ||
-        (t->n_init && (rc = gm_trace_write_initial(w, t->init, t->n_init, err))) ||
+    /* the initial state first: its blocks then hold the first ids, and the
+     * events' frees of them carry those (event_ids.h, seeded) */
+    if ((t->n_init && (rc = gm_trace_write_initial(w, t->init, t->n_init, err))) ||
+        (t->n_events && (rc = gm_trace_append(w, t->events, t->n_events, err))) ||
         (t->n_markers && (rc = gm_trace_add_markers(w, t->markers, t->n_markers, err))) ||
         (t->n_sites && (rc = gm_trace_write_sites(w, t->sites, t->n_sites, err)))) {
         gm_trace_abort(w);

@@ -192,7 +192,10 @@ typedef struct gm_trace_meta {
     char *torch_version; /* PyTorch that recorded it: "2.9", a range "2.3-2.8", "" unknown */
     /* the events' ids pair allocations and frees as their addresses do
      * (gmsim wrote the id column, or gm_ids_assign numbered them): a replay
-     * may index by id instead of hashing addresses. Not an attribute. */
+     * may index by id instead of hashing addresses. 2: seeded, the blocks of
+     * /initial_state hold slots 1..B in table order and their frees carry
+     * them (event_ids.h; gm_ids_assign_seeded); 1: numbered from the first
+     * event, such frees carry 0. Not an attribute. */
     int dense_ids;
     /* rows of /sites (0: none), known at open: every event's and block's
      * site is checked to be at most this. Not an attribute. */

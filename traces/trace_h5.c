@@ -118,8 +118,10 @@ static const struct col event_cols[] = {
     COL(gm_event, phase, COL_U8), OPT(gm_event, id, COL_U32), /* FORMAT.md: optional */
     OPT(gm_event, site, COL_U32),                             /* FORMAT.md: optional */
 };
-/* /events@id_scheme: the id column pairs allocations as event_ids.h numbers them */
+/* /events@id_scheme: the id column pairs allocations as event_ids.h numbers
+ * them; /2: seeded with /initial_state's blocks first (FORMAT.md, `id`) */
 #define ID_SCHEME "gmsim-live-slot/1"
+#define ID_SCHEME_SEEDED "gmsim-live-slot/2"
 static const struct col init_cols[] = {
     COL(gm_init_row, addr, COL_U64),       COL(gm_init_row, size, COL_U64),
     COL(gm_init_row, block_size, COL_U64), COL(gm_init_row, stream, COL_U64),
@@ -889,15 +891,17 @@ static void setup_fast_path(gm_h5r *r)
 }
 
 /* The id column is trusted only as gmsim's writer numbered it (FORMAT.md). */
+/* The id column's scheme (trace.h, dense_ids): 0 not trusted, 1 numbered
+ * from the first event, 2 seeded with /initial_state's blocks. */
 static int ids_trusted(hid_t events)
 {
     char *scheme = NULL;
     gm_err ignore = {0};
     int ok = H5Aexists(events, "id_scheme") > 0 &&
-             read_str_attr(events, "", "id_scheme", &scheme, &ignore) == GM_OK && scheme &&
-             !strcmp(scheme, ID_SCHEME);
+             read_str_attr(events, "", "id_scheme", &scheme, &ignore) == GM_OK && scheme;
+    int v = ok && !strcmp(scheme, ID_SCHEME) ? 1 : ok && !strcmp(scheme, ID_SCHEME_SEEDED) ? 2 : 0;
     free(scheme);
-    return ok;
+    return v;
 }
 
 /*
@@ -944,7 +948,7 @@ static int open_events(gm_h5r *r, gm_err *err)
     hsize_t piece = GM_TRACE_CHUNK_EVENTS;
     hid_t ft = H5Dget_type(r->events);
     r->ev_type = table_type_from(&events_table, 0, ft);
-    r->meta.dense_ids = has_member(ft, "id") && ids_trusted(r->events);
+    r->meta.dense_ids = has_member(ft, "id") ? ids_trusted(r->events) : 0;
     h5_close(&ft, H5Tclose);
     r->fspace = H5Dget_space(r->events);
     r->mspace = H5Screate_simple(1, &piece, NULL);
@@ -1431,8 +1435,10 @@ struct gm_trace_writer {
     hid_t raw_type, init_type, mk_type; /* memory types: packed events, structs */
     unsigned char *raw;                 /* events not yet written, packed */
     size_t nbuf, chunk;
-    gm_ids ids;                           /* the allocations' live slots (column id) */
-    gm_trace_write_opts opts;             /* for /events, created at the first flush */
+    gm_ids ids;               /* the allocations' live slots (column id) */
+    int numbered;             /* an event was numbered: /initial_state's blocks no longer seed */
+    int late_blocks;          /* blocks written after that: the ids are not seeded (scheme /1) */
+    gm_trace_write_opts opts; /* for /events, created at the first flush */
     uint64_t nevents, ninitial, nmarkers; /* rows written           */
     uint64_t dropped;
 };
@@ -1529,7 +1535,7 @@ static hid_t create_table(hid_t file, const struct table *t, hsize_t chunk,
 static int create_events(gm_trace_writer *w, size_t chunk, gm_err *err)
 {
     w->events = create_table(w->file, &events_table, chunk ? chunk : 1, &w->opts);
-    if (w->events >= 0 && write_str_attr(w->events, "id_scheme", ID_SCHEME) == 0) return GM_OK;
+    if (w->events >= 0) return GM_OK;
     w->failed = 1;
     return gm_errf(err, GM_EIO, "%s: cannot create /events (HDF5 error)", w->tmp);
 }
@@ -1688,6 +1694,7 @@ int gm_trace_append(gm_trace_writer *w, const gm_event *ev, size_t n, gm_err *er
     int rc = check_writable(w, ev, n, err);
     while (!rc && n > 0) {
         size_t k = w->chunk - w->nbuf < n ? w->chunk - w->nbuf : n;
+        w->numbered = 1;
         if (pack_events(&w->ids, ev, w->raw + w->nbuf * EV_PACKED, k)) {
             rc = gm_errf(err, GM_ENOMEM, "%s: out of memory numbering allocations", w->path);
             break;
@@ -1703,6 +1710,14 @@ int gm_trace_append(gm_trace_writer *w, const gm_event *ev, size_t n, gm_err *er
 int gm_trace_write_initial(gm_trace_writer *w, const gm_init_row *rows, size_t n, gm_err *err)
 {
     int rc = check_writable(w, rows, n, err);
+    /* before the first event, the blocks take their slots first (event_ids.h, seeded) */
+    for (size_t i = 0; !rc && i < n; i++) {
+        if (rows[i].kind != GM_INIT_BLOCK) continue;
+        if (w->numbered)
+            w->late_blocks = 1;
+        else if (gm_ids_seed(&w->ids, rows[i].addr) < 0)
+            rc = gm_errf(err, GM_ENOMEM, "%s: out of memory numbering allocations", w->path);
+    }
     if (!rc && append_rows(w->initial, w->init_type, rows, n, &w->ninitial) < 0) {
         w->failed = 1;
         rc = gm_errf(err, GM_EIO, "%s: cannot write /initial_state (disk full?)", w->tmp);
@@ -1804,6 +1819,12 @@ int gm_trace_finish(gm_trace_writer *w, gm_err *err)
     int rc = w->failed ? gm_errf(err, GM_EIO, "%s: not written: an earlier write failed", w->path)
                        : GM_OK;
     if (!rc && (w->nbuf || w->events < 0)) rc = flush_events(w, err); /* creates /events */
+    /* the ids' scheme, now that whether /initial_state seeded them is known */
+    if (!rc && write_str_attr(w->events, "id_scheme",
+                              w->late_blocks ? ID_SCHEME : ID_SCHEME_SEEDED) != 0) {
+        w->failed = 1;
+        rc = gm_errf(err, GM_EIO, "%s: cannot write /events' id_scheme (HDF5 error)", w->tmp);
+    }
     if (!rc) rc = update_dropped(w, err);
     /* H5Fclose flushes; only its result says whether the data reached the file */
     if (!rc && writer_close_h5(w) < 0)

@@ -215,7 +215,7 @@ static uint64_t *meta_nums(gm_trace_meta *m, int i)
 static void meta_put(struct wbuf *w, const gm_trace_meta *cm)
 {
     gm_trace_meta *m = (gm_trace_meta *)cm;
-    int32_t version = m->version, dense = m->dense_ids != 0;
+    int32_t version = m->version, dense = m->dense_ids;
     wput(w, &version, sizeof version);
     wput(w, &dense, sizeof dense);
     for (int i = 0; i < META_NU64; i++)
@@ -236,7 +236,7 @@ static int meta_get(const char *p, size_t len, gm_trace_meta *m)
     if (len < sizeof version + sizeof dense + 8 * META_NU64) return -1;
     memcpy(&version, p, sizeof version), off += sizeof version;
     memcpy(&dense, p + off, sizeof dense), off += sizeof dense;
-    if (version < GM_TRACE_MIN_VERSION || version > GM_TRACE_VERSION || (dense != 0 && dense != 1))
+    if (version < GM_TRACE_MIN_VERSION || version > GM_TRACE_VERSION || dense < 0 || dense > 2)
         return -1;
     m->version = version;
     m->dense_ids = dense; /* a hint only: the engine checks each id's address at the free */
