@@ -1355,6 +1355,76 @@ static void test_big_dict_lookup(void)
     CU_FAIL("bigdict_p4 case missing");
 }
 
+/* A snapshot's trace, as Python's pickler writes it when every entry's
+ * strings are objects of their own (no memo reference between entries):
+ * n dicts of six keys. */
+static unsigned char *trace_pickle(size_t n, size_t *len)
+{
+    unsigned char *b = malloc(64 + n * 96), *o = b;
+    if (!b) return NULL;
+    *o++ = 0x80, *o++ = 4;  /* PROTO 4 */
+    *o++ = ']', *o++ = '('; /* EMPTY_LIST, MARK */
+    static const char *const keys[] = {"action", "addr", "size", "stream", "time_us", "frames"};
+    for (size_t i = 0; i < n; i++) {
+        *o++ = '}', *o++ = '('; /* EMPTY_DICT, MARK */
+        for (int k = 0; k < 6; k++) {
+            size_t kl = strlen(keys[k]);
+            *o++ = 0x8c, *o++ = (unsigned char)kl; /* SHORT_BINUNICODE */
+            memcpy(o, keys[k], kl), o += kl;
+            if (k == 0) {
+                const char *a = i % 2 ? "free_completed" : "alloc";
+                *o++ = 0x8c, *o++ = (unsigned char)strlen(a);
+                memcpy(o, a, strlen(a)), o += strlen(a);
+            } else if (k == 5) {
+                *o++ = ']'; /* an empty list of frames */
+            } else {
+                uint32_t v = (uint32_t)(i * 7 + (size_t)k);
+                *o++ = 'J'; /* BININT */
+                for (int j = 0; j < 4; j++)
+                    *o++ = (unsigned char)(v >> (8 * j));
+            }
+        }
+        *o++ = 'u'; /* SETITEMS */
+    }
+    *o++ = 'e', *o++ = '.'; /* APPENDS, STOP */
+    *len = (size_t)(o - b);
+    return b;
+}
+
+/* Short strs are made once per text (unpickle.c, intern_str): a trace's
+ * keys and actions are one node each, whatever the pickle repeats, and a
+ * loaded snapshot takes ~300 bytes an entry, not the ~870 of a node per
+ * text and per value of 48 bytes; every value still reads back. */
+static void test_shared_short_strings(void)
+{
+    size_t n = 20000, len = 0;
+    unsigned char *b = trace_pickle(n, &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    gm_err err;
+    pkl_doc *d = parse(b, len, &err);
+    free(b);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    const pkl_value *r = pkl_root(d);
+    CU_ASSERT_EQUAL_FATAL(pkl_len(r), n);
+    const pkl_value *e0 = pkl_item(r, 0), *e1 = pkl_item(r, 1), *e2 = pkl_item(r, 2);
+    CU_ASSERT_PTR_EQUAL(pkl_dict_get(e0, "action"), pkl_dict_get(e2, "action"));
+    CU_ASSERT_PTR_NOT_EQUAL(pkl_dict_get(e0, "action"), pkl_dict_get(e1, "action"));
+    CU_ASSERT_PTR_EQUAL(pkl_dict_entry(e0, 3)->key, pkl_dict_entry(e1, 3)->key);
+    size_t ok = 0;
+    for (size_t i = 0; i < n; i++) {
+        const pkl_value *e = pkl_item(r, i);
+        int64_t addr = -1, tu = -1;
+        const char *a = pkl_dict_str(e, "action");
+        ok += pkl_len(e) == 6 && pkl_dict_int(e, "addr", &addr) && addr == (int64_t)(i * 7 + 1) &&
+              pkl_dict_int(e, "time_us", &tu) && tu == (int64_t)(i * 7 + 4) && a &&
+              !strcmp(a, i % 2 ? "free_completed" : "alloc") &&
+              pkl_len(pkl_dict_get(e, "frames")) == 0;
+    }
+    CU_ASSERT_EQUAL(ok, n);
+    CU_ASSERT(pkl_doc_bytes(d) / n < 400);
+    pkl_free(d);
+}
+
 static void test_repr_truncation(void)
 {
     gm_err err;
@@ -1637,5 +1707,6 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_snapshots);
     GM_ADD_TEST(s, test_snapshot_fields);
     GM_ADD_TEST(s, test_load_file_errors);
+    GM_ADD_TEST(s, test_shared_short_strings);
     return CUE_SUCCESS;
 }

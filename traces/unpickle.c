@@ -75,6 +75,9 @@ typedef struct parser {
     size_t nmarks, marks_cap;
     pkl_value **memo;
     size_t memo_cap, memo_count;
+    /* short strs seen, by hash (intern_str): one node for each text */
+    pkl_value **intern;
+    size_t intern_mask, intern_count;
 
     pkl_value *none, *true_, *false_;
 } parser;
@@ -577,13 +580,14 @@ static int key_eq(parser *p, const pkl_value *a, const pkl_value *b, bool *eq)
 
 static int index_insert(parser *p, pkl_value *d, size_t entry, uint64_t h)
 {
-    size_t mask = d->u.map.index_mask;
+    size_t mask = d->u.map.index[0];
+    uint32_t *slot = d->u.map.index + 1;
     size_t i = (size_t)h & mask;
-    while (d->u.map.index[i]) {
+    while (slot[i]) {
         if (!p->work_budget--) return too_costly(p);
         i = (i + 1) & mask;
     }
-    d->u.map.index[i] = (uint32_t)(entry + 1);
+    slot[i] = (uint32_t)(entry + 1);
     return GM_OK;
 }
 
@@ -592,11 +596,11 @@ static int index_rebuild(parser *p, pkl_value *d)
     size_t slots = 32;
     while (slots < 2 * d->u.map.len + 2)
         slots *= 2;
-    uint32_t *idx = arena_alloc(p, slots * sizeof *idx);
+    uint32_t *idx = arena_alloc(p, (slots + 1) * sizeof *idx);
     if (!idx) return p->rc;
-    memset(idx, 0, slots * sizeof *idx);
+    memset(idx, 0, (slots + 1) * sizeof *idx);
+    idx[0] = (uint32_t)(slots - 1); /* the mask, then the slots */
     d->u.map.index = idx;
-    d->u.map.index_mask = slots - 1;
     for (size_t e = 0; e < d->u.map.len; e++)
         if (index_insert(p, d, e, key_hash((pkl_value *)d->u.map.items[e].key))) return p->rc;
     return GM_OK;
@@ -620,9 +624,10 @@ static int dict_find(parser *p, pkl_value *d, pkl_value *k, uint64_t h, size_t *
         }
         return GM_OK;
     }
-    size_t mask = d->u.map.index_mask;
-    for (size_t i = (size_t)h & mask; d->u.map.index[i]; i = (i + 1) & mask) {
-        size_t e = d->u.map.index[i] - 1;
+    size_t mask = d->u.map.index[0];
+    const uint32_t *slot = d->u.map.index + 1;
+    for (size_t i = (size_t)h & mask; slot[i]; i = (i + 1) & mask) {
+        size_t e = slot[i] - 1;
         if (!p->work_budget--) return too_costly(p);
         if (key_eq(p, d->u.map.items[e].key, k, &eq)) return p->rc;
         if (eq) {
@@ -630,6 +635,21 @@ static int dict_find(parser *p, pkl_value *d, pkl_value *k, uint64_t h, size_t *
             return GM_OK;
         }
     }
+    return GM_OK;
+}
+
+/* Room for `more` entries beyond d's (arena memory is not given back: a
+ * SETITEMS says how many come, so a dict is mostly allocated once). */
+static int dict_reserve(parser *p, pkl_value *d, size_t more)
+{
+    size_t len = d->u.map.len, cap = len + more;
+    if (cap <= d->u.map.cap) return GM_OK;
+    if (cap >= UINT32_MAX) cap = UINT32_MAX - 1;
+    pkl_entry *items = arena_alloc(p, cap * sizeof *items);
+    if (!items) return p->rc;
+    if (len) memcpy(items, d->u.map.items, len * sizeof *items);
+    d->u.map.items = items;
+    d->u.map.cap = (uint32_t)cap;
     return GM_OK;
 }
 
@@ -650,19 +670,12 @@ static int dict_set(parser *p, pkl_value *d, pkl_value *k, pkl_value *v)
     }
     size_t len = d->u.map.len;
     if (len >= UINT32_MAX - 1) return fail(p, "dict has more than 2^32 entries");
-    if (len == d->u.map.cap) {
-        size_t cap = len ? 2 * len : 4;
-        pkl_entry *items = arena_alloc(p, cap * sizeof *items);
-        if (!items) return p->rc;
-        if (len) memcpy(items, d->u.map.items, len * sizeof *items);
-        d->u.map.items = items;
-        d->u.map.cap = cap;
-    }
+    if (len == d->u.map.cap && dict_reserve(p, d, len ? len : 4)) return p->rc;
     d->u.map.items[len].key = k;
     d->u.map.items[len].value = v;
     d->u.map.len = len + 1;
     if (d->u.map.len > SMALL_DICT) {
-        if (!d->u.map.index || 2 * d->u.map.len + 2 > d->u.map.index_mask + 1)
+        if (!d->u.map.index || 2 * (size_t)d->u.map.len + 2 > (size_t)d->u.map.index[0] + 1)
             return index_rebuild(p, d);
         return index_insert(p, d, len, h);
     }
@@ -676,6 +689,7 @@ static int dict_set_pairs(parser *p, pkl_value *d, pkl_value **items, size_t n)
                     "opcode %s has an odd number (%zu) of keys and values; the file is "
                     "corrupted",
                     op_name(cur_op(p)), n);
+    if (n && d->u.map.cap - d->u.map.len < n / 2 && dict_reserve(p, d, n / 2)) return p->rc;
     for (size_t i = 0; i < n; i += 2)
         if (dict_set(p, d, items[i], items[i + 1])) return p->rc;
     return GM_OK;
@@ -750,6 +764,59 @@ static size_t utf8_check(const uint8_t *s, size_t n)
     return n;
 }
 
+/* Strs of up to INTERN_MAX bytes are made once per text and shared, as
+ * memo references share nodes already: a snapshot repeats the same keys
+ * ('action', 'addr', 'size', ...) and actions ('alloc', 'free_completed')
+ * in every trace entry, and Python's pickler writes each one again unless
+ * it is the same object. Nodes are read-only once placed, so sharing
+ * changes no value. A probe longer than INTERN_PROBE (keys made to
+ * collide) makes a node of its own: the work stays linear. */
+#define INTERN_MAX 32
+#define INTERN_PROBE 8
+#define INTERN_MOST (1u << 20) /* distinct texts kept */
+
+static pkl_value *intern_str(parser *p, const uint8_t *s, size_t n)
+{
+    if (n > INTERN_MAX) return new_blob(p, PKL_STR, s, n);
+    if (!p->intern || 2 * (p->intern_count + 1) > p->intern_mask + 1) {
+        if (p->intern_count >= INTERN_MOST) return new_blob(p, PKL_STR, s, n);
+        size_t slots = p->intern ? 2 * (p->intern_mask + 1) : 1024;
+        if (charge(p, slots * sizeof *p->intern)) return NULL;
+        pkl_value **t = calloc(slots, sizeof *t);
+        if (!t) {
+            no_memory(p);
+            return NULL;
+        }
+        for (size_t i = 0; p->intern && i <= p->intern_mask; i++) {
+            pkl_value *v = p->intern[i];
+            if (!v) continue;
+            size_t j = (size_t)v->u.s.hash & (slots - 1), k = 0;
+            while (t[j] && k++ < INTERN_PROBE)
+                j = (j + 1) & (slots - 1);
+            if (!t[j]) t[j] = v; /* else dropped: made anew when met again */
+        }
+        free(p->intern);
+        p->intern = t;
+        p->intern_mask = slots - 1;
+    }
+    uint64_t h = hash_bytes(PKL_STR, s, n);
+    size_t i = (size_t)h & p->intern_mask;
+    for (unsigned k = 0; k < INTERN_PROBE; k++, i = (i + 1) & p->intern_mask) {
+        pkl_value *v = p->intern[i];
+        if (!v) {
+            v = new_blob(p, PKL_STR, s, n);
+            if (!v) return NULL;
+            v->u.s.hash = h; /* key_hash's, which then need not read the text */
+            v->flags |= PKL_F_HASHED;
+            p->intern[i] = v;
+            p->intern_count++;
+            return v;
+        }
+        if (v->u.s.hash == h && v->u.s.len == n && !memcmp(v->u.s.data, s, n)) return v;
+    }
+    return new_blob(p, PKL_STR, s, n);
+}
+
 static int push_str(parser *p, const uint8_t *s, size_t n)
 {
     size_t bad = utf8_check(s, n);
@@ -758,7 +825,7 @@ static int push_str(parser *p, const uint8_t *s, size_t n)
                     "opcode %s: invalid UTF-8 at byte %zu of the string; the file is "
                     "corrupted",
                     op_name(cur_op(p)), bad);
-    return push(p, new_blob(p, PKL_STR, s, n));
+    return push(p, intern_str(p, s, n));
 }
 
 /* Python 2 str (STRING, BINSTRING, SHORT_BINSTRING): Python 3 decodes it as ASCII. */
@@ -1404,6 +1471,7 @@ int pkl_parse(const void *buf, size_t len, const pkl_opts *opts, pkl_doc **out, 
     free(p.stack);
     free(p.marks);
     free(p.memo);
+    free(p.intern);
     if (rc) {
         pkl_free(p.doc);
         return rc;
@@ -1510,9 +1578,10 @@ const pkl_value *pkl_dict_get(const pkl_value *v, const char *key)
     size_t n = strlen(key);
     if (v->u.map.index) {
         uint64_t h = hash_bytes(PKL_STR, key, n);
-        size_t mask = v->u.map.index_mask;
-        for (size_t i = (size_t)h & mask; v->u.map.index[i]; i = (i + 1) & mask) {
-            const pkl_entry *e = &v->u.map.items[v->u.map.index[i] - 1];
+        size_t mask = v->u.map.index[0];
+        const uint32_t *slot = v->u.map.index + 1;
+        for (size_t i = (size_t)h & mask; slot[i]; i = (i + 1) & mask) {
+            const pkl_entry *e = &v->u.map.items[slot[i] - 1];
             if (e->key->kind == PKL_STR && e->key->u.s.hash == h && e->key->u.s.len == n &&
                 memcmp(e->key->u.s.data, key, n) == 0)
                 return e->value;

@@ -24,8 +24,9 @@
  * is checked against the bytes that remain, and work is linear in the input.
  *
  * The result is a tree of pkl_value nodes in one arena, freed at once by
- * pkl_free(). Memo references (BINGET) share nodes, so the tree is really a
- * DAG: a node can be reachable from several parents, but never from itself
+ * pkl_free(). Memo references (BINGET) share nodes, and so do strs of up
+ * to 32 bytes with the same text (a snapshot repeats its keys and actions
+ * in every entry), so the tree is really a DAG: a node can be reachable from several parents, but never from itself
  * (cycles are refused), and a walker that follows every edge may visit a
  * shared node many times. Nodes are read-only once parsing is done.
  *
@@ -100,13 +101,16 @@ struct pkl_value {
         } seq;          /* PKL_LIST, PKL_TUPLE */
         struct {
             pkl_entry *items;
-            size_t len;
-            size_t cap;      /* internal                               */
-            uint32_t *index; /* internal: hash slots (entry + 1), or NULL */
-            size_t index_mask;
-        } map; /* PKL_DICT */
+            uint32_t len;
+            uint32_t cap;    /* internal                                       */
+            uint32_t *index; /* internal: index[0] the slot mask, then the hash
+                                slots (entry + 1); NULL: searched linearly     */
+        } map;               /* PKL_DICT                                       */
     } u;
 };
+/* 32 bytes: a snapshot's trace is millions of small nodes (an entry: a dict
+ * of six keys and its values), so the node's size is most of a loaded
+ * snapshot's memory. */
 
 /* Parse options; a NULL pkl_opts or zero fields mean the defaults. */
 typedef struct pkl_opts {
