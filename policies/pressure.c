@@ -10,7 +10,10 @@ uint64_t gm_pressure_need(const gm_alloc *a, const gm_pressure *p)
     uint64_t want = gm_device_round(p->alloc_size), need = 0;
     uint64_t used = d->used_bytes + d->overhead_bytes;
     uint64_t avail = cap > used ? cap - used : 0;
-    if (want > avail) need = want - avail;
+    if (want > avail)
+        need = want - avail;
+    else
+        gm_device_found_room(d); /* the device's part is 0, with any fewer tenants too */
     uint64_t lim = a->limits.memory_limit;
     if (lim && a->c.reserved_bytes + p->alloc_size > lim) {
         uint64_t over = a->c.reserved_bytes + p->alloc_size - lim;
@@ -31,7 +34,10 @@ uint64_t gm_pressure_over(const gm_alloc *a, double frac, uint64_t incoming)
     gm_device *d = a->dev;
     uint64_t thr = (uint64_t)(frac * (double)gm_device_capacity(d));
     uint64_t used = d->used_bytes + d->overhead_bytes + incoming;
-    if (used > thr && used - thr > over) over = used - thr;
+    if (used > thr && used - thr > over)
+        over = used - thr;
+    else
+        gm_device_found_room(d); /* the device's part decides nothing, with fewer tenants too */
     return over;
 }
 

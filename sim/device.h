@@ -77,6 +77,14 @@ struct gm_device {
      * gm_device_capacity, which counts it here. */
     uint64_t refused;
     uint64_t capacity_reads;
+    /* Of capacity_reads, those that found room: a decision from the
+     * device's free memory (capacity less every tenant's use) that came out
+     * as it would on a device without end (gm_device_found_room). With
+     * fewer tenants on the same device the free memory is as large or
+     * larger, and the decision the same: fit --tenants (study/fit.c) reads
+     * a run with no refusal and only such reads as one where every tenant
+     * ran as it would alone. */
+    uint64_t room_reads;
 };
 
 /* The device's size, for a decision taken from it: the read is counted
@@ -86,6 +94,12 @@ static inline uint64_t gm_device_capacity(gm_device *d)
 {
     d->capacity_reads++;
     return d->capacity_bytes;
+}
+
+/* The last gm_device_capacity read found room (room_reads). */
+static inline void gm_device_found_room(gm_device *d)
+{
+    d->room_reads++;
 }
 
 /* Bytes a driver allocation of `bytes` really takes (granularity applied). */

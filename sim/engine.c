@@ -2035,6 +2035,7 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
     if (s.dev && !cfg->device) {
         s.res->capacity_free = !s.dev->capacity_reads;
         s.res->refused_calls = s.dev->refused;
+        s.res->independent = !s.dev->refused && s.dev->capacity_reads == s.dev->room_reads;
     }
     if (!cfg->device) gm_device_destroy(s.dev);
     if (s.n == 1) s.res->device = s.res->t[0].m;

@@ -269,6 +269,10 @@ typedef struct gm_sim_result {
      * and above too when no call was refused (refused_calls 0) */
     int capacity_free;
     uint64_t refused_calls;
+    /* 1: no driver call was refused and every read of the device's free
+     * memory found room (device.h, room_reads): each tenant ran as it would
+     * alone, so any subset of the tenants, on this device, runs the same */
+    int independent;
 } gm_sim_result;
 
 struct gm_policy_ops;

@@ -247,79 +247,125 @@ int gm_fit_capacity(const gm_sim_config *base, char *const *specs, size_t n, int
     return fit_finish(f, out, err);
 }
 
-static void fit_tenants_one(void *arg, size_t i)
+/* One run of k copies for copies_search: 1 fits, 0 does not, <0 an
+ * error. *alone: it fitted with no driver call refused and every decision
+ * from the device's free memory as on a device without end (the result's
+ * `independent`, sim/device.h: room_reads); *peak: the device's peak use. */
+typedef int (*copies_run_fn)(void *ctx, uint32_t k, int *alone, uint64_t *peak);
+
+/* The most copies, up to max, before the first count that does not fit,
+ * as a scan k = 1, 2, ... finds it; *first_fail: that count (max + 1 when
+ * every count up to max fits). A run of k copies that fitted alone (above)
+ * is, for its first j < k copies, the run of j copies: each tenant
+ * decides from its own allocator (its own cap or quota included) and the
+ * device only said yes, and had room wherever it was asked how much (with
+ * fewer copies, as much room or more: each copy holds what it held in the
+ * k-run, up to the first difference, which never comes); addresses differ,
+ * their order within a tenant does not (device.h). So every j < k fits
+ * too. So while runs say that,
+ * the search goes up, to as many copies as the last run's peak says fit
+ * on `capacity` (at most 4 times as many), then halves the span to the
+ * first failure; where a run fits without saying it (under pressure), the
+ * copies between are simulated one by one from the last known, as the
+ * scan would. The last count that fits and the first that does not were
+ * both simulated. Returns <0 on an error (the copies known by then in
+ * *fit). */
+static int copies_search(uint32_t max, uint64_t capacity, copies_run_fn run, void *ctx,
+                         uint32_t *fit, uint32_t *first_fail)
 {
-    fit_ctx *x = arg;
-    gm_fit *f = x->f;
-    gm_fit_entry *e = &f->e[i];
-    size_t group = x->base->n_tenants;
-    gm_tenant_spec *ts = calloc(group * f->max_copies, sizeof *ts);
-    if (!ts) {
-        e->rc = gm_errf(&e->err, GM_ENOMEM, "out of memory");
-        return;
-    }
-    for (uint32_t k = 0; k < f->max_copies; k++)
-        for (size_t j = 0; j < group; j++) {
-            ts[k * group + j] = x->base->tenants[j];
-            ts[k * group + j].offset_ns += (uint64_t)k * f->stagger_ns;
-        }
-    gm_sim_config cfg = *x->base;
-    cfg.policy = e->spec;
-    cfg.progress = NULL;
-    cfg.tenants = ts;
-    cfg.capacity_bytes = x->base_capacity;
-    cfg.no_hash = 1;         /* fit reports no trace hash */
-    cfg.no_device_stats = 1; /* a verdict or a row: no memory_stats() (engine.h) */
-    /* The answer is the copies before the first k that has an OOM, as a
-     * scan k = 1, 2, ... finds it. A run of k copies that fitted with no
-     * driver call refused and no decision taken from the device's size is,
-     * for its first j < k copies, the run of j copies: each tenant decides
-     * from its own allocator and the device only said yes (addresses
-     * differ, their order within a tenant does not: device.h), so every
-     * j < k fits too. So while runs say that, the search goes up, to as
-     * many copies as the last run's peak says fit (at most 4 times as
-     * many), then halves the span to the first failure; where a run fits
-     * without saying it (under pressure), the copies between are simulated
-     * one by one from the last known, as the scan would. */
-    uint32_t lo = 0, hi = f->max_copies + 1; /* 1..lo fit; hi has an OOM (max + 1: none known) */
-    uint64_t lo_peak = 0;                    /* the device's peak use at lo (until one by one) */
-    uint32_t known_fit = 0;                  /* a k > lo that fits, below or not */
-    int one_by_one = 0;
+    uint32_t lo = 0, hi = max + 1; /* 1..lo fit; hi does not (max + 1: none known) */
+    uint64_t lo_peak = 0;          /* the device's peak use at lo (until one by one) */
+    uint32_t known_fit = 0;        /* a k > lo that fits, below or not */
+    int one_by_one = 0, rc = GM_OK;
     while (lo + 1 < hi) {
         uint32_t k = lo + 1;
-        if (!one_by_one && hi <= f->max_copies) {
+        if (!one_by_one && hi <= max) {
             k = lo + (hi - lo) / 2;
         } else if (!one_by_one && lo && lo_peak) {
-            double est = (double)lo * (double)cfg.capacity_bytes / (double)lo_peak;
-            double most = 4.0 * lo < f->max_copies ? 4.0 * lo : f->max_copies;
+            double est = (double)lo * (double)capacity / (double)lo_peak;
+            double most = 4.0 * lo < max ? 4.0 * lo : max;
             k = est >= most ? (uint32_t)most : est > lo + 1 ? (uint32_t)est : lo + 1;
         }
         if (k == known_fit) { /* fits (simulated before), not known below */
             lo = k;
             continue;
         }
-        cfg.n_tenants = group * k;
-        gm_sim_result *r = NULL;
-        int ok = try_run_as(&cfg, e, &r, 1);
+        int alone = 0;
+        uint64_t peak = 0;
+        int ok = run(ctx, k, &alone, &peak);
         if (ok < 0) {
-            e->copies_tried = k;
-            e->copies_fit = lo;
-            free(ts);
-            return;
+            rc = ok;
+            hi = k;
+            break;
         }
         if (!ok) {
             hi = k;
-            e->first_fail_completed = r ? (uint32_t)gm_sim_completed(r) : 0;
-        } else if (k == lo + 1 || (r->capacity_free && !r->refused_calls)) {
+        } else if (k == lo + 1 || alone) {
             lo = k; /* every copy count up to k fits */
-            lo_peak = r->peak_device_used;
+            lo_peak = peak;
         } else {
             known_fit = k; /* k fits; those between lo and k are simulated */
             one_by_one = 1;
         }
-        gm_sim_result_free(r);
     }
-    e->copies_fit = lo;
+    *fit = lo;
+    *first_fail = hi;
+    return rc;
+}
+
+/* Copies of the base's tenants, copy k starting k * stagger later. */
+static gm_tenant_spec *copies_specs(const gm_sim_config *base, uint32_t max, uint64_t stagger)
+{
+    size_t group = base->n_tenants;
+    gm_tenant_spec *ts = calloc(group * max, sizeof *ts);
+    for (uint32_t k = 0; ts && k < max; k++)
+        for (size_t j = 0; j < group; j++) {
+            ts[k * group + j] = base->tenants[j];
+            ts[k * group + j].offset_ns += (uint64_t)k * stagger;
+        }
+    return ts;
+}
+
+typedef struct tenants_run {
+    gm_sim_config cfg;
+    gm_fit_entry *e;
+    size_t group; /* tenants a copy */
+} tenants_run;
+
+static int tenants_run_one(void *ctx, uint32_t k, int *alone, uint64_t *peak)
+{
+    tenants_run *x = ctx;
+    x->cfg.n_tenants = x->group * k;
+    gm_sim_result *r = NULL;
+    int ok = try_run_as(&x->cfg, x->e, &r, 1);
+    if (ok == 0) x->e->first_fail_completed = r ? (uint32_t)gm_sim_completed(r) : 0;
+    if (ok > 0) {
+        *alone = r->independent;
+        *peak = r->peak_device_used;
+    }
+    gm_sim_result_free(r);
+    return ok;
+}
+
+static void fit_tenants_one(void *arg, size_t i)
+{
+    fit_ctx *x = arg;
+    gm_fit *f = x->f;
+    gm_fit_entry *e = &f->e[i];
+    gm_tenant_spec *ts = copies_specs(x->base, f->max_copies, f->stagger_ns);
+    if (!ts) {
+        e->rc = gm_errf(&e->err, GM_ENOMEM, "out of memory");
+        return;
+    }
+    tenants_run t = {*x->base, e, x->base->n_tenants};
+    t.cfg.policy = e->spec;
+    t.cfg.progress = NULL;
+    t.cfg.tenants = ts;
+    t.cfg.capacity_bytes = x->base_capacity;
+    t.cfg.no_hash = 1;         /* fit reports no trace hash */
+    t.cfg.no_device_stats = 1; /* a verdict or a row: no memory_stats() (engine.h) */
+    uint32_t hi;
+    copies_search(f->max_copies, t.cfg.capacity_bytes, tenants_run_one, &t, &e->copies_fit, &hi);
     e->copies_tried = hi <= f->max_copies ? hi : f->max_copies;
     free(ts);
 }
@@ -391,8 +437,10 @@ static void density_add(const gm_sim_result *r, int protected_class, density_acc
     acc->cap_span += (double)r->capacity_bytes * (double)(r->device.t_last - r->device.t_first);
 }
 
-/* One run for density; 1 fits, 0 does not (acc->why says why), <0 an error. */
-static int density_run(const gm_sim_config *cfg, gm_fit *f, gm_fit_entry *e, density_acc *acc)
+/* One run for density; 1 fits, 0 does not (acc->why says why), <0 an
+ * error. *alone and *peak as copies_run_fn's (r's, when it ran). */
+static int density_run(const gm_sim_config *cfg, gm_fit *f, gm_fit_entry *e, density_acc *acc,
+                       int *alone, uint64_t *peak)
 {
     gm_sim_result *r = NULL;
     gm_err err = {0};
@@ -410,6 +458,8 @@ static int density_run(const gm_sim_config *cfg, gm_fit *f, gm_fit_entry *e, den
     }
     e->events_simulated += r->events;
     density_add(r, f->protected_class, acc);
+    if (alone) *alone = r->independent;
+    if (peak) *peak = r->peak_device_used;
     gm_sim_result_free(r);
     if (cfg->step_done) {
         char line[480];
@@ -425,6 +475,45 @@ static void density_keep(gm_fit_entry *e, const density_acc *acc)
     e->slowdown = acc->span_ns > 0 ? acc->driver_ns / acc->span_ns : 0;
     e->utilization = acc->cap_span > 0 ? acc->int_a / acc->cap_span : 0;
     e->other_ooms = acc->other_ooms;
+}
+
+typedef struct density_fit {
+    uint32_t k;
+    density_acc acc;
+} density_fit;
+
+typedef struct density_runs {
+    gm_sim_config cfg;
+    gm_fit *f;
+    gm_fit_entry *e;
+    size_t group;
+    density_fit *fits; /* every count simulated that fitted, and its figures */
+    size_t nfits, capfits;
+    density_acc fail; /* the last count that did not fit: copies_search's answer + 1 */
+} density_runs;
+
+/* copies_search's run for density: each run's figures kept for the count
+ * the search ends at. */
+static int density_run_one(void *ctx, uint32_t k, int *alone, uint64_t *peak)
+{
+    density_runs *d = ctx;
+    d->cfg.n_tenants = d->group * k;
+    density_acc acc = {.ok = 1};
+    int ok = density_run(&d->cfg, d->f, d->e, &acc, alone, peak);
+    if (ok == 0) d->fail = acc; /* hi only falls: the last failure is the answer's + 1 */
+    if (ok <= 0) return ok;
+    if (d->nfits == d->capfits) {
+        size_t cap = d->capfits ? 2 * d->capfits : 16;
+        density_fit *v = realloc(d->fits, cap * sizeof *v);
+        if (!v) {
+            d->e->rc = gm_errf(&d->e->err, GM_ENOMEM, "out of memory");
+            return GM_ENOMEM;
+        }
+        d->fits = v;
+        d->capfits = cap;
+    }
+    d->fits[d->nfits++] = (density_fit){k, acc};
+    return ok;
 }
 
 static void fit_density_one(void *arg, size_t i)
@@ -450,7 +539,7 @@ static void fit_density_one(void *arg, size_t i)
         for (size_t j = 0; j < group; j++) {
             cfg.tenants = &x->base->tenants[j];
             cfg.n_tenants = 1;
-            int ok = density_run(&cfg, f, e, &acc);
+            int ok = density_run(&cfg, f, e, &acc, NULL, NULL);
             if (ok < 0) return;
             if (!ok) {
                 snprintf(e->refusal, sizeof e->refusal, "%s", acc.why);
@@ -461,31 +550,30 @@ static void fit_density_one(void *arg, size_t i)
         density_keep(e, &acc);
         return;
     }
-    gm_tenant_spec *ts = calloc(group * f->max_copies, sizeof *ts);
+    gm_tenant_spec *ts = copies_specs(x->base, f->max_copies, f->stagger_ns);
     if (!ts) {
         e->rc = gm_errf(&e->err, GM_ENOMEM, "out of memory");
         return;
     }
-    for (uint32_t k = 0; k < f->max_copies; k++)
-        for (size_t j = 0; j < group; j++) {
-            ts[k * group + j] = x->base->tenants[j];
-            ts[k * group + j].offset_ns += (uint64_t)k * f->stagger_ns;
-        }
     cfg.tenants = ts;
-    for (uint32_t k = 1; k <= f->max_copies; k++) {
-        cfg.n_tenants = group * k;
-        density_acc acc = {.ok = 1};
-        int ok = density_run(&cfg, f, e, &acc);
-        e->copies_tried = k;
-        if (ok < 0) break;
-        if (!ok) {
-            snprintf(e->refusal, sizeof e->refusal, "%s", acc.why);
-            break;
+    /* the copies as fit --tenants searches them (copies_search: a run that
+     * fitted with nobody refused and nothing read from the device's size
+     * says every smaller count fits; nobody is asked to release, under any
+     * mode, without a refusal); the row's figures are those of the run at
+     * the answer, its refusal that of the run one copy up, both simulated */
+    density_runs d = {cfg, f, e, group, NULL, 0, 0, {.ok = 1}};
+    uint32_t fit, hi;
+    int rc = copies_search(f->max_copies, cfg.capacity_bytes, density_run_one, &d, &fit, &hi);
+    e->copies_tried = hi <= f->max_copies ? hi : f->max_copies;
+    if (rc == GM_OK && hi <= f->max_copies)
+        snprintf(e->refusal, sizeof e->refusal, "%s", d.fail.why);
+    for (size_t j = 0; fit && j < d.nfits; j++)
+        if (d.fits[j].k == fit) { /* copies_search simulated it */
+            e->copies_fit = fit;
+            e->jobs = (uint32_t)(fit * group);
+            density_keep(e, &d.fits[j].acc);
         }
-        e->copies_fit = k;
-        e->jobs = (uint32_t)(k * group);
-        density_keep(e, &acc);
-    }
+    free(d.fits);
     free(ts);
 }
 

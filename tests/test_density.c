@@ -7,6 +7,7 @@
 
 #include "cu.h"
 #include "study/fit.h"
+#include "study/simulate.h"
 
 #define MiB GM_MiB
 #define GiB GM_GiB
@@ -131,11 +132,143 @@ static void test_density_host_tier_stall(void)
     gm_fit_free(f);
 }
 
+/* What the scan k = 1, 2, ... gives for one row of density: the copies
+ * that fit (every guaranteed tenant completes without OOM; a count not
+ * placed does not fit), the first count that does not (or max), and the
+ * answer run's utilization, slowdown and other tenants' OOMs, by their
+ * definitions (study/fit.h). */
+typedef struct density_want {
+    uint32_t fit, tried;
+    double utilization, slowdown;
+    uint64_t other_ooms;
+} density_want;
+
+static density_want density_by_scan(const gm_sim_config *base, const gm_fit_entry *e, uint32_t max,
+                                    uint64_t stagger)
+{
+    gm_tenant_spec ts[64];
+    size_t group = base->n_tenants;
+    CU_ASSERT_FATAL(max * group <= 64);
+    for (uint32_t k = 0; k < max; k++)
+        for (size_t j = 0; j < group; j++) {
+            ts[k * group + j] = base->tenants[j];
+            ts[k * group + j].offset_ns += k * stagger;
+        }
+    density_want w = {0};
+    for (uint32_t k = 1; k <= max; k++) {
+        gm_sim_config c = *base;
+        c.policy = e->spec;
+        c.tenants = ts;
+        c.n_tenants = k * group;
+        c.scope_device = e->mode == GM_DENSITY_SCOPE;
+        c.share = e->mode == GM_DENSITY_HARD_CAP   ? GM_SHARE_HARD_CAP
+                  : e->mode == GM_DENSITY_REQUESTS ? GM_SHARE_REQUESTS
+                                                   : GM_SHARE_NONE;
+        gm_sim_result *r = NULL;
+        gm_err err = {0};
+        int rc = gm_simulate(&c, &r, &err);
+        CU_ASSERT_FATAL(rc == GM_OK || rc == GM_EOOM);
+        w.tried = k;
+        int ok = rc == GM_OK;
+        double drv = 0, span = 0;
+        uint64_t others = 0;
+        for (size_t i = 0; ok && i < r->n_tenants; i++) {
+            const gm_tenant_result *t = &r->t[i];
+            if (t->cls != GM_CLASS_GUARANTEED) {
+                others += t->m.n_oom;
+                continue;
+            }
+            ok = !t->m.n_oom && t->status == GM_TENANT_COMPLETED;
+            drv += (double)gm_counters_driver_ns(&t->c);
+            span += (double)(t->m.t_last - t->m.t_first);
+        }
+        if (ok) {
+            w.fit = k;
+            w.other_ooms = others;
+            w.slowdown = span > 0 ? drv / span : 0;
+            double cs = (double)r->capacity_bytes * (double)(r->device.t_last - r->device.t_first);
+            w.utilization = cs > 0 ? r->device.int_a / cs : 0;
+        }
+        gm_sim_result_free(r);
+        if (!ok) break;
+    }
+    return w;
+}
+
+/* Density searches the copies as fit --tenants does and answers as the
+ * scan, with the answer run's figures: a guaranteed tenant and a burstable
+ * one whose iterations vary, copies 0.4 ms apart, on devices from room to
+ * pressure (where the burstable ones OOM and are asked to release), under
+ * lru and predictive; and with room, in fewer runs than a scan. */
+static void test_density_search(void)
+{
+    enum { IT = 40 };
+    gm_event g[4 * IT], b[4 * IT];
+    size_t n = 0;
+    for (uint64_t i = 0; i < IT; i++) {
+        uint64_t t = i * 1000000, a = 1 + 2 * i;
+        g[n] =
+            (gm_event){.t_ns = t, .op = GM_OP_ALLOC, .addr = a, .size = (40 + 4 * (i % 3)) * MiB};
+        b[n++] = (gm_event){
+            .t_ns = t + 50000, .op = GM_OP_ALLOC, .addr = a, .size = (24 + 6 * (i % 4)) * MiB};
+        g[n] = (gm_event){.t_ns = t + 200000, .op = GM_OP_ALLOC, .addr = a + 1, .size = 20 * MiB};
+        b[n++] = (gm_event){.t_ns = t + 250000, .op = GM_OP_ALLOC, .addr = a + 1, .size = 8 * MiB};
+        g[n] = (gm_event){.t_ns = t + 500000, .op = GM_OP_FREE, .addr = a + 1};
+        b[n++] = (gm_event){.t_ns = t + 550000, .op = GM_OP_FREE, .addr = a};
+        g[n] = (gm_event){.t_ns = t + 800000, .op = GM_OP_FREE, .addr = a};
+        b[n++] = (gm_event){.t_ns = t + 850000, .op = GM_OP_FREE, .addr = a + 1};
+    }
+    gm_tenant_spec t[2] = {
+        {.path = "g",
+         .events = g,
+         .n_events = n,
+         .repeat = 1,
+         .cls = GM_CLASS_GUARANTEED,
+         .request_bytes = 80 * MiB,
+         .limit_bytes = 80 * MiB},
+        {.path = "b",
+         .events = b,
+         .n_events = n,
+         .repeat = 1,
+         .cls = GM_CLASS_BURSTABLE,
+         .request_bytes = 20 * MiB,
+         .limit_bytes = 64 * MiB},
+    };
+    static const gm_latency lat = GM_LATENCY_DEFAULT;
+    static const uint64_t caps[] = {GiB, 600 * MiB, 300 * MiB, 64 * GiB};
+    char lru[] = "lru", pred[] = "predictive", *specs[] = {lru, pred};
+    const uint32_t max = 20;
+    for (size_t ci = 0; ci < sizeof caps / sizeof caps[0]; ci++) {
+        gm_sim_config c = {
+            .tenants = t, .n_tenants = 2, .capacity_bytes = caps[ci], .latency = lat};
+        gm_fit *f = NULL;
+        gm_err err = {0};
+        CU_ASSERT_EQUAL_FATAL(gm_fit_density(&c, specs, 2, 1, max, 400000, &f, &err), GM_OK);
+        uint32_t runs = 0, tried = 0;
+        for (size_t i = 1; i < f->n; i++) { /* row 0, one job per GPU, is no scan */
+            const gm_fit_entry *e = &f->e[i];
+            density_want w = density_by_scan(&c, e, max, 400000);
+            CU_ASSERT_EQUAL(e->copies_fit, w.fit);
+            CU_ASSERT_EQUAL(e->copies_tried, w.tried);
+            CU_ASSERT_EQUAL(e->jobs, 2 * w.fit);
+            CU_ASSERT_EQUAL(e->other_ooms, w.other_ooms);
+            CU_ASSERT_DOUBLE_EQUAL(e->utilization, w.utilization, 1e-12);
+            CU_ASSERT_DOUBLE_EQUAL(e->slowdown, w.slowdown, 1e-12);
+            CU_ASSERT_EQUAL(e->refusal[0] != 0, w.fit < max);
+            runs += e->runs;
+            tried += w.tried;
+        }
+        if (caps[ci] == 64 * GiB) CU_ASSERT(runs < tried); /* with room: fewer runs than a scan */
+        gm_fit_free(f);
+    }
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("density", NULL, NULL);
     if (!s) return CU_get_error();
     GM_ADD_TEST(s, test_density_modes);
     GM_ADD_TEST(s, test_density_host_tier_stall);
+    GM_ADD_TEST(s, test_density_search);
     return CUE_SUCCESS;
 }
