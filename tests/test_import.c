@@ -732,6 +732,16 @@ static void test_inconsistent(void)
          " 'stream': 0}]]}",
          "the segments at 0x0 (2097152 bytes) and 0x100000 (2097152 bytes), both there before "
          "the first entry, overlap"},
+        /* an expandable segment's reserved range (whole 20 MiB pages) over
+         * another segment (fuzz_import) */
+        {"{'segments': [{'device': 0, 'address': 6291456, 'total_size': 458752,"
+         " 'is_expandable': True, 'segment_type': 'large', 'blocks': ["
+         " {'address': 6291456, 'size': 458752, 'state': 'inactive'}]},"
+         " {'device': 0, 'address': 12582912, 'total_size': 2097152, 'segment_type': 'large',"
+         " 'blocks': [{'address': 12582912, 'size': 2097152, 'state': 'inactive'}]}],"
+         " 'device_traces': [[]]}",
+         "the expandable segment at 0x600000 (20971520 bytes, its reserved range in whole pages) "
+         "and the segment at 0xc00000 overlap before the first entry"},
         {"{'segments': [], 'device_traces': [[{'action': 'segment_free', 'addr': 4096,"
          " 'size': 0, 'stream': 0}]]}",
          "(segment_free): size 0 at 0x1000 is out of range"},

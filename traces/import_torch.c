@@ -521,6 +521,42 @@ static int check_spans(const dev *d, const span *sp, size_t ns, gm_err *err)
     return GM_OK;
 }
 
+static int by_row_addr(const void *x, const void *y)
+{
+    const gm_init_row *a = x, *b = y;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+/* An expandable segment's row is its reserved range, from its lowest to its
+ * highest mapped page (whole pages: import_xseg.c), which check_spans (the
+ * mapped bytes) does not see: in a real snapshot PyTorch reserved those
+ * addresses, so no other segment lies there, and one that does is a damaged
+ * snapshot, not a second allocation of the same memory. */
+static int check_segment_rows(const dev *d, const gm_init_row *rows, size_t n, gm_err *err)
+{
+    size_t k = 0;
+    gm_init_row *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v) return oom_err(err);
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].kind == GM_INIT_SEGMENT) v[k++] = rows[i];
+    if (k > 1) qsort(v, k, sizeof *v, by_row_addr);
+    int rc = GM_OK;
+    for (size_t i = 1; i < k && rc == GM_OK; i++) {
+        const gm_init_row *a = &v[i - 1], *b = &v[i];
+        if (a->addr + a->size > b->addr || a->addr + a->size < a->addr)
+            rc = gm_errf(err, GM_EINVAL,
+                         "%s: device %d: the %ssegment at 0x%" PRIx64 " (%" PRIu64
+                         " bytes%s) and the %ssegment at 0x%" PRIx64
+                         " overlap before the first entry; the snapshot is damaged (dump it "
+                         "again)",
+                         d->name, d->device, a->expandable ? "expandable " : "", a->addr, a->size,
+                         a->expandable ? ", its reserved range in whole pages" : "",
+                         b->expandable ? "expandable " : "", b->addr);
+    }
+    free(v);
+    return rc;
+}
+
 /* /initial_state: classic segments, expandable segments with their mapped
  * ranges, then blocks, each by address. Returns the bytes reserved. */
 static int build_initial(dev *d, gm_import_trace *t, gm_err *err)
@@ -546,6 +582,7 @@ static int build_initial(dev *d, gm_import_trace *t, gm_err *err)
         t->init_private += s->pid0 || s->pid1;
     }
     if (rc == GM_OK) gm_imp_xr_rows(d, t->init, &t->n_init, t);
+    if (rc == GM_OK) rc = check_segment_rows(d, t->init, t->n_init, err);
     for (size_t i = 0; rc == GM_OK && i < nb; i++) {
         const blk *b = &d->b[bk[i].idx];
         t->init[t->n_init++] = (gm_init_row){.addr = b->addr,
