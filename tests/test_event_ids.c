@@ -363,6 +363,22 @@ static gm_event *seeded_events(size_t n, size_t freed)
     return e;
 }
 
+/* The trace of seeded_events three ways: v[0] without ids, v[1] numbered
+ * from its first event (gm_ids_assign), v[2] seeded with init's blocks
+ * (gm_ids_assign_seeded). */
+static void seeded_three(size_t n, const gm_init_row *init, size_t ni, gm_event *v[3])
+{
+    v[0] = seeded_events(n, 6);
+    for (int k = 1; k < 3; k++) {
+        v[k] = calloc(n, sizeof *v[k]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(v[k]);
+        memcpy(v[k], v[0], n * sizeof *v[0]);
+    }
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_ids_assign(v[1], n, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(gm_ids_assign_seeded(v[2], n, init, ni, &err), GM_OK);
+}
+
 static int write_with_init(const char *path, const gm_event *e, size_t n, const gm_init_row *init,
                            size_t n_init, int init_first)
 {
@@ -385,12 +401,10 @@ static void test_seeded_scheme_written(void)
 {
     gm_init_row init[1 + SEED_BLOCKS];
     size_t ni = seeded_init(init), n = 4000;
-    gm_event *e = seeded_events(n, 6), *want1 = calloc(n, sizeof *e), *want2 = calloc(n, sizeof *e);
-    memcpy(want1, e, n * sizeof *e);
-    memcpy(want2, e, n * sizeof *e);
+    gm_event *v[3];
+    seeded_three(n, init, ni, v);
+    gm_event *e = v[0], *want1 = v[1], *want2 = v[2];
     gm_err err = {0};
-    CU_ASSERT_EQUAL_FATAL(gm_ids_assign(want1, n, &err), GM_OK);
-    CU_ASSERT_EQUAL_FATAL(gm_ids_assign_seeded(want2, n, init, ni, &err), GM_OK);
     CU_ASSERT_EQUAL(want1[0].id, 0); /* a pre-existing block's free: 0 unseeded ... */
     CU_ASSERT_EQUAL(want2[0].id, 1); /* ... its slot seeded */
     const char *path = gm_test_tmp("seeded.h5");
@@ -490,12 +504,9 @@ static void test_seeded_replay(void)
 {
     gm_init_row init[1 + SEED_BLOCKS];
     size_t ni = seeded_init(init), n = 6000;
-    gm_event *e0 = seeded_events(n, 6), *e1 = calloc(n, sizeof *e0), *e2 = calloc(n, sizeof *e0);
-    memcpy(e1, e0, n * sizeof *e0);
-    memcpy(e2, e0, n * sizeof *e0);
-    gm_err err = {0};
-    CU_ASSERT_EQUAL_FATAL(gm_ids_assign(e1, n, &err), GM_OK);
-    CU_ASSERT_EQUAL_FATAL(gm_ids_assign_seeded(e2, n, init, ni, &err), GM_OK);
+    gm_event *v[3];
+    seeded_three(n, init, ni, v);
+    gm_event *e0 = v[0], *e1 = v[1], *e2 = v[2];
     static const struct {
         const char *policy;
         int initial_state;
