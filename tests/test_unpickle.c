@@ -1391,10 +1391,11 @@ static unsigned char *trace_pickle(size_t n, size_t *len)
     return b;
 }
 
-/* Short strs are made once per text (unpickle.c, intern_str): a trace's
- * keys and actions are one node each, whatever the pickle repeats, and a
- * loaded snapshot takes ~300 bytes an entry, not the ~870 of a node per
- * text and per value of 48 bytes; every value still reads back. */
+/* Short strs and ints are made once per value (unpickle.c, intern_str,
+ * new_int): a trace's keys and actions are one node each, whatever the
+ * pickle repeats, and a loaded snapshot takes well under 400 bytes an
+ * entry, not the ~870 of a 48-byte node for every text and value; every
+ * value still reads back. */
 static void test_shared_short_strings(void)
 {
     size_t n = 20000, len = 0;
@@ -1422,6 +1423,18 @@ static void test_shared_short_strings(void)
     }
     CU_ASSERT_EQUAL(ok, n);
     CU_ASSERT(pkl_doc_bytes(d) / n < 400);
+    pkl_free(d);
+    /* ints too: [70000, 70000, 70001] has two nodes */
+    static const unsigned char ints[] = {0x80, 4, ']', '(', 'J',  0x70, 0x11, 1, 0,   'J', 0x70,
+                                         0x11, 1, 0,   'J', 0x71, 0x11, 1,    0, 'e', '.'};
+    d = parse(ints, sizeof ints, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    r = pkl_root(d);
+    int64_t a = 0, c = 0;
+    CU_ASSERT_TRUE(pkl_as_int(pkl_item(r, 0), &a) && a == 70000);
+    CU_ASSERT_TRUE(pkl_as_int(pkl_item(r, 2), &c) && c == 70001);
+    CU_ASSERT_PTR_EQUAL(pkl_item(r, 0), pkl_item(r, 1));
+    CU_ASSERT_PTR_NOT_EQUAL(pkl_item(r, 0), pkl_item(r, 2));
     pkl_free(d);
 }
 

@@ -697,13 +697,6 @@ static int dict_set_pairs(parser *p, pkl_value *d, pkl_value **items, size_t n)
 
 /* ----------------------------------------------------------------- scalars */
 
-static pkl_value *new_int(parser *p, int64_t i)
-{
-    pkl_value *v = new_value(p, PKL_INT);
-    if (v) v->u.i = i;
-    return v;
-}
-
 /* A str/bytes/bigint node owning a copy of n bytes at s. */
 static pkl_value *new_blob(parser *p, pkl_kind kind, const void *s, size_t n)
 {
@@ -716,6 +709,8 @@ static pkl_value *new_blob(parser *p, pkl_kind kind, const void *s, size_t n)
     v->u.s.len = n;
     return v;
 }
+
+static pkl_value *new_int(parser *p, int64_t i);
 
 /* Python int from n bytes of two's complement, little-endian (LONG1/LONG4). */
 static pkl_value *new_long_le(parser *p, const uint8_t *b, size_t n)
@@ -764,41 +759,57 @@ static size_t utf8_check(const uint8_t *s, size_t n)
     return n;
 }
 
-/* Strs of up to INTERN_MAX bytes are made once per text and shared, as
- * memo references share nodes already: a snapshot repeats the same keys
- * ('action', 'addr', 'size', ...) and actions ('alloc', 'free_completed')
- * in every trace entry, and Python's pickler writes each one again unless
- * it is the same object. Nodes are read-only once placed, so sharing
- * changes no value. A probe longer than INTERN_PROBE (keys made to
- * collide) makes a node of its own: the work stays linear. */
+/* Strs of up to INTERN_MAX bytes, and ints, are made once per value and
+ * shared, as memo references share nodes already: a snapshot repeats the
+ * same keys ('action', 'addr', 'size', ...) and actions ('alloc',
+ * 'free_completed') in every trace entry, and the same sizes, addresses
+ * (the caching allocator reuses them) and streams, and Python's pickler
+ * writes each one again unless it is the same object. Nodes are read-only
+ * once placed, so sharing changes no value. A probe longer than
+ * INTERN_PROBE (values made to collide) makes a node of its own, and past
+ * INTERN_MOST values every new one does: the work stays linear. */
 #define INTERN_MAX 32
 #define INTERN_PROBE 8
-#define INTERN_MOST (1u << 20) /* distinct texts kept */
+#define INTERN_MOST (1u << 20) /* distinct values kept */
+
+/* A value's hash in the table: key_hash's for it. */
+static uint64_t interned_hash(const pkl_value *v)
+{
+    return v->kind == PKL_STR ? v->u.s.hash : mix64((uint64_t)v->u.i * 31 + PKL_INT);
+}
+
+/* Room for one more value in the table: 1, or 0 when it is full (the
+ * caller makes a node of its own), -1 after failing. */
+static int intern_room(parser *p)
+{
+    if (p->intern && 2 * (p->intern_count + 1) <= p->intern_mask + 1) return 1;
+    if (p->intern_count >= INTERN_MOST) return 0;
+    size_t slots = p->intern ? 2 * (p->intern_mask + 1) : 1024;
+    if (charge(p, slots * sizeof *p->intern)) return -1;
+    pkl_value **t = calloc(slots, sizeof *t);
+    if (!t) {
+        no_memory(p);
+        return -1;
+    }
+    for (size_t i = 0; p->intern && i <= p->intern_mask; i++) {
+        pkl_value *v = p->intern[i];
+        if (!v) continue;
+        size_t j = (size_t)interned_hash(v) & (slots - 1), k = 0;
+        while (t[j] && k++ < INTERN_PROBE)
+            j = (j + 1) & (slots - 1);
+        if (!t[j]) t[j] = v; /* else dropped: made anew when met again */
+    }
+    free(p->intern);
+    p->intern = t;
+    p->intern_mask = slots - 1;
+    return 1;
+}
 
 static pkl_value *intern_str(parser *p, const uint8_t *s, size_t n)
 {
-    if (n > INTERN_MAX) return new_blob(p, PKL_STR, s, n);
-    if (!p->intern || 2 * (p->intern_count + 1) > p->intern_mask + 1) {
-        if (p->intern_count >= INTERN_MOST) return new_blob(p, PKL_STR, s, n);
-        size_t slots = p->intern ? 2 * (p->intern_mask + 1) : 1024;
-        if (charge(p, slots * sizeof *p->intern)) return NULL;
-        pkl_value **t = calloc(slots, sizeof *t);
-        if (!t) {
-            no_memory(p);
-            return NULL;
-        }
-        for (size_t i = 0; p->intern && i <= p->intern_mask; i++) {
-            pkl_value *v = p->intern[i];
-            if (!v) continue;
-            size_t j = (size_t)v->u.s.hash & (slots - 1), k = 0;
-            while (t[j] && k++ < INTERN_PROBE)
-                j = (j + 1) & (slots - 1);
-            if (!t[j]) t[j] = v; /* else dropped: made anew when met again */
-        }
-        free(p->intern);
-        p->intern = t;
-        p->intern_mask = slots - 1;
-    }
+    int room = n > INTERN_MAX ? 0 : intern_room(p);
+    if (room < 0) return NULL;
+    if (!room) return new_blob(p, PKL_STR, s, n);
     uint64_t h = hash_bytes(PKL_STR, s, n);
     size_t i = (size_t)h & p->intern_mask;
     for (unsigned k = 0; k < INTERN_PROBE; k++, i = (i + 1) & p->intern_mask) {
@@ -812,9 +823,36 @@ static pkl_value *intern_str(parser *p, const uint8_t *s, size_t n)
             p->intern_count++;
             return v;
         }
-        if (v->u.s.hash == h && v->u.s.len == n && !memcmp(v->u.s.data, s, n)) return v;
+        if (v->kind == PKL_STR && v->u.s.hash == h && v->u.s.len == n && !memcmp(v->u.s.data, s, n))
+            return v;
     }
     return new_blob(p, PKL_STR, s, n);
+}
+
+static pkl_value *new_int(parser *p, int64_t i)
+{
+    int room = intern_room(p);
+    if (room < 0) return NULL;
+    size_t at = SIZE_MAX;
+    if (room) {
+        size_t j = (size_t)mix64((uint64_t)i * 31 + PKL_INT) & p->intern_mask;
+        for (unsigned k = 0; k < INTERN_PROBE; k++, j = (j + 1) & p->intern_mask) {
+            pkl_value *v = p->intern[j];
+            if (!v) {
+                at = j;
+                break;
+            }
+            if (v->kind == PKL_INT && v->u.i == i) return v;
+        }
+    }
+    pkl_value *v = new_value(p, PKL_INT);
+    if (!v) return NULL;
+    v->u.i = i;
+    if (at != SIZE_MAX) {
+        p->intern[at] = v;
+        p->intern_count++;
+    }
+    return v;
 }
 
 static int push_str(parser *p, const uint8_t *s, size_t n)

@@ -25,8 +25,9 @@
  *
  * The result is a tree of pkl_value nodes in one arena, freed at once by
  * pkl_free(). Memo references (BINGET) share nodes, and so do strs of up
- * to 32 bytes with the same text (a snapshot repeats its keys and actions
- * in every entry), so the tree is really a DAG: a node can be reachable from several parents, but never from itself
+ * to 32 bytes with the same text and ints of the same value (a snapshot
+ * repeats its keys, actions, sizes and addresses in every entry), so the
+ * tree is really a DAG: a node can be reachable from several parents, but never from itself
  * (cycles are refused), and a walker that follows every edge may visit a
  * shared node many times. Nodes are read-only once parsing is done.
  *
