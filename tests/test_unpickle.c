@@ -1703,6 +1703,100 @@ static void test_load_file_errors(void)
     unlink(p);
 }
 
+/* Two values alike: kinds, numbers, bytes, items and entries in order. */
+static bool same_value(const pkl_value *a, const pkl_value *b)
+{
+    if (a->kind != b->kind) return false;
+    switch (a->kind) {
+    case PKL_NONE:
+        return true;
+    case PKL_BOOL:
+    case PKL_INT:
+        return a->u.i == b->u.i;
+    case PKL_FLOAT:
+        return memcmp(&a->u.f, &b->u.f, sizeof a->u.f) == 0;
+    case PKL_LIST:
+    case PKL_TUPLE:
+        if (pkl_len(a) != pkl_len(b)) return false;
+        for (size_t i = 0; i < pkl_len(a); i++)
+            if (!same_value(pkl_item(a, i), pkl_item(b, i))) return false;
+        return true;
+    case PKL_DICT:
+        if (pkl_len(a) != pkl_len(b)) return false;
+        for (size_t i = 0; i < pkl_len(a); i++) {
+            const pkl_entry *x = pkl_dict_entry(a, i), *y = pkl_dict_entry(b, i);
+            if (!same_value(x->key, y->key) || !same_value(x->value, y->value)) return false;
+        }
+        return true;
+    default:
+        return a->u.s.len == b->u.s.len && memcmp(a->u.s.data, b->u.s.data, a->u.s.len) == 0;
+    }
+}
+
+/* pkl_load_file reads the file as the parse goes, in a window of a few
+ * MiB that keeps the current opcode: the same values as pkl_parse of the
+ * whole file for a trace many windows long, a protocol-0 list whose lines
+ * cross the window's ends, and a string larger than the window; a file
+ * that ends early is truncated there. */
+static void test_load_file_windows(void)
+{
+    size_t n = 0;
+    unsigned char *big[3];
+    size_t len[3];
+    big[0] = trace_pickle(300000, &len[0]); /* ~24 MB */
+    /* protocol 0: (lp0 then "I<k>\na" lines: ~10 MB */
+    size_t m = 1200000;
+    big[1] = malloc(16 + m * 12);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(big[1]);
+    n = (size_t)sprintf((char *)big[1], "(lp0\n");
+    for (size_t i = 0; i < m; i++)
+        n += (size_t)sprintf((char *)big[1] + n, "I%zu\na", i * 7919 % 1000003);
+    big[1][n++] = '.';
+    len[1] = n;
+    /* [b'x' * 1000, 'A' * 9 MiB, 5]: BINBYTES, BINUNICODE, BININT1 */
+    size_t s9 = 9u << 20;
+    big[2] = malloc(64 + 1000 + s9);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(big[2]);
+    unsigned char *o = big[2];
+    *o++ = 0x80, *o++ = 4, *o++ = ']', *o++ = '(';
+    *o++ = 'B';
+    for (int k = 0; k < 4; k++)
+        *o++ = (unsigned char)(1000u >> (8 * k));
+    memset(o, 'x', 1000), o += 1000;
+    *o++ = 'X';
+    for (int k = 0; k < 4; k++)
+        *o++ = (unsigned char)(s9 >> (8 * k));
+    memset(o, 'A', s9), o += s9;
+    *o++ = 'K', *o++ = 5, *o++ = 'e', *o++ = '.';
+    len[2] = (size_t)(o - big[2]);
+    const char *path = gm_test_tmp("window.pickle");
+    for (int c = 0; c < 3; c++) {
+        CU_ASSERT_PTR_NOT_NULL_FATAL(big[c]);
+        FILE *f = fopen(path, "wb");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        CU_ASSERT_EQUAL(fwrite(big[c], 1, len[c], f), len[c]);
+        fclose(f);
+        gm_err err;
+        pkl_doc *a = NULL, *b = NULL;
+        CU_ASSERT_EQUAL_FATAL(pkl_parse(big[c], len[c], NULL, &a, &err), GM_OK);
+        CU_ASSERT_EQUAL_FATAL(pkl_load_file(path, NULL, &b, &err), GM_OK);
+        CU_ASSERT_TRUE(same_value(pkl_root(a), pkl_root(b)));
+        CU_ASSERT(pkl_len(pkl_root(b)) == (c == 0 ? 300000 : c == 1 ? m : 3));
+        pkl_free(a);
+        pkl_free(b);
+        /* cut short past the first window: an error at the cut, as in memory */
+        FILE *g = fopen(path, "wb");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+        fwrite(big[c], 1, len[c] - 3, g);
+        fclose(g);
+        CU_ASSERT_EQUAL(pkl_load_file(path, NULL, &b, &err), GM_EINVAL);
+        CU_ASSERT_PTR_NULL(b);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "truncated") ? err.msg : strstr(err.msg, "STOP"));
+        free(big[c]);
+    }
+    unlink(path);
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("unpickle", NULL, NULL);
@@ -1721,5 +1815,6 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_snapshot_fields);
     GM_ADD_TEST(s, test_load_file_errors);
     GM_ADD_TEST(s, test_shared_short_strings);
+    GM_ADD_TEST(s, test_load_file_windows);
     return CUE_SUCCESS;
 }

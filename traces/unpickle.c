@@ -55,8 +55,15 @@ struct pkl_doc {
 #define SMALL_DICT 8 /* dicts up to this many entries are searched linearly */
 
 typedef struct parser {
+    /* The input's bytes [wbase, wend) (offsets in the input) are at buf:
+     * all of it for pkl_parse, a window for pkl_load_file, which reads the
+     * file as the parse goes (fill) and keeps from the current opcode on. */
     const uint8_t *buf;
-    size_t len;
+    size_t wbase, wend;
+    FILE *f;      /* pkl_load_file's input, else NULL */
+    uint8_t *own; /* the window's memory (pkl_load_file), wcap bytes */
+    size_t wcap;
+    size_t len;    /* input bytes in all                   */
     size_t pos;    /* next byte to read                    */
     size_t op_pos; /* offset of the opcode being decoded   */
     const char *name;
@@ -160,7 +167,7 @@ static const char *op_name(uint8_t op)
 
 static uint8_t cur_op(const parser *p)
 {
-    return p->op_pos < p->len ? p->buf[p->op_pos] : 0;
+    return p->op_pos < p->wend ? p->buf[p->op_pos - p->wbase] : 0;
 }
 
 /* Fail at the current opcode: "<name>: offset N: <message>". */
@@ -257,6 +264,45 @@ static pkl_value *new_value(parser *p, pkl_kind kind)
 
 /* ------------------------------------------------------------ input reads */
 
+/* The byte at input offset off, which the window holds. */
+static inline const uint8_t *at(const parser *p, size_t off)
+{
+    return p->buf + (off - p->wbase);
+}
+
+#define WINDOW_BYTES (4u << 20) /* pkl_load_file reads this much at a time, at least */
+
+/* Read the file on until the window holds the input up to offset end
+ * (end <= len), keeping what the current opcode has read: the window
+ * moves past the opcodes before it and grows only for a value larger
+ * than itself. */
+static int fill(parser *p, size_t end)
+{
+    if (end <= p->wend) return GM_OK;
+    if (!p->f) return fail(p, "pickle truncated (file cut short?)"); /* need() checks first */
+    size_t keep = p->op_pos < p->wend ? p->op_pos : p->wend, have = p->wend - keep;
+    size_t cap = end - keep > WINDOW_BYTES ? end - keep : WINDOW_BYTES;
+    if (cap > p->wcap) {
+        if (charge(p, cap - p->wcap)) return p->rc;
+        uint8_t *w = realloc(p->own, cap);
+        if (!w) return no_memory(p);
+        p->own = w;
+        p->wcap = cap;
+    }
+    memmove(p->own, p->own + (keep - p->wbase), have);
+    p->buf = p->own;
+    p->wbase = keep;
+    while (p->wend < end) {
+        size_t room = p->wcap - (p->wend - p->wbase), left = p->len - p->wend;
+        size_t got = fread(p->own + (p->wend - p->wbase), 1, room < left ? room : left, p->f);
+        if (!got)
+            return fail_code(p, GM_EIO, "cannot read on: %s",
+                             ferror(p->f) ? strerror(errno) : "the file shrank while reading");
+        p->wend += got;
+    }
+    return GM_OK;
+}
+
 /* Make sure n more bytes follow the current position. */
 static int need(parser *p, uint64_t n)
 {
@@ -266,14 +312,15 @@ static int need(parser *p, uint64_t n)
                     "pickle truncated: opcode %s needs %llu more bytes, only %zu left (file cut "
                     "short?)",
                     op_name(cur_op(p)), (unsigned long long)n, left);
-    return GM_OK;
+    return fill(p, p->pos + (size_t)n);
 }
 
 static uint64_t rd_le(parser *p, unsigned n)
 {
     uint64_t v = 0;
+    const uint8_t *b = at(p, p->pos);
     for (unsigned i = 0; i < n; i++)
-        v |= (uint64_t)p->buf[p->pos + i] << (8 * i);
+        v |= (uint64_t)b[i] << (8 * i);
     p->pos += n;
     return v;
 }
@@ -289,11 +336,17 @@ static int arg_le(parser *p, unsigned n, uint64_t *out)
 /* A newline-terminated text argument (protocol 0), without the newline. */
 static int arg_line(parser *p, const char **line, size_t *n)
 {
-    const uint8_t *s = p->buf + p->pos;
-    const uint8_t *nl = memchr(s, '\n', p->len - p->pos);
-    if (!nl)
-        return fail(p, "pickle truncated: opcode %s has no end of line (file cut short?)",
-                    op_name(cur_op(p)));
+    const uint8_t *s = at(p, p->pos), *nl;
+    size_t seen = 0; /* bytes after pos known to hold no newline */
+    while (!(nl = memchr(s + seen, '\n', p->wend - p->pos - seen))) {
+        if (p->wend >= p->len)
+            return fail(p, "pickle truncated: opcode %s has no end of line (file cut short?)",
+                        op_name(cur_op(p)));
+        seen = p->wend - p->pos;
+        size_t more = p->len - p->wend < WINDOW_BYTES ? p->len - p->wend : WINDOW_BYTES;
+        if (fill(p, p->wend + more)) return p->rc;
+        s = at(p, p->pos);
+    }
     *line = (const char *)s;
     *n = (size_t)(nl - s);
     p->pos += *n + 1;
@@ -1177,7 +1230,7 @@ static bool refused_name(const parser *p, uint8_t op, char *buf, size_t cap)
     const char *mod = NULL, *nm = NULL;
     size_t modn = 0, nmn = 0;
     if (op == 'c' || op == 'i') {
-        const uint8_t *s = p->buf + p->pos, *end = p->buf + p->len;
+        const uint8_t *s = at(p, p->pos), *end = at(p, p->wend); /* what the window holds */
         const uint8_t *nl1 = memchr(s, '\n', (size_t)(end - s));
         const uint8_t *nl2 = nl1 ? memchr(nl1 + 1, '\n', (size_t)(end - nl1 - 1)) : NULL;
         if (nl2) {
@@ -1222,7 +1275,7 @@ static int op_blob(parser *p, pkl_kind kind, unsigned lenbytes, uint8_t flags)
     if (cur_op(p) == 'T' && (n & 0x80000000u))
         return fail(p, "BINSTRING has a negative length; the file is corrupted");
     if (need(p, n)) return p->rc;
-    const uint8_t *s = p->buf + p->pos;
+    const uint8_t *s = at(p, p->pos);
     p->pos += (size_t)n;
     uint8_t op = cur_op(p);
     if (op == 'T' || op == 'U') return push_ascii(p, s, (size_t)n);
@@ -1239,7 +1292,7 @@ static int op_long(parser *p, unsigned lenbytes)
     if (lenbytes == 4 && (n & 0x80000000u))
         return fail(p, "LONG4 has a negative byte count; the file is corrupted");
     if (need(p, n)) return p->rc;
-    const uint8_t *b = p->buf + p->pos;
+    const uint8_t *b = at(p, p->pos);
     p->pos += (size_t)n;
     return push(p, new_long_le(p, b, (size_t)n));
 }
@@ -1314,7 +1367,7 @@ static int op_small_tuple(parser *p, size_t k)
 /* One opcode; *stop set at STOP. */
 static int step(parser *p, bool *stop)
 {
-    uint8_t op = p->buf[p->pos++];
+    uint8_t op = *at(p, p->pos++); /* run() made the window hold it */
     uint64_t a = 0;
     pkl_value *v = NULL, *k = NULL, *t = NULL;
     switch (op) {
@@ -1482,18 +1535,22 @@ static int run(parser *p)
         p->op_pos = p->pos;
         if (p->pos >= p->len)
             return fail(p, "the pickle ends without a STOP opcode (file cut short?)");
-        if (step(p, &stop)) return p->rc;
+        if (fill(p, p->pos + 1) || step(p, &stop)) return p->rc;
     }
     return GM_OK;
 }
 
-int pkl_parse(const void *buf, size_t len, const pkl_opts *opts, pkl_doc **out, gm_err *err)
+/* Parse len bytes: at buf, or read from f as the parse goes (buf NULL). */
+static int parse_input(const void *buf, FILE *f, size_t len, const pkl_opts *opts, pkl_doc **out,
+                       gm_err *err)
 {
     *out = NULL;
     parser p;
     memset(&p, 0, sizeof p);
     p.buf = buf;
-    p.len = buf ? len : 0;
+    p.f = f;
+    p.len = buf || f ? len : 0;
+    p.wend = buf ? p.len : 0;
     p.err = err;
     p.name = opts && opts->name ? opts->name : "pickle";
     p.max_depth = opts && opts->max_depth ? opts->max_depth : PKL_DEFAULT_MAX_DEPTH;
@@ -1510,12 +1567,18 @@ int pkl_parse(const void *buf, size_t len, const pkl_opts *opts, pkl_doc **out, 
     free(p.marks);
     free(p.memo);
     free(p.intern);
+    free(p.own);
     if (rc) {
         pkl_free(p.doc);
         return rc;
     }
     *out = p.doc;
     return GM_OK;
+}
+
+int pkl_parse(const void *buf, size_t len, const pkl_opts *opts, pkl_doc **out, gm_err *err)
+{
+    return parse_input(buf, NULL, len, opts, out, err);
 }
 
 int pkl_load_file(const char *path, const pkl_opts *opts, pkl_doc **out, gm_err *err)
@@ -1528,24 +1591,13 @@ int pkl_load_file(const char *path, const pkl_opts *opts, pkl_doc **out, gm_err 
         fclose(f);
         return gm_errf(err, GM_EIO, "cannot read %s: not a regular file", path);
     }
-    size_t size = (size_t)st.st_size;
-    unsigned char *buf = malloc(size ? size : 1);
-    if (!buf) {
-        fclose(f);
-        return gm_errf(err, GM_ENOMEM, "%s: out of host memory reading %zu bytes", path, size);
-    }
-    size_t got = fread(buf, 1, size, f);
-    int rerr = ferror(f);
-    fclose(f);
-    if (got != size || rerr) {
-        free(buf);
-        return gm_errf(err, GM_EIO, "cannot read %s: %s", path,
-                       rerr ? strerror(errno) : "file shrank while reading");
-    }
+    /* read as the parse goes (parser.buf, fill): the file is not held
+     * whole beside the values it makes (a 171 MB snapshot: bench/README,
+     * "Eighteenth round") */
     pkl_opts o = opts ? *opts : (pkl_opts){0};
     if (!o.name) o.name = path;
-    int rc = pkl_parse(buf, size, &o, out, err);
-    free(buf);
+    int rc = parse_input(NULL, f, (size_t)st.st_size, &o, out, err);
+    fclose(f);
     return rc;
 }
 
