@@ -262,14 +262,12 @@ typedef int (*copies_run_fn)(void *ctx, uint32_t k, int *alone, uint64_t *peak);
  * fewer copies, as much room or more: each copy holds what it held in the
  * k-run, up to the first difference, which never comes); addresses differ,
  * their order within a tenant does not (device.h). So every j < k fits
- * too. So while runs say that,
- * the search goes up, to as many copies as the last run's peak says fit
- * on `capacity` (at most 4 times as many), then halves the span to the
- * first failure; where a run fits without saying it (under pressure), the
- * copies between are simulated one by one from the last known, as the
- * scan would. The last count that fits and the first that does not were
- * both simulated. Returns <0 on an error (the copies known by then in
- * *fit). */
+ * too, and while runs say that the search goes up, to as many copies as
+ * the last run's peak says fit on `capacity` (at most 4 times as many),
+ * then halves the span to the first failure; where a run fits without saying it (under pressure),
+ * the copies between are simulated one by one from the last known, as the scan would. The last
+ * count that fits and the first that does not were both simulated. Returns <0 on an error (the
+ * copies known by then in *fit). */
 static int copies_search(uint32_t max, uint64_t capacity, copies_run_fn run, void *ctx,
                          uint32_t *fit, uint32_t *first_fail)
 {
@@ -557,10 +555,11 @@ static void fit_density_one(void *arg, size_t i)
     }
     cfg.tenants = ts;
     /* the copies as fit --tenants searches them (copies_search: a run that
-     * fitted with nobody refused and nothing read from the device's size
-     * says every smaller count fits; nobody is asked to release, under any
-     * mode, without a refusal); the row's figures are those of the run at
-     * the answer, its refusal that of the run one copy up, both simulated */
+     * fitted with nobody refused and every look at the device's free memory
+     * finding room says every smaller count fits; nobody is asked to
+     * release, under any mode, without a refusal); the row's figures are
+     * those of the run at the answer, its refusal that of the run one copy
+     * up, both simulated */
     density_runs d = {cfg, f, e, group, NULL, 0, 0, {.ok = 1}};
     uint32_t fit, hi;
     int rc = copies_search(f->max_copies, cfg.capacity_bytes, density_run_one, &d, &fit, &hi);

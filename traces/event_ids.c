@@ -64,10 +64,13 @@ int64_t gm_ids_next(gm_ids *m, const gm_event *e)
     }
 }
 
-int64_t gm_ids_seed(gm_ids *m, uint64_t addr)
+int gm_ids_seed(gm_ids *m, const gm_init_row *init, size_t n)
 {
-    const gm_event e = {.op = GM_OP_ALLOC, .addr = addr};
-    return gm_ids_next(m, &e);
+    for (size_t i = 0; i < n; i++) {
+        const gm_event e = {.op = GM_OP_ALLOC, .addr = init[i].addr};
+        if (init[i].kind == GM_INIT_BLOCK && gm_ids_next(m, &e) < 0) return GM_ENOMEM;
+    }
+    return GM_OK;
 }
 
 int gm_ids_assign(gm_event *ev, size_t n, gm_err *err)
@@ -80,11 +83,10 @@ int gm_ids_assign_seeded(gm_event *ev, size_t n, const gm_init_row *init, size_t
 {
     gm_ids m;
     if (gm_ids_init(&m)) return gm_errf(err, GM_ENOMEM, "out of memory numbering allocations");
-    for (size_t i = 0; i < n_init; i++)
-        if (init[i].kind == GM_INIT_BLOCK && gm_ids_seed(&m, init[i].addr) < 0) {
-            gm_ids_free(&m);
-            return gm_errf(err, GM_ENOMEM, "out of memory numbering allocations");
-        }
+    if (gm_ids_seed(&m, init, n_init)) {
+        gm_ids_free(&m);
+        return gm_errf(err, GM_ENOMEM, "out of memory numbering allocations");
+    }
     for (size_t i = 0; i < n; i++) {
         int64_t id = gm_ids_next(&m, &ev[i]);
         if (id < 0) {

@@ -48,9 +48,10 @@ int gm_ids_init(gm_ids *m); /* GM_OK or GM_ENOMEM */
 void gm_ids_free(gm_ids *m);
 /* The id of event e (the next in trace order), or -1 when out of memory. */
 int64_t gm_ids_next(gm_ids *m, const gm_event *e);
-/* A pre-existing block at addr, numbered before the first event (the
- * slot it holds, or -1 when out of memory). */
-int64_t gm_ids_seed(gm_ids *m, uint64_t addr);
+/* The block rows of init (n rows of /initial_state, in order), numbered
+ * before the first event as allocations at their addresses: GM_OK, or
+ * GM_ENOMEM. Segment rows take no slot. */
+int gm_ids_seed(gm_ids *m, const gm_init_row *init, size_t n);
 /* Set the id of every event of an in-memory trace, in order. */
 int gm_ids_assign(gm_event *ev, size_t n, gm_err *err);
 /* The same, seeded with the block rows of init (n_init rows of

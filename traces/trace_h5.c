@@ -890,8 +890,8 @@ static void setup_fast_path(gm_h5r *r)
     h5_close(&ft, H5Tclose);
 }
 
-/* The id column is trusted only as gmsim's writer numbered it (FORMAT.md). */
-/* The id column's scheme (trace.h, dense_ids): 0 not trusted, 1 numbered
+/* The id column is trusted only as gmsim's writer numbered it (FORMAT.md).
+ * Its scheme (trace.h, dense_ids): 0 not trusted, 1 numbered
  * from the first event, 2 seeded with /initial_state's blocks. */
 static int ids_trusted(hid_t events)
 {
@@ -1711,13 +1711,10 @@ int gm_trace_write_initial(gm_trace_writer *w, const gm_init_row *rows, size_t n
 {
     int rc = check_writable(w, rows, n, err);
     /* before the first event, the blocks take their slots first (event_ids.h, seeded) */
-    for (size_t i = 0; !rc && i < n; i++) {
-        if (rows[i].kind != GM_INIT_BLOCK) continue;
-        if (w->numbered)
-            w->late_blocks = 1;
-        else if (gm_ids_seed(&w->ids, rows[i].addr) < 0)
-            rc = gm_errf(err, GM_ENOMEM, "%s: out of memory numbering allocations", w->path);
-    }
+    for (size_t i = 0; !rc && w->numbered && i < n; i++)
+        w->late_blocks |= rows[i].kind == GM_INIT_BLOCK;
+    if (!rc && !w->numbered && gm_ids_seed(&w->ids, rows, n))
+        rc = gm_errf(err, GM_ENOMEM, "%s: out of memory numbering allocations", w->path);
     if (!rc && append_rows(w->initial, w->init_type, rows, n, &w->ninitial) < 0) {
         w->failed = 1;
         rc = gm_errf(err, GM_EIO, "%s: cannot write /initial_state (disk full?)", w->tmp);

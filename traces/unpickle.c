@@ -825,10 +825,16 @@ static size_t utf8_check(const uint8_t *s, size_t n)
 #define INTERN_PROBE 8
 #define INTERN_MOST (1u << 20) /* distinct values kept */
 
+/* An int's hash: key_hash's for it. */
+static uint64_t int_hash(int64_t i)
+{
+    return mix64((uint64_t)i * 31 + PKL_INT);
+}
+
 /* A value's hash in the table: key_hash's for it. */
 static uint64_t interned_hash(const pkl_value *v)
 {
-    return v->kind == PKL_STR ? v->u.s.hash : mix64((uint64_t)v->u.i * 31 + PKL_INT);
+    return v->kind == PKL_STR ? v->u.s.hash : int_hash(v->u.i);
 }
 
 /* Room for one more value in the table: 1, or 0 when it is full (the
@@ -858,28 +864,68 @@ static int intern_room(parser *p)
     return 1;
 }
 
+/* The value of hash h in the table that `same` says is `key`'s, or NULL
+ * with *at the empty slot it would take (SIZE_MAX: none within
+ * INTERN_PROBE, or no room: it gets a node of its own). */
+static pkl_value *intern_find(parser *p, uint64_t h, bool (*same)(const pkl_value *, const void *),
+                              const void *key, size_t *at)
+{
+    *at = SIZE_MAX;
+    size_t i = (size_t)h & p->intern_mask;
+    for (unsigned k = 0; k < INTERN_PROBE; k++, i = (i + 1) & p->intern_mask) {
+        pkl_value *v = p->intern[i];
+        if (!v) {
+            *at = i;
+            return NULL;
+        }
+        if (same(v, key)) return v;
+    }
+    return NULL;
+}
+
+/* A new value into the empty slot intern_find gave (if any). */
+static pkl_value *intern_put(parser *p, pkl_value *v, size_t at)
+{
+    if (v && at != SIZE_MAX) {
+        p->intern[at] = v;
+        p->intern_count++;
+    }
+    return v;
+}
+
+typedef struct str_key {
+    const uint8_t *s;
+    size_t n;
+    uint64_t h;
+} str_key;
+
+static bool same_str(const pkl_value *v, const void *key)
+{
+    const str_key *k = key;
+    return v->kind == PKL_STR && v->u.s.hash == k->h && v->u.s.len == k->n &&
+           !memcmp(v->u.s.data, k->s, k->n);
+}
+
+static bool same_int(const pkl_value *v, const void *key)
+{
+    return v->kind == PKL_INT && v->u.i == *(const int64_t *)key;
+}
+
 static pkl_value *intern_str(parser *p, const uint8_t *s, size_t n)
 {
     int room = n > INTERN_MAX ? 0 : intern_room(p);
     if (room < 0) return NULL;
     if (!room) return new_blob(p, PKL_STR, s, n);
-    uint64_t h = hash_bytes(PKL_STR, s, n);
-    size_t i = (size_t)h & p->intern_mask;
-    for (unsigned k = 0; k < INTERN_PROBE; k++, i = (i + 1) & p->intern_mask) {
-        pkl_value *v = p->intern[i];
-        if (!v) {
-            v = new_blob(p, PKL_STR, s, n);
-            if (!v) return NULL;
-            v->u.s.hash = h; /* key_hash's, which then need not read the text */
-            v->flags |= PKL_F_HASHED;
-            p->intern[i] = v;
-            p->intern_count++;
-            return v;
-        }
-        if (v->kind == PKL_STR && v->u.s.hash == h && v->u.s.len == n && !memcmp(v->u.s.data, s, n))
-            return v;
+    str_key k = {s, n, hash_bytes(PKL_STR, s, n)};
+    size_t at;
+    pkl_value *v = intern_find(p, k.h, same_str, &k, &at);
+    if (v) return v;
+    v = new_blob(p, PKL_STR, s, n);
+    if (v) {
+        v->u.s.hash = k.h; /* key_hash's, which then need not read the text */
+        v->flags |= PKL_F_HASHED;
     }
-    return new_blob(p, PKL_STR, s, n);
+    return intern_put(p, v, at);
 }
 
 static pkl_value *new_int(parser *p, int64_t i)
@@ -888,24 +934,12 @@ static pkl_value *new_int(parser *p, int64_t i)
     if (room < 0) return NULL;
     size_t at = SIZE_MAX;
     if (room) {
-        size_t j = (size_t)mix64((uint64_t)i * 31 + PKL_INT) & p->intern_mask;
-        for (unsigned k = 0; k < INTERN_PROBE; k++, j = (j + 1) & p->intern_mask) {
-            pkl_value *v = p->intern[j];
-            if (!v) {
-                at = j;
-                break;
-            }
-            if (v->kind == PKL_INT && v->u.i == i) return v;
-        }
+        pkl_value *v = intern_find(p, int_hash(i), same_int, &i, &at);
+        if (v) return v;
     }
     pkl_value *v = new_value(p, PKL_INT);
-    if (!v) return NULL;
-    v->u.i = i;
-    if (at != SIZE_MAX) {
-        p->intern[at] = v;
-        p->intern_count++;
-    }
-    return v;
+    if (v) v->u.i = i;
+    return intern_put(p, v, at);
 }
 
 static int push_str(parser *p, const uint8_t *s, size_t n)
