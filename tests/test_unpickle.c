@@ -1391,7 +1391,7 @@ static unsigned char *trace_pickle(size_t n, size_t *len)
     return b;
 }
 
-/* Short strs and ints are made once per value (unpickle.c, intern_str,
+/* Short strs and ints met lately share a node (unpickle.c, intern_str,
  * new_int): a trace's keys and actions are one node each, whatever the
  * pickle repeats, and a loaded snapshot takes well under 400 bytes an
  * entry, not the ~870 of a 48-byte node for every text and value; every
@@ -1435,6 +1435,58 @@ static void test_shared_short_strings(void)
     CU_ASSERT_TRUE(pkl_as_int(pkl_item(r, 2), &c) && c == 70001);
     CU_ASSERT_PTR_EQUAL(pkl_item(r, 0), pkl_item(r, 1));
     CU_ASSERT_PTR_NOT_EQUAL(pkl_item(r, 0), pkl_item(r, 2));
+    pkl_free(d);
+}
+
+/* The caches are direct-mapped: 200 000 distinct ints and strs push one
+ * another out of their slots, and every value still reads back as
+ * itself; a value met again right after is shared, one met again after
+ * all the others may not be, but is equal. */
+static void test_shared_values_pushed_out(void)
+{
+    size_t n = 200000, len = 0;
+    unsigned char *b = malloc(n * 16 + 64), *o = b;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    *o++ = 0x80, *o++ = 4, *o++ = ']', *o++ = '(';
+    for (size_t i = 0; i < n; i++) {
+        uint32_t v = (uint32_t)(i * 3);
+        *o++ = 'J';
+        memcpy(o, &v, 4); /* little-endian, as BININT is (the tests run on x86-64) */
+        o += 4;
+        char t[8];
+        int k = snprintf(t, sizeof t, "s%zu", i);
+        *o++ = 0x8c, *o++ = (unsigned char)k; /* SHORT_BINUNICODE */
+        memcpy(o, t, (size_t)k);
+        o += k;
+    }
+    /* the last int and str again, then the first ones */
+    memcpy(o, o - 2 - 7 - 5, 5 + 2 + 7);
+    o += 5 + 2 + 7;
+    *o++ = 'J', *o++ = 0, *o++ = 0, *o++ = 0, *o++ = 0;
+    *o++ = 0x8c, *o++ = 2, *o++ = 's', *o++ = '0';
+    *o++ = 'e', *o++ = '.';
+    len = (size_t)(o - b);
+    gm_err err;
+    pkl_doc *d = parse(b, len, &err);
+    free(b);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    const pkl_value *r = pkl_root(d);
+    CU_ASSERT_EQUAL_FATAL(pkl_len(r), 2 * n + 4);
+    size_t ok = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t v = -1;
+        char t[8];
+        snprintf(t, sizeof t, "s%zu", i);
+        const char *s = pkl_as_str(pkl_item(r, 2 * i + 1), NULL);
+        ok += pkl_as_int(pkl_item(r, 2 * i), &v) && v == (int64_t)(i * 3) && s && !strcmp(s, t);
+    }
+    CU_ASSERT_EQUAL(ok, n);
+    CU_ASSERT_PTR_EQUAL(pkl_item(r, 2 * n), pkl_item(r, 2 * n - 2));
+    CU_ASSERT_PTR_EQUAL(pkl_item(r, 2 * n + 1), pkl_item(r, 2 * n - 1));
+    int64_t z = -1;
+    const char *s0 = pkl_as_str(pkl_item(r, 2 * n + 3), NULL);
+    CU_ASSERT_TRUE(pkl_as_int(pkl_item(r, 2 * n + 2), &z) && z == 0);
+    CU_ASSERT_TRUE(s0 && !strcmp(s0, "s0"));
     pkl_free(d);
 }
 
@@ -1815,6 +1867,7 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_snapshot_fields);
     GM_ADD_TEST(s, test_load_file_errors);
     GM_ADD_TEST(s, test_shared_short_strings);
+    GM_ADD_TEST(s, test_shared_values_pushed_out);
     GM_ADD_TEST(s, test_load_file_windows);
     return CUE_SUCCESS;
 }

@@ -82,9 +82,8 @@ typedef struct parser {
     size_t nmarks, marks_cap;
     pkl_value **memo;
     size_t memo_cap, memo_count;
-    /* short strs seen, by hash (intern_str): one node for each text */
-    pkl_value **intern;
-    size_t intern_mask, intern_count;
+    /* short strs and ints met lately (intern_str, new_int) */
+    struct intern_slot *intern_int, *intern_str;
 
     pkl_value *none, *true_, *false_;
 } parser;
@@ -537,13 +536,37 @@ static uint64_t mix64(uint64_t x)
     return x;
 }
 
+/* Eight bytes at a time (a byte at a time, the multiplies in a chain were
+ * a third of reading a short str); the last word's missing bytes are 0,
+ * and the length is mixed in, so "a" and "a\0" differ. Only this
+ * process reads the hash: it may differ between hosts. */
 static uint64_t hash_bytes(uint8_t kind, const void *data, size_t n)
 {
     const uint8_t *s = data;
-    uint64_t h = 0xcbf29ce484222325ull ^ kind;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ s[i]) * 0x100000001b3ull;
-    return mix64(h ^ n);
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ ((uint64_t)kind << 56) ^ n, w;
+    for (; n >= 8; s += 8, n -= 8) {
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 29;
+    }
+    if (n) { /* in 4, 2 and 1 byte loads: a memcpy of n bytes into w
+                stalls the load of w that follows it */
+        unsigned shift = 0;
+        uint32_t x4;
+        uint16_t x2;
+        w = 0;
+        if (n & 4) {
+            memcpy(&x4, s, 4);
+            w = x4, shift = 32, s += 4;
+        }
+        if (n & 2) {
+            memcpy(&x2, s, 2);
+            w |= (uint64_t)x2 << shift, shift += 16, s += 2;
+        }
+        if (n & 1) w |= (uint64_t)*s << shift;
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+    }
+    return mix64(h);
 }
 
 static bool is_key_kind(uint8_t kind)
@@ -812,134 +835,76 @@ static size_t utf8_check(const uint8_t *s, size_t n)
     return n;
 }
 
-/* Strs of up to INTERN_MAX bytes, and ints, are made once per value and
- * shared, as memo references share nodes already: a snapshot repeats the
- * same keys ('action', 'addr', 'size', ...) and actions ('alloc',
- * 'free_completed') in every trace entry, and the same sizes, addresses
- * (the caching allocator reuses them) and streams, and Python's pickler
- * writes each one again unless it is the same object. Nodes are read-only
- * once placed, so sharing changes no value. A probe longer than
- * INTERN_PROBE (values made to collide) makes a node of its own, and past
- * INTERN_MOST values every new one does: the work stays linear. */
+/* Strs of up to INTERN_MAX bytes, and ints, met lately are shared, as
+ * memo references share nodes already: a snapshot repeats the same keys
+ * ('action', 'addr', 'size', ...) and actions ('alloc', 'free_completed')
+ * in every trace entry, and the same sizes, addresses (the caching
+ * allocator reuses them) and streams, and Python's pickler writes each
+ * one again unless it is the same object. Nodes are read-only once
+ * placed, so sharing changes no value.
+ *
+ * Each kind has a direct-mapped cache of INTERN_SLOTS slots: a value's
+ * slot (by its hash) holds the last value met there, with its key (an
+ * int's value, a str's hash) beside the node so that a miss reads no
+ * node. A new value takes the slot. One slot is read per value, so the
+ * work is the same whatever the input; a value pushed out by others
+ * (a snapshot's unique times) only gets a node of its own. This replaced
+ * a probing table of every value, which read a node per probe and filled
+ * up with values met once (bench/README, "Nineteenth round"). */
 #define INTERN_MAX 32
-#define INTERN_PROBE 8
-#define INTERN_MOST (1u << 20) /* distinct values kept */
+#define INTERN_BITS 14
+#define INTERN_SLOTS (1u << INTERN_BITS)
 
-/* An int's hash: key_hash's for it. */
-static uint64_t int_hash(int64_t i)
+typedef struct intern_slot {
+    uint64_t key; /* PKL_INT: the value; PKL_STR: its hash */
+    pkl_value *v; /* NULL: empty */
+} intern_slot;
+
+/* The cache of kind (PKL_INT or PKL_STR), made on first use; NULL after
+ * failing. */
+static intern_slot *intern_cache(parser *p, pkl_kind kind)
 {
-    return mix64((uint64_t)i * 31 + PKL_INT);
-}
-
-/* A value's hash in the table: key_hash's for it. */
-static uint64_t interned_hash(const pkl_value *v)
-{
-    return v->kind == PKL_STR ? v->u.s.hash : int_hash(v->u.i);
-}
-
-/* Room for one more value in the table: 1, or 0 when it is full (the
- * caller makes a node of its own), -1 after failing. */
-static int intern_room(parser *p)
-{
-    if (p->intern && 2 * (p->intern_count + 1) <= p->intern_mask + 1) return 1;
-    if (p->intern_count >= INTERN_MOST) return 0;
-    size_t slots = p->intern ? 2 * (p->intern_mask + 1) : 1024;
-    if (charge(p, slots * sizeof *p->intern)) return -1;
-    pkl_value **t = calloc(slots, sizeof *t);
-    if (!t) {
-        no_memory(p);
-        return -1;
-    }
-    for (size_t i = 0; p->intern && i <= p->intern_mask; i++) {
-        pkl_value *v = p->intern[i];
-        if (!v) continue;
-        size_t j = (size_t)interned_hash(v) & (slots - 1), k = 0;
-        while (t[j] && k++ < INTERN_PROBE)
-            j = (j + 1) & (slots - 1);
-        if (!t[j]) t[j] = v; /* else dropped: made anew when met again */
-    }
-    free(p->intern);
-    p->intern = t;
-    p->intern_mask = slots - 1;
-    return 1;
-}
-
-/* The value of hash h in the table that `same` says is `key`'s, or NULL
- * with *at the empty slot it would take (SIZE_MAX: none within
- * INTERN_PROBE, or no room: it gets a node of its own). */
-static pkl_value *intern_find(parser *p, uint64_t h, bool (*same)(const pkl_value *, const void *),
-                              const void *key, size_t *at)
-{
-    *at = SIZE_MAX;
-    size_t i = (size_t)h & p->intern_mask;
-    for (unsigned k = 0; k < INTERN_PROBE; k++, i = (i + 1) & p->intern_mask) {
-        pkl_value *v = p->intern[i];
-        if (!v) {
-            *at = i;
-            return NULL;
-        }
-        if (same(v, key)) return v;
-    }
-    return NULL;
-}
-
-/* A new value into the empty slot intern_find gave (if any). */
-static pkl_value *intern_put(parser *p, pkl_value *v, size_t at)
-{
-    if (v && at != SIZE_MAX) {
-        p->intern[at] = v;
-        p->intern_count++;
-    }
-    return v;
-}
-
-typedef struct str_key {
-    const uint8_t *s;
-    size_t n;
-    uint64_t h;
-} str_key;
-
-static bool same_str(const pkl_value *v, const void *key)
-{
-    const str_key *k = key;
-    return v->kind == PKL_STR && v->u.s.hash == k->h && v->u.s.len == k->n &&
-           !memcmp(v->u.s.data, k->s, k->n);
-}
-
-static bool same_int(const pkl_value *v, const void *key)
-{
-    return v->kind == PKL_INT && v->u.i == *(const int64_t *)key;
+    intern_slot **c = kind == PKL_INT ? &p->intern_int : &p->intern_str;
+    if (*c) return *c;
+    if (charge(p, INTERN_SLOTS * sizeof **c)) return NULL;
+    *c = calloc(INTERN_SLOTS, sizeof **c);
+    if (!*c) no_memory(p);
+    return *c;
 }
 
 static pkl_value *intern_str(parser *p, const uint8_t *s, size_t n)
 {
-    int room = n > INTERN_MAX ? 0 : intern_room(p);
-    if (room < 0) return NULL;
-    if (!room) return new_blob(p, PKL_STR, s, n);
-    str_key k = {s, n, hash_bytes(PKL_STR, s, n)};
-    size_t at;
-    pkl_value *v = intern_find(p, k.h, same_str, &k, &at);
-    if (v) return v;
+    if (n > INTERN_MAX) return new_blob(p, PKL_STR, s, n);
+    intern_slot *c = intern_cache(p, PKL_STR);
+    if (!c) return NULL;
+    uint64_t h = hash_bytes(PKL_STR, s, n);
+    intern_slot *e = &c[h & (INTERN_SLOTS - 1)];
+    pkl_value *v = e->v;
+    if (v && e->key == h && v->u.s.len == n && !memcmp(v->u.s.data, s, n)) return v;
     v = new_blob(p, PKL_STR, s, n);
     if (v) {
-        v->u.s.hash = k.h; /* key_hash's, which then need not read the text */
+        v->u.s.hash = h; /* key_hash's, which then need not read the text */
         v->flags |= PKL_F_HASHED;
+        e->key = h;
+        e->v = v;
     }
-    return intern_put(p, v, at);
+    return v;
 }
 
 static pkl_value *new_int(parser *p, int64_t i)
 {
-    int room = intern_room(p);
-    if (room < 0) return NULL;
-    size_t at = SIZE_MAX;
-    if (room) {
-        pkl_value *v = intern_find(p, int_hash(i), same_int, &i, &at);
-        if (v) return v;
-    }
+    intern_slot *c = intern_cache(p, PKL_INT);
+    if (!c) return NULL;
+    /* key_hash's hash of the int, whose top bits pick the slot */
+    intern_slot *e = &c[mix64((uint64_t)i * 31 + PKL_INT) >> (64 - INTERN_BITS)];
+    if (e->v && e->key == (uint64_t)i) return e->v;
     pkl_value *v = new_value(p, PKL_INT);
-    if (v) v->u.i = i;
-    return intern_put(p, v, at);
+    if (v) {
+        v->u.i = i;
+        e->key = (uint64_t)i;
+        e->v = v;
+    }
+    return v;
 }
 
 static int push_str(parser *p, const uint8_t *s, size_t n)
@@ -1600,7 +1565,8 @@ static int parse_input(const void *buf, FILE *f, size_t len, const pkl_opts *opt
     free(p.stack);
     free(p.marks);
     free(p.memo);
-    free(p.intern);
+    free(p.intern_int);
+    free(p.intern_str);
     free(p.own);
     if (rc) {
         pkl_free(p.doc);
