@@ -1680,7 +1680,10 @@ const pkl_value *pkl_dict_get(const pkl_value *v, const char *key)
     }
     for (size_t i = 0; i < v->u.map.len; i++) {
         const pkl_value *k = v->u.map.items[i].key;
-        if (k->kind == PKL_STR && k->u.s.len == n && memcmp(k->u.s.data, key, n) == 0)
+        /* the first byte before memcmp: a trace entry's keys 'action',
+         * 'stream' and 'frames' have one length */
+        if (k->kind == PKL_STR && k->u.s.len == n && (!n || k->u.s.data[0] == key[0]) &&
+            memcmp(k->u.s.data, key, n) == 0)
             return v->u.map.items[i].value;
     }
     return NULL;
