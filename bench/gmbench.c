@@ -30,6 +30,11 @@
  *                                 processed, in full-run equivalents
  *   gmbench read TRACE            read every event and nothing else: the
  *                                 reader's own events/s
+ *   gmbench unpickle SNAPSHOT     a PyTorch memory snapshot's two steps
+ *                                 before a trace is written: parsing the
+ *                                 pickle (traces/unpickle.h: MB/s, the
+ *                                 tree's size) and importing its tree
+ *                                 (traces/import_torch.h: entries/s)
  *
  * The trace reader runs in its child process (traces/trace_isolate.c)
  * unless GMSIM_TRACE_INPROCESS=1: run both to see what isolation costs.
@@ -56,6 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "base/clock.h"
@@ -68,6 +74,8 @@
 #include "study/simulate.h"
 #include "traces/event_ids.h"
 #include "traces/gen_bert.h"
+#include "traces/import_torch.h"
+#include "traces/unpickle.h"
 
 typedef struct vec {
     gm_event *v;
@@ -359,12 +367,53 @@ static int bench_fit(const char *path)
     return 0;
 }
 
+/* unpickle: best of 3 (CPU time) of pkl_load_file and of
+ * gm_torch_import_value on its tree, as `gmsim import` runs them. */
+static int bench_unpickle(const char *path)
+{
+    double parse = 0, imp = 0;
+    size_t tree = 0, entries = 0;
+    for (int i = 0; i < 3; i++) {
+        gm_err err = {0};
+        pkl_doc *d = NULL;
+        gm_torch_import *t = NULL;
+        gm_torch_opts o = {.name = path, .command = "gmbench", .device = -1};
+        double t0 = thread_cpu_s();
+        if (pkl_load_file(path, NULL, &d, &err) == GM_OK) {
+            double t1 = thread_cpu_s();
+            if (gm_torch_import_value(pkl_root(d), &o, &t, &err) == GM_OK) {
+                double t2 = thread_cpu_s();
+                if (!i || t1 - t0 < parse) parse = t1 - t0;
+                if (!i || t2 - t1 < imp) imp = t2 - t1;
+                tree = pkl_doc_bytes(d);
+                entries = 0;
+                for (size_t k = 0; k < t->n; k++)
+                    entries += t->dev[k].n_entries;
+                gm_torch_import_free(t);
+            }
+        }
+        pkl_free(d);
+        if (err.code) {
+            fprintf(stderr, "gmbench: %s\n", err.msg);
+            return 1;
+        }
+    }
+    struct stat st;
+    double mb = stat(path, &st) ? 0 : (double)st.st_size / 1e6;
+    printf("mode unpickle: %.1f MB, %zu trace entries, best of 3 (CPU): parse %.3f s (%.0f MB/s, "
+           "tree %.1f MiB), import %.3f s (%.2f M entries/s), peak RSS %ld MiB\n",
+           mb, entries, parse, mb / parse, (double)tree / (double)GM_MiB, imp,
+           (double)entries / imp / 1e6, rss_mib());
+    return 0;
+}
+
 static int usage(void)
 {
     fprintf(stderr,
             "usage: gmbench mem|fixed EVENTS [POLICY] | gmbench file TRACE [POLICY] |\n"
             "       gmbench tenants K EVENTS [POLICY] | gmbench cached N EVENTS [POLICY] |\n"
-            "       gmbench compare TRACE | gmbench fit TRACE | gmbench read TRACE\n");
+            "       gmbench compare TRACE | gmbench fit TRACE | gmbench read TRACE |\n"
+            "       gmbench unpickle SNAPSHOT\n");
     return 2;
 }
 
@@ -375,6 +424,7 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "compare")) return bench_compare(argv[2]);
     if (!strcmp(mode, "fit")) return bench_fit(argv[2]);
     if (!strcmp(mode, "read")) return read_only(argv[2]);
+    if (!strcmp(mode, "unpickle")) return bench_unpickle(argv[2]);
     int two = !strcmp(mode, "tenants") || !strcmp(mode, "cached");
     int fixed = !strcmp(mode, "fixed");
     if (strcmp(mode, "mem") && strcmp(mode, "file") && !fixed && !two) return usage();

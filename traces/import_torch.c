@@ -20,6 +20,7 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,9 +258,48 @@ static int action_of(const char *s)
     return GM_TA_OTHER;
 }
 
+/* A trace entry's fields, found in one walk of its keys: a lookup for
+ * each field walked them once per field, and the importer reads a
+ * million entries and more. Keys are unique, so each field is what
+ * pkl_dict_get would give. */
+typedef struct entry_fields {
+    const pkl_value *action, *frames, *stream, *addr, *size, *device_free, *pool_id, *time_us;
+} entry_fields;
+
+static int key_is(const pkl_value *k, const char *name, size_t n)
+{
+    size_t len;
+    const char *s = pkl_is(k, PKL_STR) ? pkl_as_str(k, &len) : NULL;
+    return s && len == n && !memcmp(s, name, n);
+}
+
+static void entry_fields_of(const pkl_value *ev, entry_fields *f)
+{
+    static const struct {
+        const char *name;
+        size_t len, off;
+    } known[] = {
+#define F(x) {#x, sizeof #x - 1, offsetof(entry_fields, x)}
+        F(action), F(frames), F(stream), F(addr), F(size), F(device_free), F(pool_id), F(time_us),
+#undef F
+    };
+    memset(f, 0, sizeof *f);
+    size_t n = pkl_is(ev, PKL_DICT) ? pkl_len(ev) : 0;
+    for (size_t i = 0; i < n; i++) {
+        const pkl_entry *x = pkl_dict_entry(ev, i);
+        for (size_t j = 0; j < sizeof known / sizeof known[0]; j++)
+            if (key_is(x->key, known[j].name, known[j].len)) {
+                memcpy((char *)f + known[j].off, &x->value, sizeof x->value);
+                break;
+            }
+    }
+}
+
 static int read_entry(dev *d, const pkl_value *ev, size_t k, ent *e, gm_err *err)
 {
-    const char *act = pkl_dict_str(ev, "action");
+    entry_fields f;
+    entry_fields_of(ev, &f);
+    const char *act = pkl_is(f.action, PKL_STR) ? pkl_as_str(f.action, NULL) : NULL;
     if (!act)
         return gm_errf(err, GM_EINVAL,
                        "%s: device_traces[%d][%zu] has no 'action'; this is not a PyTorch memory "
@@ -268,12 +308,12 @@ static int read_entry(dev *d, const pkl_value *ev, size_t k, ent *e, gm_err *err
     memset(e, 0, sizeof *e);
     e->action = (uint8_t)action_of(act);
     e->blk = NONE;
-    e->frames = pkl_dict_get(ev, "frames");
-    pkl_dict_u64(ev, "stream", &e->stream);
-    int has_addr = pkl_dict_u64(ev, "addr", &e->addr);
-    int has_size = pkl_dict_u64(ev, "size", &e->size);
+    e->frames = f.frames;
+    pkl_as_u64(f.stream, &e->stream);
+    int has_addr = pkl_as_u64(f.addr, &e->addr);
+    int has_size = pkl_as_u64(f.size, &e->size);
     if (e->action == GM_TA_OOM)
-        pkl_dict_u64(ev, "device_free", &e->device_free);
+        pkl_as_u64(f.device_free, &e->device_free);
     else if (e->action < GM_TA_SNAPSHOT && (!has_addr || !has_size))
         return gm_errf(err, GM_EINVAL,
                        "%s: device_traces[%d][%zu] (%s) needs a non-negative int 'addr' and "
@@ -288,8 +328,8 @@ static int read_entry(dev *d, const pkl_value *ev, size_t k, ent *e, gm_err *err
                        " is out of range (1 B to 2^48, below 2^64); the snapshot is damaged",
                        d->name, d->device, k, act, e->size, e->addr);
     uint64_t pid[2];
-    if (pkl_dict_get(ev, "pool_id")) {
-        if (read_pool_id(pkl_dict_get(ev, "pool_id"), pid) != GM_OK)
+    if (f.pool_id) {
+        if (read_pool_id(f.pool_id, pid) != GM_OK)
             return gm_errf(err, GM_EINVAL,
                            "%s: device_traces[%d][%zu]: pool_id is not a pair of non-negative "
                            "ints; the snapshot is damaged",
@@ -299,7 +339,7 @@ static int read_entry(dev *d, const pkl_value *ev, size_t k, ent *e, gm_err *err
         e->has_pid = 1;
     }
     int64_t t;
-    if (pkl_dict_int(ev, "time_us", &t) && t >= 0)
+    if (pkl_as_int(f.time_us, &t) && t >= 0)
         e->time_us = (uint64_t)t;
     else
         d->has_time = 0;
