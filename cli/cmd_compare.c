@@ -208,7 +208,7 @@ int cmd_compare(int argc, char **argv)
         gm_segmap_opts so;
         gm_segmap_opts_compare(&so);
         if (rc == GM_OK && html_path && (rc = gm_trace_stats_attach(j, &cfg, &err)) == GM_OK &&
-            (rc = gm_segmap_attach(j, &cfg, &so, &err)) == GM_OK)
+            (rc = gm_segmap_attach(j, &cfg, &so, threads, &err)) == GM_OK)
             rc = gm_html_write_file(j, html_path, &err);
         json_decref(j);
     }

@@ -231,7 +231,7 @@ int cmd_run(int argc, char **argv)
          * JSON too, so it carries everything the page draws; a plain --json
          * stays one pass (`gmsim report --trace-stats` adds them later) */
         if (html_path) rc = gm_trace_stats_attach(j, &cfg, &err);
-        if (rc == GM_OK && html_path) rc = gm_segmap_attach(j, &cfg, &args.segmap, &err);
+        if (rc == GM_OK && html_path) rc = gm_segmap_attach(j, &cfg, &args.segmap, 1, &err);
         if (rc == GM_OK && json_path) rc = gm_json_write(j, json_path, &err);
         if (rc == GM_OK && html_path) rc = gm_html_write_file(j, html_path, &err);
         json_decref(j);

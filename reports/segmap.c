@@ -8,7 +8,9 @@
  * at the moments, asks each tenant's model for its segments. Observation
  * points are counted in calls of event_hook, which the engine makes in one
  * deterministic global order, so "after the event that set the peak" in
- * pass 1 is the same point in pass 2.
+ * pass 1 is the same point in pass 2. Without the zoom pyramid (a
+ * comparison's maps) pass 2 alone finds the peak as it goes and captures
+ * each new one, keeping the last (capture_peak): one simulation, not two.
  */
 #include "segmap.h"
 
@@ -18,6 +20,8 @@
 
 #include "base/addrmap.h"
 #include "results.h"
+#include "study/policy_list.h"
+#include "study/pool.h"
 #include "study/simulate.h"
 #include "traces/trace.h"
 
@@ -51,7 +55,9 @@ typedef struct zlevel {
 } zlevel;
 
 typedef struct obs {
-    int pass; /* 1: find the peak, 2: capture */
+    int pass;         /* 1: find the peak, 2: capture */
+    int single;       /* pass 2 finds the peak too (no pass 1: gm_segmap_json) */
+    json_t *peak_map; /* single: the peak's map so far, in maps */
     const gm_segmap_opts *o;
     ten *t;
     size_t nt;
@@ -471,6 +477,27 @@ static void add_map(obs *o, json_t *m)
     if (m) json_array_append_new(o->maps, m);
 }
 
+/* The map "just after the event that set the peak". With one pass, each
+ * new peak's map takes the place of the last one's, at the end of maps,
+ * where two passes would have put the map of the final peak. */
+static void capture_peak(obs *o)
+{
+    o->got_peak = 1;
+    json_t *m = capture(o, "peak", o->last_t);
+    if (m) json_object_set_new(m, "peak_reserved", ju(o->peak));
+    if (o->single && m && o->peak_map) {
+        size_t i;
+        json_t *x;
+        json_array_foreach(o->maps, i, x) if (x == o->peak_map)
+        {
+            json_array_remove(o->maps, i);
+            break;
+        }
+    }
+    if (m) o->peak_map = m;
+    add_map(o, m);
+}
+
 static void settle_oom(obs *o)
 {
     if (!o->pending) return;
@@ -556,10 +583,11 @@ static void on_seg(void *ctx, int tenant, uint64_t event_index, const gm_seg_eve
     (void)event_index;
     if (gm_op_grows(ev->op)) {
         o->reserved += ev->size;
-        if (o->pass == 1 && o->reserved > o->peak) {
+        if ((o->pass == 1 || o->single) && o->reserved > o->peak) {
             o->peak = o->reserved;
             o->peak_seq = o->seq;
             o->peak_t = o->last_t;
+            o->got_peak = 0; /* single: captured again, after this event */
         }
     } else {
         o->reserved -= ev->size < o->reserved ? ev->size : o->reserved;
@@ -588,16 +616,11 @@ static void on_event(void *ctx, int tenant, uint64_t index, const gm_event *e)
     settle_oom(o); /* the previous event's allocation found no memory */
     o->seq++;
     uint64_t now = e->t_ns + o->t[tenant].offset;
-    if (o->pass == 1 && !o->seen_first) o->seen_first = 1, o->first_t = now;
-    if (o->pass == 1) o->end_t = now, o->events++;
+    if ((o->pass == 1 || o->single) && !o->seen_first) o->seen_first = 1, o->first_t = now;
+    if (o->pass == 1 || o->single) o->end_t = now, o->events++;
     if (o->pass == 2 && o->seq > 1) z_sample(o, o->last_t);
     if (o->pass == 2 && !o->failed) {
-        if (!o->got_peak && o->seq == o->peak_seq + 1) {
-            o->got_peak = 1;
-            json_t *m = capture(o, "peak", o->last_t);
-            if (m) json_object_set_new(m, "peak_reserved", ju(o->peak));
-            add_map(o, m);
-        }
+        if (!o->got_peak && o->seq == o->peak_seq + 1) capture_peak(o);
         if (o->o->at_given && !o->got_at && now >= o->first_t + o->o->at_ns) {
             o->got_at = 1;
             add_map(o, capture(o, "at", o->first_t + o->o->at_ns));
@@ -648,12 +671,7 @@ static void on_end(void *ctx, int tenant, gm_alloc *a, int status)
     o->t[tenant].a = a;
     settle_oom(o);
     if (o->pass == 2) z_sample(o, o->last_t);
-    if (o->pass == 2 && !o->got_peak && o->seq == o->peak_seq) {
-        o->got_peak = 1;
-        json_t *m = capture(o, "peak", o->last_t);
-        if (m) json_object_set_new(m, "peak_reserved", ju(o->peak));
-        add_map(o, m);
-    }
+    if (o->pass == 2 && !o->got_peak && o->seq == o->peak_seq) capture_peak(o);
     if (o->pass == 2 && o->o->at_given && !o->got_at) { /* after the last event */
         size_t live = 0;
         for (size_t k = 0; k < o->nt; k++)
@@ -808,12 +826,17 @@ int gm_segmap_json(const gm_sim_config *cfg, const gm_segmap_opts *opts, json_t 
         if (gm_addrmap_init(&o.t[k].live, 1024)) rc = gm_errf(err, GM_ENOMEM, "out of memory");
         read_sites(&cfg->tenants[k], &o.t[k].sites);
     }
-    o.pass = 1;
-    if (rc == GM_OK) rc = one_pass(cfg, &o, err);
-    uint64_t peak = o.peak;
+    /* The zoom pyramid's windows are placed from pass 1 (the peak's and
+     * the OOMs' times, the span). Without it one pass finds the peak and
+     * captures as it goes: a map for each new peak, the last one kept
+     * (capture_peak), the same maps in the same order as two passes. */
+    o.single = !opts->zoom;
+    o.pass = o.single ? 2 : 1;
+    if (rc == GM_OK && !o.single) rc = one_pass(cfg, &o, err);
     o.pass = 2;
     if (rc == GM_OK && opts->zoom) rc = z_setup(&o, err);
     if (rc == GM_OK) rc = one_pass(cfg, &o, err);
+    uint64_t peak = o.peak;
     if (rc == GM_OK) {
         *out = json_pack("{s:O,s:o,s:o}", "maps", o.maps, "ooms_total", ju(o.n_oom),
                          "peak_reserved_bytes", ju(peak));
@@ -834,18 +857,29 @@ int gm_segmap_json(const gm_sim_config *cfg, const gm_segmap_opts *opts, json_t 
     return rc;
 }
 
-static int attach_one(json_t *res, const gm_sim_config *cfg, const gm_segmap_opts *opts,
-                      gm_err *err)
-{
-    json_t *in = json_object_get(res, "inputs");
-    gm_sim_config c = *cfg;
-    const char *pol = json_string_value(json_object_get(in, "policy")),
-               *al = json_string_value(json_object_get(in, "allocator"));
-    if (pol) c.policy = pol;
-    if (al) c.allocator = al;
+/* One result's maps, simulated with its own policy and allocator. */
+typedef struct attach_job {
+    gm_sim_config c;
     json_t *m;
-    int rc = gm_segmap_json(&c, opts, &m, err);
-    if (rc != GM_OK) return rc;
+    gm_err err;
+    int rc;
+} attach_job;
+
+typedef struct attach_ctx {
+    attach_job *job;
+    const gm_segmap_opts *o;
+} attach_ctx;
+
+static void attach_run(void *ctx, size_t i)
+{
+    attach_ctx *x = ctx;
+    attach_job *j = &x->job[i];
+    j->rc = gm_segmap_json(&j->c, x->o, &j->m, &j->err);
+}
+
+/* res's "segment_maps": m, unless m's replay did not reach res's peak. */
+static void attach_maps(json_t *res, json_t *m)
+{
     json_t *want = json_object_get(json_object_get(res, "device"), "peak_reserved_bytes");
     json_t *got = json_object_get(m, "peak_reserved_bytes");
     if (json_is_integer(want) && json_is_integer(got) &&
@@ -857,19 +891,51 @@ static int attach_one(json_t *res, const gm_sim_config *cfg, const gm_segmap_opt
                                         "run's peak reserved bytes"));
     }
     json_object_set_new(res, "segment_maps", m);
-    return GM_OK;
 }
 
-int gm_segmap_attach(json_t *result, const gm_sim_config *cfg, const gm_segmap_opts *o, gm_err *err)
+int gm_segmap_attach(json_t *result, const gm_sim_config *cfg, const gm_segmap_opts *o, int threads,
+                     gm_err *err)
 {
     json_t *results = json_object_get(result, "results");
-    if (!json_is_array(results)) return attach_one(result, cfg, o, err);
-    size_t i;
-    json_t *r;
-    json_array_foreach(results, i, r)
-    {
-        int rc = attach_one(r, cfg, o, err);
-        if (rc != GM_OK) return rc;
+    size_t n = json_is_array(results) ? json_array_size(results) : 1;
+    attach_job *job = calloc(n, sizeof *job);
+    char **pol = calloc(n, sizeof *pol);
+    if (!job || !pol) {
+        free(job);
+        free(pol);
+        return gm_errf(err, GM_ENOMEM, "out of memory");
     }
-    return GM_OK;
+    /* read in this thread; the jobs only simulate, each into its own m */
+    int named = 1;
+    for (size_t i = 0; i < n; i++) {
+        json_t *res = json_is_array(results) ? json_array_get(results, i) : result;
+        json_t *in = json_object_get(res, "inputs");
+        const char *p = json_string_value(json_object_get(in, "policy")),
+                   *al = json_string_value(json_object_get(in, "allocator"));
+        job[i].c = *cfg;
+        if (p) job[i].c.policy = p;
+        if (al) job[i].c.allocator = al;
+        pol[i] = (char *)job[i].c.policy;
+        named = named && pol[i];
+    }
+    /* a comparison's policies cost what they cost in it (study/pool.h) */
+    double *est = named ? gm_policy_spec_costs(pol, n, 1) : NULL;
+    attach_ctx x = {job, o};
+    gm_parallel_for_cost(n, est, n > 1 ? threads : 1, attach_run, &x);
+    free(est);
+    int rc = GM_OK;
+    for (size_t i = 0; i < n; i++) {
+        json_t *res = json_is_array(results) ? json_array_get(results, i) : result;
+        if (rc == GM_OK && job[i].rc != GM_OK) {
+            rc = job[i].rc;
+            *err = job[i].err;
+        }
+        if (rc == GM_OK)
+            attach_maps(res, job[i].m);
+        else
+            json_decref(job[i].m);
+    }
+    free(job);
+    free(pol);
+    return rc;
 }

@@ -12,10 +12,12 @@
  *          job's free bytes; the rest counted
  *   at     the state at a time the user picked (`run --segments-at TIME`):
  *          before the first event at or after it
- * How: two more simulations of the same run with the engine's observer
- * hooks (sim/engine.h): the first finds the peak, the second asks the model
- * for its segments (gm_alloc_ops.segments) at the moments and places the
- * live blocks it saw allocated (block_addr, block_bytes). Blocks narrower
+ * How: more simulations of the same run with the engine's observer hooks
+ * (sim/engine.h), which ask the model for its segments
+ * (gm_alloc_ops.segments) at the moments and place the live blocks it saw
+ * allocated (block_addr, block_bytes): two with the zoom pyramid (the
+ * first finds the peak and the OOMs it is centred on), else one, which
+ * captures each new peak as it comes and keeps the last. Blocks narrower
  * than a row's resolution are merged with their neighbours into one "n
  * small blocks" item, coarser until a map has at most max_items items
  * (a segment keeps at least one, so max_rows bounds it too), whatever the
@@ -47,7 +49,8 @@ typedef struct gm_segmap_opts {
 void gm_segmap_opts_run(gm_segmap_opts *o);
 void gm_segmap_opts_compare(gm_segmap_opts *o);
 
-/* Simulate cfg twice more (its policy: cfg->policy) and return the maps as
+/* Simulate cfg once more, twice with o->zoom (its policy: cfg->policy), and
+ * return the maps as
  * {"maps": [...], "ooms_total": N, "peak_reserved_bytes": B}. A run with
  * --repeat > 1 gives {"maps": [], "skipped": "why"}.
  * With o->zoom, also "zoom": {"center_ns", "oom_ns": [...], "levels":
@@ -67,8 +70,10 @@ int gm_segmap_json(const gm_sim_config *cfg, const gm_segmap_opts *o, json_t **o
  * "segment_maps" member, simulated with its own inputs.policy and
  * inputs.allocator on cfg's traces. A map whose replay does not reach the
  * result's own peak reserved bytes is left out (the result came from other
- * inputs), and says so. */
-int gm_segmap_attach(json_t *result, const gm_sim_config *cfg, const gm_segmap_opts *o,
+ * inputs), and says so. A comparison's results are simulated on `threads`
+ * threads (0: one per core; study/pool.h, costliest policy first); the
+ * maps do not depend on it. */
+int gm_segmap_attach(json_t *result, const gm_sim_config *cfg, const gm_segmap_opts *o, int threads,
                      gm_err *err);
 
 #endif

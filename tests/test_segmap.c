@@ -409,6 +409,66 @@ static void test_zoom_oom(void)
     free(ev);
 }
 
+/* Without the zoom pyramid one pass finds the peak as it goes (segmap.c,
+ * capture_peak): here the reserved bytes set four peaks (the last the
+ * small pool's first 2 MiB segment), an OOM comes between the first two
+ * and one after the last; the maps are those two passes give (the run
+ * page's options, whose zoom asks for two), in their order, the peak's
+ * the last one's. */
+static void test_one_pass_is_two(void)
+{
+    const uint64_t M = GM_MiB;
+    gm_event ev[] = {
+        {.t_ns = 0, .addr = 0x100000, .size = 30 * M, .op = GM_OP_ALLOC},   /* peak 1 */
+        {.t_ns = 10, .addr = 0x200000, .size = GM_GiB, .op = GM_OP_ALLOC},  /* OOM 1 */
+        {.t_ns = 20, .addr = 0x300000, .size = 100 * M, .op = GM_OP_ALLOC}, /* peak 2 */
+        {.t_ns = 30, .addr = 0x100000, .op = GM_OP_FREE},
+        {.t_ns = 31, .addr = 0x300000, .op = GM_OP_FREE},
+        {.t_ns = 40, .addr = 0x400000, .size = 200 * M, .op = GM_OP_ALLOC},    /* peak 3 */
+        {.t_ns = 45, .addr = 0x500000, .size = 3000, .op = GM_OP_ALLOC},       /* peak 4 */
+        {.t_ns = 50, .addr = 0x600000, .size = 2 * GM_GiB, .op = GM_OP_ALLOC}, /* OOM 2 */
+        {.t_ns = 60, .addr = 0x400000, .op = GM_OP_FREE},
+    };
+    gm_trace_meta m;
+    gm_trace_meta_init(&m);
+    m.device_total_bytes = 80 * GM_GiB;
+    gm_tenant_spec t = {.path = "in-memory",
+                        .events = ev,
+                        .n_events = sizeof ev / sizeof ev[0],
+                        .meta = &m,
+                        .repeat = 1};
+    gm_sim_config cfg;
+    config(&cfg, &t);
+    cfg.capacity_bytes = 512 * M;
+    cfg.overhead_given = 1;
+    cfg.on_oom_skip = 1;
+    gm_segmap_opts two, one;
+    gm_segmap_opts_run(&two); /* zoom: two passes */
+    one = two;
+    one.zoom = 0;
+    json_t *a = NULL, *b = NULL;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_segmap_json(&cfg, &two, &a, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(gm_segmap_json(&cfg, &one, &b, &err), GM_OK);
+    CU_ASSERT_PTR_NULL(json_object_get(b, "zoom"));
+    CU_ASSERT_TRUE(json_equal(json_object_get(a, "maps"), json_object_get(b, "maps")));
+    CU_ASSERT_EQUAL(num(b, "peak_reserved_bytes"), num(a, "peak_reserved_bytes"));
+    CU_ASSERT_EQUAL(num(b, "ooms_total"), 2);
+    CU_ASSERT_EQUAL(num(b, "peak_reserved_bytes"), 332 * (json_int_t)M);
+    json_t *maps = json_object_get(b, "maps");
+    CU_ASSERT_EQUAL_FATAL(json_array_size(maps), 3);
+    static const char *const kind[3] = {"oom", "peak", "oom"};
+    static const json_int_t when[3] = {10, 45, 50};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *x = json_array_get(maps, i);
+        CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(x, "kind")), kind[i]);
+        CU_ASSERT_EQUAL(num(x, "t_ns"), when[i]);
+    }
+    json_decref(a);
+    json_decref(b);
+    gm_trace_meta_free(&m);
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("segmap", NULL, NULL);
@@ -417,5 +477,6 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_oom);
     GM_ADD_TEST(s, test_budget);
     GM_ADD_TEST(s, test_zoom_oom);
+    GM_ADD_TEST(s, test_one_pass_is_two);
     return CUE_SUCCESS;
 }
