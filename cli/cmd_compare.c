@@ -18,7 +18,6 @@
 #include "reports/segmap.h"
 #include "reports/results.h"
 #include "reports/table.h"
-#include "reports/trace_stats.h"
 #include "sim/alloc.h"
 #include "study/alloc_list.h"
 #include "study/compare.h"
@@ -207,8 +206,8 @@ int cmd_compare(int argc, char **argv)
         if (rc == GM_OK && json_path) rc = gm_json_write(j, json_path, &err);
         gm_segmap_opts so;
         gm_segmap_opts_compare(&so);
-        if (rc == GM_OK && html_path && (rc = gm_trace_stats_attach(j, &cfg, &err)) == GM_OK &&
-            (rc = gm_segmap_attach(j, &cfg, &so, threads, &err)) == GM_OK)
+        if (rc == GM_OK && html_path &&
+            (rc = gm_segmap_page_attach(j, &cfg, &so, threads, &err)) == GM_OK)
             rc = gm_html_write_file(j, html_path, &err);
         json_decref(j);
     }

@@ -18,7 +18,6 @@
 #include "reports/segmap.h"
 #include "reports/results.h"
 #include "reports/table.h"
-#include "reports/trace_stats.h"
 #include "sim/engine.h"
 #include "study/run_opts.h"
 #include "study/explain.h"
@@ -230,8 +229,7 @@ int cmd_run(int argc, char **argv)
          * more passes over the trace: made for the page, and then in the
          * JSON too, so it carries everything the page draws; a plain --json
          * stays one pass (`gmsim report --trace-stats` adds them later) */
-        if (html_path) rc = gm_trace_stats_attach(j, &cfg, &err);
-        if (rc == GM_OK && html_path) rc = gm_segmap_attach(j, &cfg, &args.segmap, 1, &err);
+        if (html_path) rc = gm_segmap_page_attach(j, &cfg, &args.segmap, 0, &err);
         if (rc == GM_OK && json_path) rc = gm_json_write(j, json_path, &err);
         if (rc == GM_OK && html_path) rc = gm_html_write_file(j, html_path, &err);
         json_decref(j);

@@ -20,6 +20,7 @@
 
 #include "base/addrmap.h"
 #include "results.h"
+#include "trace_stats.h"
 #include "study/policy_list.h"
 #include "study/pool.h"
 #include "study/simulate.h"
@@ -938,4 +939,20 @@ int gm_segmap_attach(json_t *result, const gm_sim_config *cfg, const gm_segmap_o
     free(job);
     free(pol);
     return rc;
+}
+
+int gm_segmap_page_attach(json_t *result, const gm_sim_config *cfg, const gm_segmap_opts *o,
+                          int threads, gm_err *err)
+{
+    gm_trace_stats_bg *bg = NULL;
+    if (threads != 1 && gm_trace_stats_start(cfg, &bg) != GM_OK)
+        return gm_errf(err, GM_ENOMEM, "out of memory");
+    int sm = gm_segmap_attach(result, cfg, o, threads, err);
+    gm_err serr = {0};
+    int st = gm_trace_stats_finish(bg, result, cfg, &serr);
+    if (st != GM_OK) { /* the statistics' error first, as when they came first */
+        *err = serr;
+        return st;
+    }
+    return sm;
 }

@@ -76,4 +76,12 @@ int gm_segmap_json(const gm_sim_config *cfg, const gm_segmap_opts *o, json_t **o
 int gm_segmap_attach(json_t *result, const gm_sim_config *cfg, const gm_segmap_opts *o, int threads,
                      gm_err *err);
 
+/* What a page (`run --html`, `compare --html`) adds to its result before
+ * it is drawn: every tenant's trace statistics (trace_stats.h), read on a
+ * thread of their own while the segment maps are simulated
+ * (gm_segmap_attach; with threads 1, one after the other). The
+ * statistics' error first, as when they were read first. */
+int gm_segmap_page_attach(json_t *result, const gm_sim_config *cfg, const gm_segmap_opts *o,
+                          int threads, gm_err *err);
+
 #endif

@@ -1,6 +1,7 @@
 /* trace_stats.c - see trace_stats.h. */
 #include "trace_stats.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,8 +123,86 @@ static const char *file_of(const char *name, const gm_sim_config *cfg)
     return name;
 }
 
+/* Statistics read ahead on a thread of their own (gm_trace_stats_start). */
+struct gm_trace_stats_bg {
+    pthread_t tid;
+    int started;
+    size_t n;
+    const char **path; /* distinct trace files */
+    json_t **st;
+    int *rc;
+    gm_err *err;
+};
+
+static void *bg_main(void *arg)
+{
+    gm_trace_stats_bg *bg = arg;
+    for (size_t i = 0; i < bg->n; i++)
+        bg->rc[i] = gm_trace_stats_json(bg->path[i], &bg->st[i], &bg->err[i]);
+    return NULL;
+}
+
+static void bg_free(gm_trace_stats_bg *bg)
+{
+    if (!bg) return;
+    for (size_t i = 0; i < bg->n; i++)
+        json_decref(bg->st[i]);
+    free(bg->path);
+    free(bg->st);
+    free(bg->rc);
+    free(bg->err);
+    free(bg);
+}
+
+int gm_trace_stats_start(const gm_sim_config *cfg, gm_trace_stats_bg **out)
+{
+    *out = NULL;
+    size_t n = cfg ? cfg->n_tenants : 0;
+    gm_trace_stats_bg *bg = calloc(1, sizeof *bg);
+    if (!bg) return GM_ENOMEM;
+    bg->path = calloc(n + 1, sizeof *bg->path);
+    bg->st = calloc(n + 1, sizeof *bg->st);
+    bg->rc = calloc(n + 1, sizeof *bg->rc);
+    bg->err = calloc(n + 1, sizeof *bg->err);
+    if (!bg->path || !bg->st || !bg->rc || !bg->err) {
+        bg_free(bg);
+        return GM_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *p = cfg->tenants[i].path;
+        size_t k = 0;
+        while (p && k < bg->n && strcmp(bg->path[k], p))
+            k++;
+        if (p && k == bg->n) bg->path[bg->n++] = p;
+    }
+    if (pthread_create(&bg->tid, NULL, bg_main, bg) != 0) {
+        bg_free(bg); /* no thread: gm_trace_stats_finish reads them itself */
+        return GM_OK;
+    }
+    bg->started = 1;
+    *out = bg;
+    return GM_OK;
+}
+
+/* file's statistics from what bg read ahead (a new reference), else read
+ * now; the error of either. */
+static int stats_of(const char *file, gm_trace_stats_bg *bg, json_t **st, gm_err *err)
+{
+    for (size_t i = 0; bg && i < bg->n; i++)
+        if (!strcmp(bg->path[i], file)) {
+            if (bg->rc[i] != GM_OK) {
+                *err = bg->err[i];
+                return bg->rc[i];
+            }
+            *st = json_incref(bg->st[i]);
+            return GM_OK;
+        }
+    return gm_trace_stats_json(file, st, err);
+}
+
 /* Attach to the tenants of one gmsim-result/1; cache maps path -> stats. */
-static int attach_result(json_t *res, json_t *cache, const gm_sim_config *cfg, gm_err *err)
+static int attach_result(json_t *res, json_t *cache, const gm_sim_config *cfg,
+                         gm_trace_stats_bg *bg, gm_err *err)
 {
     size_t i;
     json_t *t;
@@ -133,7 +212,7 @@ static int attach_result(json_t *res, json_t *cache, const gm_sim_config *cfg, g
         if (!path || json_object_get(t, "trace_stats")) continue;
         json_t *st = json_object_get(cache, path);
         if (!st) {
-            int rc = gm_trace_stats_json(file_of(path, cfg), &st, err);
+            int rc = stats_of(file_of(path, cfg), bg, &st, err);
             if (rc != GM_OK) return rc;
             json_object_set_new(cache, path, st);
         }
@@ -142,21 +221,29 @@ static int attach_result(json_t *res, json_t *cache, const gm_sim_config *cfg, g
     return GM_OK;
 }
 
-int gm_trace_stats_attach(json_t *result, const gm_sim_config *cfg, gm_err *err)
+int gm_trace_stats_finish(gm_trace_stats_bg *bg, json_t *result, const gm_sim_config *cfg,
+                          gm_err *err)
 {
-    json_t *cache = json_object();
+    if (bg && bg->started) pthread_join(bg->tid, NULL);
     int rc = GM_OK;
+    json_t *cache = result ? json_object() : NULL;
     json_t *results = json_object_get(result, "results");
     if (json_is_array(results)) {
         size_t i;
         json_t *r;
         json_array_foreach(results, i, r)
         {
-            if ((rc = attach_result(r, cache, cfg, err)) != GM_OK) break;
+            if ((rc = attach_result(r, cache, cfg, bg, err)) != GM_OK) break;
         }
-    } else {
-        rc = attach_result(result, cache, cfg, err);
+    } else if (result) {
+        rc = attach_result(result, cache, cfg, bg, err);
     }
     json_decref(cache);
+    bg_free(bg);
     return rc;
+}
+
+int gm_trace_stats_attach(json_t *result, const gm_sim_config *cfg, gm_err *err)
+{
+    return gm_trace_stats_finish(NULL, result, cfg, err);
 }

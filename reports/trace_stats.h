@@ -63,4 +63,21 @@ int gm_trace_stats_json(const char *path, json_t **out, gm_err *err);
  */
 int gm_trace_stats_attach(json_t *result, const gm_sim_config *cfg, gm_err *err);
 
+/*
+ * The same in two halves, so that the reading overlaps other work (`run
+ * --html` and `compare --html` read the statistics while the segment maps
+ * are simulated): gm_trace_stats_start reads the statistics of cfg's
+ * traces (each tenant's path, each file once) on a thread of its own;
+ * gm_trace_stats_finish waits for it, then attaches as
+ * gm_trace_stats_attach does, from what it read (a file it did not read is
+ * read then; a file it could not read gives that error), and frees it.
+ * result NULL: only wait and free (a command that fails first). *out may
+ * be NULL (no thread could start): finish then reads every file itself.
+ * Returns GM_ENOMEM when out of memory.
+ */
+typedef struct gm_trace_stats_bg gm_trace_stats_bg;
+int gm_trace_stats_start(const gm_sim_config *cfg, gm_trace_stats_bg **out);
+int gm_trace_stats_finish(gm_trace_stats_bg *bg, json_t *result, const gm_sim_config *cfg,
+                          gm_err *err);
+
 #endif
