@@ -55,10 +55,22 @@ typedef struct zlevel {
     int last_col;                      /* -1: no sample in the window yet */
 } zlevel;
 
+/* The peak's map's makings (snap_take). */
+typedef struct peak_snap {
+    gm_seg_info *segs; /* all_segments' */
+    int *seg_t;
+    size_t ns;
+    sblock **b; /* each tenant's live blocks */
+    size_t *nb;
+    uint64_t t_ns; /* the map's time */
+    size_t pos;    /* its place in maps */
+    int taken;
+} peak_snap;
+
 typedef struct obs {
-    int pass;         /* 1: find the peak, 2: capture */
-    int single;       /* pass 2 finds the peak too (no pass 1: gm_segmap_json) */
-    json_t *peak_map; /* single: the peak's map so far, in maps */
+    int pass;       /* 1: find the peak, 2: capture */
+    int single;     /* pass 2 finds the peak too (no pass 1: gm_segmap_json) */
+    peak_snap snap; /* single: what the last peak's map is made of */
     const gm_segmap_opts *o;
     ten *t;
     size_t nt;
@@ -403,13 +415,11 @@ static json_t *map_json(obs *o, const char *kind, uint64_t t_ns, const gm_seg_in
     return m;
 }
 
-/* The state of every tenant now, as one map of kind `kind`. */
-static json_t *capture(obs *o, const char *kind, uint64_t t_ns)
+/* The map of kind `kind` of the segments segs[ns] (all_segments: seg_t
+ * their tenants; both taken) and the tenants' live blocks. */
+static json_t *capture_segs(obs *o, const char *kind, uint64_t t_ns, gm_seg_info *segs, int *seg_t,
+                            size_t ns)
 {
-    if (o->failed) return NULL;
-    gm_seg_info *segs;
-    int *seg_t;
-    size_t ns = all_segments(o, &segs, &seg_t);
     const gm_seg_info **by_size = malloc((ns + 1) * sizeof *by_size);
     seg_row *rows = malloc((ns + 1) * sizeof *rows);
     char *keep = calloc(ns + 1, 1);
@@ -471,6 +481,86 @@ out:
     return m;
 }
 
+/* The state of every tenant now, as one map of kind `kind`. */
+static json_t *capture(obs *o, const char *kind, uint64_t t_ns)
+{
+    if (o->failed) return NULL;
+    gm_seg_info *segs;
+    int *seg_t;
+    size_t ns = all_segments(o, &segs, &seg_t);
+    return capture_segs(o, kind, t_ns, segs, seg_t, ns);
+}
+
+/* One pass (obs.single): what the peak's map is made of, kept at each new
+ * peak (the segments and each tenant's live blocks: a copy costs a small
+ * part of making the map, and a trace sets a new peak hundreds of times),
+ * the map made once, from the last, at the end (peak_map). */
+static void snap_clear(peak_snap *p, size_t nt)
+{
+    free(p->segs);
+    free(p->seg_t);
+    for (size_t k = 0; p->b && k < nt; k++)
+        free(p->b[k]);
+    free(p->b);
+    free(p->nb);
+    *p = (peak_snap){0};
+}
+
+static void snap_take(obs *o)
+{
+    peak_snap *p = &o->snap;
+    snap_clear(p, o->nt);
+    if (o->failed) return;
+    p->ns = all_segments(o, &p->segs, &p->seg_t);
+    p->b = calloc(o->nt, sizeof *p->b);
+    p->nb = calloc(o->nt, sizeof *p->nb);
+    if (o->failed || !p->b || !p->nb) {
+        o->failed = 1;
+        return;
+    }
+    for (size_t k = 0; k < o->nt; k++) {
+        const ten *t = &o->t[k];
+        p->b[k] = malloc((t->nb + 1) * sizeof *p->b[k]);
+        if (!p->b[k]) {
+            o->failed = 1;
+            return;
+        }
+        for (size_t i = 0; i < t->nb; i++)
+            if (t->b[i].bytes) p->b[k][p->nb[k]++] = t->b[i];
+    }
+    p->t_ns = o->last_t;
+    p->pos = json_array_size(o->maps);
+    p->taken = 1;
+}
+
+/* The peak's map from the last snapshot, into maps where it was taken. */
+static void peak_map(obs *o)
+{
+    peak_snap *p = &o->snap;
+    if (!p->taken || o->failed) return;
+    sblock **b = malloc(o->nt * sizeof *b);
+    size_t *nb = malloc(o->nt * sizeof *nb);
+    json_t *m = NULL;
+    if (!b || !nb) {
+        o->failed = 1;
+    } else {
+        for (size_t k = 0; k < o->nt; k++) { /* the tenants' blocks then */
+            b[k] = o->t[k].b, nb[k] = o->t[k].nb;
+            o->t[k].b = p->b[k], o->t[k].nb = p->nb[k];
+        }
+        m = capture_segs(o, "peak", p->t_ns, p->segs, p->seg_t, p->ns);
+        p->segs = NULL, p->seg_t = NULL; /* taken */
+        for (size_t k = 0; k < o->nt; k++)
+            o->t[k].b = b[k], o->t[k].nb = nb[k];
+    }
+    free(b);
+    free(nb);
+    if (m) {
+        json_object_set_new(m, "peak_reserved", ju(o->peak));
+        json_array_insert_new(o->maps, p->pos, m);
+    }
+}
+
 /* ----------------------------------------------------------------- hooks */
 
 static void add_map(obs *o, json_t *m)
@@ -478,24 +568,19 @@ static void add_map(obs *o, json_t *m)
     if (m) json_array_append_new(o->maps, m);
 }
 
-/* The map "just after the event that set the peak". With one pass, each
- * new peak's map takes the place of the last one's, at the end of maps,
- * where two passes would have put the map of the final peak. */
+/* The map "just after the event that set the peak". With one pass, a
+ * snapshot at each new peak instead, the map made from the last one at
+ * the end, in its place among the others (peak_map): the map and place
+ * two passes give. */
 static void capture_peak(obs *o)
 {
     o->got_peak = 1;
+    if (o->single) { /* the last one's map is made at the end (peak_map) */
+        snap_take(o);
+        return;
+    }
     json_t *m = capture(o, "peak", o->last_t);
     if (m) json_object_set_new(m, "peak_reserved", ju(o->peak));
-    if (o->single && m && o->peak_map) {
-        size_t i;
-        json_t *x;
-        json_array_foreach(o->maps, i, x) if (x == o->peak_map)
-        {
-            json_array_remove(o->maps, i);
-            break;
-        }
-    }
-    if (m) o->peak_map = m;
     add_map(o, m);
 }
 
@@ -837,6 +922,11 @@ int gm_segmap_json(const gm_sim_config *cfg, const gm_segmap_opts *opts, json_t 
     o.pass = 2;
     if (rc == GM_OK && opts->zoom) rc = z_setup(&o, err);
     if (rc == GM_OK) rc = one_pass(cfg, &o, err);
+    if (rc == GM_OK && o.single) {
+        peak_map(&o);
+        if (o.failed) rc = gm_errf(err, GM_ENOMEM, "out of memory (segment maps)");
+    }
+    snap_clear(&o.snap, o.nt);
     uint64_t peak = o.peak;
     if (rc == GM_OK) {
         *out = json_pack("{s:O,s:o,s:o}", "maps", o.maps, "ooms_total", ju(o.n_oom),
