@@ -2003,7 +2003,7 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
      * or a pass, on_oom() and retire(). */
     while (rc == GM_OK) {
         tenant *t = s.n == 1 ? (s.t[0].done ? NULL : &s.t[0]) : next_tenant(&s);
-        if (!t) break;
+        if (!t || (cfg->halt && *cfg->halt)) break;
         size_t took = 0; /* events run_plain took; 0: the next is step()'s */
         int merged = 0;  /* a stretch's event joined the device's series */
         if (t->ln || (s.stretch && stretch(&s, t))) {

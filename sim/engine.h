@@ -186,6 +186,11 @@ typedef struct gm_sim_config {
      * worker threads, so it must be thread-safe. The engine never calls it. */
     void (*step_done)(void *ctx, const char *line);
     void *step_ctx;
+    /* optional: read before each step of the run; once nonzero (a hook
+     * sets it) the run ends there, as if its traces ended (no end_hook for
+     * the tenants still running): the result is of the events run so far.
+     * reports/segmap.c ends a replay once it has what it came for. */
+    const int *halt;
 } gm_sim_config;
 
 enum gm_tenant_status { GM_TENANT_COMPLETED = 0, GM_TENANT_ABORTED = 1 };

@@ -469,6 +469,69 @@ static void test_one_pass_is_two(void)
     gm_trace_meta_free(&m);
 }
 
+/* A run page's second pass ends once it has every map and every zoom
+ * window (segmap.c, halt_when_done): here the peak and the OOMs come in
+ * the first eighth of 40 000 events. A --segments-at past the end keeps
+ * the pass to the end (that map is made there); the zoom, the other maps
+ * and the OOM count are the same either way. */
+static void test_halt_is_whole(void)
+{
+    enum { N = 40000 };
+    gm_event *ev = calloc(N, sizeof *ev);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
+    size_t n = 0, big = 0, ooms = 0;
+    for (uint64_t s = 0; n + 4 < N; s++) {
+        if (big < 2 && n >= (big ? 1200u : 1000u)) { /* the peak: 64 MiB for 200 events */
+            ev[n] = (gm_event){.t_ns = n * 10,
+                               .addr = 0x7000000000ull,
+                               .size = big ? 0 : 64 * GM_MiB,
+                               .op = big ? GM_OP_FREE : GM_OP_ALLOC};
+            n++, big++;
+        }
+        if (ooms < 2 && n >= (ooms ? 4000u : 3000u)) { /* two OOMs */
+            ev[n] = (gm_event){
+                .t_ns = n * 10, .addr = 0x8000000000ull + ooms, .size = GM_GiB, .op = GM_OP_ALLOC};
+            n++, ooms++;
+        }
+        uint64_t a = 0x100000ull * (s + 1);
+        ev[n] = (gm_event){.t_ns = n * 10, .addr = a, .size = GM_MiB, .op = GM_OP_ALLOC};
+        n++;
+        ev[n] = (gm_event){.t_ns = n * 10, .addr = a, .op = GM_OP_FREE};
+        n++;
+    }
+    gm_trace_meta m;
+    gm_trace_meta_init(&m);
+    m.device_total_bytes = 80 * GM_GiB;
+    gm_tenant_spec t = {.path = "in-memory", .events = ev, .n_events = n, .meta = &m, .repeat = 1};
+    gm_sim_config cfg;
+    gm_err err = {0};
+    json_t *a = oom_maps(&cfg, &t, 512 * GM_MiB, &err);
+    gm_segmap_opts o;
+    gm_segmap_opts_run(&o);
+    o.at_given = 1;
+    o.at_ns = 10 * (uint64_t)N; /* after the last event */
+    json_t *b = NULL;
+    CU_ASSERT_EQUAL(gm_segmap_json(&cfg, &o, &b, &err), GM_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_EQUAL(num(a, "ooms_total"), 2);
+    CU_ASSERT_EQUAL(num(b, "ooms_total"), 2);
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(a, "zoom"));
+    CU_ASSERT_TRUE(json_equal(json_object_get(a, "zoom"), json_object_get(b, "zoom")));
+    json_t *bm = json_object_get(b, "maps");
+    CU_ASSERT_PTR_NOT_NULL(map_of(b, "at", 0));
+    size_t last = json_array_size(bm) - 1; /* the 'at' map, made at the end */
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_array_get(bm, last), "kind")),
+                           "at");
+    json_array_remove(bm, last);
+    CU_ASSERT_TRUE(json_equal(json_object_get(a, "maps"), bm));
+    CU_ASSERT_EQUAL(json_array_size(bm), 3); /* peak, two OOMs */
+    json_decref(a);
+    json_decref(b);
+    gm_trace_meta_free(&m);
+    free(ev);
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("segmap", NULL, NULL);
@@ -478,5 +541,6 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_budget);
     GM_ADD_TEST(s, test_zoom_oom);
     GM_ADD_TEST(s, test_one_pass_is_two);
+    GM_ADD_TEST(s, test_halt_is_whole);
     return CUE_SUCCESS;
 }
