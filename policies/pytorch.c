@@ -71,7 +71,7 @@ static void before_grow(void *state, gm_alloc *a, const gm_pressure *pr)
     uint64_t threshold = (uint64_t)(L->gc_threshold * (double)L->memory_limit);
     if (a->c.reserved_bytes <= threshold) return;
     uint64_t target = a->c.reserved_bytes - threshold, reclaimed = 0;
-    if (gm_seglist_fetch_releasable(&p->segs, a)) return;
+    if (gm_seglist_fetch_whole_free(&p->segs, a)) return;
     gm_seglist_filter(&p->segs, keep_gc, NULL);
     if (p->segs.n > 1) qsort(p->segs.v, p->segs.n, sizeof *p->segs.v, gm_seg_cmp_pool_order);
     uint64_t total_age = 0;
@@ -114,7 +114,7 @@ static int release_available(pt_policy *p, gm_alloc *a, const gm_pressure *pr)
     if (max_split == UINT64_MAX) return GM_POLICY_NEXT;
     uint64_t key = pr->size < max_split ? max_split : pr->size;
     pool_key k = {pr->stream, pr->small_pool, max_split};
-    if (gm_seglist_fetch_releasable(&p->segs, a)) return GM_POLICY_NEXT;
+    if (gm_seglist_fetch_whole_free(&p->segs, a)) return GM_POLICY_NEXT;
     gm_seglist_filter(&p->segs, keep_oversize, &k);
     if (p->segs.n > 1) qsort(p->segs.v, p->segs.n, sizeof *p->segs.v, gm_seg_cmp_pool_order);
     for (size_t i = 0; i < p->segs.n; i++) /* smallest one that is large enough */

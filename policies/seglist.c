@@ -43,6 +43,20 @@ int gm_seglist_fetch_releasable(gm_seglist *l, gm_alloc *a)
     return rc;
 }
 
+static int whole_free(const gm_seg_info *s, const void *ctx)
+{
+    (void)ctx;
+    return !s->expandable && s->n_allocated == 0 && s->n_blocks == 1;
+}
+
+int gm_seglist_fetch_whole_free(gm_seglist *l, gm_alloc *a)
+{
+    if (a->ops->whole_free) return fetch(l, a, a->ops->whole_free);
+    int rc = gm_seglist_fetch_releasable(l, a);
+    if (rc == GM_OK) gm_seglist_filter(l, whole_free, NULL);
+    return rc;
+}
+
 static int brief_room(gm_brieflist *l, size_t n)
 {
     if (l->v && l->cap >= n) return GM_OK;

@@ -18,6 +18,10 @@ int gm_seglist_fetch(gm_seglist *l, gm_alloc *a);
 /* Only the releasable segments (releasable > 0), in no particular order:
  * sort them (the model's releasable(), else segments() filtered). */
 int gm_seglist_fetch_releasable(gm_seglist *l, gm_alloc *a);
+/* Only the classic segments that are one free block (gm_alloc_ops.
+ * whole_free: PyTorch's free blocks that are not split), in no particular
+ * order (the model's whole_free(), else releasable() filtered). */
+int gm_seglist_fetch_whole_free(gm_seglist *l, gm_alloc *a);
 void gm_seglist_free(gm_seglist *l);
 
 /* Keep only entries for which keep(info, ctx) is true. */

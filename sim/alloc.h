@@ -149,7 +149,7 @@ typedef struct gm_alloc gm_alloc;
  * against another layout of this struct is refused (gm_alloc_create) instead of being called
  * through the wrong pointers.
  */
-#define GM_ALLOC_VERSION 10
+#define GM_ALLOC_VERSION 11
 
 typedef struct gm_alloc_ops {
     /* GM_ALLOC_VERSION: the interface this model implements. */
@@ -341,6 +341,14 @@ typedef struct gm_alloc_ops {
      * every segment. SIZE_MAX when the model could not keep them (out of
      * memory). A model that has it has segment_at. */
     size_t (*class_counts)(gm_alloc *a, gm_seg_class *buf, size_t cap);
+    /* Optional: the segments of segments() that are one free block and not
+     * expandable (PyTorch's free blocks that are not split, all that its
+     * garbage collection and release_available_cached_blocks look at), as
+     * segments() shows them but in any order, filling up to cap and
+     * returning how many there are. NULL means releasable() filtered; a
+     * model that keeps them at hand need not build the views of its
+     * expandable segments, thousands of blocks each, on every grow. */
+    size_t (*whole_free)(gm_alloc *a, gm_seg_info *buf, size_t cap);
 } gm_alloc_ops;
 
 /* ff_part_state's parts (and ff_clock's clocks: one each). */

@@ -1391,6 +1391,17 @@ static size_t pt_releasable(gm_alloc *a, gm_seg_info *buf, size_t cap)
     return i;
 }
 
+/* gm_alloc_ops.whole_free: the whole free classic segments, which
+ * pt_releasable lists first. */
+static size_t pt_whole_free(gm_alloc *a, gm_seg_info *buf, size_t cap)
+{
+    pt_state *s = a->impl;
+    size_t i = 0;
+    for (pt_segment *g = s->free_segs; g; g = g->fnext, i++)
+        if (i < cap) seg_info(s, g, &buf[i]);
+    return i;
+}
+
 /* A segment's brief: a classic one's are its own fields (view_build's),
  * an expandable one's (free pages) come from its view. */
 static gm_seg_brief brief_of(const pt_state *s, pt_segment *g)
@@ -2085,6 +2096,7 @@ const gm_alloc_ops gm_alloc_pytorch = {
     .block_addr = pt_block_addr,
     .block_bytes = pt_block_bytes,
     .releasable = pt_releasable,
+    .whole_free = pt_whole_free,
     .stats = pt_stats,
     .free_requested = pt_free_requested,
     .segment_at = pt_segment_at,

@@ -112,6 +112,31 @@ static void check_briefs(fx *f, const gm_seg_info *v, size_t n, size_t cap)
     free(b);
 }
 
+/* whole_free: the classic segments of v[0..n) that are one free block,
+ * in any order (alloc.h), with segments()' figures. */
+static void check_whole_free(fx *f, const gm_seg_info *v, size_t n, size_t cap)
+{
+    gm_seg_info *want = malloc(cap * sizeof *want), *got = malloc(cap * sizeof *got);
+    CU_ASSERT_FATAL(want && got);
+    size_t nw = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!v[i].expandable && v[i].n_allocated == 0 && v[i].n_blocks == 1) want[nw++] = v[i];
+    size_t ng = f->a->ops->whole_free(f->a, got, cap);
+    CU_ASSERT_EQUAL_FATAL(ng, nw);
+    qsort(want, nw, sizeof *want, by_addr);
+    qsort(got, ng, sizeof *got, by_addr);
+    for (size_t i = 0; i < ng; i++) {
+        const gm_seg_info *g = &got[i], *w = &want[i];
+        CU_ASSERT(g->id == w->id && g->addr == w->addr && g->size == w->size &&
+                  g->stream == w->stream && g->small_pool == w->small_pool &&
+                  g->releasable == w->releasable && g->largest_free == w->largest_free &&
+                  g->last_use_ns == w->last_use_ns && g->gc_age == w->gc_age);
+    }
+    if (ng) CU_ASSERT_EQUAL(f->a->ops->whole_free(f->a, got, ng - 1), ng); /* cap short */
+    free(want);
+    free(got);
+}
+
 /* class_counts: the classic segments of v[0..n) by (pool, size), in that
  * order, none of count 0. */
 static void check_classes(fx *f, const gm_seg_info *v, size_t n)
@@ -180,6 +205,7 @@ static void check_state(fx *f, const uint64_t *live, size_t nlive, int deep)
     }
     if (f->a->ops->briefs) check_briefs(f, v, n < cap ? n : cap, cap);
     if (f->a->ops->class_counts) check_classes(f, v, n < cap ? n : cap);
+    if (f->a->ops->whole_free) check_whole_free(f, v, n < cap ? n : cap, cap);
     CU_ASSERT(total <= c->reserved_bytes);
     if (strcmp(f->a->ops->name, "direct")) CU_ASSERT_EQUAL(n_alloc, nlive);
     for (size_t k = 0; k < nlive; k++) {
