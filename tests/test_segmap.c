@@ -300,6 +300,27 @@ static void test_budget(void)
  * and around each OOM, each 4x narrower, all holding their moment, the
  * finest ~40 events; the third OOM, next to the second, gets only the
  * windows the second's do not hold. */
+/* ev[n] as a trace in memory on an 80 GiB device (m: its metadata, for
+ * the caller to free). */
+static gm_tenant_spec mem_tenant(gm_event *ev, size_t n, gm_trace_meta *m)
+{
+    gm_trace_meta_init(m);
+    m->device_total_bytes = 80 * GM_GiB;
+    return (gm_tenant_spec){
+        .path = "in-memory", .events = ev, .n_events = n, .meta = m, .repeat = 1};
+}
+
+/* The s-th 1 MiB allocation and its free, 10 ns apart, at ev[*n]: the
+ * background the zoom tests put their peaks and OOMs on. */
+static void mib_pair(gm_event *ev, size_t *n, uint64_t s)
+{
+    uint64_t a = 0x100000ull * (s + 1);
+    ev[*n] = (gm_event){.t_ns = *n * 10, .addr = a, .size = GM_MiB, .op = GM_OP_ALLOC};
+    ++*n;
+    ev[*n] = (gm_event){.t_ns = *n * 10, .addr = a, .op = GM_OP_FREE};
+    ++*n;
+}
+
 static void test_zoom_oom(void)
 {
     enum { N = 40000 };
@@ -327,17 +348,11 @@ static void test_zoom_oom(void)
                                .category = GM_CAT_TEMPORARY};
             n++, k_oom++;
         }
-        uint64_t a = 0x100000ull * (s + 1);
-        ev[n] = (gm_event){.t_ns = n * 10, .addr = a, .size = GM_MiB, .op = GM_OP_ALLOC};
-        n++;
-        ev[n] = (gm_event){.t_ns = n * 10, .addr = a, .op = GM_OP_FREE};
-        n++;
+        mib_pair(ev, &n, s);
     }
     CU_ASSERT_EQUAL_FATAL(k_oom, 3);
     gm_trace_meta m;
-    gm_trace_meta_init(&m);
-    m.device_total_bytes = 80 * GM_GiB;
-    gm_tenant_spec t = {.path = "in-memory", .events = ev, .n_events = n, .meta = &m, .repeat = 1};
+    gm_tenant_spec t = mem_tenant(ev, n, &m);
     gm_sim_config cfg;
     gm_err err = {0};
     json_t *sm = oom_maps(&cfg, &t, 512 * GM_MiB, &err);
@@ -430,13 +445,7 @@ static void test_one_pass_is_two(void)
         {.t_ns = 60, .addr = 0x400000, .op = GM_OP_FREE},
     };
     gm_trace_meta m;
-    gm_trace_meta_init(&m);
-    m.device_total_bytes = 80 * GM_GiB;
-    gm_tenant_spec t = {.path = "in-memory",
-                        .events = ev,
-                        .n_events = sizeof ev / sizeof ev[0],
-                        .meta = &m,
-                        .repeat = 1};
+    gm_tenant_spec t = mem_tenant(ev, sizeof ev / sizeof ev[0], &m);
     gm_sim_config cfg;
     config(&cfg, &t);
     cfg.capacity_bytes = 512 * M;
@@ -493,16 +502,10 @@ static void test_halt_is_whole(void)
                 .t_ns = n * 10, .addr = 0x8000000000ull + ooms, .size = GM_GiB, .op = GM_OP_ALLOC};
             n++, ooms++;
         }
-        uint64_t a = 0x100000ull * (s + 1);
-        ev[n] = (gm_event){.t_ns = n * 10, .addr = a, .size = GM_MiB, .op = GM_OP_ALLOC};
-        n++;
-        ev[n] = (gm_event){.t_ns = n * 10, .addr = a, .op = GM_OP_FREE};
-        n++;
+        mib_pair(ev, &n, s);
     }
     gm_trace_meta m;
-    gm_trace_meta_init(&m);
-    m.device_total_bytes = 80 * GM_GiB;
-    gm_tenant_spec t = {.path = "in-memory", .events = ev, .n_events = n, .meta = &m, .repeat = 1};
+    gm_tenant_spec t = mem_tenant(ev, n, &m);
     gm_sim_config cfg;
     gm_err err = {0};
     json_t *a = oom_maps(&cfg, &t, 512 * GM_MiB, &err);
