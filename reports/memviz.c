@@ -621,7 +621,8 @@ static int read_sites(const gm_sim_config *cfg, gm_sites *s, gm_init_row **pools
     return rc;
 }
 
-int gm_memviz_export(const gm_sim_config *cfg, const char *out_path, gm_memviz_summary *sum,
+int gm_memviz_export(const gm_sim_config *cfg, const char *out_path,
+                     void (*on_temp)(void *ctx, const char *tmp_path), gm_memviz_summary *sum,
                      gm_err *err)
 {
     memset(sum, 0, sizeof *sum);
@@ -658,9 +659,12 @@ int gm_memviz_export(const gm_sim_config *cfg, const char *out_path, gm_memviz_s
     writer w = {.sites = &sites, .pools = pools, .npools = npools};
     if (rc == GM_OK && !(w.memo = calloc(sites.n + 1, sizeof *w.memo)))
         rc = gm_errf(err, GM_ENOMEM, "out of memory");
-    if (rc == GM_OK) {
+    gm_outfile out;
+    if (rc == GM_OK && (rc = gm_out_open(&out, out_path, err)) == GM_OK) {
         gm_pko_init(&w.k);
         gm_pko *k = &w.k;
+        gm_pko_sink(k, out.f); /* written as it is made, not held whole */
+        if (on_temp && out.plan.tmp) on_temp(NULL, out.plan.tmp);
         gm_pko_dict(k);
         gm_pko_str(k, "segments");
         write_segments(&w, &o, sum);
@@ -670,11 +674,13 @@ int gm_memviz_export(const gm_sim_config *cfg, const char *out_path, gm_memviz_s
         write_settings(&w, r);
         gm_pko_dict_end(k);
         gm_pko_finish(k);
-        if (k->b.failed || o.failed)
+        if ((k->b.failed && !k->io_failed) || o.failed) {
+            gm_out_abort(&out);
             rc = gm_errf(err, GM_ENOMEM, "out of memory");
-        else
-            rc = gm_out_write_all(out_path, k->b.s, k->b.len, err);
-        sum->bytes = k->b.len;
+        } else { /* a failed write: the commit reports it (the stream's error) */
+            rc = gm_out_commit(&out, err);
+        }
+        sum->bytes = k->written;
         gm_pko_free(k);
     }
     sum->entries = o.ne;

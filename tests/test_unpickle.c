@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "traces/pickle_out.h"
 #include "traces/unpickle.h"
 
 struct valid_case {
@@ -1490,6 +1491,83 @@ static void test_shared_values_pushed_out(void)
     pkl_free(d);
 }
 
+/* The writer (traces/pickle_out.h) into memory and through a sink give the
+ * same bytes, the sink's in spills of GM_PKO_SPILL (the pickle here is
+ * ~5 MiB), and the reader gets every value back, memo references too. */
+static void write_entries(gm_pko *k, size_t n)
+{
+    gm_pko_list(k);
+    gm_pko_str(k, "shared");
+    uint32_t memo = gm_pko_put(k);
+    for (size_t i = 0; i < n; i++) {
+        gm_pko_dict(k);
+        gm_pko_str(k, "i");
+        gm_pko_uint(k, (uint64_t)i * 1000003u);
+        gm_pko_str(k, "f");
+        gm_pko_float(k, (double)i / 8);
+        gm_pko_str(k, "s");
+        gm_pko_get(k, memo);
+        gm_pko_dict_end(k);
+    }
+    gm_pko_list_end(k);
+    gm_pko_finish(k);
+}
+
+static void test_writer_sink(void)
+{
+    const size_t n = 200000;
+    gm_pko mem, fil;
+    gm_pko_init(&mem);
+    write_entries(&mem, n);
+    CU_ASSERT_FALSE_FATAL(mem.b.failed);
+    CU_ASSERT(mem.b.len > 4 * GM_PKO_SPILL);
+    FILE *f = tmpfile();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    gm_pko_init(&fil);
+    gm_pko_sink(&fil, f);
+    write_entries(&fil, n);
+    CU_ASSERT_FALSE(fil.b.failed);
+    CU_ASSERT_FALSE(fil.io_failed);
+    CU_ASSERT_EQUAL(fil.b.len, 0);
+    CU_ASSERT_EQUAL_FATAL(fil.written, mem.b.len);
+    char *back = malloc(mem.b.len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+    rewind(f);
+    CU_ASSERT_EQUAL(fread(back, 1, mem.b.len, f), mem.b.len);
+    CU_ASSERT(!memcmp(back, mem.b.s, mem.b.len));
+    fclose(f);
+    gm_err err;
+    pkl_doc *d = parse(back, mem.b.len, &err);
+    free(back);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    const pkl_value *r = pkl_root(d);
+    CU_ASSERT_EQUAL_FATAL(pkl_len(r), n + 1);
+    size_t ok = 0;
+    for (size_t i = 0; i < n; i++) {
+        const pkl_value *e = pkl_item(r, i + 1);
+        int64_t v = -1;
+        const char *sv = pkl_dict_str(e, "s");
+        ok += pkl_dict_int(e, "i", &v) && v == (int64_t)(i * 1000003u) && sv &&
+              !strcmp(sv, "shared") && pkl_dict_get(e, "s") == pkl_item(r, 0);
+    }
+    CU_ASSERT_EQUAL(ok, n);
+    pkl_free(d);
+    gm_pko_free(&mem);
+    gm_pko_free(&fil);
+    /* a sink that cannot be written: io_failed, and nothing more is tried */
+    FILE *full = fopen("/dev/full", "w");
+    if (full) {
+        gm_pko_init(&fil);
+        gm_pko_sink(&fil, full);
+        write_entries(&fil, n);
+        fflush(full);
+        CU_ASSERT_TRUE(fil.io_failed);
+        CU_ASSERT_TRUE(fil.b.failed);
+        fclose(full);
+        gm_pko_free(&fil);
+    }
+}
+
 static void test_repr_truncation(void)
 {
     gm_err err;
@@ -1868,6 +1946,7 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_load_file_errors);
     GM_ADD_TEST(s, test_shared_short_strings);
     GM_ADD_TEST(s, test_shared_values_pushed_out);
+    GM_ADD_TEST(s, test_writer_sink);
     GM_ADD_TEST(s, test_load_file_windows);
     return CUE_SUCCESS;
 }

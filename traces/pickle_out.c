@@ -6,8 +6,20 @@
 
 #include <string.h>
 
+/* With a sink, b out to it: all of it (at the finish), or once it holds
+ * GM_PKO_SPILL bytes (at an opcode: any byte boundary would do). */
+static void spill(gm_pko *p, size_t at_least)
+{
+    if (!p->sink || p->b.len < at_least || !p->b.len) return;
+    if (!p->b.failed && fwrite(p->b.s, 1, p->b.len, p->sink) != p->b.len)
+        p->io_failed = p->b.failed = 1;
+    p->written += p->b.len;
+    p->b.len = 0;
+}
+
 static void op(gm_pko *p, unsigned char c)
 {
+    spill(p, GM_PKO_SPILL);
     gm_sb_putn(&p->b, (const char *)&c, 1);
 }
 
@@ -22,8 +34,16 @@ void gm_pko_init(gm_pko *p)
 {
     gm_sb_init(&p->b);
     p->memo = 0;
+    p->sink = NULL;
+    p->written = 0;
+    p->io_failed = 0;
     op(p, 0x80); /* PROTO */
     op(p, 2);
+}
+
+void gm_pko_sink(gm_pko *p, FILE *f)
+{
+    p->sink = f;
 }
 
 void gm_pko_free(gm_pko *p)
@@ -34,6 +54,7 @@ void gm_pko_free(gm_pko *p)
 void gm_pko_finish(gm_pko *p)
 {
     op(p, '.');
+    spill(p, 0);
 }
 
 void gm_pko_dict(gm_pko *p)

@@ -21,23 +21,39 @@
  *
  * Like gm_strbuf, a failed allocation is remembered (failed = 1) and later
  * writes are ignored; the caller checks once at the end.
+ *
+ * The bytes stay in memory (b), or with a sink (gm_pko_sink) go to a file
+ * as they come, GM_PKO_SPILL bytes at a time: a snapshot of a million
+ * entries is some 170 MB, which then need not be held whole.
  */
 #ifndef GM_PICKLE_OUT_H
 #define GM_PICKLE_OUT_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "base/strbuf.h"
 
+#define GM_PKO_SPILL (1u << 20)
+
 typedef struct gm_pko {
-    gm_strbuf b;   /* the bytes so far */
-    uint32_t memo; /* next memo index  */
+    gm_strbuf b;      /* the bytes so far (with a sink: not yet written) */
+    uint32_t memo;    /* next memo index  */
+    FILE *sink;       /* NULL: every byte stays in b                  */
+    uint64_t written; /* bytes written to the sink                    */
+    int io_failed;    /* a write to the sink failed (b.failed too)    */
 } gm_pko;
 
 void gm_pko_init(gm_pko *p); /* writes PROTO 2 */
+/* From now on the bytes go to f (open for writing; the caller closes it):
+ * b is written out once it holds GM_PKO_SPILL bytes, and at the finish. A
+ * write that fails sets io_failed, and b.failed, as a failed allocation
+ * does; the stream's error says why (ferror). */
+void gm_pko_sink(gm_pko *p, FILE *f);
 void gm_pko_free(gm_pko *p);
-/* STOP; then p->b.s / p->b.len hold the pickle (p->b.failed: incomplete). */
+/* STOP; then p->b.s / p->b.len hold the pickle (p->b.failed: incomplete),
+ * or with a sink, it is all written (p->written bytes). */
 void gm_pko_finish(gm_pko *p);
 
 void gm_pko_dict(gm_pko *p);     /* a dict opens: key, value, key, value, ... */
