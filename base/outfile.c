@@ -113,6 +113,15 @@ static void out_free(gm_outfile *o)
     memset(o, 0, sizeof *o);
 }
 
+static void (*temp_hook)(void *ctx, const char *tmp);
+static void *temp_hook_ctx;
+
+void gm_out_set_temp_hook(void (*fn)(void *ctx, const char *tmp), void *ctx)
+{
+    temp_hook = fn;
+    temp_hook_ctx = ctx;
+}
+
 int gm_out_open(gm_outfile *o, const char *path, gm_err *err)
 {
     memset(o, 0, sizeof *o);
@@ -144,6 +153,7 @@ int gm_out_open(gm_outfile *o, const char *path, gm_err *err)
         out_free(o);
         return rc;
     }
+    if (o->plan.tmp && temp_hook) temp_hook(temp_hook_ctx, o->plan.tmp);
     return GM_OK;
 }
 

@@ -52,6 +52,11 @@ typedef struct gm_outfile {
 } gm_outfile;
 
 int gm_out_open(gm_outfile *o, const char *path, gm_err *err);
+/* Optional, for a program that removes its temporary files when it is
+ * killed (the CLI, cli/inputs.c): fn(ctx, tmp) is told each temporary file
+ * gm_out_open creates, before anything is written to it, in the thread
+ * that opens the output. Set it once, before the first output. */
+void gm_out_set_temp_hook(void (*fn)(void *ctx, const char *tmp), void *ctx);
 /* Flush, check, close, rename into place. Releases o whatever the result. */
 int gm_out_commit(gm_outfile *o, gm_err *err);
 /* Close and remove the temporary file. Releases o. */

@@ -215,7 +215,7 @@ int cmd_export(int argc, char **argv)
         gm_sim_config cfg;
         gm_run_opts_config(&o, &cfg);
         gm_memviz_summary s;
-        rc = gm_memviz_export(&cfg, args.out, gm_cli_remove_on_exit, &s, &err);
+        rc = gm_memviz_export(&cfg, args.out, &s, &err);
         if (rc != GM_OK) {
             code = gm_cmd_fail("export", rc, err.msg);
         } else {

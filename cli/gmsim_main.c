@@ -1,7 +1,9 @@
 /* gmsim_main.c - the `gmsim` command table: one line per subcommand. */
 #include "commands.h"
 #include "base/err.h"
+#include "base/outfile.h"
 #include "base/version.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -72,6 +74,9 @@ static int dispatch(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* an output's temporary file (OUT.tmp.<pid>) is removed if gmsim is
+     * killed before it is renamed into place */
+    gm_out_set_temp_hook(gm_cli_remove_on_exit, NULL);
     int rc = dispatch(argc, argv);
     const char *cmd = NULL;
     for (size_t i = 0; argc >= 2 && i < NCOMMANDS; i++)

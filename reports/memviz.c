@@ -621,8 +621,7 @@ static int read_sites(const gm_sim_config *cfg, gm_sites *s, gm_init_row **pools
     return rc;
 }
 
-int gm_memviz_export(const gm_sim_config *cfg, const char *out_path,
-                     void (*on_temp)(void *ctx, const char *tmp_path), gm_memviz_summary *sum,
+int gm_memviz_export(const gm_sim_config *cfg, const char *out_path, gm_memviz_summary *sum,
                      gm_err *err)
 {
     memset(sum, 0, sizeof *sum);
@@ -664,7 +663,6 @@ int gm_memviz_export(const gm_sim_config *cfg, const char *out_path,
         gm_pko_init(&w.k);
         gm_pko *k = &w.k;
         gm_pko_sink(k, out.f); /* written as it is made, not held whole */
-        if (on_temp && out.plan.tmp) on_temp(NULL, out.plan.tmp);
         gm_pko_dict(k);
         gm_pko_str(k, "segments");
         write_segments(&w, &o, sum);

@@ -39,12 +39,9 @@ typedef struct gm_memviz_summary {
 } gm_memviz_summary;
 
 /* Simulate cfg (one trace, one pass) and write its snapshot to out_path
- * (base/outfile.h rules), as it is made: on_temp (may be NULL) is told the
- * temporary file it goes to before it is renamed into place, as the trace
- * writer's is (traces/trace.h: the CLI removes it if killed). GM_EUSAGE
- * for several traces or --repeat. */
-int gm_memviz_export(const gm_sim_config *cfg, const char *out_path,
-                     void (*on_temp)(void *ctx, const char *tmp_path), gm_memviz_summary *sum,
+ * (base/outfile.h rules), as it is made. GM_EUSAGE for several traces or
+ * --repeat. */
+int gm_memviz_export(const gm_sim_config *cfg, const char *out_path, gm_memviz_summary *sum,
                      gm_err *err);
 
 #endif
