@@ -52,15 +52,11 @@ static void destroy(void *state)
     free(p);
 }
 
-static int whole_free(const gm_seg_info *s)
-{
-    return !s->expandable && s->n_allocated == 0 && s->n_blocks == 1;
-}
-
+/* Of the whole free segments (gm_seglist_fetch_whole_free), the GC's. */
 static int keep_gc(const gm_seg_info *s, const void *ctx)
 {
     (void)ctx;
-    return !s->small_pool && whole_free(s);
+    return !s->small_pool;
 }
 
 static void before_grow(void *state, gm_alloc *a, const gm_pressure *pr)
@@ -101,11 +97,11 @@ typedef struct pool_key {
     uint64_t min_size;
 } pool_key;
 
+/* Of the whole free segments, the request's pool and stream's oversize ones. */
 static int keep_oversize(const gm_seg_info *s, const void *ctx)
 {
     const pool_key *k = ctx;
-    return whole_free(s) && s->small_pool == k->small && s->stream == k->stream &&
-           s->size >= k->min_size;
+    return s->small_pool == k->small && s->stream == k->stream && s->size >= k->min_size;
 }
 
 static int release_available(pt_policy *p, gm_alloc *a, const gm_pressure *pr)

@@ -1006,8 +1006,9 @@ static void attach_maps(json_t *res, json_t *m)
     json_object_set_new(res, "segment_maps", m);
 }
 
-int gm_segmap_attach(json_t *result, const gm_sim_config *cfg, const gm_segmap_opts *o, int threads,
-                     gm_err *err)
+/* The segment maps of gm_segmap_page_attach. */
+static int attach_all(json_t *result, const gm_sim_config *cfg, const gm_segmap_opts *o,
+                      int threads, gm_err *err)
 {
     json_t *results = json_object_get(result, "results");
     size_t n = json_is_array(results) ? json_array_size(results) : 1;
@@ -1059,7 +1060,7 @@ int gm_segmap_page_attach(json_t *result, const gm_sim_config *cfg, const gm_seg
     gm_trace_stats_bg *bg = NULL;
     if (threads != 1 && gm_trace_stats_start(cfg, &bg) != GM_OK)
         return gm_errf(err, GM_ENOMEM, "out of memory");
-    int sm = gm_segmap_attach(result, cfg, o, threads, err);
+    int sm = attach_all(result, cfg, o, threads, err);
     gm_err serr = {0};
     int st = gm_trace_stats_finish(bg, result, cfg, &serr);
     if (st != GM_OK) { /* the statistics' error first, as when they came first */

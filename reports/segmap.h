@@ -66,21 +66,17 @@ void gm_segmap_opts_compare(gm_segmap_opts *o);
  * an earlier one). */
 int gm_segmap_json(const gm_sim_config *cfg, const gm_segmap_opts *o, json_t **out, gm_err *err);
 
-/* Give every result (a gmsim-result/1, or each of a gmsim-compare/1's) a
- * "segment_maps" member, simulated with its own inputs.policy and
- * inputs.allocator on cfg's traces. A map whose replay does not reach the
- * result's own peak reserved bytes is left out (the result came from other
- * inputs), and says so. A comparison's results are simulated on `threads`
- * threads (0: one per core; study/pool.h, costliest policy first); the
- * maps do not depend on it. */
-int gm_segmap_attach(json_t *result, const gm_sim_config *cfg, const gm_segmap_opts *o, int threads,
-                     gm_err *err);
-
 /* What a page (`run --html`, `compare --html`) adds to its result before
- * it is drawn: every tenant's trace statistics (trace_stats.h), read on a
- * thread of their own while the segment maps are simulated
- * (gm_segmap_attach; with threads 1, one after the other). The
- * statistics' error first, as when they were read first. */
+ * it is drawn. Every result (a gmsim-result/1, or each of a
+ * gmsim-compare/1's) gets a "segment_maps" member, simulated with its own
+ * inputs.policy and inputs.allocator on cfg's traces; a map whose replay
+ * does not reach the result's own peak reserved bytes is left out (the
+ * result came from other inputs), and says so. A comparison's results are
+ * simulated on `threads` threads (0: one per core; study/pool.h, costliest
+ * policy first); the maps do not depend on it. Every tenant gets its trace
+ * statistics (trace_stats.h), read on a thread of their own while the maps
+ * are simulated (with threads 1, one after the other). The statistics'
+ * error first, as when they were read first. */
 int gm_segmap_page_attach(json_t *result, const gm_sim_config *cfg, const gm_segmap_opts *o,
                           int threads, gm_err *err);
 
