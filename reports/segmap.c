@@ -41,6 +41,7 @@ typedef struct ten {
     gm_addrmap live; /* trace address -> slot + 1 */
     gm_sites sites;
     uint64_t offset;
+    uint64_t reserved; /* its segments' bytes (its share of obs.reserved) */
 } ten;
 
 /* One level of the zoom pyramid: ZCOLS columns over [w0, w1) (ns). */
@@ -669,10 +670,11 @@ static void z_sample(obs *o, uint64_t t)
 static void on_seg(void *ctx, int tenant, uint64_t event_index, const gm_seg_event *ev)
 {
     obs *o = ctx;
-    (void)tenant;
+    ten *t = &o->t[tenant];
     (void)event_index;
     if (gm_op_grows(ev->op)) {
         o->reserved += ev->size;
+        t->reserved += ev->size;
         if ((o->pass == 1 || o->single) && o->reserved > o->peak) {
             o->peak = o->reserved;
             o->peak_seq = o->seq;
@@ -680,7 +682,9 @@ static void on_seg(void *ctx, int tenant, uint64_t event_index, const gm_seg_eve
             o->got_peak = 0; /* single: captured again, after this event */
         }
     } else {
-        o->reserved -= ev->size < o->reserved ? ev->size : o->reserved;
+        uint64_t b = ev->size < t->reserved ? ev->size : t->reserved;
+        o->reserved -= b;
+        t->reserved -= b;
     }
 }
 
@@ -789,7 +793,17 @@ static void on_end(void *ctx, int tenant, gm_alloc *a, int status)
             add_map(o, m);
         }
     }
-    o->t[tenant].a = NULL; /* its memory goes back now */
+    /* its memory goes back now (the engine retires it: no driver call or
+     * free says so), as the device's series drop it */
+    ten *t = &o->t[tenant];
+    t->a = NULL;
+    o->reserved -= t->reserved < o->reserved ? t->reserved : o->reserved;
+    t->reserved = 0;
+    for (size_t i = 0; o->pass == 2 && i < t->nb; i++)
+        if (t->b[i].bytes) {
+            o->q -= (double)t->b[i].requested;
+            o->al -= (double)t->b[i].bytes;
+        }
 }
 
 /* ------------------------------------------------------------------ runs */
@@ -900,6 +914,8 @@ static int one_pass(const gm_sim_config *cfg, obs *o, gm_err *err)
     c.halt = &o->halt;
     o->halt = 0;
     o->seq = o->reserved = 0;
+    for (size_t k = 0; k < o->nt; k++)
+        o->t[k].reserved = 0;
     o->pending = 0;
     o->last_t = 0;
     for (size_t k = 0; k < o->nt; k++)

@@ -17,7 +17,9 @@
  * (gm_alloc_ops.segments) at the moments and place the live blocks it saw
  * allocated (block_addr, block_bytes): two with the zoom pyramid (the
  * first finds the peak and the OOMs it is centred on), else one, which
- * captures each new peak as it comes and keeps the last. Blocks narrower
+ * captures each new peak as it comes and keeps the last. A tenant that
+ * ends gives its memory back: its bytes leave the device's counts then, as
+ * they leave the device's series. Blocks narrower
  * than a row's resolution are merged with their neighbours into one "n
  * small blocks" item, coarser until a map has at most max_items items
  * (a segment keeps at least one, so max_rows bounds it too), whatever the
