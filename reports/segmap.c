@@ -708,13 +708,21 @@ static void on_init(void *ctx, int tenant, const gm_init_row *row, gm_alloc *a, 
  * map, and every zoom window sampled (an event at or past their ends is
  * outside them, and so is every event after it). What follows would
  * change nothing: two passes on a trace whose peak comes early cost
- * about one and a quarter. */
+ * about one and a quarter. One pass ends likewise where the run's result
+ * says it has seen the last peak and the last OOM (segmap.h, hinted). */
 static void halt_when_done(obs *o)
 {
-    uint64_t want = o->n_oom_all < o->o->max_ooms ? o->n_oom_all : o->o->max_ooms;
-    if (o->pass == 2 && !o->single && o->got_peak && !(o->o->at_given && !o->got_at) &&
-        o->n_oom >= want && o->last_t >= o->z_end)
-        o->halt = 1;
+    const gm_segmap_opts *p = o->o;
+    if (o->pass != 2 || !o->got_peak || (p->at_given && !o->got_at)) return;
+    if (o->single) {
+        /* one pass (a comparison's maps): the run's result says what the
+         * peak and the OOM count will be (segmap.h, hinted); once both are
+         * reached, no later peak or OOM comes, and nothing else is drawn */
+        if (p->hinted && o->peak == p->hint_peak && o->n_oom == p->hint_ooms) o->halt = 1;
+        return;
+    }
+    uint64_t want = o->n_oom_all < p->max_ooms ? o->n_oom_all : p->max_ooms;
+    if (o->n_oom >= want && o->last_t >= o->z_end) o->halt = 1;
 }
 
 static void on_event(void *ctx, int tenant, uint64_t index, const gm_event *e)
@@ -989,21 +997,28 @@ int gm_segmap_json(const gm_sim_config *cfg, const gm_segmap_opts *opts, json_t 
 /* One result's maps, simulated with its own policy and allocator. */
 typedef struct attach_job {
     gm_sim_config c;
+    gm_segmap_opts o; /* with what its result reached (hinted) */
     json_t *m;
     gm_err err;
     int rc;
 } attach_job;
 
-typedef struct attach_ctx {
-    attach_job *job;
-    const gm_segmap_opts *o;
-} attach_ctx;
-
 static void attach_run(void *ctx, size_t i)
 {
-    attach_ctx *x = ctx;
-    attach_job *j = &x->job[i];
-    j->rc = gm_segmap_json(&j->c, x->o, &j->m, &j->err);
+    attach_job *j = &((attach_job *)ctx)[i];
+    j->rc = gm_segmap_json(&j->c, &j->o, &j->m, &j->err);
+}
+
+/* What res (a result) says its run reached, for o (segmap.h, hinted). */
+static void hint_from(gm_segmap_opts *o, json_t *res)
+{
+    json_t *dev = json_object_get(res, "device");
+    json_t *peak = json_object_get(dev, "peak_reserved_bytes"),
+           *ooms = json_object_get(dev, "oom_count");
+    o->hinted = json_is_integer(peak) && json_is_integer(ooms) && json_integer_value(peak) >= 0 &&
+                json_integer_value(ooms) >= 0;
+    o->hint_peak = o->hinted ? (uint64_t)json_integer_value(peak) : 0;
+    o->hint_ooms = o->hinted ? (uint64_t)json_integer_value(ooms) : 0;
 }
 
 /* res's "segment_maps": m, unless m's replay did not reach res's peak. */
@@ -1043,6 +1058,8 @@ static int attach_all(json_t *result, const gm_sim_config *cfg, const gm_segmap_
         const char *p = json_string_value(json_object_get(in, "policy")),
                    *al = json_string_value(json_object_get(in, "allocator"));
         job[i].c = *cfg;
+        job[i].o = *o;
+        hint_from(&job[i].o, res);
         if (p) job[i].c.policy = p;
         if (al) job[i].c.allocator = al;
         pol[i] = (char *)job[i].c.policy;
@@ -1050,8 +1067,7 @@ static int attach_all(json_t *result, const gm_sim_config *cfg, const gm_segmap_
     }
     /* a comparison's policies cost what they cost in it (study/pool.h) */
     double *est = named ? gm_policy_spec_costs(pol, n, 1) : NULL;
-    attach_ctx x = {job, o};
-    gm_parallel_for_cost(n, est, n > 1 ? threads : 1, attach_run, &x);
+    gm_parallel_for_cost(n, est, n > 1 ? threads : 1, attach_run, job);
     free(est);
     int rc = GM_OK;
     for (size_t i = 0; i < n; i++) {

@@ -17,9 +17,10 @@
  * (gm_alloc_ops.segments) at the moments and place the live blocks it saw
  * allocated (block_addr, block_bytes): two with the zoom pyramid (the
  * first finds the peak and the OOMs it is centred on), else one, which
- * captures each new peak as it comes and keeps the last. A tenant that
- * ends gives its memory back: its bytes leave the device's counts then, as
- * they leave the device's series. Blocks narrower
+ * captures each new peak as it comes and keeps the last, and ends where
+ * the run's result says the last peak and OOM are (hinted, below). A
+ * tenant that ends gives its memory back: its bytes leave the device's
+ * counts then, as they leave the device's series. Blocks narrower
  * than a row's resolution are merged with their neighbours into one "n
  * small blocks" item, coarser until a map has at most max_items items
  * (a segment keeps at least one, so max_rows bounds it too), whatever the
@@ -43,6 +44,15 @@ typedef struct gm_segmap_opts {
     size_t max_items; /* items (blocks, gaps, merged runs) per map */
     size_t max_rows;  /* segments drawn per map */
     int zoom;         /* also the zoom pyramid around the peak (below) */
+    /* What the run being drawn reached, from its result (the device's peak
+     * reserved bytes and OOM count), when known: a one-pass replay (no
+     * zoom) ends once its peak equals hint_peak, that peak's map is taken
+     * and it has counted hint_ooms OOMs. It can count no OOM the result
+     * does not (an event's failed allocation is one in both; the result
+     * also counts what the initial state could not hold), so nothing it
+     * would have seen later is lost. 0 = not known: replay to the end. */
+    int hinted;
+    uint64_t hint_peak, hint_ooms;
 } gm_segmap_opts;
 
 /* The defaults for a run page (peak, 3 OOMs, 900 items, 400 segments, the

@@ -535,6 +535,91 @@ static void test_halt_is_whole(void)
     free(ev);
 }
 
+/* The device's peak reserved bytes and OOM count of cfg's run, as its
+ * result says them: what a page gives the maps (segmap.h, hinted). */
+static void hint_of_run(const gm_sim_config *cfg, gm_segmap_opts *o)
+{
+    gm_sim_result *r = NULL;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(cfg, &r, &err), GM_OK);
+    json_t *j = gm_result_json(cfg, r, "run");
+    gm_sim_result_free(r);
+    json_t *dev = json_object_get(j, "device");
+    o->hinted = 1;
+    o->hint_peak = (uint64_t)num(dev, "peak_reserved_bytes");
+    o->hint_ooms = (uint64_t)num(dev, "oom_count");
+    json_decref(j);
+}
+
+/* A comparison's one pass ends where its run's result says the last peak
+ * and the last OOM are (segmap.c, halt_when_done): the maps are those of a
+ * pass to the end, with OOMs on both sides of the peak and with none. A
+ * hint of one OOM, the one before the peak, ends it at the peak: the two
+ * after it are never seen, so the pass did stop there. */
+static void test_hint_ends_pass(void)
+{
+    enum { N = 40000 };
+    gm_event *ev = calloc(N, sizeof *ev);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
+    size_t n = 0, big = 0, ooms = 0;
+    for (uint64_t s = 0; n + 4 < N; s++) {
+        if (ooms < 1 && n >= 500u) { /* an OOM before the peak */
+            ev[n] = (gm_event){
+                .t_ns = n * 10, .addr = 0x8000000000ull, .size = GM_GiB, .op = GM_OP_ALLOC};
+            n++, ooms++;
+        }
+        if (big < 2 && n >= (big ? 1200u : 1000u)) { /* the peak: 64 MiB for 200 events */
+            ev[n] = (gm_event){.t_ns = n * 10,
+                               .addr = 0x7000000000ull,
+                               .size = big ? 0 : 64 * GM_MiB,
+                               .op = big ? GM_OP_FREE : GM_OP_ALLOC};
+            n++, big++;
+        }
+        if (ooms < 3 && n >= (ooms == 1 ? 3000u : 4000u)) { /* two after it */
+            ev[n] = (gm_event){
+                .t_ns = n * 10, .addr = 0x8000000000ull + ooms, .size = GM_GiB, .op = GM_OP_ALLOC};
+            n++, ooms++;
+        }
+        mib_pair(ev, &n, s);
+    }
+    gm_trace_meta m;
+    gm_tenant_spec t = mem_tenant(ev, n, &m);
+    gm_sim_config cfg;
+    gm_err err = {0};
+    for (int tight = 1; tight >= 0; tight--) {
+        config(&cfg, &t);
+        cfg.capacity_bytes = tight ? 512 * GM_MiB : 80 * GM_GiB;
+        cfg.overhead_given = 1;
+        cfg.on_oom_skip = 1;
+        gm_segmap_opts whole, hinted;
+        gm_segmap_opts_compare(&whole);
+        hinted = whole;
+        hint_of_run(&cfg, &hinted);
+        CU_ASSERT_EQUAL(hinted.hint_ooms, tight ? 3 : 0);
+        json_t *a = NULL, *b = NULL;
+        CU_ASSERT_EQUAL_FATAL(gm_segmap_json(&cfg, &whole, &a, &err), GM_OK);
+        CU_ASSERT_EQUAL_FATAL(gm_segmap_json(&cfg, &hinted, &b, &err), GM_OK);
+        CU_ASSERT_TRUE(json_equal(a, b));
+        CU_ASSERT_EQUAL(num(b, "ooms_total"), tight ? 3 : 0);
+        CU_ASSERT_PTR_NOT_NULL(map_of(b, "peak", 0));
+        if (tight) {              /* a hint of no OOM: the pass ends at the peak */
+            hinted.hint_ooms = 1; /* the one before it */
+            json_t *c = NULL;
+            CU_ASSERT_EQUAL_FATAL(gm_segmap_json(&cfg, &hinted, &c, &err), GM_OK);
+            CU_ASSERT_EQUAL(num(c, "ooms_total"), 1);
+            CU_ASSERT_EQUAL(num(c, "peak_reserved_bytes"), num(a, "peak_reserved_bytes"));
+            CU_ASSERT_TRUE(json_equal(json_object_get(map_of(c, "peak", 0), "t_ns"),
+                                      json_object_get(map_of(a, "peak", 0), "t_ns")));
+            CU_ASSERT_PTR_NULL(map_of(c, "oom", 1));
+            json_decref(c);
+        }
+        json_decref(a);
+        json_decref(b);
+    }
+    gm_trace_meta_free(&m);
+    free(ev);
+}
+
 /* A tenant that dies on an OOM gives its memory back (the engine retires
  * it, with no driver call said): its segments leave the maps' count of the
  * device's reserved bytes then, as they leave the device's series. Here
@@ -564,6 +649,8 @@ static void test_retired_tenant(void)
     gm_segmap_opts o[2];
     gm_segmap_opts_run(&o[0]); /* two passes (the first finds the peak) */
     gm_segmap_opts_compare(&o[1]);
+    hint_of_run(&cfg, &o[1]);
+    CU_ASSERT_EQUAL(o[1].hint_peak, 402 * M);
     for (int k = 0; k < 2; k++) {
         json_t *sm = NULL;
         gm_err err = {0};
@@ -586,6 +673,7 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_zoom_oom);
     GM_ADD_TEST(s, test_one_pass_is_two);
     GM_ADD_TEST(s, test_halt_is_whole);
+    GM_ADD_TEST(s, test_hint_ends_pass);
     GM_ADD_TEST(s, test_retired_tenant);
     return CUE_SUCCESS;
 }
