@@ -478,6 +478,31 @@ static void test_one_pass_is_two(void)
     gm_trace_meta_free(&m);
 }
 
+/* A trace of at most cap events on mib_pair's background, the peak a 64
+ * MiB block from event 1000 to 1200, and a 1 GiB request (an OOM on the
+ * tests' 512 MiB device) at each of the n_oom places oom_at (in order):
+ * the tests of where a pass ends. Its length. */
+static size_t peak_trace(gm_event *ev, size_t cap, const size_t *oom_at, size_t n_oom)
+{
+    size_t n = 0, big = 0, k = 0;
+    for (uint64_t s = 0; n + 4 < cap; s++) {
+        if (big < 2 && n >= (big ? 1200u : 1000u)) { /* the peak: 64 MiB for 200 events */
+            ev[n] = (gm_event){.t_ns = n * 10,
+                               .addr = 0x7000000000ull,
+                               .size = big ? 0 : 64 * GM_MiB,
+                               .op = big ? GM_OP_FREE : GM_OP_ALLOC};
+            n++, big++;
+        }
+        if (k < n_oom && n >= oom_at[k]) {
+            ev[n] = (gm_event){
+                .t_ns = n * 10, .addr = 0x8000000000ull + k, .size = GM_GiB, .op = GM_OP_ALLOC};
+            n++, k++;
+        }
+        mib_pair(ev, &n, s);
+    }
+    return n;
+}
+
 /* A run page's second pass ends once it has every map and every zoom
  * window (segmap.c, halt_when_done): here the peak and the OOMs come in
  * the first eighth of 40 000 events. A --segments-at past the end keeps
@@ -488,22 +513,8 @@ static void test_halt_is_whole(void)
     enum { N = 40000 };
     gm_event *ev = calloc(N, sizeof *ev);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
-    size_t n = 0, big = 0, ooms = 0;
-    for (uint64_t s = 0; n + 4 < N; s++) {
-        if (big < 2 && n >= (big ? 1200u : 1000u)) { /* the peak: 64 MiB for 200 events */
-            ev[n] = (gm_event){.t_ns = n * 10,
-                               .addr = 0x7000000000ull,
-                               .size = big ? 0 : 64 * GM_MiB,
-                               .op = big ? GM_OP_FREE : GM_OP_ALLOC};
-            n++, big++;
-        }
-        if (ooms < 2 && n >= (ooms ? 4000u : 3000u)) { /* two OOMs */
-            ev[n] = (gm_event){
-                .t_ns = n * 10, .addr = 0x8000000000ull + ooms, .size = GM_GiB, .op = GM_OP_ALLOC};
-            n++, ooms++;
-        }
-        mib_pair(ev, &n, s);
-    }
+    static const size_t oom_at[] = {3000, 4000};
+    size_t n = peak_trace(ev, N, oom_at, 2);
     gm_trace_meta m;
     gm_tenant_spec t = mem_tenant(ev, n, &m);
     gm_sim_config cfg;
@@ -561,27 +572,8 @@ static void test_hint_ends_pass(void)
     enum { N = 40000 };
     gm_event *ev = calloc(N, sizeof *ev);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
-    size_t n = 0, big = 0, ooms = 0;
-    for (uint64_t s = 0; n + 4 < N; s++) {
-        if (ooms < 1 && n >= 500u) { /* an OOM before the peak */
-            ev[n] = (gm_event){
-                .t_ns = n * 10, .addr = 0x8000000000ull, .size = GM_GiB, .op = GM_OP_ALLOC};
-            n++, ooms++;
-        }
-        if (big < 2 && n >= (big ? 1200u : 1000u)) { /* the peak: 64 MiB for 200 events */
-            ev[n] = (gm_event){.t_ns = n * 10,
-                               .addr = 0x7000000000ull,
-                               .size = big ? 0 : 64 * GM_MiB,
-                               .op = big ? GM_OP_FREE : GM_OP_ALLOC};
-            n++, big++;
-        }
-        if (ooms < 3 && n >= (ooms == 1 ? 3000u : 4000u)) { /* two after it */
-            ev[n] = (gm_event){
-                .t_ns = n * 10, .addr = 0x8000000000ull + ooms, .size = GM_GiB, .op = GM_OP_ALLOC};
-            n++, ooms++;
-        }
-        mib_pair(ev, &n, s);
-    }
+    static const size_t oom_at[] = {500, 3000, 4000}; /* one before the peak, two after */
+    size_t n = peak_trace(ev, N, oom_at, 3);
     gm_trace_meta m;
     gm_tenant_spec t = mem_tenant(ev, n, &m);
     gm_sim_config cfg;
@@ -602,7 +594,7 @@ static void test_hint_ends_pass(void)
         CU_ASSERT_TRUE(json_equal(a, b));
         CU_ASSERT_EQUAL(num(b, "ooms_total"), tight ? 3 : 0);
         CU_ASSERT_PTR_NOT_NULL(map_of(b, "peak", 0));
-        if (tight) {              /* a hint of no OOM: the pass ends at the peak */
+        if (tight) {              /* a hint of the first OOM only */
             hinted.hint_ooms = 1; /* the one before it */
             json_t *c = NULL;
             CU_ASSERT_EQUAL_FATAL(gm_segmap_json(&cfg, &hinted, &c, &err), GM_OK);
