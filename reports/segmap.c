@@ -41,7 +41,7 @@ typedef struct ten {
     gm_addrmap live; /* trace address -> slot + 1 */
     gm_sites sites;
     uint64_t offset;
-    uint64_t reserved; /* its segments' bytes (its share of obs.reserved) */
+    uint64_t reserved; /* its segments' bytes: obs.reserved is their sum */
 } ten;
 
 /* One level of the zoom pyramid: ZCOLS columns over [w0, w1) (ns). */
@@ -805,7 +805,7 @@ static void on_end(void *ctx, int tenant, gm_alloc *a, int status)
      * free says so), as the device's series drop it */
     ten *t = &o->t[tenant];
     t->a = NULL;
-    o->reserved -= t->reserved < o->reserved ? t->reserved : o->reserved;
+    o->reserved -= t->reserved; /* o->reserved is the tenants' sum (on_seg) */
     t->reserved = 0;
     for (size_t i = 0; o->pass == 2 && i < t->nb; i++)
         if (t->b[i].bytes) {
@@ -922,12 +922,10 @@ static int one_pass(const gm_sim_config *cfg, obs *o, gm_err *err)
     c.halt = &o->halt;
     o->halt = 0;
     o->seq = o->reserved = 0;
-    for (size_t k = 0; k < o->nt; k++)
-        o->t[k].reserved = 0;
     o->pending = 0;
     o->last_t = 0;
     for (size_t k = 0; k < o->nt; k++)
-        o->t[k].a = NULL;
+        o->t[k].a = NULL, o->t[k].reserved = 0;
     gm_sim_result *r = NULL;
     int rc = gm_simulate(&c, &r, err);
     gm_sim_result_free(r);
