@@ -1338,7 +1338,8 @@ static inline __attribute__((always_inline)) int plain_loop(sim *s, tenant *t, s
     uint64_t *slot = t->slot, *slot_addr = t->slot_addr;
     const gm_event *buf = t->buf;
     const size_t n_slot = t->n_slot;
-    const uint64_t shift = t->shift, timer = t->timer_period ? t->next_timer : UINT64_MAX;
+    const uint64_t shift = t->shift;
+    uint64_t timer = t->timer_period ? t->next_timer : UINT64_MAX;
     /* to the end of the chunk, or to the next progress report (the caller's) */
     uint64_t left = s->cfg->progress ? s->next_progress - s->res->events : UINT64_MAX;
     size_t pos = t->pos, counted = pos;
@@ -1349,7 +1350,18 @@ static inline __attribute__((always_inline)) int plain_loop(sim *s, tenant *t, s
         uint32_t id = e->id;
         int stop = 0; /* fast-forward: its mode changed */
         int mine = 1; /* fast-forward of one part (ffwd.h): the event is the part's */
-        if (now >= timer || !id || id >= n_slot) break;
+        if (!id || id >= n_slot) break;
+        if (now >= timer) {
+            /* the ticks due by this event fire before it, as step() fires
+             * them (a policy's tick reads the model and the tenant's
+             * position, not the counts plain_sync brings up to date; one
+             * tenant: no other's timer to update); a tenant with a timer is
+             * never fast-forwarded (setup) */
+            if (ff != PLAIN_ONLY) break;
+            plain_sync(s, t, pos, &counted, pos, took);
+            fire_timers(t, now);
+            timer = t->next_timer;
+        }
         if (e->op == GM_OP_ALLOC) {
             uint64_t h;
             if (slot[id]) break; /* still live: step() says what to do */
