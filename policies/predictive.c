@@ -83,15 +83,20 @@ typedef struct pd_segclass {
     uint32_t total, free, since; /* segments; releasable ones; of those, used since the last tick */
 } pd_segclass;
 
+/* A prediction: what every tick reads (32 bytes, two to a cache line: a
+ * tick walks them all), and beside it in pd_pend_cold what only an outcome
+ * or a grow reads. */
 typedef struct pd_pending {
-    uint64_t addr, size;
+    uint64_t addr, deadline, last_use;
+    uint32_t hint; /* where its segment was in the view last time */
     uint8_t small;
     uint8_t predicted; /* 1: reused within the horizon */
     uint8_t released;  /* truth from grows (1) or from its last use (0) */
-    uint64_t t_dec, deadline, last_use;
-    uint32_t hint; /* where its segment was in the view last time */
-    uint64_t seen; /* the partial view (view_stamp) it was found in at hint */
 } pd_pending;
+
+typedef struct pd_pend_cold {
+    uint64_t size, t_dec;
+} pd_pend_cold;
 
 typedef struct pd_policy {
     /* parameters */
@@ -126,6 +131,7 @@ typedef struct pd_policy {
     uint32_t memo_cls[64];
     /* predictions */
     pd_pending *pend;
+    pd_pend_cold *pendc; /* pend[i]'s size and time of decision */
     size_t npend, cappend;
     gm_addrmap open; /* addresses of the predictions not yet released (one each), to their index */
     uint64_t tp, fp, fn, tn, predictions;
@@ -151,7 +157,6 @@ typedef struct pd_policy {
     int view_desc;
     int view_partial; /* the view holds only the releasable segments */
     gm_addr_list order;
-    uint64_t view_stamp;            /* counts views matched to the predictions */
     struct pd_key *keys, *keys_tmp; /* the ranking's sort keys */
     size_t cap_keys, nkeys;
     /* what the tick found in its view, for the ranking that follows: while
@@ -208,6 +213,7 @@ static void destroy(void *state)
     free(p->busy_now);
     free(p->busy_tick);
     free(p->pend);
+    free(p->pendc);
     gm_addrmap_free(&p->open);
     gm_brieflist_free(&p->bv);
     gm_addr_list_free(&p->order);
@@ -610,13 +616,14 @@ static void count_busy_partial(pd_policy *p)
 
 /* ---------------- predictions ---------------- */
 
-static void outcome(pd_policy *p, const pd_pending *q, int reused)
+static void outcome(pd_policy *p, size_t i, int reused)
 {
+    const pd_pending *q = &p->pend[i];
     if (q->predicted)
         reused ? p->tp++ : p->fp++;
     else
         reused ? p->fn++ : p->tn++;
-    if (q->released && reused) p->released_needed_bytes += q->size;
+    if (q->released && reused) p->released_needed_bytes += p->pendc[i].size;
 }
 
 /* Whether the segment at addr has a prediction that is not yet released. */
@@ -635,6 +642,7 @@ static void pending_drop(pd_policy *p, size_t i)
 {
     if (!p->pend[i].released) gm_addrmap_del(&p->open, gm_addrmap_key(p->pend[i].addr), NULL);
     p->pend[i] = p->pend[--p->npend];
+    p->pendc[i] = p->pendc[p->npend];
     if (i < p->npend && !p->pend[i].released) /* the last one moved to i */
         *gm_addrmap_get(&p->open, gm_addrmap_key(p->pend[i].addr)) = i;
 }
@@ -644,22 +652,22 @@ static void pending_add(pd_policy *p, const gm_seg_brief *s, int predicted, uint
     if (p->npend == p->cappend) {
         size_t cap = p->cappend ? p->cappend * 2 : 64;
         pd_pending *v = realloc(p->pend, cap * sizeof *v);
-        if (!v) return;
-        p->pend = v;
+        if (v) p->pend = v;
+        pd_pend_cold *c = v ? realloc(p->pendc, cap * sizeof *c) : NULL;
+        if (!c) return;
+        p->pendc = c;
         p->cappend = cap;
     }
     if (gm_addrmap_put(&p->open, gm_addrmap_key(s->addr), p->npend)) return;
+    p->pendc[p->npend] = (pd_pend_cold){s->size, now};
     pd_pending *q = &p->pend[p->npend++];
     q->addr = s->addr;
-    q->size = s->size;
     q->small = s->small_pool;
     q->predicted = (uint8_t)predicted;
     q->released = 0;
-    q->t_dec = now;
     q->deadline = now + horizon(p);
     q->last_use = s->last_use_ns;
     q->hint = (uint32_t)(s - p->bv.v);
-    q->seen = 0;
     p->predictions++;
 }
 
@@ -692,27 +700,25 @@ static inline int open_at(const pd_policy *p, size_t i, uint64_t addr)
 static void resolve(pd_policy *p, gm_alloc *a, uint64_t now, int view_fresh)
 {
     int partial = view_fresh && p->view_partial;
-    int marks = view_fresh && open_marks(p, !partial);
-    if (view_fresh) p->view_stamp++;
-    if (partial) { /* the view is in no order: find its segments' predictions */
-        for (size_t i = 0; i < p->bv.n; i++) {
-            const uint64_t *x = gm_addrmap_get(&p->open, gm_addrmap_key(p->bv.v[i].addr));
-            if (marks) p->open_at[i] = x != NULL; /* cleared below if resolved */
-            if (!x) continue;
-            p->pend[*x].hint = (uint32_t)i;
-            p->pend[*x].seen = p->view_stamp;
-        }
-    }
-    if (partial) { /* the same as below, for a partial view */
+    int marks = view_fresh && open_marks(p, 1);
+    if (partial) {
+        /* the view holds the releasable segments in no order. A prediction's
+         * segment is most often where it was (views keep their order while
+         * no segment goes or comes back: q->hint); else it is busy (not in
+         * the view), gone, or moved in the view, and the model tells which
+         * and its last use (segment_at: the brief the view would show). The
+         * view entries of the kept ones that moved are found after. */
+        size_t n = p->bv.n, moved = 0;
         for (size_t i = 0; i < p->npend;) {
             pd_pending *q = &p->pend[i];
-            int done = 0, reused = 0, in_view = !q->released && q->seen == p->view_stamp;
+            int done = 0, reused = 0, at = 0;
             if (!q->released) {
                 uint64_t last_use;
                 gm_seg_brief one;
-                if (in_view) {
+                if (q->hint < n && p->bv.v[q->hint].addr == q->addr) {
+                    at = 1;
                     last_use = p->bv.v[q->hint].last_use_ns;
-                } else if (a->ops->segment_at(a, q->addr, &one)) { /* busy: asked of the model */
+                } else if (a->ops->segment_at(a, q->addr, &one)) {
                     last_use = one.last_use_ns;
                 } else { /* gone without our knowing: no truth */
                     pending_drop(p, i);
@@ -725,12 +731,23 @@ static void resolve(pd_policy *p, gm_alloc *a, uint64_t now, int view_fresh)
             }
             if (!done && now > q->deadline) done = 1; /* reused = 0 */
             if (done) {
-                if (marks && in_view) p->open_at[q->hint] = 0;
-                outcome(p, q, reused);
+                outcome(p, i, reused);
                 pending_drop(p, i);
-            } else {
-                i++;
+                continue;
             }
+            if (marks && at) p->open_at[q->hint] = 1;
+            moved += !q->released && !at;
+            i++;
+        }
+        /* the view entries of kept predictions not at their hint (a busy
+         * one has none: then every unmarked entry is looked up) */
+        for (size_t i = 0; i < n && moved && marks; i++) {
+            if (p->open_at[i]) continue;
+            const uint64_t *x = gm_addrmap_get(&p->open, gm_addrmap_key(p->bv.v[i].addr));
+            if (!x) continue;
+            p->open_at[i] = 1;
+            p->pend[*x].hint = (uint32_t)i;
+            moved--;
         }
         p->marks_ok = marks;
         return;
@@ -751,7 +768,7 @@ static void resolve(pd_policy *p, gm_alloc *a, uint64_t now, int view_fresh)
         }
         if (!done && now > q->deadline) done = 1; /* reused = 0 */
         if (done) {
-            outcome(p, q, reused);
+            outcome(p, i, reused);
             pending_drop(p, i);
         } else {
             if (marks && !q->released) p->open_at[q->hint] = 1; /* found in the view */
@@ -769,7 +786,7 @@ static void note_released(pd_policy *p)
         pd_pending *q = &p->pend[i];
         if (!q->released && !view_find(p, q->addr)) {
             pending_released(p, q);
-            p->released_bytes += q->size;
+            p->released_bytes += p->pendc[i].size;
         }
     }
 }
@@ -1141,7 +1158,7 @@ static uint64_t release_ranked(pd_policy *p, gm_alloc *a, size_t n, uint64_t nee
                                 ? gm_addrmap_get(&p->open, gm_addrmap_key(s->addr))
                                 : NULL;
         if (x) { /* note_released's, for this one */
-            p->released_bytes += p->pend[*x].size;
+            p->released_bytes += p->pendc[*x].size;
             pending_released(p, &p->pend[*x]);
         }
     }
@@ -1221,17 +1238,17 @@ static void before_grow(void *state, gm_alloc *a, const gm_pressure *pr)
 {
     pd_policy *p = state;
     (void)a;
-    pd_pending *best = NULL;
+    size_t best = p->npend;
     for (size_t i = 0; i < p->npend; i++) {
-        pd_pending *q = &p->pend[i];
+        const pd_pending *q = &p->pend[i];
         if (!q->released || q->small != pr->small_pool || pr->now_ns > q->deadline) continue;
-        if (!q->small && (pr->alloc_size > q->size || pr->alloc_size + LARGE_BUFFER <= q->size))
-            continue;
-        if (!best || q->t_dec < best->t_dec) best = q;
+        uint64_t size = p->pendc[i].size;
+        if (!q->small && (pr->alloc_size > size || pr->alloc_size + LARGE_BUFFER <= size)) continue;
+        if (best == p->npend || p->pendc[i].t_dec < p->pendc[best].t_dec) best = i;
     }
-    if (best) {
+    if (best < p->npend) {
         outcome(p, best, 1);
-        pending_drop(p, (size_t)(best - p->pend));
+        pending_drop(p, best);
     }
 }
 
