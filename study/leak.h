@@ -180,6 +180,12 @@ void gm_leak_report_free(gm_leak_report *rep);
  * (min_growth 0: GM_LEAK_MIN_GROWTH). */
 void gm_leak_fit_line(const double *y, size_t first, size_t n, uint64_t min_growth, gm_leak_fit *f);
 
+/* Where a growing series stops: the first j in [w + 2, n - GM_LEAK_MIN_POINTS]
+ * that least leaves squared residuals to the fits (gm_leak_fit_line) of
+ * y[w..j] and y[j..n), as a scan of every j would find it, in O(n) for
+ * most series; 0 when there is no such j. */
+size_t gm_leak_change_point(const double *y, size_t w, size_t n, uint64_t min_growth);
+
 const char *gm_iter_source_name(int source);               /* "markers", "period", ... */
 const char *gm_leak_verdict_name(int verdict);             /* "steady", "growing", ... */
 const char *gm_leak_group_kind(const gm_leak_report *rep); /* "site", "category" */

@@ -374,6 +374,60 @@ static void test_site_leak(void)
     gm_leak_report_free(&r);
 }
 
+/* The change point every j's two fits would choose (the scan that
+ * gm_leak_change_point replaces). */
+static size_t change_point_scan(const double *y, size_t w, size_t n)
+{
+    size_t best_j = 0;
+    double best = HUGE_VAL;
+    gm_leak_fit pre, tail;
+    for (size_t j = w + 2; j + GM_LEAK_MIN_POINTS <= n; j++) {
+        gm_leak_fit_line(y + w, w, j - w + 1, 0, &pre);
+        gm_leak_fit_line(y + j, j, n - j, 0, &tail);
+        if (pre.sse + tail.sse < best) best = pre.sse + tail.sse, best_j = j;
+    }
+    return best_j;
+}
+
+/* gm_leak_change_point chooses the j the scan of every j chooses: on
+ * series that grow then stop (exactly, and under noise of several sizes),
+ * flat and exactly linear ones (every j ties: the first), steps, series too
+ * short to split, and bytes on the scale of real ones (GiB, 2 MiB grains). */
+static void test_change_point_is_scan(void)
+{
+    enum { N = 600 };
+    double *y = malloc(N * sizeof *y);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(y);
+    uint64_t x = 12345;
+    size_t cases = 0, stops_found = 0;
+    for (int shape = 0; shape < 6; shape++)
+        for (int noise = 0; noise < 4; noise++)
+            for (size_t n = 0; n <= N; n += n < 12 ? 1 : 97) {
+                size_t stop = n / 3 + 1;
+                for (size_t k = 0; k < n; k++) {
+                    x = x * 6364136223846793005ull + 1442695040888963407ull;
+                    double r = (double)(x >> 40) / (double)(1ull << 24); /* [0, 1) */
+                    double v = 3.0 * GM_GiB;
+                    if (shape == 0) v += 64.0 * GM_MiB * (double)(k < stop ? k : stop);
+                    if (shape == 1) v += 1.5 * GM_MiB * (double)k;      /* exact line */
+                    if (shape == 3) v += k < stop ? 0 : 512.0 * GM_MiB; /* a step */
+                    if (shape == 4) v += 2.0 * GM_MiB * (double)(k < stop ? k * k : stop * stop);
+                    if (shape == 5) v = (double)((x >> 20) & 0xff) * 2 * GM_MiB; /* grains */
+                    if (noise) v += r * (noise == 1 ? 1 : noise == 2 ? GM_MiB : 256.0 * GM_MiB);
+                    y[k] = v;
+                }
+                for (size_t w = 0; w < 3 && w <= n; w++) {
+                    size_t want = change_point_scan(y, w, n);
+                    CU_ASSERT_EQUAL(gm_leak_change_point(y, w, n, 0), want);
+                    cases++;
+                    stops_found += shape == 0 && !noise && n > 12 && want == stop;
+                }
+            }
+    CU_ASSERT(cases > 1000);
+    CU_ASSERT(stops_found > 5); /* the exact stops are found where they are */
+    free(y);
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("leak", NULL, NULL);
@@ -386,5 +440,6 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_sources);
     GM_ADD_TEST(s, test_too_few);
     GM_ADD_TEST(s, test_site_leak);
+    GM_ADD_TEST(s, test_change_point_is_scan);
     return 0;
 }
