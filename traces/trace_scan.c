@@ -8,6 +8,15 @@
 #define CAT_SHIFT 56
 #define SIZE_MASK ((1ull << 48) - 1)
 
+/* The bin of a size in the histograms' edges (scan_init: [0, 512), then
+ * [2^(8+k), 2^(9+k)) for bin k): bin 0 under 512, else the size's bit
+ * length less 9. A checked trace's sizes are at most 2^48 (traces/FORMAT.md),
+ * inside the last edge, 2^49. */
+static inline size_t size_bin(uint64_t size)
+{
+    return size < 512 ? 0 : (size_t)(55 - __builtin_clzll(size));
+}
+
 static int scan_init(gm_trace_scan *s, gm_err *err)
 {
     memset(s, 0, sizeof *s);
@@ -173,8 +182,15 @@ static int scan_alloc(gm_trace_scan *s, const gm_event *e, uint64_t index, gm_er
     s->phase_bytes[ph] += e->size;
     s->alloc_bytes += e->size;
     if (e->size > s->max_size) s->max_size = e->size;
-    gsl_histogram_increment(s->h_count, (double)e->size);
-    gsl_histogram_accumulate(s->h_bytes, (double)e->size, (double)e->size);
+    /* gsl_histogram_increment and _accumulate, the bin found directly: GSL
+     * finds it by a binary search of the edges (a sixth of `gmsim info`'s
+     * time on 100 M events); the histogram's bin array is its documented
+     * public member (GSL manual, "The histogram struct") */
+    size_t b = size_bin(e->size);
+    if (b < GM_SCAN_HIST_BINS) { /* as GSL, nothing past the last edge */
+        s->h_count->bin[b] += 1;
+        s->h_bytes->bin[b] += (double)e->size;
+    }
     note_live(s, index, e->t_ns);
     return GM_OK;
 }
