@@ -35,10 +35,13 @@ void gm_h5r_close(gm_h5r *r);
 const gm_trace_meta *gm_h5r_meta(const gm_h5r *r);
 uint64_t gm_h5r_nevents(const gm_h5r *r);
 
-/* Rows first..first+n-1 of /events, checked; *prev_t_ns is t_ns of row
- * first-1 (0 for row 0) on entry and of the last row read on success. */
+/* Rows first..first+n-1 of /events, checked (gm_trace_check_events) when
+ * `check`; *prev_t_ns is t_ns of row first-1 (0 for row 0) on entry and of
+ * the last row read on success. The sandboxed child reads unchecked: its
+ * parent checks every event it takes from it (trace_isolate.c), the same
+ * check with the same message, so the child's own was the same work twice. */
 int gm_h5r_read_at(gm_h5r *r, uint64_t first, gm_event *buf, size_t n, uint64_t *prev_t_ns,
-                   gm_err *err);
+                   int check, gm_err *err);
 int gm_h5r_read_initial(gm_h5r *r, gm_init_row **rows, size_t *n, gm_err *err);
 int gm_h5r_read_markers(gm_h5r *r, gm_marker **rows, size_t *n, gm_err *err);
 /* /sites as a wire blob: per row its name then its stack, each
