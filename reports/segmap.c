@@ -84,6 +84,7 @@ typedef struct obs {
     uint64_t first_t; /* pass 1: the first event's time (--segments-at counts from it) */
     int seen_first;
     uint64_t peak_t, end_t, events; /* pass 1: when the peak was set; the last event; events */
+    int span_hinted;                /* pass 1 ended early: end_t and events are the result's */
     uint64_t oom_t[ZMAX_OOMS];      /* pass 1: when the first OOMs failed */
     size_t n_oom_t;
     /* pass 2: the device's requested, allocated and reserved bytes, sampled
@@ -713,6 +714,16 @@ static void on_init(void *ctx, int tenant, const gm_init_row *row, gm_alloc *a, 
 static void halt_when_done(obs *o)
 {
     const gm_segmap_opts *p = o->o;
+    if (o->pass == 1 && p->hinted && p->hint_span && o->peak == p->hint_peak &&
+        o->n_oom_all == p->hint_ooms) {
+        /* pass 1 has seen the last peak and OOM (as a one pass below); the
+         * span it would have read to the end for comes from the result */
+        o->end_t = p->hint_end_ns;
+        o->events = p->hint_events;
+        o->halt = 1;
+        o->span_hinted = 1;
+        return;
+    }
     if (o->pass != 2 || !o->got_peak || (p->at_given && !o->got_at)) return;
     if (o->single) {
         /* one pass (a comparison's maps): the run's result says what the
@@ -733,7 +744,7 @@ static void on_event(void *ctx, int tenant, uint64_t index, const gm_event *e)
     o->seq++;
     uint64_t now = e->t_ns + o->t[tenant].offset;
     if ((o->pass == 1 || o->single) && !o->seen_first) o->seen_first = 1, o->first_t = now;
-    if (o->pass == 1 || o->single) o->end_t = now, o->events++;
+    if ((o->pass == 1 || o->single) && !o->span_hinted) o->end_t = now, o->events++;
     if (o->pass == 2 && o->seq > 1) z_sample(o, o->last_t);
     if (o->pass == 2 && !o->failed) {
         if (!o->got_peak && o->seq == o->peak_seq + 1) capture_peak(o);
@@ -1007,8 +1018,7 @@ static void attach_run(void *ctx, size_t i)
     j->rc = gm_segmap_json(&j->c, &j->o, &j->m, &j->err);
 }
 
-/* What res (a result) says its run reached, for o (segmap.h, hinted). */
-static void hint_from(gm_segmap_opts *o, json_t *res)
+void gm_segmap_hint(gm_segmap_opts *o, json_t *res)
 {
     json_t *dev = json_object_get(res, "device");
     json_t *peak = json_object_get(dev, "peak_reserved_bytes"),
@@ -1017,6 +1027,20 @@ static void hint_from(gm_segmap_opts *o, json_t *res)
                 json_integer_value(ooms) >= 0;
     o->hint_peak = o->hinted ? (uint64_t)json_integer_value(peak) : 0;
     o->hint_ooms = o->hinted ? (uint64_t)json_integer_value(ooms) : 0;
+    /* the span (segmap.h, hint_span): the device's last time is the last
+     * event's unless a tenant without events started (at its offset) */
+    json_t *last = json_object_get(dev, "t_last_ns"), *events = json_object_get(res, "events"),
+           *tenants = json_object_get(res, "tenants");
+    int span = o->hinted && json_is_integer(last) && json_integer_value(last) >= 0 &&
+               json_is_integer(events) && json_integer_value(events) > 0 &&
+               json_array_size(tenants) > 0;
+    for (size_t i = 0; span && i < json_array_size(tenants); i++) {
+        json_t *n = json_object_get(json_array_get(tenants, i), "trace_events");
+        span = json_is_integer(n) && json_integer_value(n) > 0;
+    }
+    o->hint_span = span;
+    o->hint_end_ns = span ? (uint64_t)json_integer_value(last) : 0;
+    o->hint_events = span ? (uint64_t)json_integer_value(events) : 0;
 }
 
 /* res's "segment_maps": m, unless m's replay did not reach res's peak. */
@@ -1057,7 +1081,7 @@ static int attach_all(json_t *result, const gm_sim_config *cfg, const gm_segmap_
                    *al = json_string_value(json_object_get(in, "allocator"));
         job[i].c = *cfg;
         job[i].o = *o;
-        hint_from(&job[i].o, res);
+        gm_segmap_hint(&job[i].o, res);
         if (p) job[i].c.policy = p;
         if (al) job[i].c.allocator = al;
         pol[i] = (char *)job[i].c.policy;

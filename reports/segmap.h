@@ -53,7 +53,21 @@ typedef struct gm_segmap_opts {
      * would have seen later is lost. 0 = not known: replay to the end. */
     int hinted;
     uint64_t hint_peak, hint_ooms;
+    /* With the zoom pyramid, pass 1 (which finds the peak, the OOMs and the
+     * span the windows are placed in) likewise ends at the last peak and
+     * OOM when the result also gives the span: hint_end_ns, the device's
+     * last time (the last event's, as the pass would find it, unless a
+     * tenant without events started later: then hint_span is 0), and
+     * hint_events, the events the run took (one per event the pass
+     * watches). */
+    int hint_span;
+    uint64_t hint_end_ns, hint_events;
 } gm_segmap_opts;
+
+/* What res (a run's result, as gm_result_json makes it) says its run
+ * reached, into o's hints (hinted, hint_span and theirs above); o's other
+ * options are left as they are. */
+void gm_segmap_hint(gm_segmap_opts *o, json_t *res);
 
 /* The defaults for a run page (peak, 3 OOMs, 900 items, 400 segments, the
  * zoom pyramid), and the smaller ones a comparison uses per run (peak and 1

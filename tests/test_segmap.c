@@ -555,10 +555,8 @@ static void hint_of_run(const gm_sim_config *cfg, gm_segmap_opts *o)
     CU_ASSERT_EQUAL_FATAL(gm_simulate(cfg, &r, &err), GM_OK);
     json_t *j = gm_result_json(cfg, r, "run");
     gm_sim_result_free(r);
-    json_t *dev = json_object_get(j, "device");
-    o->hinted = 1;
-    o->hint_peak = (uint64_t)num(dev, "peak_reserved_bytes");
-    o->hint_ooms = (uint64_t)num(dev, "oom_count");
+    gm_segmap_hint(o, j);
+    CU_ASSERT_TRUE(o->hinted);
     json_decref(j);
 }
 
@@ -608,6 +606,82 @@ static void test_hint_ends_pass(void)
         json_decref(a);
         json_decref(b);
     }
+    gm_trace_meta_free(&m);
+    free(ev);
+}
+
+/* A run page's first pass (the zoom pyramid's) ends likewise where the
+ * result says the last peak and OOM are, the span taken from the result:
+ * the page is the one two whole passes make, with OOMs on both sides of the
+ * peak and with none. A hint of one OOM ends pass 1 at the peak (one OOM
+ * counted, not three), and a hint of half the events places the windows
+ * from it: pass 1 did stop and use them. */
+static void test_hint_ends_first_pass(void)
+{
+    enum { N = 40000 };
+    gm_event *ev = calloc(N, sizeof *ev);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
+    static const size_t oom_at[] = {500, 3000, 4000}; /* one before the peak, two after */
+    size_t n = peak_trace(ev, N, oom_at, 3);
+    gm_trace_meta m;
+    gm_tenant_spec t = mem_tenant(ev, n, &m);
+    gm_sim_config cfg;
+    gm_err err = {0};
+    for (int tight = 1; tight >= 0; tight--) {
+        config(&cfg, &t);
+        cfg.capacity_bytes = tight ? 512 * GM_MiB : 80 * GM_GiB;
+        cfg.overhead_given = 1;
+        cfg.on_oom_skip = 1;
+        gm_segmap_opts whole, hinted;
+        gm_segmap_opts_run(&whole);
+        hinted = whole;
+        hint_of_run(&cfg, &hinted);
+        CU_ASSERT_TRUE(hinted.hint_span);
+        CU_ASSERT_EQUAL(hinted.hint_events, n);
+        CU_ASSERT_EQUAL(hinted.hint_end_ns, ev[n - 1].t_ns);
+        json_t *a = NULL, *b = NULL;
+        CU_ASSERT_EQUAL_FATAL(gm_segmap_json(&cfg, &whole, &a, &err), GM_OK);
+        CU_ASSERT_EQUAL_FATAL(gm_segmap_json(&cfg, &hinted, &b, &err), GM_OK);
+        CU_ASSERT_TRUE(json_equal(a, b));
+        CU_ASSERT_EQUAL(num(b, "ooms_total"), tight ? 3 : 0);
+        CU_ASSERT_PTR_NOT_NULL(json_object_get(b, "zoom"));
+        gm_segmap_opts short_ = hinted;
+        if (tight)
+            short_.hint_ooms = 1; /* the OOM before the peak only */
+        else
+            short_.hint_events = hinted.hint_events / 2;
+        json_t *c = NULL;
+        CU_ASSERT_EQUAL_FATAL(gm_segmap_json(&cfg, &short_, &c, &err), GM_OK);
+        if (tight) {
+            CU_ASSERT_EQUAL(num(c, "ooms_total"), 1);
+        } else {
+            CU_ASSERT_FALSE(json_equal(json_object_get(a, "zoom"), json_object_get(c, "zoom")));
+        }
+        CU_ASSERT_EQUAL(num(c, "peak_reserved_bytes"), num(a, "peak_reserved_bytes"));
+        json_decref(a);
+        json_decref(b);
+        json_decref(c);
+    }
+    /* a tenant without events starts at its offset, after every event here:
+     * the device's last time is not the last event's, and pass 1 runs whole */
+    gm_trace_meta m0;
+    gm_tenant_spec two[2] = {t, mem_tenant(ev, 0, &m0)};
+    two[1].offset_ns = ev[n - 1].t_ns + 1000;
+    config(&cfg, two);
+    cfg.n_tenants = 2;
+    cfg.overhead_given = 1;
+    gm_segmap_opts whole, hinted;
+    gm_segmap_opts_run(&whole);
+    hinted = whole;
+    hint_of_run(&cfg, &hinted);
+    CU_ASSERT_FALSE(hinted.hint_span);
+    json_t *a = NULL, *b = NULL;
+    CU_ASSERT_EQUAL_FATAL(gm_segmap_json(&cfg, &whole, &a, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(gm_segmap_json(&cfg, &hinted, &b, &err), GM_OK);
+    CU_ASSERT_TRUE(json_equal(a, b));
+    json_decref(a);
+    json_decref(b);
+    gm_trace_meta_free(&m0);
     gm_trace_meta_free(&m);
     free(ev);
 }
@@ -666,6 +740,7 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_one_pass_is_two);
     GM_ADD_TEST(s, test_halt_is_whole);
     GM_ADD_TEST(s, test_hint_ends_pass);
+    GM_ADD_TEST(s, test_hint_ends_first_pass);
     GM_ADD_TEST(s, test_retired_tenant);
     return CUE_SUCCESS;
 }
