@@ -79,7 +79,12 @@ int gm_trace_stats_json(const char *path, json_t **out, gm_err *err)
     int rc = gm_trace_open(path, &r, err);
     if (rc != GM_OK) return rc;
     gm_trace_scan s = {0};
-    rc = gm_trace_scan_run(r, &s, err);
+    /* the scan and the leak analysis (iterations, the verdict: the
+     * report's chart of live bytes per boundary, as `gmsim info --json`
+     * has them) from one read of the events */
+    gm_leak_opts lo = {0};
+    gm_leak_report lk = {0};
+    rc = gm_leak_scan_trace(r, &lo, &s, &lk, err);
     if (rc == GM_OK) {
         json_t *o = json_object();
         json_object_set_new(o, "path", jstr(path));
@@ -91,13 +96,7 @@ int gm_trace_stats_json(const char *path, json_t **out, gm_err *err)
         json_object_set_new(o, "peak_live_t_ns", json_integer((json_int_t)s.peak_t));
         json_object_set_new(o, "size_histogram", size_hist_json(&s));
         json_object_set_new(o, "categories", categories_json(&s));
-        /* iterations and the leak verdict, as `gmsim info --json` has them
-         * (the report's chart of live bytes per boundary) */
-        gm_leak_opts lo = {0};
-        gm_leak_report lk = {0};
-        rc = gm_leak_analyze_trace(r, &lo, &lk, err);
-        if (rc == GM_OK) json_object_set_new(o, "iterations", gm_leak_json(&lk));
-        gm_leak_report_free(&lk);
+        json_object_set_new(o, "iterations", gm_leak_json(&lk));
         json_t *top = NULL;
         if (rc == GM_OK)
             rc = gm_trace_allocs_json(r, GM_TOP_ALLOCS, s.t_first, s.t_last, &top, err);
@@ -108,6 +107,7 @@ int gm_trace_stats_json(const char *path, json_t **out, gm_err *err)
             json_decref(o);
         }
     }
+    gm_leak_report_free(&lk);
     gm_trace_scan_free(&s);
     gm_trace_close(r);
     return rc;

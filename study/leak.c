@@ -13,6 +13,7 @@
 
 #include "base/addrmap.h"
 #include "policies/period.h"
+#include "traces/trace_scan.h"
 
 #define FINE_BUCKETS 65536u /* live-bytes samples kept in the first pass */
 #define CHUNK 65536u
@@ -777,33 +778,54 @@ int gm_leak_analyze(const gm_leak_source *src, const gm_leak_opts *o, gm_leak_re
 
 /* ------------------------------------------------------------ sources */
 
+/* A trace as a source; the tap, when given, sees every chunk the first
+ * pass reads (the reads before the analysis rewinds for its second). */
+typedef struct trace_src {
+    gm_trace_reader *r;
+    const gm_leak_tap *tap;
+    int rewinds;
+    uint64_t tapped;
+} trace_src;
+
 static int64_t trace_read(void *ctx, gm_event *buf, size_t cap, gm_err *err)
 {
-    return gm_trace_read(ctx, buf, cap, err);
+    trace_src *t = ctx;
+    uint64_t first = gm_trace_position(t->r);
+    int64_t n = gm_trace_read(t->r, buf, cap, err);
+    if (n > 0 && t->tap && !t->rewinds) {
+        int rc = t->tap->fn(t->tap->ctx, buf, (size_t)n, first, err);
+        if (rc != GM_OK) return rc;
+        t->tapped += (uint64_t)n;
+    }
+    return n;
 }
 
 static int trace_rewind(void *ctx, gm_err *err)
 {
-    if (gm_trace_rewind(ctx) != GM_OK)
+    trace_src *t = ctx;
+    t->rewinds++;
+    if (gm_trace_rewind(t->r) != GM_OK)
         return gm_errf(err, GM_EIO, "%s: cannot read the trace again from its start",
-                       gm_trace_path(ctx));
+                       gm_trace_path(t->r));
     return GM_OK;
 }
 
-int gm_leak_analyze_trace(gm_trace_reader *r, const gm_leak_opts *o, gm_leak_report *rep,
-                          gm_err *err)
+int gm_leak_analyze_trace_tap(gm_trace_reader *r, const gm_leak_opts *o, gm_leak_report *rep,
+                              const gm_leak_tap *tap, uint64_t *tapped, gm_err *err)
 {
     memset(rep, 0, sizeof *rep);
     gm_leak_opts oo = o ? *o : (gm_leak_opts){0};
     const gm_trace_meta *m = gm_trace_meta_get(r);
     if (!oo.capacity_bytes)
         oo.capacity_bytes = m->device_avail_bytes ? m->device_avail_bytes : m->device_total_bytes;
+    trace_src ts = {.r = r, .tap = tap};
     gm_leak_source src = {
-        .nevents = gm_trace_nevents(r), .read = trace_read, .rewind = trace_rewind, .ctx = r};
+        .nevents = gm_trace_nevents(r), .read = trace_read, .rewind = trace_rewind, .ctx = &ts};
     gm_init_row *init = NULL;
     gm_marker *marks = NULL;
     gm_sites sites = {0};
-    int rc = trace_rewind(r, err);
+    int rc = trace_rewind(&ts, err);
+    ts.rewinds = 0; /* the first pass reads from here */
     if (rc == GM_OK) rc = gm_trace_read_initial(r, &init, &src.ninit, err);
     if (rc == GM_OK) rc = gm_trace_read_markers(r, &marks, &src.nmarks, err);
     if (rc == GM_OK) rc = gm_trace_read_sites(r, &sites, err);
@@ -813,10 +835,47 @@ int gm_leak_analyze_trace(gm_trace_reader *r, const gm_leak_opts *o, gm_leak_rep
     if (rc == GM_OK) rc = gm_leak_analyze(&src, &oo, rep, err);
     rep->sites = sites; /* the report owns the names from here */
     rep->site_names = NULL;
-    if (rc == GM_OK) rc = trace_rewind(r, err);
+    if (rc == GM_OK) rc = trace_rewind(&ts, err);
     free(init);
     free(marks);
+    if (tapped) *tapped = ts.tapped;
     return rc;
+}
+
+int gm_leak_analyze_trace(gm_trace_reader *r, const gm_leak_opts *o, gm_leak_report *rep,
+                          gm_err *err)
+{
+    return gm_leak_analyze_trace_tap(r, o, rep, NULL, NULL, err);
+}
+
+static int scan_tap(void *ctx, const gm_event *ev, size_t n, uint64_t first, gm_err *err)
+{
+    return gm_trace_scan_feed(ctx, ev, n, first, err);
+}
+
+int gm_leak_scan_trace(gm_trace_reader *r, const gm_leak_opts *o, gm_trace_scan *s,
+                       gm_leak_report *rep, gm_err *err)
+{
+    int rc = gm_trace_scan_begin(r, s, err);
+    if (rc != GM_OK) return rc;
+    gm_leak_tap tap = {scan_tap, s};
+    uint64_t tapped = 0;
+    gm_err lerr = {0};
+    int lrc = gm_leak_analyze_trace_tap(r, o, rep, &tap, &tapped, &lerr);
+    if (tapped != gm_trace_nevents(r)) {
+        /* the analysis stopped before its first pass read every event (an
+         * error, or one it found before reading): the scan reads them
+         * itself, and its error comes first, as when it ran first */
+        gm_trace_scan_free(s);
+        memset(s, 0, sizeof *s);
+        rc = gm_trace_rewind(r) == GM_OK
+                 ? gm_trace_scan_run(r, s, err)
+                 : gm_errf(err, GM_EIO, "%s: cannot read the trace again from its start",
+                           gm_trace_path(r));
+        if (rc != GM_OK) return rc;
+    }
+    if (lrc != GM_OK) *err = lerr;
+    return lrc;
 }
 
 typedef struct mem_src {

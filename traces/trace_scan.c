@@ -223,7 +223,7 @@ static int scan_event(gm_trace_scan *s, const gm_event *e, uint64_t index, gm_er
     }
 }
 
-int gm_trace_scan_run(gm_trace_reader *r, gm_trace_scan *s, gm_err *err)
+int gm_trace_scan_begin(gm_trace_reader *r, gm_trace_scan *s, gm_err *err)
 {
     int rc = scan_init(s, err);
     if (rc == GM_OK) rc = gm_trace_read_sites(r, &s->sites, err);
@@ -231,6 +231,20 @@ int gm_trace_scan_run(gm_trace_reader *r, gm_trace_scan *s, gm_err *err)
         rc = gm_errf(err, GM_ENOMEM, "out of host memory");
     if (rc == GM_OK) rc = scan_initial(s, r, err);
     if (rc == GM_OK) rc = scan_markers(s, r, err);
+    return rc;
+}
+
+int gm_trace_scan_feed(gm_trace_scan *s, const gm_event *ev, size_t n, uint64_t first, gm_err *err)
+{
+    int rc = GM_OK;
+    for (size_t i = 0; i < n && rc == GM_OK; i++)
+        rc = scan_event(s, &ev[i], first + i, err);
+    return rc;
+}
+
+int gm_trace_scan_run(gm_trace_reader *r, gm_trace_scan *s, gm_err *err)
+{
+    int rc = gm_trace_scan_begin(r, s, err);
     if (rc != GM_OK) return rc;
     gm_event *buf = malloc(GM_TRACE_CHUNK_EVENTS * sizeof *buf);
     if (!buf) return gm_errf(err, GM_ENOMEM, "out of host memory");
@@ -241,9 +255,7 @@ int gm_trace_scan_run(gm_trace_reader *r, gm_trace_scan *s, gm_err *err)
             rc = n < 0 ? (int)n : GM_OK;
             break;
         }
-        for (int64_t i = 0; i < n && rc == GM_OK; i++)
-            rc = scan_event(s, &buf[i], base + (uint64_t)i, err);
-        if (rc != GM_OK) break;
+        if ((rc = gm_trace_scan_feed(s, buf, (size_t)n, base, err)) != GM_OK) break;
     }
     free(buf);
     return rc;

@@ -52,6 +52,12 @@ typedef struct gm_trace_scan {
 /* Read the whole trace (initial state, markers, events) into s. On error s
  * holds what was read so far; gm_trace_scan_free(s) in every case. */
 int gm_trace_scan_run(gm_trace_reader *r, gm_trace_scan *s, gm_err *err);
+/* The same in parts, for a caller that reads the events for more than the
+ * scan (study/leak.h, gm_leak_scan_trace): begin reads the initial state and
+ * the markers, then feed takes the events in order, n at a time, the first
+ * of them event number `first`. */
+int gm_trace_scan_begin(gm_trace_reader *r, gm_trace_scan *s, gm_err *err);
+int gm_trace_scan_feed(gm_trace_scan *s, const gm_event *ev, size_t n, uint64_t first, gm_err *err);
 void gm_trace_scan_free(gm_trace_scan *s);
 
 #endif
