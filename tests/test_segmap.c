@@ -560,6 +560,35 @@ static void hint_of_run(const gm_sim_config *cfg, gm_segmap_opts *o)
     json_decref(j);
 }
 
+/* The hint tests' trace: peak_trace's 40 000 events, an OOM's request
+ * before the peak and two after it; NULL when out of memory. */
+static gm_event *hint_trace(size_t *n)
+{
+    enum { N = 40000 };
+    static const size_t oom_at[] = {500, 3000, 4000};
+    gm_event *ev = calloc(N, sizeof *ev);
+    *n = ev ? peak_trace(ev, N, oom_at, 3) : 0;
+    return ev;
+}
+
+/* The run of the hint tests: their trace on a tight device (OOMs skipped)
+ * or a roomy one, and the maps' options for a comparison or (zoom) a run
+ * page, as they are (whole) and with the run's hints (hinted). */
+static void hint_case(gm_sim_config *cfg, gm_tenant_spec *t, int tight, int zoom,
+                      gm_segmap_opts *whole, gm_segmap_opts *hinted)
+{
+    config(cfg, t);
+    cfg->capacity_bytes = tight ? 512 * GM_MiB : 80 * GM_GiB;
+    cfg->overhead_given = 1;
+    cfg->on_oom_skip = 1;
+    if (zoom)
+        gm_segmap_opts_run(whole);
+    else
+        gm_segmap_opts_compare(whole);
+    *hinted = *whole;
+    hint_of_run(cfg, hinted);
+}
+
 /* A comparison's one pass ends where its run's result says the last peak
  * and the last OOM are (segmap.c, halt_when_done): the maps are those of a
  * pass to the end, with OOMs on both sides of the peak and with none. A
@@ -567,24 +596,16 @@ static void hint_of_run(const gm_sim_config *cfg, gm_segmap_opts *o)
  * after it are never seen, so the pass did stop there. */
 static void test_hint_ends_pass(void)
 {
-    enum { N = 40000 };
-    gm_event *ev = calloc(N, sizeof *ev);
+    size_t n;
+    gm_event *ev = hint_trace(&n);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
-    static const size_t oom_at[] = {500, 3000, 4000}; /* one before the peak, two after */
-    size_t n = peak_trace(ev, N, oom_at, 3);
     gm_trace_meta m;
     gm_tenant_spec t = mem_tenant(ev, n, &m);
     gm_sim_config cfg;
     gm_err err = {0};
     for (int tight = 1; tight >= 0; tight--) {
-        config(&cfg, &t);
-        cfg.capacity_bytes = tight ? 512 * GM_MiB : 80 * GM_GiB;
-        cfg.overhead_given = 1;
-        cfg.on_oom_skip = 1;
         gm_segmap_opts whole, hinted;
-        gm_segmap_opts_compare(&whole);
-        hinted = whole;
-        hint_of_run(&cfg, &hinted);
+        hint_case(&cfg, &t, tight, 0, &whole, &hinted);
         CU_ASSERT_EQUAL(hinted.hint_ooms, tight ? 3 : 0);
         json_t *a = NULL, *b = NULL;
         CU_ASSERT_EQUAL_FATAL(gm_segmap_json(&cfg, &whole, &a, &err), GM_OK);
@@ -618,24 +639,16 @@ static void test_hint_ends_pass(void)
  * from it: pass 1 did stop and use them. */
 static void test_hint_ends_first_pass(void)
 {
-    enum { N = 40000 };
-    gm_event *ev = calloc(N, sizeof *ev);
+    size_t n;
+    gm_event *ev = hint_trace(&n);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
-    static const size_t oom_at[] = {500, 3000, 4000}; /* one before the peak, two after */
-    size_t n = peak_trace(ev, N, oom_at, 3);
     gm_trace_meta m;
     gm_tenant_spec t = mem_tenant(ev, n, &m);
     gm_sim_config cfg;
     gm_err err = {0};
     for (int tight = 1; tight >= 0; tight--) {
-        config(&cfg, &t);
-        cfg.capacity_bytes = tight ? 512 * GM_MiB : 80 * GM_GiB;
-        cfg.overhead_given = 1;
-        cfg.on_oom_skip = 1;
         gm_segmap_opts whole, hinted;
-        gm_segmap_opts_run(&whole);
-        hinted = whole;
-        hint_of_run(&cfg, &hinted);
+        hint_case(&cfg, &t, tight, 1, &whole, &hinted);
         CU_ASSERT_TRUE(hinted.hint_span);
         CU_ASSERT_EQUAL(hinted.hint_events, n);
         CU_ASSERT_EQUAL(hinted.hint_end_ns, ev[n - 1].t_ns);
