@@ -131,7 +131,8 @@ int cmd_info(int argc, char **argv)
     rc = gm_cli_input_trace(a.path, &trace, &err);
     if (rc == GM_OK) rc = gm_trace_open(trace, &r, &err);
     gm_leak_report lk = {0};
-    if (rc == GM_OK) rc = gm_leak_scan_trace(r, &a.leak, &s, &lk, &err); /* one read of both */
+    if (rc == GM_OK)
+        rc = gm_leak_scan_trace(r, &a.leak, &s, &lk, NULL, NULL, &err); /* one read of both */
     if (a.profiler && !a.top_sites) a.top_sites = 10;
     gm_top_sites ts = {0};
     if (rc == GM_OK && a.top_sites)

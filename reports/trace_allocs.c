@@ -273,137 +273,166 @@ static json_t *to_json(alloc_rec *recs, size_t n, uint64_t total, const pass2 *p
                      "rows", rows, "sites", names, "rest_max_bytes", rest);
 }
 
-int gm_trace_allocs_json(gm_trace_reader *r, size_t top, uint64_t t_first_hint,
-                         uint64_t t_last_hint, json_t **out, gm_err *err)
+/* The state between the two passes (trace_stats.h, gm_trace_allocs_begin). */
+struct gm_trace_allocs {
+    gm_sites sites;
+    gm_init_row *rows;
+    size_t nrows;
+    heap h; /* what is drawn */
+    pick k;
+    int k_ok;
+    live1 l;
+    pass2 p;
+    gm_event *buf;
+    uint64_t seq, t_first, t_last, nev;
+};
+
+void gm_trace_allocs_free(gm_trace_allocs *x)
+{
+    if (!x) return;
+    free(x->buf);
+    free(x->rows);
+    free(x->h.v);
+    pick_free(&x->k);
+    free(x->l.pool);
+    free(x->l.free_ix);
+    gm_addrmap_free(&x->l.map);
+    gm_addrmap_free(&x->p.live);
+    gm_sites_free(&x->sites);
+    free(x);
+}
+
+int gm_trace_allocs_begin(gm_trace_reader *r, size_t top, uint64_t t_first_hint,
+                          uint64_t t_last_hint, gm_trace_allocs **out, gm_err *err)
 {
     *out = NULL;
-    gm_sites sites = {0};
-    gm_init_row *rows = NULL;
-    size_t nrows = 0;
-    heap h = {calloc(top ? top : 1, sizeof(alloc_rec)), 0, top}; /* what is drawn */
-    pick k;
-    int krc = pick_init(&k, top, t_first_hint, t_last_hint);
-    live1 l = {0};
-    pass2 p = {0};
-    gm_event *buf = malloc(GM_TRACE_CHUNK_EVENTS * sizeof *buf);
-    uint64_t *seqs = NULL, seq = 0, t_first = 0, t_last = 0, nev = 0;
+    gm_trace_allocs *x = calloc(1, sizeof *x);
+    if (!x) return gm_errf(err, GM_ENOMEM, "out of host memory");
+    x->h = (heap){calloc(top ? top : 1, sizeof(alloc_rec)), 0, top};
+    int krc = pick_init(&x->k, top, t_first_hint, t_last_hint);
+    x->buf = malloc(GM_TRACE_CHUNK_EVENTS * sizeof *x->buf);
     int rc = GM_OK;
-    if (krc || !h.v || !buf || gm_addrmap_init(&l.map, 4096) || gm_addrmap_init(&p.live, 4096)) {
+    if (krc || !x->h.v || !x->buf || gm_addrmap_init(&x->l.map, 4096) ||
+        gm_addrmap_init(&x->p.live, 4096))
         rc = gm_errf(err, GM_ENOMEM, "out of host memory");
-        goto done;
-    }
-    if ((rc = gm_trace_read_sites(r, &sites, err)) != GM_OK) goto done;
-    if ((rc = gm_trace_read_initial(r, &rows, &nrows, err)) != GM_OK) goto done;
-    /* pass 1 */
-    if (gm_trace_rewind(r) != GM_OK) {
-        rc = gm_errf(err, GM_EIO, "%s: cannot read the events again", gm_trace_path(r));
-        goto done;
-    }
-    for (size_t i = 0; i < nrows; i++) {
-        if (rows[i].kind != GM_INIT_BLOCK || gm_addrmap_get(&l.map, gm_addrmap_key(rows[i].addr)))
+    if (rc == GM_OK) rc = gm_trace_read_sites(r, &x->sites, err);
+    if (rc == GM_OK) rc = gm_trace_read_initial(r, &x->rows, &x->nrows, err);
+    for (size_t i = 0; rc == GM_OK && i < x->nrows; i++) { /* pass 1 starts with them */
+        const gm_init_row *w = &x->rows[i];
+        if (w->kind != GM_INIT_BLOCK || gm_addrmap_get(&x->l.map, gm_addrmap_key(w->addr)))
             continue;
-        alloc_rec a = {seq++,
-                       0,
-                       0,
-                       rows[i].size,
-                       rows[i].site,
-                       rows[i].category < GM_CAT_COUNT ? rows[i].category : 0,
-                       0,
-                       0};
-        if (live_add(&l, rows[i].addr, &a)) rc = gm_errf(err, GM_ENOMEM, "out of host memory");
+        alloc_rec a = {
+            x->seq++, 0, 0, w->size, w->site, w->category < GM_CAT_COUNT ? w->category : 0, 0, 0};
+        if (live_add(&x->l, w->addr, &a)) rc = gm_errf(err, GM_ENOMEM, "out of host memory");
     }
-    for (int64_t n; rc == GM_OK && (n = gm_trace_read(r, buf, GM_TRACE_CHUNK_EVENTS, err)) != 0;) {
-        if (n < 0) {
-            rc = (int)n;
-            break;
+    if (rc != GM_OK) {
+        gm_trace_allocs_free(x);
+        return rc;
+    }
+    *out = x;
+    return GM_OK;
+}
+
+int gm_trace_allocs_feed(gm_trace_allocs *x, const gm_event *ev, size_t n, gm_err *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        const gm_event *e = &ev[i];
+        if (x->nev++ == 0) x->t_first = e->t_ns;
+        x->t_last = e->t_ns;
+        alloc_rec a;
+        if (e->op != GM_OP_ALLOC && e->op != GM_OP_FREE) continue;
+        if (live_take(&x->l, e->addr, &a)) { /* a free, or an address reused live */
+            a.t1 = e->t_ns;
+            a.freed = 1;
+            pick_offer(&x->k, &a);
         }
-        for (int64_t i = 0; i < n && rc == GM_OK; i++) {
-            const gm_event *e = &buf[i];
-            if (nev++ == 0) t_first = e->t_ns;
-            t_last = e->t_ns;
-            alloc_rec a;
-            if (e->op != GM_OP_ALLOC && e->op != GM_OP_FREE) continue;
-            if (live_take(&l, e->addr, &a)) { /* a free, or an address reused live */
-                a.t1 = e->t_ns;
-                a.freed = 1;
-                pick_offer(&k, &a);
-            }
-            if (e->op == GM_OP_ALLOC) {
-                alloc_rec b = {seq++,   e->t_ns, 0,
-                               e->size, e->site, e->category < GM_CAT_COUNT ? e->category : 0,
-                               0,       0};
-                if (live_add(&l, e->addr, &b)) rc = gm_errf(err, GM_ENOMEM, "out of host memory");
-            }
+        if (e->op == GM_OP_ALLOC) {
+            alloc_rec b = {x->seq++, e->t_ns, 0,
+                           e->size,  e->site, e->category < GM_CAT_COUNT ? e->category : 0,
+                           0,        0};
+            if (live_add(&x->l, e->addr, &b)) return gm_errf(err, GM_ENOMEM, "out of host memory");
         }
     }
-    if (rc != GM_OK) goto done;
-    for (size_t i = 0; i < l.n; i++) /* still live at the end */
-        if (l.pool[i].seq != UINT64_MAX) {
-            l.pool[i].t1 = t_last;
-            pick_offer(&k, &l.pool[i]);
+    return GM_OK;
+}
+
+int gm_trace_allocs_finish(gm_trace_allocs *x, gm_trace_reader *r, json_t **out, gm_err *err)
+{
+    *out = NULL;
+    heap *h = &x->h;
+    pass2 *p = &x->p;
+    uint64_t *seqs = NULL, seq = 0, t_first = x->t_first, t_last = x->t_last;
+    int rc = GM_OK;
+    for (size_t i = 0; i < x->l.n; i++) /* still live at the end */
+        if (x->l.pool[i].seq != UINT64_MAX) {
+            x->l.pool[i].t1 = t_last;
+            pick_offer(&x->k, &x->l.pool[i]);
         }
-    h.n = pick_collect(&k, h.v);
-    for (size_t i = 0; i < h.n; i++) /* initial blocks: live from the first event */
-        if (h.v[i].t0 < t_first) h.v[i].t0 = t_first;
+    h->n = pick_collect(&x->k, h->v);
+    for (size_t i = 0; i < h->n; i++) /* initial blocks: live from the first event */
+        if (h->v[i].t0 < t_first) h->v[i].t0 = t_first;
     /* pass 2 */
-    seqs = malloc((h.n ? h.n : 1) * sizeof *seqs);
-    if (!seqs) {
-        rc = gm_errf(err, GM_ENOMEM, "out of host memory");
-        goto done;
-    }
-    for (size_t i = 0; i < h.n; i++)
-        seqs[i] = h.v[i].seq;
-    qsort(seqs, h.n, sizeof *seqs, cmp_seq);
-    p.t0 = t_first;
-    p.t1 = t_last > t_first ? t_last : t_first + 1;
-    seq = 0;
-    gm_addrmap_clear(&l.map);
-    for (size_t i = 0; i < nrows; i++) {
-        if (rows[i].kind != GM_INIT_BLOCK || gm_addrmap_get(&l.map, gm_addrmap_key(rows[i].addr)))
+    seqs = malloc((h->n ? h->n : 1) * sizeof *seqs);
+    if (!seqs) return gm_errf(err, GM_ENOMEM, "out of host memory");
+    for (size_t i = 0; i < h->n; i++)
+        seqs[i] = h->v[i].seq;
+    qsort(seqs, h->n, sizeof *seqs, cmp_seq);
+    p->t0 = t_first;
+    p->t1 = t_last > t_first ? t_last : t_first + 1;
+    gm_addrmap_clear(&x->l.map);
+    for (size_t i = 0; i < x->nrows; i++) {
+        const gm_init_row *w = &x->rows[i];
+        if (w->kind != GM_INIT_BLOCK || gm_addrmap_get(&x->l.map, gm_addrmap_key(w->addr)))
             continue;
-        gm_addrmap_put(&l.map, gm_addrmap_key(rows[i].addr), 0); /* seen (duplicates skipped) */
-        if (!is_top(seqs, h.n, seq++)) {
-            if (gm_addrmap_put(&p.live, gm_addrmap_key(rows[i].addr), rows[i].size) == GM_OK)
-                p.rest += rows[i].size;
+        gm_addrmap_put(&x->l.map, gm_addrmap_key(w->addr), 0); /* seen (duplicates skipped) */
+        if (!is_top(seqs, h->n, seq++)) {
+            if (gm_addrmap_put(&p->live, gm_addrmap_key(w->addr), w->size) == GM_OK)
+                p->rest += w->size;
         }
     }
-    p.col[0] = (double)p.rest;
+    p->col[0] = (double)p->rest;
     if (gm_trace_rewind(r) != GM_OK) {
         rc = gm_errf(err, GM_EIO, "%s: cannot read the events again", gm_trace_path(r));
         goto done;
     }
-    for (int64_t n; (n = gm_trace_read(r, buf, GM_TRACE_CHUNK_EVENTS, err)) != 0;) {
+    for (int64_t n; (n = gm_trace_read(r, x->buf, GM_TRACE_CHUNK_EVENTS, err)) != 0;) {
         if (n < 0) {
             rc = (int)n;
             goto done;
         }
         for (int64_t i = 0; i < n; i++) {
-            const gm_event *e = &buf[i];
+            const gm_event *e = &x->buf[i];
             uint64_t v;
             if (e->op != GM_OP_ALLOC && e->op != GM_OP_FREE) continue;
-            p2_advance(&p, e->t_ns);
-            if (gm_addrmap_del(&p.live, gm_addrmap_key(e->addr), &v)) p.rest -= v;
-            if (e->op == GM_OP_ALLOC && !is_top(seqs, h.n, seq++) &&
-                gm_addrmap_put(&p.live, gm_addrmap_key(e->addr), e->size) == GM_OK)
-                p.rest += e->size;
-            p2_note(&p);
+            p2_advance(p, e->t_ns);
+            if (gm_addrmap_del(&p->live, gm_addrmap_key(e->addr), &v)) p->rest -= v;
+            if (e->op == GM_OP_ALLOC && !is_top(seqs, h->n, seq++) &&
+                gm_addrmap_put(&p->live, gm_addrmap_key(e->addr), e->size) == GM_OK)
+                p->rest += e->size;
+            p2_note(p);
         }
     }
-    while (p.cur < NCOL - 1)
-        p.col[++p.cur] = (double)p.rest;
-    qsort(h.v, h.n, sizeof *h.v, cmp_size_desc);
-    *out = to_json(h.v, h.n, seq, &p, &sites);
+    while (p->cur < NCOL - 1)
+        p->col[++p->cur] = (double)p->rest;
+    qsort(h->v, h->n, sizeof *h->v, cmp_size_desc);
+    *out = to_json(h->v, h->n, seq, p, &x->sites);
     if (!*out) rc = gm_errf(err, GM_ENOMEM, "out of host memory");
 done:
     free(seqs);
-    free(buf);
-    free(rows);
-    free(h.v);
-    pick_free(&k);
-    free(l.pool);
-    free(l.free_ix);
-    gm_addrmap_free(&l.map);
-    gm_addrmap_free(&p.live);
-    gm_sites_free(&sites);
+    return rc;
+}
+
+int gm_trace_allocs_json(gm_trace_reader *r, size_t top, uint64_t t_first_hint,
+                         uint64_t t_last_hint, json_t **out, gm_err *err)
+{
+    *out = NULL;
+    gm_trace_allocs *x = NULL;
+    int rc = gm_trace_allocs_begin(r, top, t_first_hint, t_last_hint, &x, err);
+    if (rc == GM_OK && gm_trace_rewind(r) != GM_OK) /* pass 1 */
+        rc = gm_errf(err, GM_EIO, "%s: cannot read the events again", gm_trace_path(r));
+    for (int64_t n; rc == GM_OK && (n = gm_trace_read(r, x->buf, GM_TRACE_CHUNK_EVENTS, err)) != 0;)
+        rc = n < 0 ? (int)n : gm_trace_allocs_feed(x, x->buf, (size_t)n, err);
+    if (rc == GM_OK) rc = gm_trace_allocs_finish(x, r, out, err);
+    gm_trace_allocs_free(x);
     return rc;
 }

@@ -72,6 +72,35 @@ static json_t *categories_json(const gm_trace_scan *s)
     return a;
 }
 
+/* The allocations chart's first pass, riding on the leak analysis's second
+ * (gm_trace_stats_json): started at its first chunk, when the scan that
+ * gives its time span is whole. */
+typedef struct allocs_ride {
+    gm_trace_reader *r;
+    const gm_trace_scan *s;
+    gm_trace_allocs *x;
+} allocs_ride;
+
+static int allocs_tap(void *ctx, const gm_event *ev, size_t n, uint64_t first, gm_err *err)
+{
+    allocs_ride *a = ctx;
+    (void)first;
+    int rc = GM_OK;
+    if (!a->x)
+        rc = gm_trace_allocs_begin(a->r, GM_TOP_ALLOCS, a->s->t_first, a->s->t_last, &a->x, err);
+    return rc == GM_OK ? gm_trace_allocs_feed(a->x, ev, n, err) : rc;
+}
+
+/* "allocations_top" from allocs (its first pass whole when `whole`), else
+ * both its passes now. */
+static int allocs_top(gm_trace_reader *r, const gm_trace_scan *s, gm_trace_allocs *x, int whole,
+                      json_t **top, gm_err *err)
+{
+    if (!whole) /* the analysis made no second pass (no iterations), or cut it short */
+        return gm_trace_allocs_json(r, GM_TOP_ALLOCS, s->t_first, s->t_last, top, err);
+    return gm_trace_allocs_finish(x, r, top, err);
+}
+
 int gm_trace_stats_json(const char *path, json_t **out, gm_err *err)
 {
     *out = NULL;
@@ -79,12 +108,17 @@ int gm_trace_stats_json(const char *path, json_t **out, gm_err *err)
     int rc = gm_trace_open(path, &r, err);
     if (rc != GM_OK) return rc;
     gm_trace_scan s = {0};
-    /* the scan and the leak analysis (iterations, the verdict: the
-     * report's chart of live bytes per boundary, as `gmsim info --json`
-     * has them) from one read of the events */
+    /* three reads of the events, not five: the scan and the leak analysis
+     * (iterations, the verdict: the report's chart of live bytes per
+     * boundary, as `gmsim info --json` has them) from one, the analysis's
+     * second pass and the allocations chart's first from the next, the
+     * chart's second from the last */
     gm_leak_opts lo = {0};
     gm_leak_report lk = {0};
-    rc = gm_leak_scan_trace(r, &lo, &s, &lk, err);
+    allocs_ride ride = {.r = r, .s = &s};
+    gm_leak_tap tap = {allocs_tap, &ride};
+    uint64_t rode = 0;
+    rc = gm_leak_scan_trace(r, &lo, &s, &lk, &tap, &rode, err);
     if (rc == GM_OK) {
         json_t *o = json_object();
         json_object_set_new(o, "path", jstr(path));
@@ -98,8 +132,7 @@ int gm_trace_stats_json(const char *path, json_t **out, gm_err *err)
         json_object_set_new(o, "categories", categories_json(&s));
         json_object_set_new(o, "iterations", gm_leak_json(&lk));
         json_t *top = NULL;
-        if (rc == GM_OK)
-            rc = gm_trace_allocs_json(r, GM_TOP_ALLOCS, s.t_first, s.t_last, &top, err);
+        rc = allocs_top(r, &s, ride.x, ride.x && rode == gm_trace_nevents(r), &top, err);
         if (rc == GM_OK) {
             json_object_set_new(o, "allocations_top", top);
             *out = o;
@@ -107,6 +140,7 @@ int gm_trace_stats_json(const char *path, json_t **out, gm_err *err)
             json_decref(o);
         }
     }
+    gm_trace_allocs_free(ride.x);
     gm_leak_report_free(&lk);
     gm_trace_scan_free(&s);
     gm_trace_close(r);

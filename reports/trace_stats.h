@@ -49,6 +49,17 @@
  * hint only skews the slices) by allocation time. */
 int gm_trace_allocs_json(gm_trace_reader *r, size_t top, uint64_t t_first, uint64_t t_last,
                          json_t **out, gm_err *err);
+/* The same in parts, for a caller that reads the events for more than this
+ * (gm_trace_stats_json: the first pass rides on the leak analysis's
+ * second): begin reads the call sites and the initial state, feed takes the
+ * events of the first pass in order, finish makes the second pass (it
+ * rewinds) and the JSON; free in every case. */
+typedef struct gm_trace_allocs gm_trace_allocs;
+int gm_trace_allocs_begin(gm_trace_reader *r, size_t top, uint64_t t_first, uint64_t t_last,
+                          gm_trace_allocs **out, gm_err *err);
+int gm_trace_allocs_feed(gm_trace_allocs *x, const gm_event *ev, size_t n, gm_err *err);
+int gm_trace_allocs_finish(gm_trace_allocs *x, gm_trace_reader *r, json_t **out, gm_err *err);
+void gm_trace_allocs_free(gm_trace_allocs *x);
 
 /* Read the trace at path once; *out is a new JSON object (see above). */
 int gm_trace_stats_json(const char *path, json_t **out, gm_err *err);

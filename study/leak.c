@@ -782,9 +782,9 @@ int gm_leak_analyze(const gm_leak_source *src, const gm_leak_opts *o, gm_leak_re
  * pass reads (the reads before the analysis rewinds for its second). */
 typedef struct trace_src {
     gm_trace_reader *r;
-    const gm_leak_tap *tap;
+    const gm_leak_tap *tap[2]; /* the first pass's, the second's */
     int rewinds;
-    uint64_t tapped;
+    uint64_t tapped[2];
 } trace_src;
 
 static int64_t trace_read(void *ctx, gm_event *buf, size_t cap, gm_err *err)
@@ -792,10 +792,11 @@ static int64_t trace_read(void *ctx, gm_event *buf, size_t cap, gm_err *err)
     trace_src *t = ctx;
     uint64_t first = gm_trace_position(t->r);
     int64_t n = gm_trace_read(t->r, buf, cap, err);
-    if (n > 0 && t->tap && !t->rewinds) {
-        int rc = t->tap->fn(t->tap->ctx, buf, (size_t)n, first, err);
+    const gm_leak_tap *tap = t->rewinds < 2 ? t->tap[t->rewinds] : NULL;
+    if (n > 0 && tap) {
+        int rc = tap->fn(tap->ctx, buf, (size_t)n, first, err);
         if (rc != GM_OK) return rc;
-        t->tapped += (uint64_t)n;
+        t->tapped[t->rewinds] += (uint64_t)n;
     }
     return n;
 }
@@ -811,14 +812,15 @@ static int trace_rewind(void *ctx, gm_err *err)
 }
 
 int gm_leak_analyze_trace_tap(gm_trace_reader *r, const gm_leak_opts *o, gm_leak_report *rep,
-                              const gm_leak_tap *tap, uint64_t *tapped, gm_err *err)
+                              const gm_leak_tap *first, const gm_leak_tap *second,
+                              uint64_t tapped[2], gm_err *err)
 {
     memset(rep, 0, sizeof *rep);
     gm_leak_opts oo = o ? *o : (gm_leak_opts){0};
     const gm_trace_meta *m = gm_trace_meta_get(r);
     if (!oo.capacity_bytes)
         oo.capacity_bytes = m->device_avail_bytes ? m->device_avail_bytes : m->device_total_bytes;
-    trace_src ts = {.r = r, .tap = tap};
+    trace_src ts = {.r = r, .tap = {first, second}};
     gm_leak_source src = {
         .nevents = gm_trace_nevents(r), .read = trace_read, .rewind = trace_rewind, .ctx = &ts};
     gm_init_row *init = NULL;
@@ -838,14 +840,14 @@ int gm_leak_analyze_trace_tap(gm_trace_reader *r, const gm_leak_opts *o, gm_leak
     if (rc == GM_OK) rc = trace_rewind(&ts, err);
     free(init);
     free(marks);
-    if (tapped) *tapped = ts.tapped;
+    if (tapped) tapped[0] = ts.tapped[0], tapped[1] = ts.tapped[1];
     return rc;
 }
 
 int gm_leak_analyze_trace(gm_trace_reader *r, const gm_leak_opts *o, gm_leak_report *rep,
                           gm_err *err)
 {
-    return gm_leak_analyze_trace_tap(r, o, rep, NULL, NULL, err);
+    return gm_leak_analyze_trace_tap(r, o, rep, NULL, NULL, NULL, err);
 }
 
 static int scan_tap(void *ctx, const gm_event *ev, size_t n, uint64_t first, gm_err *err)
@@ -854,15 +856,18 @@ static int scan_tap(void *ctx, const gm_event *ev, size_t n, uint64_t first, gm_
 }
 
 int gm_leak_scan_trace(gm_trace_reader *r, const gm_leak_opts *o, gm_trace_scan *s,
-                       gm_leak_report *rep, gm_err *err)
+                       gm_leak_report *rep, const gm_leak_tap *second, uint64_t *second_tapped,
+                       gm_err *err)
 {
+    if (second_tapped) *second_tapped = 0;
     int rc = gm_trace_scan_begin(r, s, err);
     if (rc != GM_OK) return rc;
     gm_leak_tap tap = {scan_tap, s};
-    uint64_t tapped = 0;
+    uint64_t tapped[2] = {0, 0};
     gm_err lerr = {0};
-    int lrc = gm_leak_analyze_trace_tap(r, o, rep, &tap, &tapped, &lerr);
-    if (tapped != gm_trace_nevents(r)) {
+    int lrc = gm_leak_analyze_trace_tap(r, o, rep, &tap, second, tapped, &lerr);
+    if (second_tapped) *second_tapped = tapped[1];
+    if (tapped[0] != gm_trace_nevents(r)) {
         /* the analysis stopped before its first pass read every event (an
          * error, or one it found before reading): the scan reads them
          * itself, and its error comes first, as when it ran first */

@@ -166,23 +166,30 @@ int gm_leak_analyze(const gm_leak_source *src, const gm_leak_opts *o, gm_leak_re
  * else the trace's device_avail_bytes, else its device_total_bytes. */
 int gm_leak_analyze_trace(gm_trace_reader *r, const gm_leak_opts *o, gm_leak_report *rep,
                           gm_err *err);
-/* What sees the events of the analysis's first pass (gm_leak_analyze_trace_tap):
- * fn gets each chunk that pass reads, in order, `first` the number of its
- * first event; an error code it returns (err set) ends the analysis. */
+/* What sees the events of one of the analysis's passes
+ * (gm_leak_analyze_trace_tap): fn gets each chunk that pass reads, in
+ * order, `first` the number of its first event; an error code it returns
+ * (err set) ends the analysis. */
 typedef struct gm_leak_tap {
     int (*fn)(void *ctx, const gm_event *ev, size_t n, uint64_t first, gm_err *err);
     void *ctx;
 } gm_leak_tap;
-/* gm_leak_analyze_trace with a tap; *tapped (if given): the events it saw,
- * the trace's count when the first pass read them all. */
+/* gm_leak_analyze_trace with a tap on its first pass and one on its second
+ * (each may be NULL); tapped (if given): the events each saw, the trace's
+ * count when that pass read them all (a second pass is made only when
+ * iterations were found). */
 int gm_leak_analyze_trace_tap(gm_trace_reader *r, const gm_leak_opts *o, gm_leak_report *rep,
-                              const gm_leak_tap *tap, uint64_t *tapped, gm_err *err);
+                              const gm_leak_tap *first, const gm_leak_tap *second,
+                              uint64_t tapped[2], gm_err *err);
 /* The trace's scan (gm_trace_scan_run into s) and its leak analysis (into
  * rep) from one read of the events: the scan is fed what the analysis's
  * first pass reads. The results and the error are those of the scan run
- * first and the analysis after it. Free s and rep in every case. */
+ * first and the analysis after it. `second`, if given, taps the analysis's
+ * second pass (the scan is whole by then), *second_tapped the events it
+ * saw. Free s and rep in every case. */
 int gm_leak_scan_trace(gm_trace_reader *r, const gm_leak_opts *o, gm_trace_scan *s,
-                       gm_leak_report *rep, gm_err *err);
+                       gm_leak_report *rep, const gm_leak_tap *second, uint64_t *second_tapped,
+                       gm_err *err);
 /* The same over events in memory. */
 int gm_leak_analyze_events(const gm_event *ev, size_t n, const gm_init_row *init, size_t ninit,
                            const gm_marker *marks, size_t nmarks, const gm_leak_opts *o,

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cu.h"
+#include "study/leak.h"
 #include "base/strbuf.h"
 #include "base/version.h"
 #include "reports/html.h"
@@ -684,6 +685,60 @@ static void test_trace_stats(void)
     unlink(path);
 }
 
+/* A trace with iterations: the statistics read its events three times,
+ * the allocations chart's first pass riding on the leak analysis's second
+ * (trace_stats.c); what they give is what each gives read on its own: the
+ * same iterations as the analysis alone, the same "allocations_top" as
+ * gm_trace_allocs_json over the scan's span. */
+static void test_trace_stats_one_ride(void)
+{
+    const char *path = gm_test_tmp("iters.h5");
+    enum { IT = 12, PER = 40 };
+    gm_event ev[IT * PER];
+    gm_marker mk[IT];
+    size_t n = 0;
+    for (int it = 0; it < IT; it++) {
+        uint64_t t0 = (uint64_t)it * 1000;
+        mk[it] = (gm_marker){.t_ns = t0, .kind = GM_MARK_ITERATION};
+        snprintf(mk[it].name, sizeof mk[it].name, "iteration %d", it);
+        for (int k = 0; k < PER / 2; k++) /* activations, freed in reverse; one kept a step */
+            ev[n++] = (gm_event){.t_ns = t0 + 1 + (uint64_t)k,
+                                 .addr = 0x100000ull * (uint64_t)(it * PER + k + 1),
+                                 .size = (uint64_t)(k + 1) * GM_MiB,
+                                 .op = GM_OP_ALLOC,
+                                 .category = GM_CAT_ACTIVATION};
+        for (int k = PER / 2; k-- > 0;)
+            ev[n++] = (gm_event){.t_ns = t0 + 500 + (uint64_t)(PER / 2 - k),
+                                 .addr = 0x100000ull * (uint64_t)(it * PER + k + 1),
+                                 .op = GM_OP_FREE};
+    }
+    gm_err err = {0};
+    gm_trace_writer *w;
+    CU_ASSERT_EQUAL_FATAL(gm_trace_create(path, NULL, NULL, &w, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_append(w, ev, n, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_trace_add_markers(w, mk, IT, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(gm_trace_finish(w, &err), GM_OK);
+    json_t *st = NULL, *top = NULL;
+    CU_ASSERT_EQUAL_FATAL(gm_trace_stats_json(path, &st, &err), GM_OK);
+    gm_trace_reader *r;
+    CU_ASSERT_EQUAL_FATAL(gm_trace_open(path, &r, &err), GM_OK);
+    gm_leak_report lk;
+    CU_ASSERT_EQUAL_FATAL(gm_leak_analyze_trace(r, NULL, &lk, &err), GM_OK);
+    CU_ASSERT_EQUAL(lk.n, IT); /* a boundary per marker: the analysis made its second pass */
+    json_t *it = gm_leak_json(&lk);
+    CU_ASSERT_TRUE(json_equal(it, json_object_get(st, "iterations")));
+    json_decref(it);
+    gm_leak_report_free(&lk);
+    CU_ASSERT_EQUAL_FATAL(
+        gm_trace_allocs_json(r, GM_TOP_ALLOCS, ev[0].t_ns, ev[n - 1].t_ns, &top, &err), GM_OK);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(top, "allocations")), IT * PER / 2);
+    CU_ASSERT_TRUE(json_equal(top, json_object_get(st, "allocations_top")));
+    json_decref(top);
+    json_decref(st);
+    gm_trace_close(r);
+    unlink(path);
+}
+
 /* The report's iteration chart (trace_stats.iterations, the object `gmsim
  * info --json` writes): a point per boundary, hollow for warm-up, the
  * fitted line over the fit's points, the verdict in words; nothing when a
@@ -838,6 +893,7 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_axis_fit);
     GM_ADD_TEST(s, test_unknown_device);
     GM_ADD_TEST(s, test_trace_stats);
+    GM_ADD_TEST(s, test_trace_stats_one_ride);
     GM_ADD_TEST(s, test_end_to_end_hostile);
     GM_ADD_TEST(s, test_iterations_chart);
     return CUE_SUCCESS;

@@ -454,7 +454,7 @@ static void test_scan_and_leak_in_one_read(void)
     CU_ASSERT_EQUAL(gm_trace_scan_run(r, &s1, &err), GM_OK);
     CU_ASSERT_EQUAL(gm_leak_analyze_trace(r, NULL, &r1, &err), GM_OK);
     CU_ASSERT_EQUAL(gm_trace_rewind(r), GM_OK);
-    CU_ASSERT_EQUAL(gm_leak_scan_trace(r, NULL, &s2, &r2, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_leak_scan_trace(r, NULL, &s2, &r2, NULL, NULL, &err), GM_OK);
     CU_ASSERT_EQUAL(s2.nevents, b.n);
     CU_ASSERT_EQUAL(s1.nevents, s2.nevents);
     CU_ASSERT_EQUAL(memcmp(s1.by_op, s2.by_op, sizeof s1.by_op), 0);
@@ -477,7 +477,7 @@ static void test_scan_and_leak_in_one_read(void)
     gm_err e1 = {0}, e2 = {0};
     CU_ASSERT_EQUAL(gm_leak_analyze_trace(r, &o, &r1, &e1), GM_EINVAL);
     gm_trace_scan s3 = {0};
-    CU_ASSERT_EQUAL(gm_leak_scan_trace(r, &o, &s3, &r2, &e2), GM_EINVAL);
+    CU_ASSERT_EQUAL(gm_leak_scan_trace(r, &o, &s3, &r2, NULL, NULL, &e2), GM_EINVAL);
     CU_ASSERT_STRING_EQUAL(e1.msg, e2.msg);
     CU_ASSERT_EQUAL(s3.nevents, b.n);
     CU_ASSERT_EQUAL(s3.alloc_bytes, s1.alloc_bytes);
