@@ -17,9 +17,11 @@
 
 #include "trace_stats.h"
 #include "base/addrmap.h"
+#include "traces/live_slots.h"
 #include "traces/trace.h"
 
-#define NCOL 400 /* the report's timeline columns (html_int.h REP_NCOL) */
+#define NCOL 400          /* the report's timeline columns (html_int.h REP_NCOL) */
+#define LIVE (1ull << 63) /* a live size's mark: no entry is 0 (traces/live_slots.h) */
 
 typedef struct alloc_rec {
     uint64_t seq; /* allocation ordinal: initial blocks first, then events */
@@ -142,16 +144,17 @@ static size_t pick_collect(const pick *k, alloc_rec *out)
     return m;
 }
 
-/* Live allocations of pass 1: addr -> index into a pool of records. */
+/* Live allocations of pass 1 (traces/live_slots.h) -> index into a pool
+ * of records + 1. */
 typedef struct live1 {
-    gm_addrmap map;
+    gm_live map;
     alloc_rec *pool;
     size_t n, cap;
     uint64_t *free_ix;
     size_t nfree, capfree;
 } live1;
 
-static int live_add(live1 *l, uint64_t addr, const alloc_rec *r)
+static int live_add(live1 *l, uint32_t id, uint64_t addr, const alloc_rec *r)
 {
     size_t ix;
     if (l->nfree) {
@@ -167,14 +170,15 @@ static int live_add(live1 *l, uint64_t addr, const alloc_rec *r)
         ix = l->n++;
     }
     l->pool[ix] = *r;
-    return gm_addrmap_put(&l->map, gm_addrmap_key(addr), ix);
+    return gm_live_put(&l->map, id, addr, (uint64_t)ix + 1);
 }
 
-/* Remove addr; 1 and its record in *out when it was live. */
-static int live_take(live1 *l, uint64_t addr, alloc_rec *out)
+/* Remove (id, addr); 1 and its record in *out when it was live. */
+static int live_take(live1 *l, uint32_t id, uint64_t addr, alloc_rec *out)
 {
     uint64_t ix;
-    if (!gm_addrmap_del(&l->map, gm_addrmap_key(addr), &ix)) return 0;
+    if (!gm_live_del(&l->map, id, addr, &ix)) return 0;
+    ix--;
     *out = l->pool[ix];
     l->pool[ix].seq = UINT64_MAX; /* no longer live */
     if (l->nfree == l->capfree) {
@@ -200,7 +204,7 @@ static int is_top(const uint64_t *seqs, size_t n, uint64_t seq)
 }
 
 typedef struct pass2 {
-    gm_addrmap live; /* addr -> size of a live allocation not kept */
+    gm_live live; /* live allocations not kept (traces/live_slots.h) -> size | LIVE */
     uint64_t rest;
     double col[NCOL];
     int cur;
@@ -285,6 +289,7 @@ struct gm_trace_allocs {
     pass2 p;
     gm_event *buf;
     uint64_t seq, t_first, t_last, nev;
+    int seeded; /* the blocks of /initial_state hold slots 1..B (live_slots.h) */
 };
 
 void gm_trace_allocs_free(gm_trace_allocs *x)
@@ -296,8 +301,8 @@ void gm_trace_allocs_free(gm_trace_allocs *x)
     pick_free(&x->k);
     free(x->l.pool);
     free(x->l.free_ix);
-    gm_addrmap_free(&x->l.map);
-    gm_addrmap_free(&x->p.live);
+    gm_live_free(&x->l.map);
+    gm_live_free(&x->p.live);
     gm_sites_free(&x->sites);
     free(x);
 }
@@ -311,19 +316,21 @@ int gm_trace_allocs_begin(gm_trace_reader *r, size_t top, uint64_t t_first_hint,
     x->h = (heap){calloc(top ? top : 1, sizeof(alloc_rec)), 0, top};
     int krc = pick_init(&x->k, top, t_first_hint, t_last_hint);
     x->buf = malloc(GM_TRACE_CHUNK_EVENTS * sizeof *x->buf);
-    int rc = GM_OK;
-    if (krc || !x->h.v || !x->buf || gm_addrmap_init(&x->l.map, 4096) ||
-        gm_addrmap_init(&x->p.live, 4096))
+    int rc = GM_OK, ids = gm_trace_meta_get(r)->dense_ids;
+    if (krc || !x->h.v || !x->buf || gm_live_init(&x->l.map, ids) || gm_live_init(&x->p.live, ids))
         rc = gm_errf(err, GM_ENOMEM, "out of host memory");
     if (rc == GM_OK) rc = gm_trace_read_sites(r, &x->sites, err);
     if (rc == GM_OK) rc = gm_trace_read_initial(r, &x->rows, &x->nrows, err);
+    if (rc == GM_OK) x->seeded = gm_live_seeded(&x->l.map, x->rows, x->nrows);
+    uint32_t k = 0;
     for (size_t i = 0; rc == GM_OK && i < x->nrows; i++) { /* pass 1 starts with them */
         const gm_init_row *w = &x->rows[i];
-        if (w->kind != GM_INIT_BLOCK || gm_addrmap_get(&x->l.map, gm_addrmap_key(w->addr)))
-            continue;
+        if (w->kind != GM_INIT_BLOCK) continue;
+        uint32_t id = x->seeded ? ++k : 0; /* its slot, when the trace numbered the blocks */
+        if (gm_live_get(&x->l.map, id, w->addr)) continue;
         alloc_rec a = {
             x->seq++, 0, 0, w->size, w->site, w->category < GM_CAT_COUNT ? w->category : 0, 0, 0};
-        if (live_add(&x->l, w->addr, &a)) rc = gm_errf(err, GM_ENOMEM, "out of host memory");
+        if (live_add(&x->l, id, w->addr, &a)) rc = gm_errf(err, GM_ENOMEM, "out of host memory");
     }
     if (rc != GM_OK) {
         gm_trace_allocs_free(x);
@@ -341,7 +348,8 @@ int gm_trace_allocs_feed(gm_trace_allocs *x, const gm_event *ev, size_t n, gm_er
         x->t_last = e->t_ns;
         alloc_rec a;
         if (e->op != GM_OP_ALLOC && e->op != GM_OP_FREE) continue;
-        if (live_take(&x->l, e->addr, &a)) { /* a free, or an address reused live */
+        if (e->op == GM_OP_ALLOC) gm_live_count_alloc(&x->l.map);
+        if (live_take(&x->l, e->id, e->addr, &a)) { /* a free, or an address reused live */
             a.t1 = e->t_ns;
             a.freed = 1;
             pick_offer(&x->k, &a);
@@ -350,7 +358,8 @@ int gm_trace_allocs_feed(gm_trace_allocs *x, const gm_event *ev, size_t n, gm_er
             alloc_rec b = {x->seq++, e->t_ns, 0,
                            e->size,  e->site, e->category < GM_CAT_COUNT ? e->category : 0,
                            0,        0};
-            if (live_add(&x->l, e->addr, &b)) return gm_errf(err, GM_ENOMEM, "out of host memory");
+            if (live_add(&x->l, e->id, e->addr, &b))
+                return gm_errf(err, GM_ENOMEM, "out of host memory");
         }
     }
     return GM_OK;
@@ -379,15 +388,20 @@ int gm_trace_allocs_finish(gm_trace_allocs *x, gm_trace_reader *r, json_t **out,
     qsort(seqs, h->n, sizeof *seqs, cmp_seq);
     p->t0 = t_first;
     p->t1 = t_last > t_first ? t_last : t_first + 1;
-    gm_addrmap_clear(&x->l.map);
+    gm_live_clear(&x->l.map);
+    if (x->seeded) gm_live_seeded(&p->live, x->rows, x->nrows);
+    uint32_t k = 0;
     for (size_t i = 0; i < x->nrows; i++) {
         const gm_init_row *w = &x->rows[i];
-        if (w->kind != GM_INIT_BLOCK || gm_addrmap_get(&x->l.map, gm_addrmap_key(w->addr)))
-            continue;
-        gm_addrmap_put(&x->l.map, gm_addrmap_key(w->addr), 0); /* seen (duplicates skipped) */
+        if (w->kind != GM_INIT_BLOCK) continue;
+        uint32_t id = x->seeded ? ++k : 0;
+        /* each address once: seeded, the addresses differ; else the seen ones by address */
+        if (!x->seeded) {
+            if (gm_live_get(&x->l.map, 0, w->addr)) continue;
+            gm_live_put(&x->l.map, 0, w->addr, 1);
+        }
         if (!is_top(seqs, h->n, seq++)) {
-            if (gm_addrmap_put(&p->live, gm_addrmap_key(w->addr), w->size) == GM_OK)
-                p->rest += w->size;
+            if (gm_live_put(&p->live, id, w->addr, w->size | LIVE) == GM_OK) p->rest += w->size;
         }
     }
     p->col[0] = (double)p->rest;
@@ -405,9 +419,10 @@ int gm_trace_allocs_finish(gm_trace_allocs *x, gm_trace_reader *r, json_t **out,
             uint64_t v;
             if (e->op != GM_OP_ALLOC && e->op != GM_OP_FREE) continue;
             p2_advance(p, e->t_ns);
-            if (gm_addrmap_del(&p->live, gm_addrmap_key(e->addr), &v)) p->rest -= v;
+            if (e->op == GM_OP_ALLOC) gm_live_count_alloc(&p->live);
+            if (gm_live_del(&p->live, e->id, e->addr, &v)) p->rest -= v & ~LIVE;
             if (e->op == GM_OP_ALLOC && !is_top(seqs, h->n, seq++) &&
-                gm_addrmap_put(&p->live, gm_addrmap_key(e->addr), e->size) == GM_OK)
+                gm_live_put(&p->live, e->id, e->addr, e->size | LIVE) == GM_OK)
                 p->rest += e->size;
             p2_note(p);
         }

@@ -272,7 +272,7 @@ static int choose_markers(const gm_leak_source *src, const gm_leak_opts *o, gm_l
  * the least with where it was), and the chosen markers turned into event
  * indices. */
 typedef struct pass1 {
-    gm_addrmap live; /* key(addr) -> requested bytes */
+    gm_live live; /* live allocations (traces/live_slots.h) -> requested bytes | LIVE */
     uint64_t live_bytes;
     size_t nb;
     double *sum;
@@ -281,27 +281,38 @@ typedef struct pass1 {
 
 static void pass1_free(pass1 *p)
 {
-    gm_addrmap_free(&p->live);
+    gm_live_free(&p->live);
     free(p->sum);
     free(p->cnt);
     free(p->min);
     free(p->argmin);
 }
 
-static int live_init(gm_addrmap *m, const gm_leak_source *src, uint64_t *live_bytes,
+/* A live entry's value is never 0 (traces/live_slots.h): pass 1 keeps a
+ * size with this bit set, pass 2 a slot's index + 1. */
+#define LIVE (1ull << 63)
+
+/* m: the blocks of /initial_state, each address once (by id where the
+ * trace numbered them), their bytes added to *live_bytes; put, if given,
+ * makes each one's value (an error when negative), else its size | LIVE. */
+static int live_init(gm_live *m, const gm_leak_source *src, uint64_t *live_bytes,
                      int (*put)(void *ctx, const gm_init_row *row), void *ctx)
 {
-    if (gm_addrmap_init(m, 4096)) return GM_ENOMEM;
+    if (gm_live_init(m, src->dense_ids)) return GM_ENOMEM;
+    int seeded = gm_live_seeded(m, src->init, src->ninit);
+    uint32_t k = 0;
     for (size_t i = 0; i < src->ninit; i++) {
         const gm_init_row *w = &src->init[i];
-        if (w->kind != GM_INIT_BLOCK || gm_addrmap_get(m, gm_addrmap_key(w->addr))) continue;
-        uint64_t v = w->size;
+        if (w->kind != GM_INIT_BLOCK) continue;
+        uint32_t id = seeded ? ++k : 0;
+        if (gm_live_get(m, id, w->addr)) continue;
+        uint64_t v = w->size | LIVE;
         if (put) {
             int rc = put(ctx, w);
             if (rc < 0) return rc;
-            v = (uint64_t)rc;
+            v = (uint64_t)rc + 1;
         }
-        if (gm_addrmap_put(m, gm_addrmap_key(w->addr), v)) return GM_ENOMEM;
+        if (gm_live_put(m, id, w->addr, v)) return GM_ENOMEM;
         *live_bytes += w->size;
     }
     return GM_OK;
@@ -348,13 +359,14 @@ static int run_pass1(const gm_leak_source *src, const mark_ref *mk, size_t nmk, 
                 p->cnt[k]++;
                 if (p->live_bytes < p->min[k]) p->min[k] = p->live_bytes, p->argmin[k] = index;
             }
-            uint64_t v, key = gm_addrmap_key(e->addr);
+            uint64_t v;
             if (e->op == GM_OP_ALLOC) {
-                if (gm_addrmap_del(&p->live, key, &v)) p->live_bytes -= v;
-                if (gm_addrmap_put(&p->live, key, e->size)) rc = GM_ENOMEM;
+                gm_live_count_alloc(&p->live);
+                if (gm_live_del(&p->live, e->id, e->addr, &v)) p->live_bytes -= v & ~LIVE;
+                if (gm_live_put(&p->live, e->id, e->addr, e->size | LIVE)) rc = GM_ENOMEM;
                 p->live_bytes += e->size;
-            } else if (e->op == GM_OP_FREE && gm_addrmap_del(&p->live, key, &v)) {
-                p->live_bytes -= v;
+            } else if (e->op == GM_OP_FREE && gm_live_del(&p->live, e->id, e->addr, &v)) {
+                p->live_bytes -= v & ~LIVE;
             }
         }
         if (rc != GM_OK) break;
@@ -442,7 +454,7 @@ typedef struct slot {
 } slot;
 
 typedef struct pass2 {
-    gm_addrmap live; /* key(addr) -> index into slots */
+    gm_live live; /* live allocations (traces/live_slots.h) -> index into slots + 1 */
     slot *slots;
     size_t nslots, capslots;
     uint64_t *free_list;
@@ -551,21 +563,22 @@ static int run_pass2(const gm_leak_source *src, const bounds *b, gm_leak_report 
         for (int64_t j = 0; j < got && rc == GM_OK; j++, index++) {
             const gm_event *e = &buf[j];
             if (q.cur < n && b->idx[q.cur] == index) at_boundary(&q, rep, e, index);
-            uint64_t v, key = gm_addrmap_key(e->addr);
+            uint64_t v;
             if (e->op == GM_OP_ALLOC) {
-                if (gm_addrmap_del(&q.live, key, &v)) slot_drop(&q, v);
+                gm_live_count_alloc(&q.live);
+                if (gm_live_del(&q.live, e->id, e->addr, &v)) slot_drop(&q, v - 1);
                 int i = slot_new(&q, e->size, leak_group(rep, e), (uint32_t)q.cur);
-                if (i < 0 || gm_addrmap_put(&q.live, key, (uint64_t)i)) rc = GM_ENOMEM;
+                if (i < 0 || gm_live_put(&q.live, e->id, e->addr, (uint64_t)i + 1)) rc = GM_ENOMEM;
                 if (q.live_bytes > q.peak) q.peak = q.live_bytes;
-            } else if (e->op == GM_OP_FREE && gm_addrmap_del(&q.live, key, &v)) {
-                slot_drop(&q, v);
+            } else if (e->op == GM_OP_FREE && gm_live_del(&q.live, e->id, e->addr, &v)) {
+                slot_drop(&q, v - 1);
             }
         }
     }
     if (rc == GM_OK && q.cur) rep->pt[q.cur - 1].peak_bytes = q.peak;
     rep->n = q.cur;
     free(buf);
-    gm_addrmap_free(&q.live);
+    gm_live_free(&q.live);
     free(q.slots);
     free(q.free_list);
     free(q.group_live);
@@ -821,8 +834,11 @@ int gm_leak_analyze_trace_tap(gm_trace_reader *r, const gm_leak_opts *o, gm_leak
     if (!oo.capacity_bytes)
         oo.capacity_bytes = m->device_avail_bytes ? m->device_avail_bytes : m->device_total_bytes;
     trace_src ts = {.r = r, .tap = {first, second}};
-    gm_leak_source src = {
-        .nevents = gm_trace_nevents(r), .read = trace_read, .rewind = trace_rewind, .ctx = &ts};
+    gm_leak_source src = {.nevents = gm_trace_nevents(r),
+                          .read = trace_read,
+                          .rewind = trace_rewind,
+                          .ctx = &ts,
+                          .dense_ids = m->dense_ids};
     gm_init_row *init = NULL;
     gm_marker *marks = NULL;
     gm_sites sites = {0};
@@ -911,7 +927,7 @@ int gm_leak_analyze_events_sites(const gm_event *ev, size_t n, const gm_init_row
                                  gm_err *err)
 {
     mem_src ms = {ev, n, 0};
-    gm_leak_source src = {n, init, ninit, marks, nmarks, mem_read, mem_rewind, &ms, sites};
+    gm_leak_source src = {n, init, ninit, marks, nmarks, mem_read, mem_rewind, &ms, sites, 0};
     return gm_leak_analyze(&src, o, rep, err);
 }
 

@@ -154,6 +154,7 @@ typedef struct gm_leak_source {
     void *ctx;
     const gm_sites *sites; /* the call sites events name (NULL or n = 0: none); kept by the
                               report for their names, so it must outlive it */
+    int dense_ids; /* the events' ids pair allocations (trace.h): kept by id (0: by address) */
 } gm_leak_source;
 
 /* Find the iterations and judge them. rep is filled (free it with

@@ -18,6 +18,7 @@
 #include "sim/engine.h"
 #include "study/simulate.h"
 #include "traces/event_ids.h"
+#include "traces/live_slots.h"
 #include "traces/trace.h"
 
 #define MiB GM_MiB
@@ -581,6 +582,84 @@ static void test_damaged_ids(void)
     gm_trace_meta_free(&meta);
 }
 
+/* A reader's live table (traces/live_slots.h) against an address map, the
+ * way the trace's readers use it (an alloc: replace what its address
+ * holds; a free: drop it), on events with allocations at live addresses,
+ * frees of what is not live and of blocks of /initial_state (some at one
+ * address twice), numbered from the first event (1), seeded (2), or not
+ * trusted (0), and with damaged ids (random, huge): every answer, value and
+ * count the same as by address, where the ids are the writer's; with
+ * damaged ones, no crash and a table no larger than the events. */
+static void live_vs_addresses(const gm_event *e, size_t n, const gm_init_row *init, size_t ni,
+                              int dense, int damaged)
+{
+    gm_live l;
+    gm_addrmap ref;
+    CU_ASSERT_EQUAL_FATAL(gm_live_init(&l, dense), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(gm_addrmap_init(&ref, 64), GM_OK);
+    int seeded = gm_live_seeded(&l, init, ni);
+    uint32_t k = 0;
+    size_t bad = 0;
+    for (size_t i = 0; i < ni; i++) {
+        if (init[i].kind != GM_INIT_BLOCK) continue;
+        uint32_t id = seeded ? ++k : 0;
+        if (gm_addrmap_get(&ref, gm_addrmap_key(init[i].addr))) continue;
+        bad += gm_live_get(&l, id, init[i].addr) != NULL;
+        CU_ASSERT_EQUAL(gm_live_put(&l, id, init[i].addr, init[i].size), GM_OK);
+        gm_addrmap_put(&ref, gm_addrmap_key(init[i].addr), init[i].size);
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t key = gm_addrmap_key(e[i].addr), a = 0, b = 0;
+        if (e[i].op == GM_OP_ALLOC) gm_live_count_alloc(&l);
+        int ra = gm_addrmap_del(&ref, key, &a), rb = gm_live_del(&l, e[i].id, e[i].addr, &b);
+        if (!damaged) {
+            bad += ra != rb || a != b;
+        }
+        if (e[i].op == GM_OP_ALLOC) {
+            gm_addrmap_put(&ref, key, e[i].size);
+            CU_ASSERT_EQUAL(gm_live_put(&l, e[i].id, e[i].addr, e[i].size), GM_OK);
+            uint64_t *v = gm_live_get(&l, e[i].id, e[i].addr);
+            bad += !v || *v != e[i].size;
+        }
+        if (!damaged) bad += ref.count != l.count;
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(l.cap <= 2 * (n + ni) + 1024); /* damaged ids take no more room than the events */
+    gm_live_free(&l);
+    gm_addrmap_free(&ref);
+}
+
+static void test_live_table_is_by_address(void)
+{
+    enum { N = 200000 };
+    gm_init_row init[1 + SEED_BLOCKS + 2];
+    size_t ni = seeded_init(init);
+    init[ni++] = (gm_init_row){.addr = 0x10000000, .size = 1 * MiB, .kind = GM_INIT_BLOCK};
+    gm_err err = {0};
+    for (int dup = 0; dup < 2; dup++) { /* one block row again at an address: unseeded */
+        size_t nrows = dup ? ni : ni - 1;
+        gm_event *e = seeded_events(N, 8);
+        for (size_t i = 0; i < N; i += 97) /* allocations at a live address, frees of none */
+            if (e[i].op == GM_OP_FREE && i > 1)
+                e[i] = (gm_event){.t_ns = e[i].t_ns, .op = GM_OP_FREE, .addr = 0xdead000 + i};
+        for (size_t i = 50; i < N; i += 1013)
+            if (e[i].op == GM_OP_ALLOC && e[i - 1].op == GM_OP_ALLOC) e[i].addr = e[i - 1].addr;
+        for (int dense = 0; dense <= 2; dense++) {
+            int rc = dense == 2 ? gm_ids_assign_seeded(e, N, init, nrows, &err)
+                                : gm_ids_assign(e, N, &err);
+            CU_ASSERT_EQUAL_FATAL(rc, GM_OK);
+            live_vs_addresses(e, N, init, nrows, dense, 0);
+        }
+        uint64_t x = 99;
+        for (size_t i = 0; i < N; i++) { /* damaged: random ids, some huge */
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            e[i].id = (uint32_t)(x % 7 == 0 ? x >> 32 : x % 64);
+        }
+        live_vs_addresses(e, N, init, nrows, 2, 1);
+        free(e);
+    }
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("event_ids", NULL, NULL);
@@ -593,5 +672,6 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_seeded_numbering);
     GM_ADD_TEST(s, test_seeded_scheme_written);
     GM_ADD_TEST(s, test_seeded_replay);
+    GM_ADD_TEST(s, test_live_table_is_by_address);
     return CUE_SUCCESS;
 }

@@ -46,7 +46,8 @@ int gm_site_tally_add(gm_site_tally *t, uint64_t addr, uint64_t size, uint32_t s
 {
     if (site >= t->n) site = 0;
     uint64_t key = gm_addrmap_key(addr);
-    gm_addrmap_del(&t->live, key, NULL); /* callers drop a live address first; never twice */
+    if (t->live.count) /* (empty in a trace without sites: nothing to look up) */
+        gm_addrmap_del(&t->live, key, NULL); /* callers drop a live address first; never twice */
     if (site && gm_addrmap_put(&t->live, key, site)) return GM_ENOMEM;
     touch(t, site);
     t->bytes[site] += size;
@@ -57,7 +58,7 @@ int gm_site_tally_add(gm_site_tally *t, uint64_t addr, uint64_t size, uint32_t s
 void gm_site_tally_drop(gm_site_tally *t, uint64_t addr, uint64_t size)
 {
     uint64_t s = 0;
-    gm_addrmap_del(&t->live, gm_addrmap_key(addr), &s);
+    if (t->live.count) gm_addrmap_del(&t->live, gm_addrmap_key(addr), &s);
     if (s >= t->n) s = 0;
     touch(t, (uint32_t)s);
     t->bytes[s] -= size < t->bytes[s] ? size : t->bytes[s];

@@ -7,6 +7,7 @@
 /* A live entry packs the requested size (< 2^48) and the category (top byte). */
 #define CAT_SHIFT 56
 #define SIZE_MASK ((1ull << 48) - 1)
+#define LIVE_BIT (1ull << 48)
 
 /* The bin of a size in the histograms' edges (scan_init: [0, 512), then
  * [2^(8+k), 2^(9+k)) for bin k): bin 0 under 512, else the size's bit
@@ -17,7 +18,7 @@ static inline size_t size_bin(uint64_t size)
     return size < 512 ? 0 : (size_t)(55 - __builtin_clzll(size));
 }
 
-static int scan_init(gm_trace_scan *s, gm_err *err)
+static int scan_init(gm_trace_scan *s, int dense_ids, gm_err *err)
 {
     memset(s, 0, sizeof *s);
     double edges[GM_SCAN_HIST_BINS + 1];
@@ -26,7 +27,7 @@ static int scan_init(gm_trace_scan *s, gm_err *err)
         edges[k] = (double)(1ull << (8 + k));
     s->h_count = gsl_histogram_alloc(GM_SCAN_HIST_BINS);
     s->h_bytes = gsl_histogram_alloc(GM_SCAN_HIST_BINS);
-    if (!s->h_count || !s->h_bytes || gm_addrmap_init(&s->live, 4096) != GM_OK)
+    if (!s->h_count || !s->h_bytes || gm_live_init(&s->live, dense_ids) != GM_OK)
         return gm_errf(err, GM_ENOMEM, "out of host memory");
     gsl_histogram_set_ranges(s->h_count, edges, GM_SCAN_HIST_BINS + 1);
     gsl_histogram_set_ranges(s->h_bytes, edges, GM_SCAN_HIST_BINS + 1);
@@ -35,7 +36,7 @@ static int scan_init(gm_trace_scan *s, gm_err *err)
 
 void gm_trace_scan_free(gm_trace_scan *s)
 {
-    gm_addrmap_free(&s->live);
+    gm_live_free(&s->live);
     gm_site_tally_free(&s->tally);
     gm_sites_free(&s->sites);
     if (s->h_count) gsl_histogram_free(s->h_count);
@@ -59,26 +60,30 @@ static int category(uint8_t c)
     return c < GM_CAT_COUNT ? c : GM_CAT_UNKNOWN;
 }
 
-/* Make addr live with size bytes of category cat. */
-static int make_live(gm_trace_scan *s, uint64_t addr, uint64_t size, int cat, uint32_t site)
+/* Make (id, addr) live with size bytes of category cat (live_slots.h:
+ * the allocation's id, 0 for one kept by address). LIVE_BIT, between the
+ * size and the category, makes no entry 0 (what live_slots.h keeps). */
+static int make_live(gm_trace_scan *s, uint32_t id, uint64_t addr, uint64_t size, int cat,
+                     uint32_t site)
 {
     size &= SIZE_MASK;
-    if (gm_addrmap_put(&s->live, gm_addrmap_key(addr), size | (uint64_t)cat << CAT_SHIFT) ||
-        gm_site_tally_add(&s->tally, addr, size, site))
+    uint64_t v = size | LIVE_BIT | (uint64_t)cat << CAT_SHIFT;
+    if (gm_live_put(&s->live, id, addr, v) || gm_site_tally_add(&s->tally, addr, size, site))
         return GM_ENOMEM;
     s->live_bytes += size;
     s->live_cat[cat] += size;
     return GM_OK;
 }
 
-/* Forget addr if live; 1 when it was. */
-static int drop_live(gm_trace_scan *s, uint64_t addr)
+/* Forget (id, addr) if live; 1 when it was. */
+static int drop_live(gm_trace_scan *s, uint32_t id, uint64_t addr)
 {
     uint64_t v;
-    if (!gm_addrmap_del(&s->live, gm_addrmap_key(addr), &v)) return 0;
-    s->live_bytes -= v & SIZE_MASK;
-    s->live_cat[v >> CAT_SHIFT] -= v & SIZE_MASK;
-    gm_site_tally_drop(&s->tally, addr, v & SIZE_MASK);
+    if (!gm_live_del(&s->live, id, addr, &v)) return 0;
+    uint64_t size = v & SIZE_MASK;
+    s->live_bytes -= size;
+    s->live_cat[v >> CAT_SHIFT] -= size;
+    gm_site_tally_drop(&s->tally, addr, size);
     return 1;
 }
 
@@ -122,6 +127,8 @@ static int scan_initial(gm_trace_scan *s, gm_trace_reader *r, gm_err *err)
     size_t n;
     int rc = gm_trace_read_initial(r, &rows, &n, err);
     if (rc != GM_OK) return rc;
+    int seeded = gm_live_seeded(&s->live, rows, n);
+    uint32_t k = 0;
     for (size_t i = 0; i < n && rc == GM_OK; i++) {
         if (rows[i].kind == GM_INIT_MAPPED) { /* an expandable segment's memory */
             s->init_segment_bytes += rows[i].size;
@@ -138,10 +145,11 @@ static int scan_initial(gm_trace_scan *s, gm_trace_reader *r, gm_err *err)
             continue;
         }
         if (rows[i].kind != GM_INIT_BLOCK) continue; /* a mapped range: memory, not a tensor */
-        if (gm_addrmap_get(&s->live, gm_addrmap_key(rows[i].addr)))
+        uint32_t id = seeded ? ++k : 0; /* its slot, when the trace numbered the blocks */
+        if (gm_live_get(&s->live, id, rows[i].addr))
             continue; /* a duplicate block row: counted once */
-        if (make_live(s, rows[i].addr, rows[i].size, category(rows[i].category), rows[i].site) !=
-            GM_OK)
+        if (make_live(s, id, rows[i].addr, rows[i].size, category(rows[i].category),
+                      rows[i].site) != GM_OK)
             rc = gm_errf(err, GM_ENOMEM, "out of host memory");
         s->pre_blocks++;
         s->pre_bytes += rows[i].size;
@@ -170,10 +178,11 @@ static int scan_markers(gm_trace_scan *s, gm_trace_reader *r, gm_err *err)
 
 static int scan_alloc(gm_trace_scan *s, const gm_event *e, uint64_t index, gm_err *err)
 {
-    if (drop_live(s, e->addr) && !s->live_reallocs++) /* address already live: replace it */
+    gm_live_count_alloc(&s->live);
+    if (drop_live(s, e->id, e->addr) && !s->live_reallocs++) /* address already live: replace */
         s->first_realloc_index = index;
     int cat = category(e->category);
-    if (make_live(s, e->addr, e->size, cat, e->site) != GM_OK)
+    if (make_live(s, e->id, e->addr, e->size, cat, e->site) != GM_OK)
         return gm_errf(err, GM_ENOMEM, "out of host memory");
     int ph = e->phase < GM_PHASE_COUNT ? e->phase : GM_PHASE_UNKNOWN;
     s->cat_count[cat]++;
@@ -204,7 +213,7 @@ static int scan_event(gm_trace_scan *s, const gm_event *e, uint64_t index, gm_er
     case GM_OP_ALLOC:
         return scan_alloc(s, e, index, err);
     case GM_OP_FREE:
-        if (!drop_live(s, e->addr) && !s->unknown_frees++) {
+        if (!drop_live(s, e->id, e->addr) && !s->unknown_frees++) {
             s->first_unknown_index = index;
             s->first_unknown_addr = e->addr;
         }
@@ -225,7 +234,7 @@ static int scan_event(gm_trace_scan *s, const gm_event *e, uint64_t index, gm_er
 
 int gm_trace_scan_begin(gm_trace_reader *r, gm_trace_scan *s, gm_err *err)
 {
-    int rc = scan_init(s, err);
+    int rc = scan_init(s, gm_trace_meta_get(r)->dense_ids, err);
     if (rc == GM_OK) rc = gm_trace_read_sites(r, &s->sites, err);
     if (rc == GM_OK && gm_site_tally_init(&s->tally, s->sites.n))
         rc = gm_errf(err, GM_ENOMEM, "out of host memory");

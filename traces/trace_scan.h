@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "site_tally.h"
+#include "live_slots.h"
 #include "trace.h"
 #include "base/addrmap.h"
 
@@ -27,7 +28,7 @@
 #define GM_SCAN_HIST_BINS 41
 
 typedef struct gm_trace_scan {
-    gm_addrmap live; /* key(addr) -> requested bytes | category << 56 */
+    gm_live live; /* live allocations (live_slots.h) -> requested bytes | category << 56 */
     uint64_t nevents;
     uint64_t by_op[GM_OP_COUNT];
     uint64_t t_first, t_last;
