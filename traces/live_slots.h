@@ -18,7 +18,8 @@
  *    block addresses (then block k of the table holds slot k, as the
  *    writer numbered it), and any id past what the events so far can have
  *    handed out (no valid one is: a slot is taken only by an allocation or
- *    a seeded block), so a damaged id costs no memory;
+ *    a seeded block), so the table never outgrows the events read, even
+ *    with damaged ids;
  *  - a look-up by id that finds no slot for the address asks the address
  *    map (a free of a block of /initial_state carries slot k, or 0).
  * Values are the caller's; 0 is not one.
