@@ -1373,14 +1373,22 @@ static size_t pt_segments(gm_alloc *a, gm_seg_info *buf, size_t cap)
     return i;
 }
 
-/* What a release can give back now: the whole free classic segments, then
- * the expandable segments with a free page (segments()' figures). */
-static size_t pt_releasable(gm_alloc *a, gm_seg_info *buf, size_t cap)
+/* gm_alloc_ops.whole_free: the whole free classic segments. */
+static size_t pt_whole_free(gm_alloc *a, gm_seg_info *buf, size_t cap)
 {
     pt_state *s = a->impl;
     size_t i = 0;
     for (pt_segment *g = s->free_segs; g; g = g->fnext, i++)
         if (i < cap) seg_info(s, g, &buf[i]);
+    return i;
+}
+
+/* What a release can give back now: the whole free classic segments, then
+ * the expandable segments with a free page (segments()' figures). */
+static size_t pt_releasable(gm_alloc *a, gm_seg_info *buf, size_t cap)
+{
+    pt_state *s = a->impl;
+    size_t i = pt_whole_free(a, buf, cap);
     for (size_t k = 0; k < s->n_exp; k++) {
         gm_seg_info o;
         seg_info(s, s->exp[k], &o);
@@ -1388,17 +1396,6 @@ static size_t pt_releasable(gm_alloc *a, gm_seg_info *buf, size_t cap)
         if (i < cap) buf[i] = o;
         i++;
     }
-    return i;
-}
-
-/* gm_alloc_ops.whole_free: the whole free classic segments, which
- * pt_releasable lists first. */
-static size_t pt_whole_free(gm_alloc *a, gm_seg_info *buf, size_t cap)
-{
-    pt_state *s = a->impl;
-    size_t i = 0;
-    for (pt_segment *g = s->free_segs; g; g = g->fnext, i++)
-        if (i < cap) seg_info(s, g, &buf[i]);
     return i;
 }
 
