@@ -588,6 +588,13 @@ static bool float_as_int(double f, int64_t *i)
     return true;
 }
 
+/* A number's hash (key_hash's, and new_int's cache slot): its bits and
+ * its kind. */
+static uint64_t scalar_hash(uint64_t bits, uint8_t kind)
+{
+    return mix64(bits * 31 + kind);
+}
+
 static uint64_t key_hash(pkl_value *k)
 {
     if (uses_bytes(k->kind)) {
@@ -610,7 +617,7 @@ static uint64_t key_hash(pkl_value *k)
         bits = (uint64_t)k->u.i;
         kind = PKL_INT;
     }
-    return mix64(bits * 31 + kind);
+    return scalar_hash(bits, kind);
 }
 
 static bool is_number(uint8_t kind)
@@ -896,7 +903,7 @@ static pkl_value *new_int(parser *p, int64_t i)
     intern_slot *c = intern_cache(p, PKL_INT);
     if (!c) return NULL;
     /* key_hash's hash of the int, whose top bits pick the slot */
-    intern_slot *e = &c[mix64((uint64_t)i * 31 + PKL_INT) >> (64 - INTERN_BITS)];
+    intern_slot *e = &c[scalar_hash((uint64_t)i, PKL_INT) >> (64 - INTERN_BITS)];
     if (e->v && e->key == (uint64_t)i) return e->v;
     pkl_value *v = new_value(p, PKL_INT);
     if (v) {
