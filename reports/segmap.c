@@ -84,7 +84,6 @@ typedef struct obs {
     uint64_t first_t; /* pass 1: the first event's time (--segments-at counts from it) */
     int seen_first;
     uint64_t peak_t, end_t, events; /* pass 1: when the peak was set; the last event; events */
-    int span_hinted;                /* pass 1 ended early: end_t and events are the result's */
     uint64_t oom_t[ZMAX_OOMS];      /* pass 1: when the first OOMs failed */
     size_t n_oom_t;
     /* pass 2: the device's requested, allocated and reserved bytes, sampled
@@ -720,8 +719,7 @@ static void halt_when_done(obs *o)
          * span it would have read to the end for comes from the result */
         o->end_t = p->hint_end_ns;
         o->events = p->hint_events;
-        o->halt = 1;
-        o->span_hinted = 1;
+        o->halt = 1; /* before the next event: nothing counts after these */
         return;
     }
     if (o->pass != 2 || !o->got_peak || (p->at_given && !o->got_at)) return;
@@ -744,7 +742,7 @@ static void on_event(void *ctx, int tenant, uint64_t index, const gm_event *e)
     o->seq++;
     uint64_t now = e->t_ns + o->t[tenant].offset;
     if ((o->pass == 1 || o->single) && !o->seen_first) o->seen_first = 1, o->first_t = now;
-    if ((o->pass == 1 || o->single) && !o->span_hinted) o->end_t = now, o->events++;
+    if (o->pass == 1 || o->single) o->end_t = now, o->events++;
     if (o->pass == 2 && o->seq > 1) z_sample(o, o->last_t);
     if (o->pass == 2 && !o->failed) {
         if (!o->got_peak && o->seq == o->peak_seq + 1) capture_peak(o);
