@@ -299,12 +299,12 @@ static int live_init(gm_live *m, const gm_leak_source *src, uint64_t *live_bytes
                      int (*put)(void *ctx, const gm_init_row *row), void *ctx)
 {
     if (gm_live_init(m, src->dense_ids)) return GM_ENOMEM;
-    int seeded = gm_live_seeded(m, src->init, src->ninit);
+    gm_live_seeded(m, src->init, src->ninit);
     uint32_t k = 0;
     for (size_t i = 0; i < src->ninit; i++) {
         const gm_init_row *w = &src->init[i];
         if (w->kind != GM_INIT_BLOCK) continue;
-        uint32_t id = seeded ? ++k : 0;
+        uint32_t id = gm_live_block_id(m, &k);
         if (gm_live_get(m, id, w->addr)) continue;
         uint64_t v = w->size | LIVE;
         if (put) {
@@ -635,10 +635,8 @@ size_t gm_leak_change_point(const double *y, size_t w, size_t n, uint64_t min_gr
 {
     if (n < GM_LEAK_MIN_POINTS || w + 2 + GM_LEAK_MIN_POINTS > n) return 0;
     size_t lo = w + 2, hi = n - GM_LEAK_MIN_POINTS; /* j in [lo, hi] */
-    double *s = malloc((hi - lo + 1) * sizeof *s);
-    size_t best_j = 0;
-    double best = HUGE_VAL;
-    gm_leak_fit pre, tail;
+    double *s = malloc((hi - lo + 1) * sizeof *s);  /* NULL (no memory): every j is fitted */
+    double least = 0, tol = 0;
     if (s) {
         line_acc a = {0}, all = {0};
         double ymax = 0;
@@ -649,7 +647,7 @@ size_t gm_leak_change_point(const double *y, size_t w, size_t n, uint64_t min_gr
             if (k >= lo && k <= hi) s[k - lo] = line_sse(&a);
         }
         a = (line_acc){0};
-        double least = HUGE_VAL;
+        least = HUGE_VAL;
         for (size_t k = w; k <= hi; k++) { /* the prefixes y[w..j] */
             line_add(&a, (double)k, y[k]);
             if (k < lo) continue;
@@ -660,22 +658,19 @@ size_t gm_leak_change_point(const double *y, size_t w, size_t n, uint64_t min_gr
          * running sums' rounding (at most ~n ulps of a segment's sum of
          * squares about its mean, which is at most the whole's), with room
          * to spare, and the rounding of a near-exact line's sum to 0 */
-        double tol = (1e-9 + 8 * (double)n * DBL_EPSILON) * (all.syy + 1) +
-                     2e-18 * (ymax + 1) * (ymax + 1) * (double)n;
-        for (size_t j = lo; j <= hi && best > 0; j++) {
-            if (s[j - lo] > least + 2 * tol) continue;
-            gm_leak_fit_line(y + w, w, j - w + 1, min_growth, &pre);
-            gm_leak_fit_line(y + j, j, n - j, min_growth, &tail);
-            if (pre.sse + tail.sse < best) best = pre.sse + tail.sse, best_j = j;
-        }
-        free(s);
-        return best_j;
+        tol = (1e-9 + 8 * (double)n * DBL_EPSILON) * (all.syy + 1) +
+              2e-18 * (ymax + 1) * (ymax + 1) * (double)n;
     }
-    for (size_t j = lo; j <= hi; j++) { /* no memory for the sums: every j */
+    size_t best_j = 0;
+    double best = HUGE_VAL;
+    gm_leak_fit pre, tail;
+    for (size_t j = lo; j <= hi && best > 0; j++) {
+        if (s && s[j - lo] > least + 2 * tol) continue;
         gm_leak_fit_line(y + w, w, j - w + 1, min_growth, &pre);
         gm_leak_fit_line(y + j, j, n - j, min_growth, &tail);
         if (pre.sse + tail.sse < best) best = pre.sse + tail.sse, best_j = j;
     }
+    free(s);
     return best_j;
 }
 
@@ -814,14 +809,20 @@ static int64_t trace_read(void *ctx, gm_event *buf, size_t cap, gm_err *err)
     return n;
 }
 
+/* r back to its first event, or the error that says it cannot be. */
+static int rewind_or_fail(gm_trace_reader *r, gm_err *err)
+{
+    if (gm_trace_rewind(r) != GM_OK)
+        return gm_errf(err, GM_EIO, "%s: cannot read the trace again from its start",
+                       gm_trace_path(r));
+    return GM_OK;
+}
+
 static int trace_rewind(void *ctx, gm_err *err)
 {
     trace_src *t = ctx;
     t->rewinds++;
-    if (gm_trace_rewind(t->r) != GM_OK)
-        return gm_errf(err, GM_EIO, "%s: cannot read the trace again from its start",
-                       gm_trace_path(t->r));
-    return GM_OK;
+    return rewind_or_fail(t->r, err);
 }
 
 int gm_leak_analyze_trace_tap(gm_trace_reader *r, const gm_leak_opts *o, gm_leak_report *rep,
@@ -889,10 +890,8 @@ int gm_leak_scan_trace(gm_trace_reader *r, const gm_leak_opts *o, gm_trace_scan 
          * itself, and its error comes first, as when it ran first */
         gm_trace_scan_free(s);
         memset(s, 0, sizeof *s);
-        rc = gm_trace_rewind(r) == GM_OK
-                 ? gm_trace_scan_run(r, s, err)
-                 : gm_errf(err, GM_EIO, "%s: cannot read the trace again from its start",
-                           gm_trace_path(r));
+        rc = rewind_or_fail(r, err);
+        if (rc == GM_OK) rc = gm_trace_scan_run(r, s, err);
         if (rc != GM_OK) return rc;
     }
     if (lrc != GM_OK) *err = lerr;
