@@ -289,7 +289,6 @@ struct gm_trace_allocs {
     pass2 p;
     gm_event *buf;
     uint64_t seq, t_first, t_last, nev;
-    int seeded; /* the blocks of /initial_state hold slots 1..B (live_slots.h) */
 };
 
 void gm_trace_allocs_free(gm_trace_allocs *x)
@@ -321,12 +320,12 @@ int gm_trace_allocs_begin(gm_trace_reader *r, size_t top, uint64_t t_first_hint,
         rc = gm_errf(err, GM_ENOMEM, "out of host memory");
     if (rc == GM_OK) rc = gm_trace_read_sites(r, &x->sites, err);
     if (rc == GM_OK) rc = gm_trace_read_initial(r, &x->rows, &x->nrows, err);
-    if (rc == GM_OK) x->seeded = gm_live_seeded(&x->l.map, x->rows, x->nrows);
+    if (rc == GM_OK) gm_live_seeded(&x->l.map, x->rows, x->nrows);
     uint32_t k = 0;
     for (size_t i = 0; rc == GM_OK && i < x->nrows; i++) { /* pass 1 starts with them */
         const gm_init_row *w = &x->rows[i];
         if (w->kind != GM_INIT_BLOCK) continue;
-        uint32_t id = x->seeded ? ++k : 0; /* its slot, when the trace numbered the blocks */
+        uint32_t id = gm_live_block_id(&x->l.map, &k); /* its slot, if the trace numbered it */
         if (gm_live_get(&x->l.map, id, w->addr)) continue;
         alloc_rec a = {
             x->seq++, 0, 0, w->size, w->site, w->category < GM_CAT_COUNT ? w->category : 0, 0, 0};
@@ -389,14 +388,14 @@ int gm_trace_allocs_finish(gm_trace_allocs *x, gm_trace_reader *r, json_t **out,
     p->t0 = t_first;
     p->t1 = t_last > t_first ? t_last : t_first + 1;
     gm_live_clear(&x->l.map);
-    if (x->seeded) gm_live_seeded(&p->live, x->rows, x->nrows);
+    gm_live_seeded(&p->live, x->rows, x->nrows);
     uint32_t k = 0;
     for (size_t i = 0; i < x->nrows; i++) {
         const gm_init_row *w = &x->rows[i];
         if (w->kind != GM_INIT_BLOCK) continue;
-        uint32_t id = x->seeded ? ++k : 0;
+        uint32_t id = gm_live_block_id(&p->live, &k);
         /* each address once: seeded, the addresses differ; else the seen ones by address */
-        if (!x->seeded) {
+        if (!p->live.seeded) {
             if (gm_live_get(&x->l.map, 0, w->addr)) continue;
             gm_live_put(&x->l.map, 0, w->addr, 1);
         }

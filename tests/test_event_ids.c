@@ -597,12 +597,12 @@ static void live_vs_addresses(const gm_event *e, size_t n, const gm_init_row *in
     gm_addrmap ref;
     CU_ASSERT_EQUAL_FATAL(gm_live_init(&l, dense), GM_OK);
     CU_ASSERT_EQUAL_FATAL(gm_addrmap_init(&ref, 64), GM_OK);
-    int seeded = gm_live_seeded(&l, init, ni);
+    gm_live_seeded(&l, init, ni);
     uint32_t k = 0;
     size_t bad = 0;
     for (size_t i = 0; i < ni; i++) {
         if (init[i].kind != GM_INIT_BLOCK) continue;
-        uint32_t id = seeded ? ++k : 0;
+        uint32_t id = gm_live_block_id(&l, &k);
         if (gm_addrmap_get(&ref, gm_addrmap_key(init[i].addr))) continue;
         bad += gm_live_get(&l, id, init[i].addr) != NULL;
         CU_ASSERT_EQUAL(gm_live_put(&l, id, init[i].addr, init[i].size), GM_OK);

@@ -25,6 +25,7 @@ void gm_live_clear(gm_live *l)
     if (l->s) memset(l->s, 0, l->cap * sizeof *l->s);
     l->bound = 0;
     l->count = 0;
+    l->seeded = 0;
     gm_addrmap_clear(&l->addr);
 }
 
@@ -52,6 +53,7 @@ int gm_live_seeded(gm_live *l, const gm_init_row *rows, size_t n)
         distinct = a[i] != a[i - 1];
     free(a);
     if (distinct) l->bound += b;
+    l->seeded = distinct;
     return distinct;
 }
 

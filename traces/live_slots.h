@@ -44,6 +44,7 @@ typedef struct gm_live {
     uint64_t bound;  /* ids above it are taken by address: the most slots handed out so far */
     gm_addrmap addr; /* everything without a slot */
     size_t count;    /* live entries, by id and by address */
+    int seeded;      /* gm_live_seeded: block k of /initial_state holds slot k */
 } gm_live;
 
 /* GM_OK or GM_ENOMEM. dense_ids: the trace's (0: by address). */
@@ -51,12 +52,18 @@ int gm_live_init(gm_live *l, int dense_ids);
 void gm_live_free(gm_live *l);
 void gm_live_clear(gm_live *l);
 
-/* The blocks of /initial_state (its n rows, in table order): how the k-th
- * block row (k = 1, 2, ... among the block rows) is keyed, its slot k
- * when the trace is seeded and the blocks' addresses differ, else 0 (by
- * address). Call once, before the events; it raises the bound by the
- * blocks. */
+/* The blocks of /initial_state (its n rows, in table order) hold slots
+ * 1..B when the trace is seeded and the blocks' addresses differ: 1 then
+ * (l->seeded; the bound is raised by the blocks), else 0 (by address).
+ * Call once, before the events. */
 int gm_live_seeded(gm_live *l, const gm_init_row *rows, size_t n);
+
+/* The id of the next block row of /initial_state, *k counting them from 0
+ * (set it to 0 before the first): its slot when seeded, else 0. */
+static inline uint32_t gm_live_block_id(const gm_live *l, uint32_t *k)
+{
+    return l->seeded ? ++*k : 0;
+}
 
 /* One more allocation read (an alloc event): raises the bound by one.
  * Call it for each alloc, before its put. */

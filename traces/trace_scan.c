@@ -127,7 +127,7 @@ static int scan_initial(gm_trace_scan *s, gm_trace_reader *r, gm_err *err)
     size_t n;
     int rc = gm_trace_read_initial(r, &rows, &n, err);
     if (rc != GM_OK) return rc;
-    int seeded = gm_live_seeded(&s->live, rows, n);
+    gm_live_seeded(&s->live, rows, n);
     uint32_t k = 0;
     for (size_t i = 0; i < n && rc == GM_OK; i++) {
         if (rows[i].kind == GM_INIT_MAPPED) { /* an expandable segment's memory */
@@ -144,8 +144,8 @@ static int scan_initial(gm_trace_scan *s, gm_trace_reader *r, gm_err *err)
             }
             continue;
         }
-        if (rows[i].kind != GM_INIT_BLOCK) continue; /* a mapped range: memory, not a tensor */
-        uint32_t id = seeded ? ++k : 0; /* its slot, when the trace numbered the blocks */
+        if (rows[i].kind != GM_INIT_BLOCK) continue;  /* a mapped range: memory, not a tensor */
+        uint32_t id = gm_live_block_id(&s->live, &k); /* its slot, if the trace numbered it */
         if (gm_live_get(&s->live, id, rows[i].addr))
             continue; /* a duplicate block row: counted once */
         if (make_live(s, id, rows[i].addr, rows[i].size, category(rows[i].category),
