@@ -106,4 +106,5 @@ const gm_policy_ops gm_policy_lru = {
     .on_alloc_fail = on_alloc_fail,
     .report = report,
     .on_foreign_pressure = on_foreign_pressure,
+    .inert = gm_threshold_inert,
 };

@@ -41,6 +41,16 @@ uint64_t gm_pressure_over(const gm_alloc *a, double frac, uint64_t incoming)
     return over;
 }
 
+int gm_threshold_inert(const char *params, const gm_alloc_limits *limits)
+{
+    (void)limits;
+    char v[64];
+    double f = 0;
+    gm_err err = {0};
+    if (!gm_policy_param(params, "threshold", v, sizeof v)) return 1;
+    return gm_parse_double(v, "threshold", 0.0, 1.0, &f, &err) == GM_OK && f <= 0;
+}
+
 void gm_seg_sort(gm_seg_info *v, size_t n, int (*cmp)(const void *, const void *))
 {
     if (n < 2) return;

@@ -25,6 +25,11 @@ uint64_t gm_pressure_need(const gm_alloc *a, const gm_pressure *p);
  * shows a process). 0 when under both, or frac <= 0. */
 uint64_t gm_pressure_over(const gm_alloc *a, double frac, uint64_t incoming);
 
+/* gm_policy_ops.inert for a policy whose one proactive part is
+ * threshold=F, checked before a grow through gm_pressure_over (lru,
+ * priority): inert when F is 0 or not given, whatever the limits. */
+int gm_threshold_inert(const char *params, const gm_alloc_limits *limits);
+
 /* Release releasable segments named by address, in the order given, until
  * at least `need` bytes were released (UINT64_MAX: all of them). When l's
  * first n entries are those addresses in that order and were taken from

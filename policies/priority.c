@@ -216,4 +216,5 @@ const gm_policy_ops gm_policy_priority = {
     .on_alloc_fail = on_alloc_fail,
     .report = report,
     .on_foreign_pressure = on_foreign_pressure,
+    .inert = gm_threshold_inert,
 };

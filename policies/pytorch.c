@@ -91,6 +91,14 @@ static void before_grow(void *state, gm_alloc *a, const gm_pressure *pr)
     }
 }
 
+/* gm_policy_ops.inert: before_grow acts only where the garbage collection
+ * is on (a memory limit and garbage_collection_threshold both set). */
+static int inert(const char *params, const gm_alloc_limits *L)
+{
+    (void)params;
+    return !(L->memory_limit && L->gc_threshold > 0);
+}
+
 typedef struct pool_key {
     uint64_t stream;
     int small;
@@ -167,4 +175,5 @@ const gm_policy_ops gm_policy_pytorch = {
     .before_grow = before_grow,
     .on_alloc_fail = on_alloc_fail,
     .report = NULL,
+    .inert = inert,
 };

@@ -44,7 +44,7 @@ static int d_malloc(gm_alloc *a, uint64_t size, uint64_t stream, uint8_t cat, ui
                          .stream = stream,
                          .now_ns = now,
                          .attempt = attempt};
-        int r = a->policy->ops->on_alloc_fail(a->policy->state, a, &p);
+        int r = gm_policy_ask(a, &p);
         if (r == GM_POLICY_GIVE_UP) {
             free(b);
             return GM_EOOM;

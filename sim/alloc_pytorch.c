@@ -1200,7 +1200,7 @@ static int pt_malloc(gm_alloc *a, uint64_t req, uint64_t stream, uint8_t cat, ui
         b = grow(a, s, p, size, pr.alloc_size, stream, now);
         while (!b) {
             uint64_t flushes = a->c.n_cache_flushes;
-            int r = po->on_alloc_fail(a->policy->state, a, &pr);
+            int r = gm_policy_ask(a, &pr);
             if (r == GM_POLICY_GIVE_UP) {
                 s->st.num_ooms++; /* malloc's OutOfMemoryError */
                 return GM_EOOM;

@@ -59,6 +59,7 @@ typedef struct tenant {
     int hash_of;
     gm_policy *pol;
     gm_ffwd *ff; /* fast-forward (ffwd.h); NULL: every event is simulated */
+    int inert;   /* its policy is inert with its model's limits (policy.h), known at close */
     /* the rest */
     const gm_tenant_spec *spec;
     gm_trace_reader *r;
@@ -742,12 +743,24 @@ static int free_leftovers(tenant *t, uint64_t now, gm_err *err)
     return GM_OK;
 }
 
+/* Before t's model goes (retire, tenant_close): its limits, and whether
+ * its policy is inert with them (policy.h): what says whether any such
+ * policy made this run (study/same_run.h). */
+static void keep_limits(tenant *t)
+{
+    if (!t->a || !t->pol) return;
+    const gm_policy_ops *po = t->pol->ops;
+    t->inert = po->inert && po->inert(t->pol->params, &t->a->limits);
+    if (t->res) t->res->limits = t->a->limits;
+}
+
 static void tenant_close(tenant *t, const gm_sim_config *cfg)
 {
     free(t->log);
     free(t->lfs);
     t->log = NULL;
     t->lfs = NULL;
+    keep_limits(t);
     if (t->a) {
         if (t->a->seg_hook_ctx) free(t->a->seg_hook_ctx);
         t->a->seg_hook = NULL;
@@ -759,6 +772,7 @@ static void tenant_close(tenant *t, const gm_sim_config *cfg)
         t->res->policy_report = gm_report_new();
         if (t->res->policy_report) t->pol->ops->report(t->pol->state, t->res->policy_report);
     }
+    if (t->pol && t->res) t->res->policy_asks = t->pol->asks;
     gm_policy_destroy(t->pol);
     t->pol = NULL;
     gm_trace_close(t->r);
@@ -927,6 +941,7 @@ static int retire(sim *s, tenant *t, uint64_t now, int status, gm_err *err)
     if (s->cfg->end_hook) s->cfg->end_hook(s->cfg->end_hook_ctx, t->idx, t->a, status);
     free_live(t, now, s->cfg);
     gm_metrics_step(&t->res->m, now, 0, 0, 0);
+    keep_limits(t);
     void *hc = t->a->seg_hook_ctx;
     gm_alloc_destroy(t->a);
     free(hc);
@@ -2044,6 +2059,9 @@ int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const c
         tenant_close(t, cfg);
     }
     gm_metrics_timeline_end(&s.res->device);
+    s.res->policy_inert = s.n > 0;
+    for (size_t i = 0; i < s.n; i++)
+        s.res->policy_inert &= s.t[i].inert;
     if (s.dev && !cfg->device) {
         s.res->capacity_free = !s.dev->capacity_reads;
         s.res->refused_calls = s.dev->refused;

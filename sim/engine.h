@@ -243,6 +243,8 @@ typedef struct gm_tenant_result {
     int has_stats;
     gm_alloc_stats stats;
     gm_report *policy_report; /* the policy's own figures (report.h), or NULL */
+    uint64_t policy_asks;     /* its on_alloc_fail calls (sim/policy.h: gm_policy_ask) */
+    gm_alloc_limits limits;   /* its model's settings, as a policy read them */
     gm_tier_stats tier;       /* --host-tier, --on-oom chain (host_tier.h)   */
     int degraded;             /* --on-oom chain halved activations: precision degraded */
     gm_metrics m;
@@ -278,6 +280,11 @@ typedef struct gm_sim_result {
      * memory found room (device.h, room_reads): each tenant ran as it would
      * alone, so any subset of the tenants, on this device, runs the same */
     int independent;
+    /* 1: every tenant's policy says it is inert with its model's limits
+     * (sim/policy.h, gm_policy_ops.inert). With no policy_asks either, the
+     * run is that of the same configuration under any policy inert there
+     * (study/same_run.h) */
+    int policy_inert;
 } gm_sim_result;
 
 struct gm_policy_ops;

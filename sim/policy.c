@@ -33,6 +33,12 @@ void gm_policy_destroy(gm_policy *p)
     free(p);
 }
 
+int gm_policy_ask(gm_alloc *a, const gm_pressure *p)
+{
+    a->policy->asks++;
+    return a->policy->ops->on_alloc_fail(a->policy->state, a, p);
+}
+
 int gm_policy_grow(gm_alloc *a, gm_pressure *p, int (*grow)(gm_alloc *a, void *ctx), void *ctx)
 {
     const gm_policy_ops *po = a->policy->ops;
@@ -40,7 +46,7 @@ int gm_policy_grow(gm_alloc *a, gm_pressure *p, int (*grow)(gm_alloc *a, void *c
     int rc = grow(a, ctx);
     while (rc != GM_OK) {
         uint64_t flushes = a->c.n_cache_flushes;
-        int r = po->on_alloc_fail(a->policy->state, a, p);
+        int r = gm_policy_ask(a, p);
         if (r == GM_POLICY_GIVE_UP) return GM_EOOM;
         p->attempt++;
         if (r == GM_POLICY_RETRY) {

@@ -107,6 +107,16 @@ typedef struct gm_policy_ops {
      * never saw). */
     void (*on_tensor)(void *state, gm_alloc *a, uint64_t handle, uint8_t category, int freed,
                       uint64_t now_ns);
+    /* Optional: 1 when an instance with these parameters, on a model with
+     * these limits, acts only when asked after a refusal (on_alloc_fail,
+     * and on_foreign_pressure, which only follows one): its before_grow
+     * releases nothing and changes no state, it has no timer, admit or
+     * on_tensor, and its report at the end of a run that never asked it
+     * is a fresh instance's. Two policies that both say so make the same
+     * run of a configuration until the first refusal, so a run that had
+     * none is each one's (gm_sim_result.policy_inert, study/same_run.h).
+     * NULL: not known, every run is its own. */
+    int (*inert)(const char *params, const gm_alloc_limits *limits);
 } gm_policy_ops;
 
 /* An instance: ops + state + its parameter string (for reproducibility). */
@@ -114,11 +124,17 @@ typedef struct gm_policy {
     const gm_policy_ops *ops;
     void *state;
     char params[256];
+    uint64_t asks; /* on_alloc_fail calls (gm_policy_ask) */
 } gm_policy;
 
 /* An instance of ops with its parameters ("k=v,..." or "", copied). */
 int gm_policy_new(const gm_policy_ops *ops, const char *params, gm_policy **out, gm_err *err);
 void gm_policy_destroy(gm_policy *p);
+
+/* The model's one way to call a->policy's on_alloc_fail: counted in
+ * a->policy->asks, which says whether a run ever asked its policy
+ * (gm_policy_ops.inert). */
+int gm_policy_ask(gm_alloc *a, const gm_pressure *p);
 
 /* What a model (sim/alloc_<name>.c) does when nothing it caches fits: tell
  * the policy (before_grow), call grow(a, ctx) (GM_OK when it got memory),
