@@ -9,6 +9,7 @@
 
 #include "policy_list.h"
 #include "pool.h"
+#include "same_run.h"
 #include "simulate.h"
 #include "base/clock.h"
 #include "base/units.h"
@@ -17,7 +18,26 @@
 typedef struct compare_ctx {
     const gm_sim_config *base;
     gm_compare *c;
+    const size_t *job; /* run_shared: the entry of each job it starts */
 } compare_ctx;
+
+/* The progress line of entry e, done in secs (lead: the entry whose run
+ * it is, study/same_run.h; NULL when it ran its own). */
+static void done_line(const compare_ctx *x, const gm_compare_entry *e, double secs,
+                      const gm_compare_entry *lead)
+{
+    if (!x->base->step_done || e->rc != GM_OK) return;
+    char line[2048], b[32];
+    const gm_sim_result *r = e->r;
+    int n = snprintf(line, sizeof line, "%s: done in %.2f s, %llu OOM%s, peak reserved %s",
+                     e->label, secs, (unsigned long long)r->device.n_oom,
+                     r->device.n_oom == 1 ? "" : "s", gm_fmt_bytes(r->device.peak_r, b, sizeof b));
+    if (lead && n > 0 && (size_t)n < sizeof line)
+        snprintf(line + n, sizeof line - (size_t)n,
+                 ": the run of %s (no driver call was refused, so neither policy acted)",
+                 lead->label);
+    x->base->step_done(x->base->step_ctx, line);
+}
 
 static void compare_one(void *arg, size_t i)
 {
@@ -30,14 +50,71 @@ static void compare_one(void *arg, size_t i)
     cfg.progress = NULL;
     double t0 = gm_monotonic_s();
     e->rc = gm_simulate(&cfg, &e->r, &e->err);
-    if (x->base->step_done && e->rc == GM_OK) {
-        char line[1200], b[32];
-        const gm_sim_result *r = e->r;
-        snprintf(line, sizeof line, "%s: done in %.2f s, %llu OOM%s, peak reserved %s", e->label,
-                 gm_monotonic_s() - t0, (unsigned long long)r->device.n_oom,
-                 r->device.n_oom == 1 ? "" : "s", gm_fmt_bytes(r->device.peak_r, b, sizeof b));
-        x->base->step_done(x->base->step_ctx, line);
+    done_line(x, e, gm_monotonic_s() - t0, NULL);
+}
+
+static void compare_job(void *arg, size_t k)
+{
+    compare_ctx *x = arg;
+    compare_one(arg, x->job[k]);
+}
+
+/*
+ * Run the entries, sharing runs (study/same_run.h): of each allocator's
+ * entries whose policy may share one, the first runs first (with every
+ * entry that may not), and the others take its run where it is theirs
+ * too, or run after it. The results are those of running each.
+ */
+static int run_shared(compare_ctx *x, size_t total, const double *cost, gm_err *err)
+{
+    gm_compare *c = x->c;
+    long *lead = malloc((total ? total : 1) * sizeof *lead);
+    size_t *job = malloc((total ? total : 1) * sizeof *job);
+    double *jc = malloc((total ? total : 1) * sizeof *jc);
+    if (!lead || !job || !jc) {
+        free(lead);
+        free(job);
+        free(jc);
+        return gm_errf(err, GM_ENOMEM, "out of memory");
     }
+    /* a lead: the first entry that may share, of its allocator and
+     * configuration (everything else is the comparison's, the same) */
+    for (size_t i = 0; i < total; i++) {
+        lead[i] = -1;
+        if (!gm_same_run_may(c->e[i].spec)) continue;
+        for (size_t j = 0; j < i; j++)
+            if (lead[j] == (long)j && !strcmp(c->e[j].allocator, c->e[i].allocator) &&
+                !strcmp(c->e[j].alloc_conf, c->e[i].alloc_conf) &&
+                c->e[j].conf_given == c->e[i].conf_given) {
+                lead[i] = (long)j;
+                break;
+            }
+        if (lead[i] < 0) lead[i] = (long)i;
+    }
+    x->job = job;
+    for (int phase = 0; phase < 2; phase++) {
+        size_t k = 0;
+        for (size_t i = 0; i < total; i++) {
+            int follows = lead[i] >= 0 && lead[i] != (long)i;
+            if (phase == 0 ? follows : !follows) continue;
+            if (phase == 1 && c->e[lead[i]].rc == GM_OK &&
+                gm_same_run(c->e[lead[i]].r, c->e[i].spec)) {
+                gm_compare_entry *e = &c->e[i];
+                double t0 = gm_monotonic_s();
+                e->rc = gm_same_run_copy(c->e[lead[i]].r, e->spec, &e->r, &e->err);
+                done_line(x, e, gm_monotonic_s() - t0, &c->e[lead[i]]);
+                c->n_shared += e->rc == GM_OK;
+                continue;
+            }
+            job[k] = i;
+            jc[k++] = cost ? cost[i] : 1;
+        }
+        gm_parallel_for_cost(k, jc, c->threads, compare_job, x);
+    }
+    free(lead);
+    free(job);
+    free(jc);
+    return GM_OK;
 }
 
 static void rank_entries(gm_compare *c)
@@ -148,10 +225,14 @@ int gm_compare_run_allocators(const gm_sim_config *base, const gm_alloc_choice *
             cost[a * n + i] *= o->cost;
     }
     double t0 = gm_monotonic_s();
-    compare_ctx x = {base, c};
-    gm_parallel_for_cost(total, cost, c->threads, compare_one, &x);
+    compare_ctx x = {base, c, NULL};
+    int rc = run_shared(&x, total, cost, err);
     c->wall_s = gm_monotonic_s() - t0;
     free(cost);
+    if (rc != GM_OK) {
+        gm_compare_free(c);
+        return rc;
+    }
     for (size_t i = 0; i < total; i++)
         if (c->e[i].rc != GM_OK) {
             int rc = c->by_allocator

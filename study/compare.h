@@ -45,6 +45,9 @@ typedef struct gm_compare {
     int by_allocator; /* entries are allocators x policies (--allocators) */
     int threads;
     double wall_s;
+    /* entries whose result is another's run (study/same_run.h: no driver
+     * call refused, neither policy asked), not simulated again */
+    size_t n_shared;
 } gm_compare;
 
 /* The entry the verdict (fits / OOM, exit status 3) reads: the winner;
@@ -52,8 +55,10 @@ typedef struct gm_compare {
  * whose answer is then the question's. -1 if neither. */
 long gm_compare_verdict_entry(const gm_compare *c);
 
-/* Simulate base once per spec (base->policy is ignored). Fails only if a
- * simulation fails (the first failure's message, naming the policy). */
+/* Simulate base once per spec (base->policy is ignored), each entry's
+ * result its own run's; where that is another's (study/same_run.h) it is
+ * copied from it, not simulated again. Fails only if a simulation fails
+ * (the first failure's message, naming the policy). */
 int gm_compare_run(const gm_sim_config *base, char *const *specs, size_t n, int threads,
                    gm_compare **out, gm_err *err);
 /* `gmsim compare --allocators`: base simulated once per allocator x policy

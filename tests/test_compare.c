@@ -1,14 +1,18 @@
 /*
  * test_compare.c - compare runs its policies on a pool of threads
  * (study/pool.h): on three threads it ranks and measures exactly as on
- * one.
+ * one. And a run shared between policies (study/same_run.h) is each one's
+ * run, figure by figure.
  */
 #include <CUnit/CUnit.h>
 #include <unistd.h>
 
 #include "cu.h"
+#include "same_run.h"
 #include "base/units.h"
 #include "study/compare.h"
+#include "study/same_run.h"
+#include "study/simulate.h"
 #include "traces/gen_bert.h"
 
 static void same_compare(const gm_compare *a, const gm_compare *b)
@@ -65,10 +69,148 @@ static void test_compare_threads(void)
     unlink(path);
 }
 
+/* a and b the same run of the same policy, figure by figure. */
+static void same_result(const gm_sim_result *a, const gm_sim_result *b)
+{
+    CU_ASSERT_STRING_EQUAL(a->policy, b->policy);
+    CU_ASSERT_EQUAL(a->policy_realizable, b->policy_realizable);
+    CU_ASSERT_EQUAL(a->events, b->events);
+    CU_ASSERT(same_metrics(&a->device, &b->device));
+    CU_ASSERT_EQUAL(a->peak_device_used, b->peak_device_used);
+    CU_ASSERT_EQUAL(a->capacity_free, b->capacity_free);
+    CU_ASSERT_EQUAL(a->refused_calls, b->refused_calls);
+    CU_ASSERT_EQUAL(a->independent, b->independent);
+    CU_ASSERT_EQUAL(a->policy_inert, b->policy_inert);
+    CU_ASSERT_EQUAL_FATAL(a->n_tenants, b->n_tenants);
+    for (size_t i = 0; i < a->n_tenants; i++) {
+        const gm_tenant_result *x = &a->t[i], *y = &b->t[i];
+        CU_ASSERT(same_metrics(&x->m, &y->m));
+        CU_ASSERT(same_report(x->policy_report, y->policy_report));
+        CU_ASSERT_EQUAL(x->status, y->status);
+        CU_ASSERT_EQUAL(x->events_done, y->events_done);
+        CU_ASSERT_EQUAL(x->policy_asks, y->policy_asks);
+        CU_ASSERT_EQUAL(x->c.n_driver_alloc, y->c.n_driver_alloc);
+        CU_ASSERT_EQUAL(x->c.n_driver_free, y->c.n_driver_free);
+        CU_ASSERT_EQUAL(x->c.reserved_bytes, y->c.reserved_bytes);
+        CU_ASSERT_EQUAL(x->c.driver_free_ns, y->c.driver_free_ns);
+        CU_ASSERT_EQUAL(x->c.released_bytes, y->c.released_bytes);
+        CU_ASSERT_EQUAL(x->has_stats, y->has_stats);
+        CU_ASSERT(!memcmp(&x->stats, &y->stats, sizeof x->stats));
+        CU_ASSERT_STRING_EQUAL(x->trace_hash, y->trace_hash);
+    }
+}
+
+/* For each policy: whether r (run with its own policy) is its run too
+ * (gm_same_run), and where it says so, the copy is what running it gives. */
+static int shared_ok(const gm_sim_config *cfg, const gm_sim_result *r, const char *spec)
+{
+    int same = gm_same_run(r, spec);
+    if (!same) return 0;
+    gm_sim_config c = *cfg;
+    c.policy = spec;
+    gm_sim_result *direct = NULL, *copy = NULL;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &direct, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(gm_same_run_copy(r, spec, &copy, &err), GM_OK);
+    same_result(copy, direct);
+    gm_sim_result_free(direct);
+    gm_sim_result_free(copy);
+    return 1;
+}
+
+/* One run for several policies (study/same_run.h): where no driver call
+ * was refused, pytorch's run is lru's and priority's, and the copy is
+ * what running each gives; where one was refused, or a policy acts
+ * before a grow (pytorch's garbage collection, a threshold), every run
+ * is its own. compare, sharing, gives what each policy's run alone does. */
+static void test_shared_runs(void)
+{
+    gm_bert_params p;
+    gm_bert_defaults(&p);
+    p.iterations = 30;
+    gm_err err = {0};
+    gm_bert_stats st;
+    const char *path = gm_test_tmp("shared.h5");
+    CU_ASSERT_EQUAL_FATAL(gm_bert_write_trace(path, &p, NULL, NULL, &st, &err), GM_OK);
+    static const gm_latency lat = GM_LATENCY_DEFAULT;
+    gm_tenant_spec spec[2] = {{.path = path, .repeat = 1},
+                              {.path = path, .repeat = 1, .offset_ns = 3000000}};
+    gm_sim_config cfg = {.tenants = spec,
+                         .n_tenants = 1,
+                         .capacity_bytes = 80 * GM_GiB,
+                         .overhead_bytes = GM_DEFAULT_OVERHEAD,
+                         .latency = lat,
+                         .on_oom_skip = 1};
+    static const char *const pol[] = {"pytorch",
+                                      "lru",
+                                      "priority",
+                                      "predictive",
+                                      "oracle",
+                                      "lru:threshold=0.5",
+                                      "priority:order=parameter"};
+    enum { NP = sizeof pol / sizeof pol[0] };
+    /* what is shared in each case: pytorch's run for the policies marked */
+    struct {
+        int tenants;
+        uint64_t capacity;
+        const char *conf;
+        double fraction;
+        const char *lead;
+        int shared[NP];
+    } cases[] = {
+        {1, 80 * GM_GiB, NULL, 0, "pytorch", {1, 1, 1, 0, 0, 0, 1}},
+        {2, 80 * GM_GiB, NULL, 0, "pytorch", {1, 1, 1, 0, 0, 0, 1}},
+        /* refused driver calls: each its own */
+        {1, st.peak_live_bytes + st.peak_live_bytes / 10, NULL, 0, "pytorch", {0}},
+        /* pytorch's garbage collection acts before grows: not pytorch's run,
+         * but lru's is priority's */
+        {1, 80 * GM_GiB, "garbage_collection_threshold:0.5", 0.1, "lru", {0, 1, 1, 0, 0, 0, 1}},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        gm_sim_config c = cfg;
+        c.n_tenants = (size_t)cases[k].tenants;
+        c.capacity_bytes = cases[k].capacity;
+        c.alloc_conf = cases[k].conf;
+        c.memory_fraction = cases[k].fraction;
+        c.policy = cases[k].lead;
+        gm_sim_result *r = NULL;
+        CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+        if (!cases[k].shared[0] && !cases[k].shared[1]) /* refused: pytorch was asked */
+            CU_ASSERT(r->t[0].policy_asks > 0);
+        if (cases[k].conf) { /* the garbage collection released what lru keeps */
+            gm_sim_config d = c;
+            d.policy = "pytorch";
+            gm_sim_result *gc = NULL;
+            CU_ASSERT_EQUAL_FATAL(gm_simulate(&d, &gc, &err), GM_OK);
+            CU_ASSERT(gc->t[0].c.n_driver_free > 0);
+            CU_ASSERT_EQUAL(r->t[0].c.n_driver_free, 0);
+            CU_ASSERT_EQUAL(gc->t[0].policy_asks, 0);
+            gm_sim_result_free(gc);
+        }
+        for (size_t i = 0; i < NP; i++)
+            CU_ASSERT_EQUAL(shared_ok(&c, r, pol[i]), cases[k].shared[i]);
+        gm_sim_result_free(r);
+        /* compare shares, and gives each policy's own run */
+        gm_compare *cmp = NULL;
+        CU_ASSERT_EQUAL_FATAL(gm_compare_run(&c, (char *const *)pol, NP, 2, &cmp, &err), GM_OK);
+        for (size_t i = 0; i < NP; i++) {
+            gm_sim_config d = c;
+            d.policy = pol[i];
+            gm_sim_result *alone = NULL;
+            CU_ASSERT_EQUAL_FATAL(gm_simulate(&d, &alone, &err), GM_OK);
+            same_result(cmp->e[i].r, alone);
+            gm_sim_result_free(alone);
+        }
+        gm_compare_free(cmp);
+    }
+    unlink(path);
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("compare", NULL, NULL);
     if (!s) return CU_get_error();
     CU_add_test(s, "compare on 3 threads is the compare on 1", test_compare_threads);
+    CU_add_test(s, "a run shared between policies is each one's run", test_shared_runs);
     return CU_get_error();
 }
