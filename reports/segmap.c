@@ -23,6 +23,7 @@
 #include "trace_stats.h"
 #include "study/policy_list.h"
 #include "study/pool.h"
+#include "study/same_run.h"
 #include "study/simulate.h"
 #include "traces/trace.h"
 
@@ -96,6 +97,7 @@ typedef struct obs {
     uint64_t z_end;     /* the zoom windows' last end */
     int halt;           /* the engine's gm_sim_config.halt: pass 2 has it all */
     json_t *maps;
+    gm_sim_result **kept; /* NULL, or each pass's result, [pass - 1] (attach_all) */
 } obs;
 
 void gm_segmap_opts_run(gm_segmap_opts *o)
@@ -937,12 +939,21 @@ static int one_pass(const gm_sim_config *cfg, obs *o, gm_err *err)
         o->t[k].a = NULL, o->t[k].reserved = 0;
     gm_sim_result *r = NULL;
     int rc = gm_simulate(&c, &r, err);
-    gm_sim_result_free(r);
+    if (o->kept && rc == GM_OK) {
+        gm_sim_result_free(o->kept[o->pass - 1]);
+        o->kept[o->pass - 1] = r;
+    } else {
+        gm_sim_result_free(r);
+    }
     if (rc == GM_OK && o->failed) rc = gm_errf(err, GM_ENOMEM, "out of memory (segment maps)");
     return rc;
 }
 
-int gm_segmap_json(const gm_sim_config *cfg, const gm_segmap_opts *opts, json_t **out, gm_err *err)
+/* gm_segmap_json, and with kept (2 slots, NULL when not wanted) each
+ * pass's simulation result, [pass - 1] (the caller frees them): whether
+ * another policy's maps are these (attach_all). */
+static int segmap_json(const gm_sim_config *cfg, const gm_segmap_opts *opts, json_t **out,
+                       gm_sim_result **kept, gm_err *err)
 {
     *out = NULL;
     for (size_t k = 0; k < cfg->n_tenants; k++)
@@ -951,7 +962,7 @@ int gm_segmap_json(const gm_sim_config *cfg, const gm_segmap_opts *opts, json_t 
                              "no segment maps for --repeat (a trace's addresses repeat per pass)");
             return *out ? GM_OK : gm_errf(err, GM_ENOMEM, "out of memory");
         }
-    obs o = {.o = opts, .nt = cfg->n_tenants};
+    obs o = {.o = opts, .nt = cfg->n_tenants, .kept = kept};
     o.t = calloc(o.nt ? o.nt : 1, sizeof *o.t);
     o.maps = json_array();
     if (!o.t || !o.maps) {
@@ -1001,19 +1012,99 @@ int gm_segmap_json(const gm_sim_config *cfg, const gm_segmap_opts *opts, json_t 
     return rc;
 }
 
+int gm_segmap_json(const gm_sim_config *cfg, const gm_segmap_opts *opts, json_t **out, gm_err *err)
+{
+    return segmap_json(cfg, opts, out, NULL, err);
+}
+
 /* One result's maps, simulated with its own policy and allocator. */
-typedef struct attach_job {
+typedef struct attach_job attach_job;
+struct attach_job {
     gm_sim_config c;
     gm_segmap_opts o; /* with what its result reached (hinted) */
     json_t *m;
     gm_err err;
     int rc;
-} attach_job;
+    long lead;              /* -1, or the job whose maps these may be (study/same_run.h) */
+    gm_sim_result *kept[2]; /* a lead's passes' results */
+    const attach_job *jobs; /* every job, for a follower's lead */
+};
 
-static void attach_run(void *ctx, size_t i)
+typedef struct attach_ctx {
+    attach_job *job;
+    const size_t *pick; /* the jobs this round runs */
+} attach_ctx;
+
+static void attach_run(void *ctx, size_t k)
 {
-    attach_job *j = &((attach_job *)ctx)[i];
-    j->rc = gm_segmap_json(&j->c, &j->o, &j->m, &j->err);
+    attach_ctx *x = ctx;
+    attach_job *j = &x->job[x->pick[k]];
+    int lead = j->lead == (long)(j - j->jobs);
+    j->rc = segmap_json(&j->c, &j->o, &j->m, lead ? j->kept : NULL, &j->err);
+}
+
+/* Whether job j's maps are its lead's: the lead's passes (each as far as
+ * it went) are j's policy's too (study/same_run.h). */
+static int maps_shared(const attach_job *j)
+{
+    if (j->lead < 0 || j->lead == (long)(j - j->jobs)) return 0;
+    const attach_job *l = &j->jobs[j->lead];
+    if (l->rc != GM_OK || !l->m || !l->kept[1]) return 0;
+    for (int p = 0; p < 2; p++)
+        if (l->kept[p] && !gm_same_run(l->kept[p], j->c.policy)) return 0;
+    return 1;
+}
+
+static int same_str(const char *a, const char *b)
+{
+    return a == b || (a && b && !strcmp(a, b));
+}
+
+/* Run the jobs, the maps of a follower taken from its lead's where they
+ * are the same (maps_shared): the leads and the jobs that may not share
+ * first, then the followers whose lead's maps are not theirs. */
+static void attach_jobs(attach_job *job, size_t n, const double *est, int threads)
+{
+    size_t *pick = malloc((n ? n : 1) * sizeof *pick);
+    double *pc = malloc((n ? n : 1) * sizeof *pc);
+    for (size_t i = 0; i < n; i++) {
+        job[i].jobs = job;
+        job[i].lead = -1;
+        if (!pick || !pc || !gm_same_run_may(job[i].c.policy)) continue;
+        for (size_t l = 0; l < i && job[i].lead < 0; l++)
+            if (job[l].lead == (long)l && same_str(job[l].c.allocator, job[i].c.allocator) &&
+                same_str(job[l].c.alloc_conf, job[i].c.alloc_conf))
+                job[i].lead = (long)l;
+        if (job[i].lead < 0) job[i].lead = (long)i;
+    }
+    if (!pick || !pc) { /* out of memory: each its own, in order */
+        for (size_t i = 0; i < n; i++)
+            job[i].rc = segmap_json(&job[i].c, &job[i].o, &job[i].m, NULL, &job[i].err);
+        free(pick);
+        free(pc);
+        return;
+    }
+    attach_ctx ctx = {job, pick};
+    for (int phase = 0; phase < 2; phase++) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+            int follows = job[i].lead >= 0 && job[i].lead != (long)i;
+            if (phase == 0 ? follows : !follows) continue;
+            if (phase == 1 && maps_shared(&job[i])) {
+                job[i].m = json_deep_copy(job[job[i].lead].m);
+                job[i].rc = job[i].m ? GM_OK : gm_errf(&job[i].err, GM_ENOMEM, "out of memory");
+                continue;
+            }
+            pick[k] = i;
+            pc[k++] = est ? est[i] : 1;
+        }
+        gm_parallel_for_cost(k, est ? pc : NULL, k > 1 ? threads : 1, attach_run, &ctx);
+    }
+    for (size_t i = 0; i < n; i++)
+        for (int p = 0; p < 2; p++)
+            gm_sim_result_free(job[i].kept[p]);
+    free(pick);
+    free(pc);
 }
 
 void gm_segmap_hint(gm_segmap_opts *o, json_t *res)
@@ -1087,7 +1178,7 @@ static int attach_all(json_t *result, const gm_sim_config *cfg, const gm_segmap_
     }
     /* a comparison's policies cost what they cost in it (study/pool.h) */
     double *est = named ? gm_policy_spec_costs(pol, n, 1) : NULL;
-    gm_parallel_for_cost(n, est, n > 1 ? threads : 1, attach_run, job);
+    attach_jobs(job, n, est, n > 1 ? threads : 1);
     free(est);
     int rc = GM_OK;
     for (size_t i = 0; i < n; i++) {

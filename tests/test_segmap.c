@@ -15,7 +15,9 @@
 #include "reports/html.h"
 #include "reports/results.h"
 #include "reports/segmap.h"
+#include "study/compare.h"
 #include "study/simulate.h"
+#include "traces/gen_bert.h"
 #include "traces/trace.h"
 
 #define SEG_SITE "<script>alert('seg')</script>/model.py:3 in fwd"
@@ -742,6 +744,62 @@ static void test_retired_tenant(void)
     gm_trace_meta_free(&m1);
 }
 
+/* A comparison page's maps, where a policy's run is another's (pytorch's
+ * is lru's and priority's when no driver call was refused, study/same_run.h)
+ * taken from it, are each policy's own: what gm_segmap_json gives for it
+ * alone. On a device where calls are refused, and with the zoom (two
+ * passes) and without (one). */
+static void test_shared_maps(void)
+{
+    gm_bert_params p;
+    gm_bert_defaults(&p);
+    p.iterations = 12;
+    gm_err err = {0};
+    gm_bert_stats st;
+    const char *path = gm_test_tmp("shared_maps.h5");
+    CU_ASSERT_EQUAL_FATAL(gm_bert_write_trace(path, &p, NULL, NULL, &st, &err), GM_OK);
+    gm_tenant_spec t = {.path = path, .repeat = 1};
+    static const char *const pol[] = {"pytorch", "lru", "predictive", "priority"};
+    const uint64_t caps[] = {80 * GM_GiB, st.peak_live_bytes + st.peak_live_bytes / 20};
+    for (size_t k = 0; k < 2; k++)
+        for (int zoom = 0; zoom < 2; zoom++) {
+            gm_sim_config cfg;
+            config(&cfg, &t);
+            cfg.capacity_bytes = caps[k];
+            cfg.overhead_given = 1;
+            cfg.on_oom_skip = 1;
+            gm_compare *c = NULL;
+            CU_ASSERT_EQUAL_FATAL(gm_compare_run(&cfg, (char *const *)pol, 4, 2, &c, &err), GM_OK);
+            CU_ASSERT_EQUAL(c->e[0].r->t[0].policy_asks > 0, k == 1);
+            json_t *j = gm_compare_json(&cfg, c);
+            gm_compare_free(c);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+            gm_segmap_opts o;
+            gm_segmap_opts_compare(&o);
+            o.zoom = zoom;
+            CU_ASSERT_EQUAL_FATAL(gm_segmap_page_attach(j, &cfg, &o, 2, &err), GM_OK);
+            json_t *results = json_object_get(j, "results");
+            CU_ASSERT_EQUAL_FATAL(json_array_size(results), 4);
+            for (size_t i = 0; i < 4; i++) {
+                json_t *res = json_array_get(results, i);
+                gm_sim_config one = cfg;
+                one.policy =
+                    json_string_value(json_object_get(json_object_get(res, "inputs"), "policy"));
+                CU_ASSERT_PTR_NOT_NULL_FATAL(one.policy);
+                gm_segmap_opts oo = o;
+                gm_segmap_hint(&oo, res);
+                json_t *alone = NULL;
+                CU_ASSERT_EQUAL_FATAL(gm_segmap_json(&one, &oo, &alone, &err), GM_OK);
+                json_t *got = json_object_get(res, "segment_maps");
+                CU_ASSERT(json_array_size(json_object_get(got, "maps")) > 0);
+                CU_ASSERT(json_equal(got, alone));
+                json_decref(alone);
+            }
+            json_decref(j);
+        }
+    unlink(path);
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("segmap", NULL, NULL);
@@ -755,5 +813,6 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_hint_ends_pass);
     GM_ADD_TEST(s, test_hint_ends_first_pass);
     GM_ADD_TEST(s, test_retired_tenant);
+    GM_ADD_TEST(s, test_shared_maps);
     return CUE_SUCCESS;
 }
