@@ -7,13 +7,13 @@
 #include <CUnit/CUnit.h>
 #include <unistd.h>
 
+#include "bert_trace.h"
 #include "cu.h"
 #include "same_run.h"
 #include "base/units.h"
 #include "study/compare.h"
 #include "study/same_run.h"
 #include "study/simulate.h"
-#include "traces/gen_bert.h"
 
 static void same_compare(const gm_compare *a, const gm_compare *b)
 {
@@ -40,13 +40,9 @@ static void same_compare(const gm_compare *a, const gm_compare *b)
  * makes the policies differ. */
 static void test_compare_threads(void)
 {
-    gm_bert_params p;
-    gm_bert_defaults(&p);
-    p.iterations = 120; /* ~310 k events */
     gm_err err = {0};
     gm_bert_stats st;
-    const char *path = gm_test_tmp("compare.h5");
-    CU_ASSERT_EQUAL_FATAL(gm_bert_write_trace(path, &p, NULL, NULL, &st, &err), GM_OK);
+    const char *path = bert_trace("compare.h5", 120, &st); /* ~310 k events */
     CU_ASSERT_FATAL(st.events > 300000);
 
     static const gm_latency lat = GM_LATENCY_DEFAULT;
@@ -125,13 +121,9 @@ static int shared_ok(const gm_sim_config *cfg, const gm_sim_result *r, const cha
  * is its own. compare, sharing, gives what each policy's run alone does. */
 static void test_shared_runs(void)
 {
-    gm_bert_params p;
-    gm_bert_defaults(&p);
-    p.iterations = 30;
     gm_err err = {0};
     gm_bert_stats st;
-    const char *path = gm_test_tmp("shared.h5");
-    CU_ASSERT_EQUAL_FATAL(gm_bert_write_trace(path, &p, NULL, NULL, &st, &err), GM_OK);
+    const char *path = bert_trace("shared.h5", 30, &st);
     static const gm_latency lat = GM_LATENCY_DEFAULT;
     gm_tenant_spec spec[2] = {{.path = path, .repeat = 1},
                               {.path = path, .repeat = 1, .offset_ns = 3000000}};

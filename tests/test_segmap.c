@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bert_trace.h"
 #include "cu.h"
 #include "base/strbuf.h"
 #include "base/units.h"
@@ -17,7 +18,6 @@
 #include "reports/segmap.h"
 #include "study/compare.h"
 #include "study/simulate.h"
-#include "traces/gen_bert.h"
 #include "traces/trace.h"
 
 #define SEG_SITE "<script>alert('seg')</script>/model.py:3 in fwd"
@@ -751,13 +751,9 @@ static void test_retired_tenant(void)
  * passes) and without (one). */
 static void test_shared_maps(void)
 {
-    gm_bert_params p;
-    gm_bert_defaults(&p);
-    p.iterations = 12;
     gm_err err = {0};
     gm_bert_stats st;
-    const char *path = gm_test_tmp("shared_maps.h5");
-    CU_ASSERT_EQUAL_FATAL(gm_bert_write_trace(path, &p, NULL, NULL, &st, &err), GM_OK);
+    const char *path = bert_trace("shared_maps.h5", 12, &st);
     gm_tenant_spec t = {.path = path, .repeat = 1};
     static const char *const pol[] = {"pytorch", "lru", "predictive", "priority"};
     const uint64_t caps[] = {80 * GM_GiB, st.peak_live_bytes + st.peak_live_bytes / 20};
