@@ -186,9 +186,17 @@ int cmd_compare(int argc, char **argv)
     gm_run_opts_config(&o, &cfg);
     cfg.no_device_stats = !json_path && !html_path; /* memory_stats() only in the JSON */
     gm_compare *cmp = NULL;
+    /* the page's trace statistics are read on a thread of their own from
+     * now on, beside the runs (reports/segmap.h) */
+    gm_trace_stats_bg *bg = NULL;
+    if (html_path && threads != 1 && gm_trace_stats_start(&cfg, &bg) != GM_OK) {
+        gm_run_opts_free(&o);
+        return gm_cmd_fail("compare", GM_ENOMEM, "out of memory");
+    }
     gm_cli_progress_begin("compare", quiet, &cfg, 0);
     gm_preload pre; /* every run replays the traces from memory (study/preload.h) */
     if (gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, &err) != GM_OK) {
+        gm_trace_stats_finish(bg, NULL, &cfg, NULL);
         gm_run_opts_free(&o);
         return gm_cmd_fail("compare", GM_ENOMEM, err.msg);
     }
@@ -206,11 +214,14 @@ int cmd_compare(int argc, char **argv)
         if (rc == GM_OK && json_path) rc = gm_json_write(j, json_path, &err);
         gm_segmap_opts so;
         gm_segmap_opts_compare(&so);
-        if (rc == GM_OK && html_path &&
-            (rc = gm_segmap_page_attach(j, &cfg, &so, threads, &err)) == GM_OK)
-            rc = gm_html_write_file(j, html_path, &err);
+        if (rc == GM_OK && html_path) {
+            rc = gm_segmap_page_attach(j, &cfg, &so, threads, bg, &err);
+            bg = NULL; /* taken */
+            if (rc == GM_OK) rc = gm_html_write_file(j, html_path, &err);
+        }
         json_decref(j);
     }
+    gm_trace_stats_finish(bg, NULL, &cfg, NULL); /* not taken: a run failed first */
     if (rc == GM_OK && isatty(2))
         fprintf(stderr, "gmsim compare: %zu simulations on %d thread%s in %.2f s\n", n,
                 cmp->threads, cmp->threads == 1 ? "" : "s", cmp->wall_s);

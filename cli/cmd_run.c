@@ -185,6 +185,14 @@ int cmd_run(int argc, char **argv)
         gm_run_opts_free(&o);
         return gm_cmd_fail("run", rc, err.msg);
     }
+    /* the page's trace statistics are read on a thread of their own from
+     * now on, beside the run (reports/segmap.h) */
+    gm_trace_stats_bg *bg = NULL;
+    if (html_path && gm_trace_stats_start(&cfg, &bg) != GM_OK) {
+        gm_top_sites_free(&ts);
+        gm_run_opts_free(&o);
+        return gm_cmd_fail("run", GM_ENOMEM, "out of memory");
+    }
     gm_cli_progress_begin("run", quiet, &cfg, 1);
     gm_sim_result *r;
     rc = gm_simulate(&cfg, &r, &err);
@@ -197,6 +205,7 @@ int cmd_run(int argc, char **argv)
     if (rc != GM_OK) {
         gm_top_sites_free(&ts);
         gm_run_opts_free(&o);
+        gm_trace_stats_finish(bg, NULL, &cfg, NULL);
         return gm_cmd_fail("run", rc, err.msg);
     }
     if (!quiet) gm_table_run(text, &cfg, r);
@@ -215,6 +224,7 @@ int cmd_run(int argc, char **argv)
             gm_top_sites_free(&ts);
             gm_sim_result_free(r);
             gm_run_opts_free(&o);
+            gm_trace_stats_finish(bg, NULL, &cfg, NULL);
             return gm_cmd_fail("run", rc, err.msg);
         }
         explained = 1;
@@ -229,7 +239,8 @@ int cmd_run(int argc, char **argv)
          * more passes over the trace: made for the page, and then in the
          * JSON too, so it carries everything the page draws; a plain --json
          * stays one pass (`gmsim report --trace-stats` adds them later) */
-        if (html_path) rc = gm_segmap_page_attach(j, &cfg, &args.segmap, 0, &err);
+        if (html_path) rc = gm_segmap_page_attach(j, &cfg, &args.segmap, 0, bg, &err);
+        bg = NULL; /* taken */
         if (rc == GM_OK && json_path) rc = gm_json_write(j, json_path, &err);
         if (rc == GM_OK && html_path) rc = gm_html_write_file(j, html_path, &err);
         json_decref(j);
@@ -237,6 +248,7 @@ int cmd_run(int argc, char **argv)
             gm_top_sites_free(&ts);
             gm_sim_result_free(r);
             gm_run_opts_free(&o);
+            gm_trace_stats_finish(bg, NULL, &cfg, NULL);
             return gm_cmd_fail("run", rc, err.msg);
         }
     }

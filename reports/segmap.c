@@ -1198,10 +1198,9 @@ static int attach_all(json_t *result, const gm_sim_config *cfg, const gm_segmap_
 }
 
 int gm_segmap_page_attach(json_t *result, const gm_sim_config *cfg, const gm_segmap_opts *o,
-                          int threads, gm_err *err)
+                          int threads, gm_trace_stats_bg *bg, gm_err *err)
 {
-    gm_trace_stats_bg *bg = NULL;
-    if (threads != 1 && gm_trace_stats_start(cfg, &bg) != GM_OK)
+    if (!bg && threads != 1 && gm_trace_stats_start(cfg, &bg) != GM_OK)
         return gm_errf(err, GM_ENOMEM, "out of memory");
     int sm = attach_all(result, cfg, o, threads, err);
     gm_err serr = {0};

@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "trace_stats.h"
 #include "sim/engine.h"
 
 typedef struct gm_segmap_opts {
@@ -101,9 +102,11 @@ int gm_segmap_json(const gm_sim_config *cfg, const gm_segmap_opts *o, json_t **o
  * simulated on `threads` threads (0: one per core; study/pool.h, costliest
  * policy first); the maps do not depend on it. Every tenant gets its trace
  * statistics (trace_stats.h), read on a thread of their own while the maps
- * are simulated (with threads 1, one after the other). The statistics'
- * error first, as when they were read first. */
+ * are simulated (with threads 1, one after the other): bg, when the caller
+ * started that thread earlier (gm_trace_stats_start before its run, so
+ * that the reading overlaps the run too; taken here: finished and freed),
+ * else NULL. The statistics' error first, as when they were read first. */
 int gm_segmap_page_attach(json_t *result, const gm_sim_config *cfg, const gm_segmap_opts *o,
-                          int threads, gm_err *err);
+                          int threads, gm_trace_stats_bg *bg, gm_err *err);
 
 #endif

@@ -82,7 +82,8 @@ int gm_trace_stats_attach(json_t *result, const gm_sim_config *cfg, gm_err *err)
  * gm_trace_stats_finish waits for it, then attaches as
  * gm_trace_stats_attach does, from what it read (a file it did not read is
  * read then; a file it could not read gives that error), and frees it.
- * result NULL: only wait and free (a command that fails first). *out may
+ * result NULL: only wait and free (a command that fails first; err is
+ * not written then, and may be NULL). *out may
  * be NULL (no thread could start): finish then reads every file itself.
  * Returns GM_ENOMEM when out of memory.
  */

@@ -773,7 +773,7 @@ static void test_shared_maps(void)
             gm_segmap_opts o;
             gm_segmap_opts_compare(&o);
             o.zoom = zoom;
-            CU_ASSERT_EQUAL_FATAL(gm_segmap_page_attach(j, &cfg, &o, 2, &err), GM_OK);
+            CU_ASSERT_EQUAL_FATAL(gm_segmap_page_attach(j, &cfg, &o, 2, NULL, &err), GM_OK);
             json_t *results = json_object_get(j, "results");
             CU_ASSERT_EQUAL_FATAL(json_array_size(results), 4);
             for (size_t i = 0; i < 4; i++) {
