@@ -362,11 +362,12 @@ static int bench_fit(const char *path)
     gm_sim_result_free(r);
     printf("mode fit: %.3f s CPU for 5 policies on 1 thread (one pytorch run: %.3f s)\n", s, one);
     for (size_t i = 0; i < f->n; i++)
-        printf(
-            "  %-10s %2u simulations, %.2f full-run equivalents (%llu events), fits at %.2f GiB\n",
-            f->e[i].spec, f->e[i].runs, (double)f->e[i].events_simulated / (double)n,
-            (unsigned long long)f->e[i].events_simulated,
-            (double)f->e[i].capacity / (double)GM_GiB);
+        printf("  %-10s %2u runs (%u another policy's), %.2f full-run equivalents simulated "
+               "(%llu events), fits at %.2f GiB\n",
+               f->e[i].spec, f->e[i].runs, f->e[i].shared_runs,
+               (double)f->e[i].events_simulated / (double)n,
+               (unsigned long long)f->e[i].events_simulated,
+               (double)f->e[i].capacity / (double)GM_GiB);
     gm_fit_free(f);
     return 0;
 }

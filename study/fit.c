@@ -3,32 +3,131 @@
 
 #include "base/units.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "policy_list.h"
 #include "pool.h"
+#include "same_run.h"
 #include "simulate.h"
 #include "base/clock.h"
 #include "traces/trace.h"
 
+/*
+ * Runs a capacity search of one policy may take from another's
+ * (study/same_run.h): the runs of a lead (the first policy that may share
+ * a run) that never asked its policy, by capacity, for the searches of
+ * the policies after it that may share one. A search looks here before it
+ * simulates and takes a run it finds where it is its policy's too; one
+ * not there yet (the lead has not come to it) it simulates: the same
+ * result either way, so a search's answer and runs do not depend on the
+ * threads' timing, only its CPU time does.
+ */
+typedef struct fit_memo {
+    pthread_mutex_t mu;
+    pthread_cond_t done;
+    uint64_t running; /* the capacity the lead simulates now, 0 = none */
+    uint64_t *cap;
+    gm_sim_result **r;
+    size_t n, room;
+} fit_memo;
+
+/* The lead begins its run at capacity c: a follower that comes to c waits
+ * for it (memo_find) rather than simulate it too. */
+static void memo_begin(fit_memo *m, uint64_t c)
+{
+    pthread_mutex_lock(&m->mu);
+    m->running = c;
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* The lead's run at capacity c is done, with result r (NULL: none): a
+ * copy into the memo when it never asked its policy (the run its
+ * followers may take), and the followers waiting for it wake. */
+static void memo_keep(fit_memo *m, uint64_t c, const gm_sim_result *r, const char *spec)
+{
+    gm_sim_result *copy = NULL;
+    gm_err err = {0};
+    if (r && gm_same_run(r, spec) && gm_same_run_copy(r, spec, &copy, &err) != GM_OK) copy = NULL;
+    pthread_mutex_lock(&m->mu);
+    m->running = 0;
+    pthread_cond_broadcast(&m->done);
+    if (!copy) {
+        pthread_mutex_unlock(&m->mu);
+        return;
+    }
+    if (m->n == m->room) {
+        size_t room = m->room ? 2 * m->room : 4;
+        uint64_t *cap = realloc(m->cap, room * sizeof *cap);
+        if (cap) m->cap = cap;
+        gm_sim_result **v = cap ? realloc(m->r, room * sizeof *v) : NULL;
+        if (v) {
+            m->r = v;
+            m->room = room;
+        }
+    }
+    if (m->n < m->room) {
+        m->cap[m->n] = c;
+        m->r[m->n++] = copy;
+        copy = NULL;
+    }
+    pthread_mutex_unlock(&m->mu);
+    gm_sim_result_free(copy); /* no room: not kept */
+}
+
+/* The lead's run at capacity c, if it has one: waited for while the lead
+ * simulates it (the lead never waits, so this ends); NULL when it has not
+ * come to c (never freed before the fit ends, so it is read after the
+ * lock). */
+static const gm_sim_result *memo_find(fit_memo *m, uint64_t c)
+{
+    const gm_sim_result *r = NULL;
+    if (!m) return NULL;
+    pthread_mutex_lock(&m->mu);
+    while (m->running == c)
+        pthread_cond_wait(&m->done, &m->mu);
+    for (size_t i = 0; i < m->n && !r; i++)
+        if (m->cap[i] == c) r = m->r[i];
+    pthread_mutex_unlock(&m->mu);
+    return r;
+}
+
+/* A search's memos: the one it fills (a lead's) and the one it reads (its
+ * lead's); NULL when none. */
+typedef struct fit_share {
+    fit_memo *fill, *read;
+} fit_share;
+
 /* Outcome of one simulation for fit: 1 fits (no OOM, every tenant done),
  * 0 does not (an OOM, or the contexts alone do not fit), <0 an error. The
  * result goes to *keep when keep is given and it fits (or `always`),
- * replacing what was there; else it is freed. */
-static int try_run_as(const gm_sim_config *cfg, gm_fit_entry *e, gm_sim_result **keep, int always)
+ * replacing what was there; else it is freed (or kept in sh's memo). With
+ * sh, the run is the lead's where that one is this policy's too. */
+static int try_run_shared(const gm_sim_config *cfg, gm_fit_entry *e, gm_sim_result **keep,
+                          int always, const fit_share *sh)
 {
     gm_sim_result *r = NULL;
     gm_err err = {0};
     e->runs++;
-    int rc = gm_simulate(cfg, &r, &err);
+    const gm_sim_result *lead = sh ? memo_find(sh->read, cfg->capacity_bytes) : NULL;
+    int rc;
+    if (lead && gm_same_run(lead, e->spec)) {
+        rc = gm_same_run_copy(lead, e->spec, &r, &err);
+        e->shared_runs += rc == GM_OK;
+    } else {
+        if (sh && sh->fill) memo_begin(sh->fill, cfg->capacity_bytes);
+        rc = gm_simulate(cfg, &r, &err);
+        if (sh && sh->fill)
+            memo_keep(sh->fill, cfg->capacity_bytes, rc == GM_OK ? r : NULL, e->spec);
+        if (rc == GM_OK) e->events_simulated += r->events;
+    }
     if (rc == GM_EOOM) return 0; /* the CUDA contexts do not fit: the device is too small */
     if (rc != GM_OK) {
         e->rc = rc;
         e->err = err;
         return rc;
     }
-    e->events_simulated += r->events;
     int ok = r->device.n_oom == 0 && gm_sim_completed(r) == r->n_tenants;
     if (cfg->step_done) {
         char line[480];
@@ -48,15 +147,16 @@ static int try_run_as(const gm_sim_config *cfg, gm_fit_entry *e, gm_sim_result *
     return ok;
 }
 
-static int try_run(const gm_sim_config *cfg, gm_fit_entry *e, gm_sim_result **keep)
+static int try_run_as(const gm_sim_config *cfg, gm_fit_entry *e, gm_sim_result **keep, int always)
 {
-    return try_run_as(cfg, e, keep, 0);
+    return try_run_shared(cfg, e, keep, always, NULL);
 }
 
 typedef struct fit_ctx {
     const gm_sim_config *base;
     gm_fit *f;
     uint64_t base_capacity, max_capacity;
+    fit_share *share; /* per entry (capacity mode), or NULL */
 } fit_ctx;
 
 static uint64_t step_down(uint64_t v)
@@ -94,9 +194,10 @@ static void fit_capacity_one(void *arg, size_t i)
     gm_sim_result *best = NULL; /* the run that showed `hi` fits */
     int ok;
     uint64_t start = x->base_capacity, max_capacity = x->max_capacity;
+    const fit_share *sh = x->share ? &x->share[i] : NULL;
     if (!start) { /* no device known: start from what the run uses on one that never runs out */
         cfg.capacity_bytes = GM_FIT_PROBE_BYTES;
-        if ((ok = try_run(&cfg, e, &best)) < 0) goto out;
+        if ((ok = try_run_shared(&cfg, e, &best, 0, sh)) < 0) goto out;
         if (!ok) {
             e->max_capacity = GM_FIT_PROBE_BYTES;
             goto out; /* not even the probe fits */
@@ -117,7 +218,7 @@ static void fit_capacity_one(void *arg, size_t i)
         for (;;) {
             cfg.capacity_bytes = hi;
             e->max_capacity = hi;
-            if ((ok = try_run(&cfg, e, &best)) < 0) goto out;
+            if ((ok = try_run_shared(&cfg, e, &best, 0, sh)) < 0) goto out;
             if (ok) {
                 hi = fitted(hi, best);
                 break;
@@ -132,7 +233,7 @@ static void fit_capacity_one(void *arg, size_t i)
      * settles it; else a lower end, and the bisection */
     if (lo == 0 && hi > GM_FIT_STEP) {
         cfg.capacity_bytes = hi - GM_FIT_STEP;
-        if ((ok = try_run(&cfg, e, &best)) < 0) goto out;
+        if ((ok = try_run_shared(&cfg, e, &best, 0, sh)) < 0) goto out;
         if (!ok)
             lo = hi - GM_FIT_STEP;
         else
@@ -146,7 +247,7 @@ static void fit_capacity_one(void *arg, size_t i)
         for (;;) {
             if (lo == 0) break; /* 0 bytes never fit */
             cfg.capacity_bytes = lo;
-            if ((ok = try_run(&cfg, e, &best)) < 0) goto out;
+            if ((ok = try_run_shared(&cfg, e, &best, 0, sh)) < 0) goto out;
             if (!ok) break;
             hi = fitted(lo, best); /* fits lower than expected: keep going down */
             lo = step_down(lo / 2);
@@ -155,7 +256,7 @@ static void fit_capacity_one(void *arg, size_t i)
     while (hi > lo && hi - lo > GM_FIT_STEP) {
         uint64_t mid = lo + step_down((hi - lo) / 2);
         cfg.capacity_bytes = mid;
-        if ((ok = try_run(&cfg, e, &best)) < 0) goto out;
+        if ((ok = try_run_shared(&cfg, e, &best, 0, sh)) < 0) goto out;
         if (ok) {
             uint64_t f = fitted(mid, best);
             /* never at or below a capacity that did not fit: a model that
@@ -226,6 +327,56 @@ static int base_capacity(const gm_sim_config *base, uint64_t *cap, gm_err *err)
     return GM_OK;
 }
 
+/* The searches' memos (fit_memo): the first policy that may share a run
+ * (study/same_run.h) fills one, and the later such policies read it; with
+ * one such policy or none, *share is NULL. A follower's cost goes just
+ * under its lead's, so that a thread that has both runs the lead first
+ * (study/pool.h). Returns the memo to free (share_free). */
+static fit_memo *share_plan(char *const *specs, size_t n, double *cost, fit_share **share)
+{
+    *share = NULL;
+    long lead = -1;
+    size_t followers = 0;
+    for (size_t i = 0; i < n; i++)
+        if (gm_same_run_may(specs[i])) {
+            if (lead < 0)
+                lead = (long)i;
+            else
+                followers++;
+        }
+    if (!followers) return NULL;
+    fit_memo *m = calloc(1, sizeof *m);
+    fit_share *sh = m ? calloc(n, sizeof *sh) : NULL;
+    if (!sh) { /* out of memory: every search its own */
+        free(m);
+        return NULL;
+    }
+    pthread_mutex_init(&m->mu, NULL);
+    pthread_cond_init(&m->done, NULL);
+    for (size_t i = 0; i < n; i++) {
+        if ((long)i == lead) sh[i].fill = m;
+        if ((long)i > lead && gm_same_run_may(specs[i])) {
+            sh[i].read = m;
+            if (cost && cost[i] >= cost[lead]) cost[i] = cost[lead] * 0.999;
+        }
+    }
+    *share = sh;
+    return m;
+}
+
+static void share_free(fit_memo *m, fit_share *sh)
+{
+    free(sh);
+    if (!m) return;
+    for (size_t i = 0; i < m->n; i++)
+        gm_sim_result_free(m->r[i]);
+    free(m->r);
+    free(m->cap);
+    pthread_mutex_destroy(&m->mu);
+    pthread_cond_destroy(&m->done);
+    free(m);
+}
+
 int gm_fit_capacity(const gm_sim_config *base, char *const *specs, size_t n, int threads,
                     uint64_t max_capacity, gm_fit **out, gm_err *err)
 {
@@ -237,13 +388,15 @@ int gm_fit_capacity(const gm_sim_config *base, char *const *specs, size_t n, int
     if (!f) return gm_errf(err, GM_ENOMEM, "out of memory");
     f->threads = threads > 0 ? threads : gm_default_threads();
     f->capacity_bytes = cap;
-    fit_ctx x = {base, f, cap, max_capacity ? max_capacity : cap * 16};
+    fit_ctx x = {base, f, cap, max_capacity ? max_capacity : cap * 16, NULL};
     f->probed = cap == 0;
     double *cost = gm_policy_spec_costs(specs, n, 1); /* study/pool.h */
+    fit_memo *memo = share_plan(specs, n, cost, &x.share);
     double t0 = gm_monotonic_s();
     gm_parallel_for_cost(n, cost, f->threads, fit_capacity_one, &x);
     free(cost);
     f->wall_s = gm_monotonic_s() - t0;
+    share_free(memo, x.share);
     return fit_finish(f, out, err);
 }
 
@@ -383,7 +536,7 @@ int gm_fit_tenants(const gm_sim_config *base, char *const *specs, size_t n, int 
     f->stagger_ns = stagger_ns;
     f->capacity_bytes = cap;
     f->threads = threads > 0 ? threads : gm_default_threads();
-    fit_ctx x = {base, f, cap, 0};
+    fit_ctx x = {base, f, cap, 0, NULL};
     double *cost = gm_policy_spec_costs(specs, n, 1); /* study/pool.h */
     double t0 = gm_monotonic_s();
     gm_parallel_for_cost(n, cost, f->threads, fit_tenants_one, &x);
@@ -628,7 +781,7 @@ int gm_fit_density(const gm_sim_config *base, char *const *specs, size_t n, int 
     f->stagger_ns = stagger_ns;
     f->capacity_bytes = cap;
     f->threads = threads > 0 ? threads : gm_default_threads();
-    fit_ctx x = {base, f, cap, 0};
+    fit_ctx x = {base, f, cap, 0, NULL};
     double t0 = gm_monotonic_s();
     gm_parallel_for(rows, f->threads, fit_density_one, &x);
     f->wall_s = gm_monotonic_s() - t0;

@@ -32,6 +32,7 @@ typedef struct gm_fit_entry {
     uint32_t copies_tried;
     uint32_t first_fail_completed; /* tenants that completed at copies_fit + 1 */
     uint32_t runs;                 /* simulations this entry needed                */
+    uint32_t shared_runs;          /* of those, another policy's run taken (study/same_run.h) */
     /* density mode (gm_fit_density): the scheduling mode of this row, its
      * label, and at copies_fit: jobs on the device, the protected tenants'
      * slowdown and the device's memory utilization, the other tenants'

@@ -12,6 +12,7 @@
 #include "same_run.h"
 #include "base/units.h"
 #include "study/compare.h"
+#include "study/fit.h"
 #include "study/same_run.h"
 #include "study/simulate.h"
 
@@ -198,11 +199,66 @@ static void test_shared_runs(void)
     unlink(path);
 }
 
+/* fit's searches take the runs of the first policy that may share one
+ * (study/same_run.h, fit.c's memo): every entry is what a fit of its
+ * policy alone gives, on one thread and on three, and on one thread (the
+ * lead's search first) lru and priority take its run on the trace's
+ * device. With pytorch's garbage collection on, nothing is taken. */
+static void test_fit_shared(void)
+{
+    gm_err err = {0};
+    gm_bert_stats st;
+    const char *path = bert_trace("fit_shared.h5", 20, &st);
+    static const gm_latency lat = GM_LATENCY_DEFAULT;
+    gm_tenant_spec spec = {.path = path, .repeat = 1};
+    gm_sim_config cfg = {.tenants = &spec,
+                         .n_tenants = 1,
+                         .capacity_bytes = 80 * GM_GiB,
+                         .overhead_bytes = GM_DEFAULT_OVERHEAD,
+                         .latency = lat};
+    static const char *const pol[] = {"pytorch", "lru", "predictive", "priority",
+                                      "lru:threshold=0.5"};
+    enum { NP = sizeof pol / sizeof pol[0] };
+    for (int gc = 0; gc < 2; gc++) {
+        gm_sim_config c = cfg;
+        if (gc) c.alloc_conf = "garbage_collection_threshold:0.5", c.memory_fraction = 0.1;
+        gm_fit *alone[NP];
+        for (size_t i = 0; i < NP; i++) {
+            char *one[] = {(char *)pol[i]};
+            CU_ASSERT_EQUAL_FATAL(gm_fit_capacity(&c, one, 1, 1, 0, &alone[i], &err), GM_OK);
+            CU_ASSERT_EQUAL(alone[i]->e[0].shared_runs, 0);
+        }
+        for (int threads = 1; threads <= 3; threads += 2) {
+            gm_fit *f = NULL;
+            CU_ASSERT_EQUAL_FATAL(gm_fit_capacity(&c, (char *const *)pol, NP, threads, 0, &f, &err),
+                                  GM_OK);
+            for (size_t i = 0; i < NP; i++) {
+                const gm_fit_entry *x = &f->e[i], *y = &alone[i]->e[0];
+                CU_ASSERT_EQUAL(x->found, y->found);
+                CU_ASSERT_EQUAL(x->capacity, y->capacity);
+                CU_ASSERT_EQUAL(x->oom_capacity, y->oom_capacity);
+                CU_ASSERT_EQUAL(x->max_capacity, y->max_capacity);
+                CU_ASSERT_EQUAL(x->peak_live, y->peak_live);
+                CU_ASSERT_EQUAL(x->peak_reserved, y->peak_reserved);
+                CU_ASSERT_EQUAL(x->runs, y->runs);
+                int follower = i == 1 || i == 3; /* lru, priority */
+                if (threads == 1) CU_ASSERT_EQUAL(x->shared_runs > 0, follower && !gc);
+                if (!follower || gc) CU_ASSERT_EQUAL(x->shared_runs, 0);
+            }
+            gm_fit_free(f);
+        }
+        for (size_t i = 0; i < NP; i++)
+            gm_fit_free(alone[i]);
+    }
+    unlink(path);
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("compare", NULL, NULL);
     if (!s) return CU_get_error();
     CU_add_test(s, "compare on 3 threads is the compare on 1", test_compare_threads);
     CU_add_test(s, "a run shared between policies is each one's run", test_shared_runs);
+    CU_add_test(s, "fit's shared runs give each policy's own search", test_fit_shared);
     return CU_get_error();
 }
