@@ -33,8 +33,9 @@ typedef struct fit_memo {
     size_t n, room;
 } fit_memo;
 
-/* The lead begins its run at capacity c: a follower that comes to c waits
- * for it (memo_find) rather than simulate it too. */
+/* The lead begins its run c (its key: a capacity, or a count of copies):
+ * a follower that comes to c waits for it (memo_find) rather than
+ * simulate it too. */
 static void memo_begin(fit_memo *m, uint64_t c)
 {
     pthread_mutex_lock(&m->mu);
@@ -42,7 +43,7 @@ static void memo_begin(fit_memo *m, uint64_t c)
     pthread_mutex_unlock(&m->mu);
 }
 
-/* The lead's run at capacity c is done, with result r (NULL: none): a
+/* The lead's run c is done, with result r (NULL: none): a
  * copy into the memo when it never asked its policy (the run its
  * followers may take), and the followers waiting for it wake. */
 static void memo_keep(fit_memo *m, uint64_t c, const gm_sim_result *r, const char *spec)
@@ -76,7 +77,7 @@ static void memo_keep(fit_memo *m, uint64_t c, const gm_sim_result *r, const cha
     gm_sim_result_free(copy); /* no room: not kept */
 }
 
-/* The lead's run at capacity c, if it has one: waited for while the lead
+/* The lead's run c, if it has one: waited for while the lead
  * simulates it (the lead never waits, so this ends); NULL when it has not
  * come to c (never freed before the fit ends, so it is read after the
  * lock). */
@@ -102,24 +103,25 @@ typedef struct fit_share {
 /* Outcome of one simulation for fit: 1 fits (no OOM, every tenant done),
  * 0 does not (an OOM, or the contexts alone do not fit), <0 an error. The
  * result goes to *keep when keep is given and it fits (or `always`),
- * replacing what was there; else it is freed (or kept in sh's memo). With
- * sh, the run is the lead's where that one is this policy's too. */
-static int try_run_shared(const gm_sim_config *cfg, gm_fit_entry *e, gm_sim_result **keep,
-                          int always, const fit_share *sh)
+ * replacing what was there; else it is freed. With sh (NULL: none), the
+ * run is the lead's where that one is this policy's too, and a lead's
+ * run goes into its memo; key names the run in the search (its capacity,
+ * or its copies). */
+static int try_run(const gm_sim_config *cfg, gm_fit_entry *e, gm_sim_result **keep, int always,
+                   const fit_share *sh, uint64_t key)
 {
     gm_sim_result *r = NULL;
     gm_err err = {0};
     e->runs++;
-    const gm_sim_result *lead = sh ? memo_find(sh->read, cfg->capacity_bytes) : NULL;
+    const gm_sim_result *lead = sh ? memo_find(sh->read, key) : NULL;
     int rc;
     if (lead && gm_same_run(lead, e->spec)) {
         rc = gm_same_run_copy(lead, e->spec, &r, &err);
         e->shared_runs += rc == GM_OK;
     } else {
-        if (sh && sh->fill) memo_begin(sh->fill, cfg->capacity_bytes);
+        if (sh && sh->fill) memo_begin(sh->fill, key);
         rc = gm_simulate(cfg, &r, &err);
-        if (sh && sh->fill)
-            memo_keep(sh->fill, cfg->capacity_bytes, rc == GM_OK ? r : NULL, e->spec);
+        if (sh && sh->fill) memo_keep(sh->fill, key, rc == GM_OK ? r : NULL, e->spec);
         if (rc == GM_OK) e->events_simulated += r->events;
     }
     if (rc == GM_EOOM) return 0; /* the CUDA contexts do not fit: the device is too small */
@@ -145,11 +147,6 @@ static int try_run_shared(const gm_sim_config *cfg, gm_fit_entry *e, gm_sim_resu
         gm_sim_result_free(r);
     }
     return ok;
-}
-
-static int try_run_as(const gm_sim_config *cfg, gm_fit_entry *e, gm_sim_result **keep, int always)
-{
-    return try_run_shared(cfg, e, keep, always, NULL);
 }
 
 typedef struct fit_ctx {
@@ -197,7 +194,7 @@ static void fit_capacity_one(void *arg, size_t i)
     const fit_share *sh = x->share ? &x->share[i] : NULL;
     if (!start) { /* no device known: start from what the run uses on one that never runs out */
         cfg.capacity_bytes = GM_FIT_PROBE_BYTES;
-        if ((ok = try_run_shared(&cfg, e, &best, 0, sh)) < 0) goto out;
+        if ((ok = try_run(&cfg, e, &best, 0, sh, cfg.capacity_bytes)) < 0) goto out;
         if (!ok) {
             e->max_capacity = GM_FIT_PROBE_BYTES;
             goto out; /* not even the probe fits */
@@ -218,7 +215,7 @@ static void fit_capacity_one(void *arg, size_t i)
         for (;;) {
             cfg.capacity_bytes = hi;
             e->max_capacity = hi;
-            if ((ok = try_run_shared(&cfg, e, &best, 0, sh)) < 0) goto out;
+            if ((ok = try_run(&cfg, e, &best, 0, sh, cfg.capacity_bytes)) < 0) goto out;
             if (ok) {
                 hi = fitted(hi, best);
                 break;
@@ -233,7 +230,7 @@ static void fit_capacity_one(void *arg, size_t i)
      * settles it; else a lower end, and the bisection */
     if (lo == 0 && hi > GM_FIT_STEP) {
         cfg.capacity_bytes = hi - GM_FIT_STEP;
-        if ((ok = try_run_shared(&cfg, e, &best, 0, sh)) < 0) goto out;
+        if ((ok = try_run(&cfg, e, &best, 0, sh, cfg.capacity_bytes)) < 0) goto out;
         if (!ok)
             lo = hi - GM_FIT_STEP;
         else
@@ -247,7 +244,7 @@ static void fit_capacity_one(void *arg, size_t i)
         for (;;) {
             if (lo == 0) break; /* 0 bytes never fit */
             cfg.capacity_bytes = lo;
-            if ((ok = try_run_shared(&cfg, e, &best, 0, sh)) < 0) goto out;
+            if ((ok = try_run(&cfg, e, &best, 0, sh, cfg.capacity_bytes)) < 0) goto out;
             if (!ok) break;
             hi = fitted(lo, best); /* fits lower than expected: keep going down */
             lo = step_down(lo / 2);
@@ -256,7 +253,7 @@ static void fit_capacity_one(void *arg, size_t i)
     while (hi > lo && hi - lo > GM_FIT_STEP) {
         uint64_t mid = lo + step_down((hi - lo) / 2);
         cfg.capacity_bytes = mid;
-        if ((ok = try_run_shared(&cfg, e, &best, 0, sh)) < 0) goto out;
+        if ((ok = try_run(&cfg, e, &best, 0, sh, cfg.capacity_bytes)) < 0) goto out;
         if (ok) {
             uint64_t f = fitted(mid, best);
             /* never at or below a capacity that did not fit: a model that
@@ -480,7 +477,8 @@ static gm_tenant_spec *copies_specs(const gm_sim_config *base, uint32_t max, uin
 typedef struct tenants_run {
     gm_sim_config cfg;
     gm_fit_entry *e;
-    size_t group; /* tenants a copy */
+    size_t group;        /* tenants a copy */
+    const fit_share *sh; /* the runs of k copies another policy's search made */
 } tenants_run;
 
 static int tenants_run_one(void *ctx, uint32_t k, int *alone, uint64_t *peak)
@@ -488,7 +486,7 @@ static int tenants_run_one(void *ctx, uint32_t k, int *alone, uint64_t *peak)
     tenants_run *x = ctx;
     x->cfg.n_tenants = x->group * k;
     gm_sim_result *r = NULL;
-    int ok = try_run_as(&x->cfg, x->e, &r, 1);
+    int ok = try_run(&x->cfg, x->e, &r, 1, x->sh, k);
     if (ok == 0) x->e->first_fail_completed = r ? (uint32_t)gm_sim_completed(r) : 0;
     if (ok > 0) {
         *alone = r->independent;
@@ -508,7 +506,7 @@ static void fit_tenants_one(void *arg, size_t i)
         e->rc = gm_errf(&e->err, GM_ENOMEM, "out of memory");
         return;
     }
-    tenants_run t = {*x->base, e, x->base->n_tenants};
+    tenants_run t = {*x->base, e, x->base->n_tenants, x->share ? &x->share[i] : NULL};
     t.cfg.policy = e->spec;
     t.cfg.progress = NULL;
     t.cfg.tenants = ts;
@@ -538,10 +536,12 @@ int gm_fit_tenants(const gm_sim_config *base, char *const *specs, size_t n, int 
     f->threads = threads > 0 ? threads : gm_default_threads();
     fit_ctx x = {base, f, cap, 0, NULL};
     double *cost = gm_policy_spec_costs(specs, n, 1); /* study/pool.h */
+    fit_memo *memo = share_plan(specs, n, cost, &x.share);
     double t0 = gm_monotonic_s();
     gm_parallel_for_cost(n, cost, f->threads, fit_tenants_one, &x);
     free(cost);
     f->wall_s = gm_monotonic_s() - t0;
+    share_free(memo, x.share);
     return fit_finish(f, out, err);
 }
 

@@ -13,6 +13,7 @@
 #include "base/units.h"
 #include "study/compare.h"
 #include "study/fit.h"
+#include "study/preload.h"
 #include "study/same_run.h"
 #include "study/simulate.h"
 
@@ -216,6 +217,8 @@ static void test_fit_shared(void)
                          .capacity_bytes = 80 * GM_GiB,
                          .overhead_bytes = GM_DEFAULT_OVERHEAD,
                          .latency = lat};
+    gm_preload pre; /* the runs replay it from memory, as fit's command does */
+    CU_ASSERT_EQUAL_FATAL(gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, &err), GM_OK);
     static const char *const pol[] = {"pytorch", "lru", "predictive", "priority",
                                       "lru:threshold=0.5"};
     enum { NP = sizeof pol / sizeof pol[0] };
@@ -249,7 +252,26 @@ static void test_fit_shared(void)
         }
         for (size_t i = 0; i < NP; i++)
             gm_fit_free(alone[i]);
+        /* the copies search (fit --tenants): its runs of k copies */
+        gm_fit *talone[NP], *t = NULL;
+        for (size_t i = 0; i < NP; i++) {
+            char *one[] = {(char *)pol[i]};
+            CU_ASSERT_EQUAL_FATAL(gm_fit_tenants(&c, one, 1, 1, 8, 0, &talone[i], &err), GM_OK);
+        }
+        CU_ASSERT_EQUAL_FATAL(gm_fit_tenants(&c, (char *const *)pol, NP, 1, 8, 0, &t, &err), GM_OK);
+        for (size_t i = 0; i < NP; i++) {
+            const gm_fit_entry *x = &t->e[i], *y = &talone[i]->e[0];
+            CU_ASSERT_EQUAL(x->copies_fit, y->copies_fit);
+            CU_ASSERT_EQUAL(x->copies_tried, y->copies_tried);
+            CU_ASSERT_EQUAL(x->first_fail_completed, y->first_fail_completed);
+            CU_ASSERT_EQUAL(x->runs, y->runs);
+            int follower = i == 1 || i == 3;
+            CU_ASSERT_EQUAL(x->shared_runs > 0, follower && !gc);
+            gm_fit_free(talone[i]);
+        }
+        gm_fit_free(t);
     }
+    gm_preload_free(&pre);
     unlink(path);
 }
 
