@@ -155,28 +155,52 @@ long gm_compare_verdict_entry(const gm_compare *c)
     return c->bound >= 0 && c->e[c->bound].r ? c->bound : -1;
 }
 
+/* The same allocator and settings: the same configuration but the policy. */
+static int same_config(const gm_compare_entry *a, const gm_compare_entry *b)
+{
+    return !strcmp(a->allocator, b->allocator) && a->conf_given == b->conf_given &&
+           (!a->conf_given || !strcmp(a->alloc_conf, b->alloc_conf));
+}
+
 int gm_compare_fit(const gm_sim_config *base, gm_compare *c, int threads, uint64_t max_capacity,
                    gm_err *err)
 {
     if (c->winner < 0 || !c->e[c->winner].r || !c->e[c->winner].r->device.n_oom) return GM_OK;
-    for (size_t k = 0; k < c->n_ranked; k++) {
-        gm_compare_entry *e = &c->e[c->rank[k]];
+    /* one fit per allocator and settings, of its ranked entries' policies
+     * together: its searches run on the threads side by side, and share
+     * runs where they are one (study/fit.c); each answer is that of a fit
+     * of its policy alone */
+    size_t *group = malloc((c->n_ranked ? c->n_ranked : 1) * sizeof *group);
+    char **specs = malloc((c->n_ranked ? c->n_ranked : 1) * sizeof *specs);
+    uint8_t *done = calloc(c->n_ranked ? c->n_ranked : 1, 1);
+    int rc = group && specs && done ? GM_OK : gm_errf(err, GM_ENOMEM, "out of memory");
+    for (size_t k = 0; k < c->n_ranked && rc == GM_OK; k++) {
+        if (done[k]) continue;
+        const gm_compare_entry *first = &c->e[c->rank[k]];
+        size_t m = 0;
+        for (size_t j = k; j < c->n_ranked; j++)
+            if (!done[j] && same_config(first, &c->e[c->rank[j]])) {
+                done[j] = 1;
+                group[m] = c->rank[j];
+                specs[m++] = c->e[c->rank[j]].spec;
+            }
         gm_sim_config cfg = *base;
-        if (e->allocator[0]) cfg.allocator = e->allocator;
-        if (e->conf_given) cfg.alloc_conf = e->alloc_conf;
-        char *specs[] = {e->spec};
+        if (first->allocator[0]) cfg.allocator = first->allocator;
+        if (first->conf_given) cfg.alloc_conf = first->alloc_conf;
         gm_fit *f = NULL;
-        int rc = gm_fit_capacity(&cfg, specs, 1, threads, max_capacity, &f, err);
-        if (rc == GM_OK && f->e[0].rc != GM_OK)
-            rc = gm_errf(err, f->e[0].rc, "%s: %s", e->label, f->e[0].err.msg);
-        if (rc == GM_OK) {
-            e->fit_found = f->e[0].found;
-            e->fit_capacity = f->e[0].capacity;
-            e->fit_max = f->e[0].max_capacity;
+        rc = gm_fit_capacity(&cfg, specs, m, threads, max_capacity, &f, err);
+        for (size_t j = 0; j < m && rc == GM_OK; j++) {
+            gm_compare_entry *e = &c->e[group[j]];
+            e->fit_found = f->e[j].found;
+            e->fit_capacity = f->e[j].capacity;
+            e->fit_max = f->e[j].max_capacity;
         }
         gm_fit_free(f);
-        if (rc != GM_OK) return rc;
     }
+    free(group);
+    free(specs);
+    free(done);
+    if (rc != GM_OK) return rc;
     c->fitted = 1;
     return GM_OK;
 }

@@ -252,6 +252,27 @@ static void test_fit_shared(void)
         }
         for (size_t i = 0; i < NP; i++)
             gm_fit_free(alone[i]);
+        /* compare's fits, when even its winner has an OOM: one fit of the
+         * ranked policies together, each answer its policy's alone */
+        gm_sim_config tight = c;
+        tight.capacity_bytes = st.peak_live_bytes;
+        gm_compare *cmp = NULL;
+        CU_ASSERT_EQUAL_FATAL(gm_compare_run(&tight, (char *const *)pol, NP, 2, &cmp, &err), GM_OK);
+        CU_ASSERT_FATAL(cmp->winner >= 0 && cmp->e[cmp->winner].r->device.n_oom > 0);
+        CU_ASSERT_EQUAL_FATAL(gm_compare_fit(&tight, cmp, 2, 0, &err), GM_OK);
+        CU_ASSERT(cmp->fitted);
+        CU_ASSERT_EQUAL(cmp->n_ranked, NP);
+        for (size_t k = 0; k < cmp->n_ranked; k++) {
+            const gm_compare_entry *x = &cmp->e[cmp->rank[k]];
+            char *one[] = {(char *)x->spec};
+            gm_fit *f1 = NULL;
+            CU_ASSERT_EQUAL_FATAL(gm_fit_capacity(&tight, one, 1, 1, 0, &f1, &err), GM_OK);
+            CU_ASSERT_EQUAL(x->fit_found, f1->e[0].found);
+            CU_ASSERT_EQUAL(x->fit_capacity, f1->e[0].capacity);
+            CU_ASSERT_EQUAL(x->fit_max, f1->e[0].max_capacity);
+            gm_fit_free(f1);
+        }
+        gm_compare_free(cmp);
         /* the copies search (fit --tenants): its runs of k copies */
         gm_fit *talone[NP], *t = NULL;
         for (size_t i = 0; i < NP; i++) {
