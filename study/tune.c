@@ -260,16 +260,43 @@ static int fit_one(const gm_sim_config *base, const gm_tune_entry *e, int thread
     return rc;
 }
 
+/* One of gm_tune_fit's two fits, on a thread of its own. */
+typedef struct tune_fit_job {
+    const gm_sim_config *base;
+    const gm_tune_entry *e;
+    uint64_t max_capacity;
+    int found, rc;
+    uint64_t cap, tried;
+    gm_err err;
+} tune_fit_job;
+
+static void tune_fit_run(void *ctx, size_t i)
+{
+    tune_fit_job *j = &((tune_fit_job *)ctx)[i];
+    j->rc = fit_one(j->base, j->e, 1, j->max_capacity, &j->found, &j->cap, &j->tried, &j->err);
+}
+
 int gm_tune_fit(const gm_sim_config *base, gm_tune *t, int threads, uint64_t max_capacity,
                 gm_err *err)
 {
     if (t->best < 0 || t->dflt < 0) return GM_OK;
     double t0 = gm_monotonic_s();
-    int rc = fit_one(base, &t->e[t->best], threads, max_capacity, &t->fit_best_found, &t->fit_best,
-                     &t->fit_max, err);
-    if (rc == GM_OK)
-        rc = fit_one(base, &t->e[t->dflt], threads, max_capacity, &t->fit_dflt_found, &t->fit_dflt,
-                     &t->fit_max, err);
+    /* the best settings' fit and the defaults' side by side (each one
+     * search: a thread each); the same settings twice are fitted once */
+    tune_fit_job job[2] = {{.base = base, .e = &t->e[t->best], .max_capacity = max_capacity},
+                           {.base = base, .e = &t->e[t->dflt], .max_capacity = max_capacity}};
+    size_t n = t->best == t->dflt ? 1 : 2;
+    gm_parallel_for(n, threads, tune_fit_run, job);
+    if (n == 1) job[1] = job[0];
+    int rc = job[0].rc != GM_OK ? job[0].rc : job[1].rc; /* the best's error first */
+    if (rc != GM_OK) *err = job[0].rc != GM_OK ? job[0].err : job[1].err;
+    if (rc == GM_OK) {
+        t->fit_best_found = job[0].found;
+        t->fit_best = job[0].cap;
+        t->fit_dflt_found = job[1].found;
+        t->fit_dflt = job[1].cap;
+        t->fit_max = job[1].tried;
+    }
     t->fitted = rc == GM_OK;
     t->fit_wall_s = gm_monotonic_s() - t0;
     return rc;

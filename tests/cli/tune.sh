@@ -92,7 +92,34 @@ a, b = json.load(open('$tmp/t.json')), json.load(open('$tmp/t1.json'))
 assert a['settings'] == b['settings'], 'threads changed the ranking'
 " || fail "threads change the result"
 
+# --- the two fits (best settings, defaults; side by side on the threads)
+# are what `gmsim fit` of each gives, on one thread as on two ---
+run 0 "tune 1 thread, fits" -- "$gmsim" tune --threads 1 --capacity 5GiB --json "$tmp/t1f.json" "$bert"
+best=$(py "
+import json
+d = json.load(open('$tmp/t.json'))
+s = [s for s in d['settings'] if s.get('rank') == 1][0]
+print(s['alloc_conf'] + '|' + (repr(s['memory_fraction']) if s['memory_fraction'] > 0 else ''))")
+for pick in "$best" "|"; do
+    conf=${pick%|*} frac=${pick#*|}
+    extra=()
+    [ -n "$frac" ] && extra=(--memory-fraction "$frac")
+    name=${conf:-defaults}
+    run 0 "fit '$name'" -- "$gmsim" fit --policies pytorch --capacity 5GiB --alloc-conf "$conf" \
+        "${extra[@]}" --json "$tmp/fit.json" "$bert"
+    py "
+import json
+a, b = json.load(open('$tmp/t.json')), json.load(open('$tmp/t1f.json'))
+f = json.load(open('$tmp/fit.json'))['results'][0]
+key = 'best_bytes' if '$pick' != '|' else 'default_bytes'
+assert a['fit'] == b['fit'], ('threads changed the fits', a['fit'], b['fit'])
+assert a['fit'][key] == f['capacity_bytes'], (key, a['fit'][key], f['capacity_bytes'])
+assert key == 'best_bytes' or a['fit']['max_capacity_bytes'] == f['max_capacity_tried_bytes']
+" || fail "tune's fit of '$name' is not gmsim fit's"
+done
+
 # --- nothing fits: exit 3, -q says so in one line ---
+
 run 3 "tune bert 2GiB" -- "$gmsim" tune -q --no-fit --capacity 2GiB "$bert"
 expect_line "^OOM: " "$tmp/out"
 [ "$(wc -l <"$tmp/out")" -eq 1 ] || fail "-q printed more than one line"
