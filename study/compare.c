@@ -59,6 +59,13 @@ static void compare_job(void *arg, size_t k)
     compare_one(arg, x->job[k]);
 }
 
+/* The same allocator and settings: the same configuration but the policy. */
+static int same_config(const gm_compare_entry *a, const gm_compare_entry *b)
+{
+    return !strcmp(a->allocator, b->allocator) && a->conf_given == b->conf_given &&
+           (!a->conf_given || !strcmp(a->alloc_conf, b->alloc_conf));
+}
+
 /*
  * Run the entries, sharing runs (study/same_run.h): of each allocator's
  * entries whose policy may share one, the first runs first (with every
@@ -83,9 +90,7 @@ static int run_shared(compare_ctx *x, size_t total, const double *cost, gm_err *
         lead[i] = -1;
         if (!gm_same_run_may(c->e[i].spec)) continue;
         for (size_t j = 0; j < i; j++)
-            if (lead[j] == (long)j && !strcmp(c->e[j].allocator, c->e[i].allocator) &&
-                !strcmp(c->e[j].alloc_conf, c->e[i].alloc_conf) &&
-                c->e[j].conf_given == c->e[i].conf_given) {
+            if (lead[j] == (long)j && same_config(&c->e[j], &c->e[i])) {
                 lead[i] = (long)j;
                 break;
             }
@@ -153,13 +158,6 @@ long gm_compare_verdict_entry(const gm_compare *c)
 {
     if (c->winner >= 0) return c->winner;
     return c->bound >= 0 && c->e[c->bound].r ? c->bound : -1;
-}
-
-/* The same allocator and settings: the same configuration but the policy. */
-static int same_config(const gm_compare_entry *a, const gm_compare_entry *b)
-{
-    return !strcmp(a->allocator, b->allocator) && a->conf_given == b->conf_given &&
-           (!a->conf_given || !strcmp(a->alloc_conf, b->alloc_conf));
 }
 
 int gm_compare_fit(const gm_sim_config *base, gm_compare *c, int threads, uint64_t max_capacity,

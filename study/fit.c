@@ -15,19 +15,19 @@
 #include "traces/trace.h"
 
 /*
- * Runs a capacity search of one policy may take from another's
- * (study/same_run.h): the runs of a lead (the first policy that may share
- * a run) that never asked its policy, by capacity, for the searches of
- * the policies after it that may share one. A search looks here before it
- * simulates and takes a run it finds where it is its policy's too; one
- * not there yet (the lead has not come to it) it simulates: the same
- * result either way, so a search's answer and runs do not depend on the
- * threads' timing, only its CPU time does.
+ * Runs a search of one policy may take from another's (study/same_run.h):
+ * the runs of a lead (the first policy that may share a run) that never
+ * asked its policy, by the search's key (a capacity, or a count of
+ * copies), for the searches of the policies after it that may share one. A search looks here before
+ * it simulates and takes a run it finds where it is its policy's too; one not there yet (the lead
+ * has not come to it) it simulates: the same result either way, so a search's answer and runs do
+ * not depend on the threads' timing, only its CPU time does.
  */
 typedef struct fit_memo {
     pthread_mutex_t mu;
     pthread_cond_t done;
-    uint64_t running; /* the capacity the lead simulates now, 0 = none */
+    int busy; /* the lead simulates run `running` now */
+    uint64_t running;
     uint64_t *cap;
     gm_sim_result **r;
     size_t n, room;
@@ -39,6 +39,7 @@ typedef struct fit_memo {
 static void memo_begin(fit_memo *m, uint64_t c)
 {
     pthread_mutex_lock(&m->mu);
+    m->busy = 1;
     m->running = c;
     pthread_mutex_unlock(&m->mu);
 }
@@ -52,7 +53,7 @@ static void memo_keep(fit_memo *m, uint64_t c, const gm_sim_result *r, const cha
     gm_err err = {0};
     if (r && gm_same_run(r, spec) && gm_same_run_copy(r, spec, &copy, &err) != GM_OK) copy = NULL;
     pthread_mutex_lock(&m->mu);
-    m->running = 0;
+    m->busy = 0;
     pthread_cond_broadcast(&m->done);
     if (!copy) {
         pthread_mutex_unlock(&m->mu);
@@ -86,7 +87,7 @@ static const gm_sim_result *memo_find(fit_memo *m, uint64_t c)
     const gm_sim_result *r = NULL;
     if (!m) return NULL;
     pthread_mutex_lock(&m->mu);
-    while (m->running == c)
+    while (m->busy && m->running == c)
         pthread_cond_wait(&m->done, &m->mu);
     for (size_t i = 0; i < m->n && !r; i++)
         if (m->cap[i] == c) r = m->r[i];
