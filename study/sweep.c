@@ -8,6 +8,7 @@
 
 #include "policy_list.h"
 #include "pool.h"
+#include "same_run.h"
 #include "simulate.h"
 #include "base/clock.h"
 #include "base/units.h"
@@ -433,8 +434,11 @@ void gm_sweep_case_key(const gm_sweep_plan *p, size_t i, char *buf, size_t len)
              p->policies[c.policy]);
 }
 
-void gm_sweep_run_case(const gm_sweep_plan *p, size_t i, gm_sweep_row *row)
+/* gm_sweep_run_case, the run's result to *keep when keep is given (the
+ * caller frees it; NULL when the run failed). */
+static void run_case(const gm_sweep_plan *p, size_t i, gm_sweep_row *row, gm_sim_result **keep)
 {
+    if (keep) *keep = NULL;
     memset(row, 0, sizeof *row);
     row->index = (uint32_t)i;
     gm_sweep_case c = gm_sweep_case_at(p, i);
@@ -494,7 +498,15 @@ void gm_sweep_run_case(const gm_sweep_plan *p, size_t i, gm_sweep_row *row)
     row->driver_frees = tot.n_driver_free;
     row->driver_ns = gm_counters_driver_ns(&tot);
     row->events = r->events;
-    gm_sim_result_free(r);
+    if (keep)
+        *keep = r;
+    else
+        gm_sim_result_free(r);
+}
+
+void gm_sweep_run_case(const gm_sweep_plan *p, size_t i, gm_sweep_row *row)
+{
+    run_case(p, i, row, NULL);
 }
 
 /* ---------------- the pool ---------------- */
@@ -506,28 +518,104 @@ typedef struct run_ctx {
     gm_sweep_progress progress;
     void *pctx;
     pthread_mutex_t mu;
+    size_t n;
+    const long *lead;  /* per todo index: the case whose run may be its (study/same_run.h), -1 */
+    uint8_t *same;     /* per todo index: its lead's run is its (set when the lead ran) */
+    const size_t *job; /* this round's todo indices */
 } run_ctx;
 
-static void run_one(void *arg, size_t k)
+static void report(run_ctx *x, size_t i, double dt)
+{
+    if (!x->progress) return;
+    pthread_mutex_lock(&x->mu);
+    x->progress(x->pctx, &x->rows[i], dt);
+    pthread_mutex_unlock(&x->mu);
+}
+
+static void run_one(void *arg, size_t j)
 {
     run_ctx *x = arg;
-    size_t i = x->todo[k];
+    size_t k = x->job[j], i = x->todo[k];
     double t0 = gm_monotonic_s();
-    gm_sweep_run_case(x->p, i, &x->rows[i]);
-    double dt = gm_monotonic_s() - t0;
-    if (x->progress) {
-        pthread_mutex_lock(&x->mu);
-        x->progress(x->pctx, &x->rows[i], dt);
-        pthread_mutex_unlock(&x->mu);
-    }
+    int leads = 0; /* cases follow this one */
+    for (size_t f = k + 1; f < x->n && !leads; f++)
+        leads = x->lead[f] == (long)k;
+    gm_sim_result *r = NULL;
+    run_case(x->p, i, &x->rows[i], leads ? &r : NULL);
+    for (size_t f = k + 1; r && f < x->n; f++) /* which followers' runs this is */
+        if (x->lead[f] == (long)k)
+            x->same[f] =
+                (uint8_t)gm_same_run(r, x->p->policies[gm_sweep_case_at(x->p, x->todo[f]).policy]);
+    gm_sim_result_free(r);
+    report(x, i, gm_monotonic_s() - t0);
+}
+
+/* A follower (same mix, device and allocator as its lead, a policy that
+ * may share a run) whose lead's run is its: the lead's row, as its own. */
+static void copy_row(run_ctx *x, size_t k)
+{
+    size_t i = x->todo[k];
+    gm_sweep_row *row = &x->rows[i];
+    *row = x->rows[x->todo[x->lead[k]]];
+    row->index = (uint32_t)i;
+    row->realizable =
+        (uint8_t)gm_policy_spec_realizable(x->p->policies[gm_sweep_case_at(x->p, i).policy]);
+    report(x, i, 0);
 }
 
 void gm_sweep_run(const gm_sweep_plan *p, const size_t *todo, size_t n, int threads,
                   gm_sweep_row *rows, gm_sweep_progress progress, void *ctx)
 {
-    run_ctx x = {.p = p, .todo = todo, .rows = rows, .progress = progress, .pctx = ctx};
+    run_ctx x = {.p = p, .todo = todo, .rows = rows, .progress = progress, .pctx = ctx, .n = n};
+    long *lead = malloc((n ? n : 1) * sizeof *lead);
+    uint8_t *same = calloc(n ? n : 1, 1);
+    size_t *job = malloc((n ? n : 1) * sizeof *job);
     pthread_mutex_init(&x.mu, NULL);
-    gm_parallel_for(n, threads, run_one, &x);
+    if (!lead || !same || !job) { /* out of memory: every case its own */
+        free(lead);
+        free(same);
+        free(job);
+        for (size_t k = 0; k < n; k++) {
+            double t0 = gm_monotonic_s();
+            gm_sweep_run_case(p, todo[k], &rows[todo[k]]);
+            report(&x, todo[k], gm_monotonic_s() - t0);
+        }
+        pthread_mutex_destroy(&x.mu);
+        return;
+    }
+    /* of the cases of one mix, device and allocator here, the first whose
+     * policy may share a run (study/same_run.h) leads the later ones: they
+     * take its row where its run is theirs, and run after it otherwise */
+    for (size_t k = 0; k < n; k++) {
+        gm_sweep_case c = gm_sweep_case_at(p, todo[k]);
+        lead[k] = -1;
+        if (!gm_same_run_may(p->policies[c.policy])) continue;
+        for (size_t l = 0; l < k && lead[k] < 0; l++) {
+            gm_sweep_case d = gm_sweep_case_at(p, todo[l]);
+            if (lead[l] == (long)l && d.mix == c.mix && d.device == c.device && d.alloc == c.alloc)
+                lead[k] = (long)l;
+        }
+        if (lead[k] < 0) lead[k] = (long)k;
+    }
+    x.lead = lead;
+    x.same = same;
+    x.job = job;
+    for (int round = 0; round < 2; round++) {
+        size_t m = 0;
+        for (size_t k = 0; k < n; k++) {
+            int follows = lead[k] >= 0 && lead[k] != (long)k;
+            if (round == 0 ? follows : !follows) continue;
+            if (round == 1 && same[k] && rows[todo[lead[k]]].status == GM_OK) {
+                copy_row(&x, k);
+                continue;
+            }
+            job[m++] = k;
+        }
+        gm_parallel_for(m, threads, run_one, &x);
+    }
+    free(lead);
+    free(same);
+    free(job);
     pthread_mutex_destroy(&x.mu);
 }
 

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bert_trace.h"
 #include "cu.h"
+#include "base/units.h"
 #include "reports/sweep_out.h"
 #include "study/sweep.h"
 
@@ -145,6 +147,64 @@ static void test_rank(void)
     remove(path);
 }
 
+/* gm_sweep_progress counting the rows taken from another case's run
+ * (reported as done in no time). */
+static void count_copied(void *ctx, const gm_sweep_row *row, double seconds)
+{
+    (void)row;
+    *(int *)ctx += seconds == 0;
+}
+
+/* A sweep's cases whose runs are one (pytorch's, lru's and priority's
+ * where no driver call is refused, study/same_run.h) are simulated once:
+ * every row is the row of its case run alone, on 1 thread and on 3, on a
+ * device that fits, one that refuses calls, with two tenants. */
+static void test_shared_rows(void)
+{
+    gm_bert_stats st;
+    const char *trace = bert_trace("sweep_shared.h5", 8, &st);
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{\"traces\": [\"%s\"], \"mixes\": [{\"name\": \"two\", \"tenants\": [\"%s\", "
+             "{\"trace\": \"%s\", \"offset\": \"2ms\"}]}], \"capacities\": [\"80GiB\", %llu],"
+             " \"policies\": [\"pytorch\", \"predictive\", \"lru\", \"priority\", "
+             "\"lru:threshold=0.5\"]}",
+             trace, trace, trace,
+             (unsigned long long)(st.peak_live_bytes + st.peak_live_bytes / 10 + 512ull * GM_MiB));
+    const char *path = write_spec("shared.json", text);
+    gm_sweep_plan *p = NULL;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_sweep_plan_load(path, &p, &err), GM_OK);
+    size_t n = p->n_cases;
+    CU_ASSERT_EQUAL_FATAL(n, 20);
+    gm_sweep_row *alone = calloc(n, sizeof *alone), *rows = calloc(n, sizeof *rows);
+    size_t *todo = calloc(n, sizeof *todo);
+    CU_ASSERT_FATAL(alone && rows && todo);
+    for (size_t i = 0; i < n; i++) {
+        todo[i] = i;
+        gm_sweep_run_case(p, i, &alone[i]);
+        CU_ASSERT_EQUAL(alone[i].status, GM_OK);
+    }
+    int refused = 0;
+    for (size_t i = 0; i < n; i++)
+        refused |= alone[i].oom_count > 0;
+    CU_ASSERT(refused); /* the tight device has OOMs: nothing shared there */
+    for (int threads = 1; threads <= 3; threads += 2) {
+        memset(rows, 0, n * sizeof *rows);
+        int copied = 0;
+        gm_sweep_run(p, todo, n, threads, rows, count_copied, &copied);
+        for (size_t i = 0; i < n; i++)
+            CU_ASSERT(!memcmp(&rows[i], &alone[i], sizeof rows[i]));
+        CU_ASSERT_EQUAL(copied, 4); /* lru and priority on 80 GiB, alone and two */
+    }
+    free(alone);
+    free(rows);
+    free(todo);
+    gm_sweep_plan_free(p);
+    remove(path);
+    remove(trace);
+}
+
 /* --resume reads back exactly what was written (doubles included). */
 static void test_resume_roundtrip(void)
 {
@@ -203,5 +263,6 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_bad_specs);
     GM_ADD_TEST(s, test_rank);
     GM_ADD_TEST(s, test_resume_roundtrip);
+    GM_ADD_TEST(s, test_shared_rows);
     return CUE_SUCCESS;
 }
