@@ -88,8 +88,14 @@ void gm_table_tune(FILE *f, const gm_sim_config *cfg, const gm_tune *t)
             t->torch_version / 100, t->torch_version % 100);
     fprintf(f, "grid: %zu settings (%s)", t->n, t->dims);
     if (t->n_skipped) fprintf(f, ", %zu of them refused by this PyTorch", t->n_skipped);
-    fprintf(f, "; %zu simulations on %d thread%s in %.2f s\n\n", t->n - t->n_skipped, t->threads,
-            t->threads == 1 ? "" : "s", t->wall_s);
+    fprintf(f, "; %zu simulations on %d thread%s in %.2f s", t->n - t->n_skipped - t->n_shared,
+            t->threads, t->threads == 1 ? "" : "s", t->wall_s);
+    if (t->n_shared) /* study/tune.c, gc_shared */
+        fprintf(f,
+                " (%zu settings took the run of the same settings with "
+                "garbage_collection_threshold:0.6, which never collected)",
+                t->n_shared);
+    fprintf(f, "\n\n");
     fprintf(f, " rank  OOMs  peak reserved  fragmentation  driver calls  driver time  setting\n");
     /* settings with the same figures are one group, shown by its first
      * (simplest: grid order) setting */

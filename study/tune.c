@@ -57,6 +57,8 @@ static int torch_version_of(const gm_sim_config *base, char *recorded, size_t le
 typedef struct grid {
     gm_tune *t;
     size_t cap;
+    long *gc_lead; /* per entry: the entry with garbage_collection_threshold 0.6 and
+                      otherwise its settings (its run may be this one's: gc_shared), -1 */
 } grid;
 
 static gm_tune_entry *add(grid *g, const char *conf, double fraction)
@@ -77,6 +79,9 @@ static int build(grid *g, const gm_sim_config *base, const char *recorded)
     g->cap = N_OF(expandable) * N_OF(max_split) * N_OF(gc) * N_OF(roundup) + 1;
     if (!(t->e = calloc(g->cap, sizeof *t->e))) return GM_ENOMEM;
     int fraction_key = t->torch_version >= GM_TORCH_2_10; /* per_process_memory_fraction */
+    if (!(g->gc_lead = malloc(g->cap * sizeof *g->gc_lead))) return GM_ENOMEM;
+    for (size_t i = 0; i < g->cap; i++)
+        g->gc_lead[i] = -1;
     for (size_t x = 0; x < N_OF(expandable); x++)
         for (size_t m = 0; m < N_OF(max_split); m++)
             for (size_t c = 0; c < N_OF(gc); c++)
@@ -95,6 +100,12 @@ static int build(grid *g, const gm_sim_config *base, const char *recorded)
                     }
                     gm_tune_entry *e = add(g, conf, fraction);
                     if (e && !conf[0]) e->is_default = 1;
+                    /* grid order: (x, m, c, r) is entry ((x * M + m) * C + c) * R + r */
+                    size_t lead = ((x * N_OF(max_split) + m) * N_OF(gc) + 1) * N_OF(roundup) + r;
+                    if (e && c != 1 &&
+                        (size_t)(e - t->e) ==
+                            ((x * N_OF(max_split) + m) * N_OF(gc) + c) * N_OF(roundup) + r)
+                        g->gc_lead[e - t->e] = (long)lead;
                 }
     if (recorded[0]) {
         gm_tune_entry *e = add(g, recorded, base->memory_fraction);
@@ -120,7 +131,10 @@ static int build(grid *g, const gm_sim_config *base, const char *recorded)
 typedef struct tune_ctx {
     const gm_sim_config *base;
     gm_tune *t;
-    size_t done; /* settings simulated (atomic): for step_done */
+    size_t done;       /* settings simulated (atomic): for step_done */
+    const size_t *job; /* this round's entries */
+    uint8_t *quiet;    /* per entry: its run never asked its policy, which released nothing */
+    long device_of;    /* the entry besides the defaults whose run names the device */
 } tune_ctx;
 
 static void summarize(gm_tune_entry *e, const gm_sim_result *r)
@@ -138,9 +152,29 @@ static void summarize(gm_tune_entry *e, const gm_sim_result *r)
     e->driver_ns = gm_counters_driver_ns(&tot);
 }
 
-static void tune_one(void *arg, size_t i)
+/* Whether r's run never asked its policy and the policy released nothing
+ * (no OOM either): nothing a policy setting decides happened in it. */
+static int run_quiet(const gm_sim_result *r)
+{
+    int quiet = r->device.n_oom == 0 && gm_sim_completed(r) == r->n_tenants;
+    for (size_t k = 0; k < r->n_tenants; k++)
+        quiet &= r->t[k].policy_asks == 0 && r->t[k].c.released_bytes == 0;
+    return quiet;
+}
+
+static void progress_step(tune_ctx *x)
+{
+    if (!x->base->step_done) return;
+    char line[64];
+    snprintf(line, sizeof line, "%zu of %zu settings simulated",
+             __atomic_add_fetch(&x->done, 1, __ATOMIC_RELAXED), x->t->n);
+    x->base->step_done(x->base->step_ctx, line);
+}
+
+static void tune_one(void *arg, size_t k)
 {
     tune_ctx *x = arg;
+    size_t i = x->job[k];
     gm_tune_entry *e = &x->t->e[i];
     if (e->skipped) return;
     gm_sim_config cfg = *x->base;
@@ -152,18 +186,34 @@ static void tune_one(void *arg, size_t i)
     gm_sim_result *r = NULL;
     e->rc = gm_simulate(&cfg, &r, &e->err);
     if (e->rc == GM_OK) summarize(e, r);
-    if (e->rc == GM_OK && e->is_default) { /* every run has the same device */
+    /* every run has the same device: the defaults' run names it, or the
+     * run the defaults take theirs from (the rounds never overlap) */
+    if (e->rc == GM_OK && (e->is_default || (long)i == x->device_of)) {
         x->t->capacity_bytes = r->capacity_bytes;
         snprintf(x->t->capacity_source, sizeof x->t->capacity_source, "%s", r->capacity_source);
         snprintf(x->t->policy, sizeof x->t->policy, "%s", r->policy);
     }
+    if (e->rc == GM_OK) x->quiet[i] = (uint8_t)run_quiet(r);
     gm_sim_result_free(r); /* 120 runs: keep the figures, not the timelines */
-    if (x->base->step_done) {
-        char line[64];
-        snprintf(line, sizeof line, "%zu of %zu settings simulated",
-                 __atomic_add_fetch(&x->done, 1, __ATOMIC_RELAXED), x->t->n);
-        x->base->step_done(x->base->step_ctx, line);
-    }
+    progress_step(x);
+}
+
+/* Whether the run of entry l (garbage_collection_threshold 0.6, memory
+ * fraction or per_process_memory_fraction) is entry i's, i having l's
+ * settings with no garbage collection or with 0.8: in l's run no driver
+ * call or memory limit refused (no ask, no OOM) and the collection
+ * released nothing. Then at every grow it found no whole free large
+ * segment (with one, the oldest is at least the average age and goes),
+ * so at 0.8 it finds none either, and without the collection (nor the
+ * fraction, which never refused) every decision is the same; the policy
+ * is the `pytorch` policy, the model PyTorch's, whose only other use of
+ * the limit is refusing a grow (sim/alloc_pytorch.c). */
+static int gc_shared(const gm_sim_config *base, const gm_tune *t, const uint8_t *quiet, long l)
+{
+    const char *pol = base->policy ? base->policy : "pytorch";
+    const char *al = base->allocator ? base->allocator : "pytorch";
+    return l >= 0 && !strcmp(pol, "pytorch") && !strcmp(al, "pytorch") && !t->e[l].skipped &&
+           t->e[l].rc == GM_OK && quiet[l];
 }
 
 static uint64_t three_digits(uint64_t v)
@@ -218,16 +268,58 @@ int gm_tune_run(const gm_sim_config *base, int threads, gm_tune **out, gm_err *e
     if (!t) return gm_errf(err, GM_ENOMEM, "out of memory");
     char recorded[256];
     t->torch_version = torch_version_of(base, recorded, sizeof recorded);
-    grid g = {t, 0};
+    grid g = {t, 0, NULL};
     if (build(&g, base, recorded) != GM_OK || !(t->rank = calloc(t->n, sizeof *t->rank))) {
+        free(g.gc_lead);
         gm_tune_free(t);
         return gm_errf(err, GM_ENOMEM, "out of memory");
     }
     t->threads = threads > 0 ? threads : gm_default_threads();
+    size_t *job = malloc(t->n * sizeof *job);
+    uint8_t *quiet = calloc(t->n, 1);
+    if (!job || !quiet) {
+        free(job);
+        free(quiet);
+        free(g.gc_lead);
+        gm_tune_free(t);
+        return gm_errf(err, GM_ENOMEM, "out of memory");
+    }
     double t0 = gm_monotonic_s();
-    tune_ctx x = {base, t, 0};
-    gm_parallel_for(t->n, t->threads, tune_one, &x);
+    tune_ctx x = {base, t, 0, job, quiet, -1};
+    for (size_t i = 0; i < t->n; i++)
+        if (t->e[i].is_default) x.device_of = g.gc_lead[i];
+    /* the settings with garbage_collection_threshold 0.6 run first; the
+     * same settings without it and with 0.8 take their figures where that
+     * run is theirs (gc_shared), and run after them otherwise */
+    for (int round = 0; round < 2; round++) {
+        size_t m = 0;
+        for (size_t i = 0; i < t->n; i++) {
+            int follows = g.gc_lead[i] >= 0;
+            if (t->e[i].skipped || (round == 0 ? follows : !follows)) continue;
+            if (round == 1 && gc_shared(base, t, quiet, g.gc_lead[i])) {
+                gm_tune_entry *e = &t->e[i], *l = &t->e[g.gc_lead[i]];
+                e->rc = GM_OK;
+                e->ooms = l->ooms;
+                e->first_oom_index = l->first_oom_index;
+                e->first_oom_size = l->first_oom_size;
+                e->peak_live = l->peak_live;
+                e->peak_reserved = l->peak_reserved;
+                e->peak_allocated = l->peak_allocated;
+                e->fragmentation = l->fragmentation;
+                e->driver_calls = l->driver_calls;
+                e->driver_ns = l->driver_ns;
+                t->n_shared++;
+                progress_step(&x);
+                continue;
+            }
+            job[m++] = i;
+        }
+        gm_parallel_for(m, t->threads, tune_one, &x);
+    }
     t->wall_s = gm_monotonic_s() - t0;
+    free(job);
+    free(quiet);
+    free(g.gc_lead);
     for (size_t i = 0; i < t->n; i++) /* the defaults must run: else the input is bad */
         if (t->e[i].is_default && t->e[i].rc != GM_OK) {
             int rc = gm_errf(err, t->e[i].rc, "%s", t->e[i].err.msg);

@@ -45,6 +45,7 @@ typedef struct gm_tune {
     char dims[256];    /* the grid's shape, for people: "2 expandable_segments x ..." */
     int threads;
     double wall_s;
+    size_t n_shared;           /* settings whose figures another setting's run gave (tune.c) */
     uint64_t capacity_bytes;   /* the device the grid ran on ... */
     char capacity_source[160]; /* ... and where its size came from */
     char policy[320];
