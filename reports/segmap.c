@@ -1044,12 +1044,13 @@ static void attach_run(void *ctx, size_t k)
 }
 
 /* Whether job j's maps are its lead's: the lead's passes (each as far as
- * it went) are j's policy's too (study/same_run.h). */
+ * it went) are j's policy's too (study/same_run.h), made with the same
+ * options (the hints of the same run's result are the same). */
 static int maps_shared(const attach_job *j)
 {
     if (j->lead < 0 || j->lead == (long)(j - j->jobs)) return 0;
     const attach_job *l = &j->jobs[j->lead];
-    if (l->rc != GM_OK || !l->m || !l->kept[1]) return 0;
+    if (l->rc != GM_OK || !l->m || !l->kept[1] || memcmp(&l->o, &j->o, sizeof j->o)) return 0;
     for (int p = 0; p < 2; p++)
         if (l->kept[p] && !gm_same_run(l->kept[p], j->c.policy)) return 0;
     return 1;
