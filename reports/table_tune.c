@@ -90,10 +90,11 @@ void gm_table_tune(FILE *f, const gm_sim_config *cfg, const gm_tune *t)
     if (t->n_skipped) fprintf(f, ", %zu of them refused by this PyTorch", t->n_skipped);
     fprintf(f, "; %zu simulations on %d thread%s in %.2f s", t->n - t->n_skipped - t->n_shared,
             t->threads, t->threads == 1 ? "" : "s", t->wall_s);
-    if (t->n_shared) /* study/tune.c, gc_shared */
+    if (t->n_shared) /* study/tune.c, shared */
         fprintf(f,
-                " (%zu settings took the run of the same settings with "
-                "garbage_collection_threshold:0.6, which never collected)",
+                " (%zu settings took another's run: the same with "
+                "garbage_collection_threshold:0.6 that never collected, or without "
+                "max_split_size_mb where no segment reached it)",
                 t->n_shared);
     fprintf(f, "\n\n");
     fprintf(f, " rank  OOMs  peak reserved  fragmentation  driver calls  driver time  setting\n");

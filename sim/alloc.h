@@ -37,6 +37,10 @@ typedef struct gm_alloc_counters {
     uint64_t grow_retries;    /* every driver retry, whatever was released before it */
     uint64_t n_cache_flushes; /* "release all cached" steps (PyTorch's release_cached_blocks) */
     uint64_t released_bytes;  /* bytes given back by policy decisions     */
+    /* the largest classic segment the model made (pytorch: 0 for the others
+     * and for expandable segments): no block or request it served was
+     * larger (study/tune.c shares runs across max_split_size_mb by it) */
+    uint64_t largest_segment;
 } gm_alloc_counters;
 
 /*

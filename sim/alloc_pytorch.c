@@ -858,6 +858,7 @@ static pt_block *alloc_segment(gm_alloc *a, pt_state *s, uint64_t alloc_size, ui
     stats_inc(s->st.segment, small, 1);
     stats_inc(s->st.reserved_bytes, small, alloc_size);
     if (alloc_size >= s->conf.max_split_size) stat_inc(&s->st.oversize_segments, 1);
+    if (alloc_size > a->c.largest_segment) a->c.largest_segment = alloc_size;
     a->ff_part[!small].driver++;
     return b;
 }

@@ -317,7 +317,8 @@ uint64_t gm_engine_default_capacity(const gm_sim_config *cfg, const gm_trace_met
 /* Completed tenants. */
 size_t gm_sim_completed(const gm_sim_result *r);
 /* The tenants' allocator counters summed: the device's driver calls, their
- * time, retries, flushes and released bytes. */
+ * time, retries, flushes and released bytes (and the largest segment of
+ * any). */
 gm_alloc_counters gm_sim_totals(const gm_sim_result *r);
 /* The run's place in the ranking (metrics.h) and the order of two runs. */
 gm_rank_key gm_sim_rank_key(const gm_sim_result *r);

@@ -38,6 +38,7 @@ gm_alloc_counters gm_sim_totals(const gm_sim_result *r)
         sum.grow_retries += c->grow_retries;
         sum.n_cache_flushes += c->n_cache_flushes;
         sum.released_bytes += c->released_bytes;
+        if (c->largest_segment > sum.largest_segment) sum.largest_segment = c->largest_segment;
     }
     return sum;
 }

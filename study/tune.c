@@ -54,12 +54,23 @@ static int torch_version_of(const gm_sim_config *base, char *recorded, size_t le
     return v ? v : GM_TORCH_NEWEST;
 }
 
+/* How an entry's run may be another's (shared): the same settings with
+ * garbage_collection_threshold 0.6 instead of none or 0.8 (LEAD_GC), or
+ * without max_split_size_mb (LEAD_SPLIT). */
+enum { LEAD_NONE = 0, LEAD_GC = 1, LEAD_SPLIT = 2 };
+
 typedef struct grid {
     gm_tune *t;
     size_t cap;
-    long *gc_lead; /* per entry: the entry with garbage_collection_threshold 0.6 and
-                      otherwise its settings (its run may be this one's: gc_shared), -1 */
+    long *lead;    /* per entry: the entry whose run may be its, -1 */
+    uint8_t *rule; /* per entry: LEAD_* */
 } grid;
+
+static void grid_free(grid *g)
+{
+    free(g->lead);
+    free(g->rule);
+}
 
 static gm_tune_entry *add(grid *g, const char *conf, double fraction)
 {
@@ -79,9 +90,11 @@ static int build(grid *g, const gm_sim_config *base, const char *recorded)
     g->cap = N_OF(expandable) * N_OF(max_split) * N_OF(gc) * N_OF(roundup) + 1;
     if (!(t->e = calloc(g->cap, sizeof *t->e))) return GM_ENOMEM;
     int fraction_key = t->torch_version >= GM_TORCH_2_10; /* per_process_memory_fraction */
-    if (!(g->gc_lead = malloc(g->cap * sizeof *g->gc_lead))) return GM_ENOMEM;
+    g->lead = malloc(g->cap * sizeof *g->lead);
+    g->rule = calloc(g->cap, 1);
+    if (!g->lead || !g->rule) return GM_ENOMEM;
     for (size_t i = 0; i < g->cap; i++)
-        g->gc_lead[i] = -1;
+        g->lead[i] = -1;
     for (size_t x = 0; x < N_OF(expandable); x++)
         for (size_t m = 0; m < N_OF(max_split); m++)
             for (size_t c = 0; c < N_OF(gc); c++)
@@ -100,12 +113,17 @@ static int build(grid *g, const gm_sim_config *base, const char *recorded)
                     }
                     gm_tune_entry *e = add(g, conf, fraction);
                     if (e && !conf[0]) e->is_default = 1;
-                    /* grid order: (x, m, c, r) is entry ((x * M + m) * C + c) * R + r */
-                    size_t lead = ((x * N_OF(max_split) + m) * N_OF(gc) + 1) * N_OF(roundup) + r;
-                    if (e && c != 1 &&
-                        (size_t)(e - t->e) ==
-                            ((x * N_OF(max_split) + m) * N_OF(gc) + c) * N_OF(roundup) + r)
-                        g->gc_lead[e - t->e] = (long)lead;
+                        /* grid order: (x, m, c, r) is entry ((x * M + m) * C + c) * R + r */
+#define AT(x, m, c, r) ((((x)*N_OF(max_split) + (m)) * N_OF(gc) + (c)) * N_OF(roundup) + (r))
+                    if (!e || (size_t)(e - t->e) != AT(x, m, c, r)) continue;
+                    if (c != 1) { /* led by the same with garbage collection 0.6 */
+                        g->lead[AT(x, m, c, r)] = (long)AT(x, m, 1, r);
+                        g->rule[AT(x, m, c, r)] = LEAD_GC;
+                    } else if (m && !expandable[x]) { /* ... by the same without max_split */
+                        g->lead[AT(x, m, c, r)] = (long)AT(x, 0, 1, r);
+                        g->rule[AT(x, m, c, r)] = LEAD_SPLIT;
+                    }
+#undef AT
                 }
     if (recorded[0]) {
         gm_tune_entry *e = add(g, recorded, base->memory_fraction);
@@ -131,10 +149,10 @@ static int build(grid *g, const gm_sim_config *base, const char *recorded)
 typedef struct tune_ctx {
     const gm_sim_config *base;
     gm_tune *t;
-    size_t done;       /* settings simulated (atomic): for step_done */
-    const size_t *job; /* this round's entries */
-    uint8_t *quiet;    /* per entry: its run never asked its policy, which released nothing */
-    long device_of;    /* the entry besides the defaults whose run names the device */
+    size_t done;             /* settings simulated (atomic): for step_done */
+    const size_t *job;       /* this round's entries */
+    struct run_facts *facts; /* per entry: what its run says about the others' */
+    long device_of;          /* the entry besides the defaults whose run names the device */
 } tune_ctx;
 
 static void summarize(gm_tune_entry *e, const gm_sim_result *r)
@@ -152,14 +170,25 @@ static void summarize(gm_tune_entry *e, const gm_sim_result *r)
     e->driver_ns = gm_counters_driver_ns(&tot);
 }
 
-/* Whether r's run never asked its policy and the policy released nothing
- * (no OOM either): nothing a policy setting decides happened in it. */
-static int run_quiet(const gm_sim_result *r)
+/* What an entry's run says about the runs of the settings it leads
+ * (shared): no driver call or memory limit refused (the policy was never
+ * asked, no OOM, every tenant done); the policy released nothing; the
+ * largest classic segment of any tenant. */
+typedef struct run_facts {
+    uint8_t refused_none, released_none;
+    uint64_t largest_segment;
+} run_facts;
+
+static run_facts facts_of(const gm_sim_result *r)
 {
-    int quiet = r->device.n_oom == 0 && gm_sim_completed(r) == r->n_tenants;
-    for (size_t k = 0; k < r->n_tenants; k++)
-        quiet &= r->t[k].policy_asks == 0 && r->t[k].c.released_bytes == 0;
-    return quiet;
+    run_facts f = {r->device.n_oom == 0 && gm_sim_completed(r) == r->n_tenants, 1, 0};
+    for (size_t k = 0; k < r->n_tenants; k++) {
+        f.refused_none &= r->t[k].policy_asks == 0;
+        f.released_none &= r->t[k].c.released_bytes == 0;
+        if (r->t[k].c.largest_segment > f.largest_segment)
+            f.largest_segment = r->t[k].c.largest_segment;
+    }
+    return f;
 }
 
 static void progress_step(tune_ctx *x)
@@ -193,27 +222,39 @@ static void tune_one(void *arg, size_t k)
         snprintf(x->t->capacity_source, sizeof x->t->capacity_source, "%s", r->capacity_source);
         snprintf(x->t->policy, sizeof x->t->policy, "%s", r->policy);
     }
-    if (e->rc == GM_OK) x->quiet[i] = (uint8_t)run_quiet(r);
+    if (e->rc == GM_OK) x->facts[i] = facts_of(r);
     gm_sim_result_free(r); /* 120 runs: keep the figures, not the timelines */
     progress_step(x);
 }
 
-/* Whether the run of entry l (garbage_collection_threshold 0.6, memory
- * fraction or per_process_memory_fraction) is entry i's, i having l's
- * settings with no garbage collection or with 0.8: in l's run no driver
- * call or memory limit refused (no ask, no OOM) and the collection
- * released nothing. Then at every grow it found no whole free large
- * segment (with one, the oldest is at least the average age and goes),
- * so at 0.8 it finds none either, and without the collection (nor the
- * fraction, which never refused) every decision is the same; the policy
- * is the `pytorch` policy, the model PyTorch's, whose only other use of
- * the limit is refusing a grow (sim/alloc_pytorch.c). */
-static int gc_shared(const gm_sim_config *base, const gm_tune *t, const uint8_t *quiet, long l)
+/*
+ * Whether entry i's run is the run of its lead l (grid.lead), which ran
+ * or took its own: the policy is the `pytorch` policy and the model
+ * PyTorch's, nothing refused in l's run (no ask, no OOM), and
+ *  - LEAD_GC (l: i's settings with garbage_collection_threshold 0.6 and a
+ *    memory fraction; i: with 0.8, or with no collection): the collection
+ *    released nothing in l's run. Then at no grow did it find a whole free
+ *    large segment (with one, the oldest is at least the average age and
+ *    goes), so at 0.8 it finds none either; without the collection (and
+ *    the fraction, which never refused: the model's only other use of the
+ *    limit, sim/alloc_pytorch.c) every decision is the same.
+ *  - LEAD_SPLIT (l: i's settings without max_split_size_mb, classic
+ *    segments): l's largest segment is below i's max_split_size. The model
+ *    compares only request and block sizes with it (the oversize checks,
+ *    should_split, the statistics), none of which reached it in l's run, so
+ *    every comparison goes the same way with i's size as with none; the
+ *    policy reads it only when asked. The collection does not read it.
+ */
+static int shared(const gm_sim_config *base, const gm_tune *t, const run_facts *f, long l, int rule,
+                  uint64_t max_split)
 {
     const char *pol = base->policy ? base->policy : "pytorch";
     const char *al = base->allocator ? base->allocator : "pytorch";
-    return l >= 0 && !strcmp(pol, "pytorch") && !strcmp(al, "pytorch") && !t->e[l].skipped &&
-           t->e[l].rc == GM_OK && quiet[l];
+    if (l < 0 || strcmp(pol, "pytorch") || strcmp(al, "pytorch") || t->e[l].skipped ||
+        t->e[l].rc != GM_OK || !f[l].refused_none)
+        return 0;
+    if (rule == LEAD_GC) return f[l].released_none;
+    return rule == LEAD_SPLIT && f[l].largest_segment < max_split;
 }
 
 static uint64_t three_digits(uint64_t v)
@@ -268,46 +309,57 @@ int gm_tune_run(const gm_sim_config *base, int threads, gm_tune **out, gm_err *e
     if (!t) return gm_errf(err, GM_ENOMEM, "out of memory");
     char recorded[256];
     t->torch_version = torch_version_of(base, recorded, sizeof recorded);
-    grid g = {t, 0, NULL};
+    grid g = {t, 0, NULL, NULL};
     if (build(&g, base, recorded) != GM_OK || !(t->rank = calloc(t->n, sizeof *t->rank))) {
-        free(g.gc_lead);
+        grid_free(&g);
         gm_tune_free(t);
         return gm_errf(err, GM_ENOMEM, "out of memory");
     }
     t->threads = threads > 0 ? threads : gm_default_threads();
     size_t *job = malloc(t->n * sizeof *job);
-    uint8_t *quiet = calloc(t->n, 1);
-    if (!job || !quiet) {
+    run_facts *facts = calloc(t->n, sizeof *facts);
+    if (!job || !facts) {
         free(job);
-        free(quiet);
-        free(g.gc_lead);
+        free(facts);
+        grid_free(&g);
         gm_tune_free(t);
         return gm_errf(err, GM_ENOMEM, "out of memory");
     }
     double t0 = gm_monotonic_s();
-    tune_ctx x = {base, t, 0, job, quiet, -1};
+    tune_ctx x = {base, t, 0, job, facts, -1};
     for (size_t i = 0; i < t->n; i++)
-        if (t->e[i].is_default) x.device_of = g.gc_lead[i];
-    /* the settings with garbage_collection_threshold 0.6 run first; the
-     * same settings without it and with 0.8 take their figures where that
-     * run is theirs (gc_shared), and run after them otherwise */
-    for (int round = 0; round < 2; round++) {
+        if (t->e[i].is_default) x.device_of = g.lead[i];
+    /* round 0: the settings that lead none; 1: those led by the same
+     * without max_split_size_mb; 2: those led by the same with garbage
+     * collection 0.6 (which ran, or took theirs, in round 0 or 1). A
+     * setting takes its lead's figures where its lead's run is its
+     * (shared), and runs otherwise */
+    for (int round = 0; round < 3; round++) {
         size_t m = 0;
         for (size_t i = 0; i < t->n; i++) {
-            int follows = g.gc_lead[i] >= 0;
-            if (t->e[i].skipped || (round == 0 ? follows : !follows)) continue;
-            if (round == 1 && gc_shared(base, t, quiet, g.gc_lead[i])) {
-                gm_tune_entry *e = &t->e[i], *l = &t->e[g.gc_lead[i]];
+            int depth = g.rule[i] == LEAD_GC ? 2 : g.rule[i] == LEAD_SPLIT ? 1 : 0;
+            if (t->e[i].skipped || depth != round) continue;
+            gm_pt_conf pc;
+            gm_err ignored;
+            uint64_t ms =
+                gm_pt_conf_parse_for(t->e[i].conf, t->torch_version, &pc, &ignored) == GM_OK
+                    ? pc.max_split_size
+                    : 0;
+            if (round && shared(base, t, facts, g.lead[i], g.rule[i], ms)) {
+                long l = g.lead[i];
+                gm_tune_entry *e = &t->e[i];
+                const gm_tune_entry *le = &t->e[l];
                 e->rc = GM_OK;
-                e->ooms = l->ooms;
-                e->first_oom_index = l->first_oom_index;
-                e->first_oom_size = l->first_oom_size;
-                e->peak_live = l->peak_live;
-                e->peak_reserved = l->peak_reserved;
-                e->peak_allocated = l->peak_allocated;
-                e->fragmentation = l->fragmentation;
-                e->driver_calls = l->driver_calls;
-                e->driver_ns = l->driver_ns;
+                e->ooms = le->ooms;
+                e->first_oom_index = le->first_oom_index;
+                e->first_oom_size = le->first_oom_size;
+                e->peak_live = le->peak_live;
+                e->peak_reserved = le->peak_reserved;
+                e->peak_allocated = le->peak_allocated;
+                e->fragmentation = le->fragmentation;
+                e->driver_calls = le->driver_calls;
+                e->driver_ns = le->driver_ns;
+                facts[i] = facts[l]; /* the same run, for those i leads */
                 t->n_shared++;
                 progress_step(&x);
                 continue;
@@ -318,8 +370,8 @@ int gm_tune_run(const gm_sim_config *base, int threads, gm_tune **out, gm_err *e
     }
     t->wall_s = gm_monotonic_s() - t0;
     free(job);
-    free(quiet);
-    free(g.gc_lead);
+    free(facts);
+    grid_free(&g);
     for (size_t i = 0; i < t->n; i++) /* the defaults must run: else the input is bad */
         if (t->e[i].is_default && t->e[i].rc != GM_OK) {
             int rc = gm_errf(err, t->e[i].rc, "%s", t->e[i].err.msg);

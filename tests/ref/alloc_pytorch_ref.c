@@ -292,6 +292,7 @@ static pt_block *alloc_segment(gm_alloc *a, pt_state *s, uint64_t alloc_size, ui
     b->seg = g;
     g->first = b;
     g->n_blocks = 1;
+    if (alloc_size > a->c.largest_segment) a->c.largest_segment = alloc_size;
     return b;
 }
 
