@@ -222,9 +222,13 @@ int cmd_compare(int argc, char **argv)
         json_decref(j);
     }
     gm_trace_stats_finish(bg, NULL, &cfg, NULL); /* not taken: a run failed first */
-    if (rc == GM_OK && isatty(2))
-        fprintf(stderr, "gmsim compare: %zu simulations on %d thread%s in %.2f s\n", n,
-                cmp->threads, cmp->threads == 1 ? "" : "s", cmp->wall_s);
+    if (rc == GM_OK && isatty(2)) {
+        fprintf(stderr, "gmsim compare: %zu simulations on %d thread%s in %.2f s",
+                n - cmp->n_shared, cmp->threads, cmp->threads == 1 ? "" : "s", cmp->wall_s);
+        if (cmp->n_shared) /* study/same_run.h */
+            fprintf(stderr, " (%zu more entries took another policy's run)", cmp->n_shared);
+        fputc('\n', stderr);
+    }
     gm_compare_free(cmp);
     free(specs);
     free(allocs);
