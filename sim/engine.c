@@ -1048,6 +1048,7 @@ static int scope_rescue(sim *s, tenant *t, const gm_event *e, uint64_t now, uint
                 tenant *o = &s->t[((size_t)t->idx + k) % s->n];
                 if (o->done || !o->a || !may_ask(s, t, o, pass)) continue;
                 const gm_policy_ops *po = o->pol->ops;
+                o->pol->asks++; /* what it releases is its policy's (or its lack of one) */
                 uint64_t got = po->on_foreign_pressure
                                    ? po->on_foreign_pressure(o->pol->state, o->a, need, now)
                                    : o->a->ops->empty_cache(o->a, now);

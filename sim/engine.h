@@ -243,7 +243,7 @@ typedef struct gm_tenant_result {
     int has_stats;
     gm_alloc_stats stats;
     gm_report *policy_report; /* the policy's own figures (report.h), or NULL */
-    uint64_t policy_asks;     /* its on_alloc_fail calls (sim/policy.h: gm_policy_ask) */
+    uint64_t policy_asks;     /* its policy's on_alloc_fail calls and --scope device asks */
     gm_alloc_limits limits;   /* its model's settings, as a policy read them */
     gm_tier_stats tier;       /* --host-tier, --on-oom chain (host_tier.h)   */
     int degraded;             /* --on-oom chain halved activations: precision degraded */

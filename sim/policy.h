@@ -108,14 +108,15 @@ typedef struct gm_policy_ops {
     void (*on_tensor)(void *state, gm_alloc *a, uint64_t handle, uint8_t category, int freed,
                       uint64_t now_ns);
     /* Optional: 1 when an instance with these parameters, on a model with
-     * these limits, acts only when asked after a refusal (on_alloc_fail,
-     * and on_foreign_pressure, which only follows one): its before_grow
-     * releases nothing and changes no state, it has no timer, admit or
-     * on_tensor, and its report at the end of a run that never asked it
-     * is a fresh instance's. Two policies that both say so make the same
-     * run of a configuration until the first refusal, so a run that had
-     * none is each one's (gm_sim_result.policy_inert, study/same_run.h).
-     * NULL: not known, every run is its own. */
+     * these limits, acts only when asked (on_alloc_fail after a refusal;
+     * on_foreign_pressure, or the engine's empty_cache in its place, for
+     * another tenant under --scope device; both counted in gm_policy.asks):
+     * its before_grow releases nothing and changes no state, it has no
+     * timer, admit or on_tensor, and its report at the end of a run that
+     * never asked it is a fresh instance's. Two policies that both say so
+     * make the same run of a configuration until the first ask, so a run
+     * with none is each one's (gm_sim_result.policy_inert,
+     * study/same_run.h). NULL: not known, every run is its own. */
     int (*inert)(const char *params, const gm_alloc_limits *limits);
 } gm_policy_ops;
 
@@ -124,7 +125,8 @@ typedef struct gm_policy {
     const gm_policy_ops *ops;
     void *state;
     char params[256];
-    uint64_t asks; /* on_alloc_fail calls (gm_policy_ask) */
+    uint64_t asks; /* on_alloc_fail calls (gm_policy_ask), and the engine's asks to
+                      release for another tenant (--scope device) */
 } gm_policy;
 
 /* An instance of ops with its parameters ("k=v,..." or "", copied). */

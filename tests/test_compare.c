@@ -151,14 +151,26 @@ static void test_shared_runs(void)
         double fraction;
         const char *lead;
         int shared[NP];
+        const char *allocator;
+        int scope;
     } cases[] = {
-        {1, 80 * GM_GiB, NULL, 0, "pytorch", {1, 1, 1, 0, 0, 0, 1}},
-        {2, 80 * GM_GiB, NULL, 0, "pytorch", {1, 1, 1, 0, 0, 0, 1}},
+        {1, 80 * GM_GiB, NULL, 0, "pytorch", {1, 1, 1, 0, 0, 0, 1}, NULL, 0},
+        {2, 80 * GM_GiB, NULL, 0, "pytorch", {1, 1, 1, 0, 0, 0, 1}, NULL, 0},
         /* refused driver calls: each its own */
-        {1, st.peak_live_bytes + st.peak_live_bytes / 10, NULL, 0, "pytorch", {0}},
+        {1, st.peak_live_bytes + st.peak_live_bytes / 10, NULL, 0, "pytorch", {0}, NULL, 0},
         /* pytorch's garbage collection acts before grows: not pytorch's run,
          * but lru's is priority's */
-        {1, 80 * GM_GiB, "garbage_collection_threshold:0.5", 0.1, "lru", {0, 1, 1, 0, 0, 0, 1}},
+        {1,
+         80 * GM_GiB,
+         "garbage_collection_threshold:0.5",
+         0.1,
+         "lru",
+         {0, 1, 1, 0, 0, 0, 1},
+         NULL,
+         0},
+        /* cudaMallocAsync's fraction refuses without asking the tenant's
+         * policy; --scope device then asks the other tenant's: each its own */
+        {2, 80 * GM_GiB, NULL, 0.04, "pytorch", {0}, "cuda-async", 1},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         gm_sim_config c = cfg;
@@ -167,10 +179,12 @@ static void test_shared_runs(void)
         c.alloc_conf = cases[k].conf;
         c.memory_fraction = cases[k].fraction;
         c.policy = cases[k].lead;
+        c.allocator = cases[k].allocator;
+        c.scope_device = cases[k].scope;
         gm_sim_result *r = NULL;
         CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
         if (!cases[k].shared[0] && !cases[k].shared[1]) /* refused: pytorch was asked */
-            CU_ASSERT(r->t[0].policy_asks > 0);
+            CU_ASSERT(r->t[0].policy_asks + (r->n_tenants > 1 ? r->t[1].policy_asks : 0) > 0);
         if (cases[k].conf) { /* the garbage collection released what lru keeps */
             gm_sim_config d = c;
             d.policy = "pytorch";
