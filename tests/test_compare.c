@@ -47,14 +47,9 @@ static void test_compare_threads(void)
     const char *path = bert_trace("compare.h5", 120, &st); /* ~310 k events */
     CU_ASSERT_FATAL(st.events > 300000);
 
-    static const gm_latency lat = GM_LATENCY_DEFAULT;
     gm_tenant_spec spec = {.path = path, .repeat = 1};
-    gm_sim_config cfg = {.tenants = &spec,
-                         .n_tenants = 1,
-                         .capacity_bytes = st.peak_live_bytes + st.peak_live_bytes / 10,
-                         .overhead_bytes = GM_DEFAULT_OVERHEAD,
-                         .latency = lat,
-                         .on_oom_skip = 1}; /* every run to the end, OOMs or not */
+    gm_sim_config cfg = bert_config(&spec, 1, st.peak_live_bytes + st.peak_live_bytes / 10);
+    cfg.on_oom_skip = 1; /* every run to the end, OOMs or not */
     static const char *const pol[] = {"pytorch", "lru", "priority", "predictive", "oracle"};
     gm_compare *one = NULL, *three = NULL;
     CU_ASSERT_EQUAL_FATAL(gm_compare_run(&cfg, (char *const *)pol, 5, 1, &one, &err), GM_OK);
@@ -126,15 +121,10 @@ static void test_shared_runs(void)
     gm_err err = {0};
     gm_bert_stats st;
     const char *path = bert_trace("shared.h5", 30, &st);
-    static const gm_latency lat = GM_LATENCY_DEFAULT;
     gm_tenant_spec spec[2] = {{.path = path, .repeat = 1},
                               {.path = path, .repeat = 1, .offset_ns = 3000000}};
-    gm_sim_config cfg = {.tenants = spec,
-                         .n_tenants = 1,
-                         .capacity_bytes = 80 * GM_GiB,
-                         .overhead_bytes = GM_DEFAULT_OVERHEAD,
-                         .latency = lat,
-                         .on_oom_skip = 1};
+    gm_sim_config cfg = bert_config(spec, 1, 80 * GM_GiB);
+    cfg.on_oom_skip = 1;
     static const char *const pol[] = {"pytorch",
                                       "lru",
                                       "priority",
@@ -224,13 +214,8 @@ static void test_fit_shared(void)
     gm_err err = {0};
     gm_bert_stats st;
     const char *path = bert_trace("fit_shared.h5", 20, &st);
-    static const gm_latency lat = GM_LATENCY_DEFAULT;
     gm_tenant_spec spec = {.path = path, .repeat = 1};
-    gm_sim_config cfg = {.tenants = &spec,
-                         .n_tenants = 1,
-                         .capacity_bytes = 80 * GM_GiB,
-                         .overhead_bytes = GM_DEFAULT_OVERHEAD,
-                         .latency = lat};
+    gm_sim_config cfg = bert_config(&spec, 1, 80 * GM_GiB);
     gm_preload pre; /* the runs replay it from memory, as fit's command does */
     CU_ASSERT_EQUAL_FATAL(gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, &err), GM_OK);
     static const char *const pol[] = {"pytorch", "lru", "predictive", "priority",

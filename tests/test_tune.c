@@ -46,13 +46,9 @@ static void test_tune_shared(void)
 {
     gm_bert_stats st;
     const char *path = bert_trace("tune_shared.h5", 6, &st);
-    static const gm_latency lat = GM_LATENCY_DEFAULT;
     gm_tenant_spec spec = {.path = path, .repeat = 1};
-    gm_sim_config cfg = {.tenants = &spec,
-                         .n_tenants = 1,
-                         .overhead_bytes = GM_DEFAULT_OVERHEAD,
-                         .latency = lat,
-                         .on_oom_skip = 1};
+    gm_sim_config cfg = bert_config(&spec, 1, 0);
+    cfg.on_oom_skip = 1;
     gm_preload pre;
     gm_err err = {0};
     CU_ASSERT_EQUAL_FATAL(gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, &err), GM_OK);
