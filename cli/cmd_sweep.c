@@ -249,8 +249,18 @@ static int sweep(const sweep_args *a, int rank, int size, const gm_mpi_ops *mpi)
     }
     for (size_t i = 0; i < p->n_cases; i++)
         if (!done[i]) todo[n_todo++] = i;
-    for (size_t k = 0; k < n_todo; k++) /* rank r: pending cases r, r + size, ... */
-        if ((int)(k % (size_t)size) == rank) todo[n_mine++] = todo[k];
+    /* rank r: the pending groups r, r + size, ... (a group: the cases of one
+     * mix, device and allocator, consecutive in case order, which share runs
+     * within a process: study/sweep.c), when there are as many groups as
+     * ranks; else the pending cases r, r + size, ... */
+    size_t groups = 0, np = p->n_policies ? p->n_policies : 1;
+    for (size_t k = 0; k < n_todo; k++)
+        groups += !k || todo[k] / np != todo[k - 1] / np;
+    int by_group = groups >= (size_t)size;
+    for (size_t k = 0, g = 0; k < n_todo; k++) {
+        if (k && todo[k] / np != todo[k - 1] / np) g++;
+        if ((int)((by_group ? g : k) % (size_t)size) == rank) todo[n_mine++] = todo[k];
+    }
     int threads = threads_for(a->threads, mpi);
     if (rank == 0 && !a->quiet)
         fprintf(stderr,
