@@ -66,6 +66,17 @@ static int same_config(const gm_compare_entry *a, const gm_compare_entry *b)
            (!a->conf_given || !strcmp(a->alloc_conf, b->alloc_conf));
 }
 
+/* Whether the followers of a lead with result r may share among themselves
+ * though not with it: its policy was not inert in the configuration, and
+ * it was never asked. */
+static int relead(const gm_sim_result *r)
+{
+    if (!r || r->policy_inert) return 0;
+    for (size_t i = 0; i < r->n_tenants; i++)
+        if (r->t[i].policy_asks) return 0;
+    return 1;
+}
+
 /*
  * Run the entries, sharing runs (study/same_run.h): of each allocator's
  * entries whose policy may share one, the first runs first (with every
@@ -76,14 +87,18 @@ static int run_shared(compare_ctx *x, size_t total, const double *cost, gm_err *
 {
     gm_compare *c = x->c;
     long *lead = malloc((total ? total : 1) * sizeof *lead);
+    long *next = malloc((total ? total : 1) * sizeof *next); /* per lead: its successor */
     size_t *job = malloc((total ? total : 1) * sizeof *job);
     double *jc = malloc((total ? total : 1) * sizeof *jc);
-    if (!lead || !job || !jc) {
+    if (!lead || !next || !job || !jc) {
         free(lead);
+        free(next);
         free(job);
         free(jc);
         return gm_errf(err, GM_ENOMEM, "out of memory");
     }
+    for (size_t i = 0; i < total; i++)
+        next[i] = -1;
     /* a lead: the first entry that may share, of its allocator and
      * configuration (everything else is the comparison's, the same) */
     for (size_t i = 0; i < total; i++) {
@@ -97,26 +112,46 @@ static int run_shared(compare_ctx *x, size_t total, const double *cost, gm_err *
         if (lead[i] < 0) lead[i] = (long)i;
     }
     x->job = job;
-    for (int phase = 0; phase < 2; phase++) {
+    /* phase 0: the leads and the entries that may not share; then each
+     * phase, a follower takes its lead's run where it is its own, and the
+     * rest run, but for one case: a lead whose own policy was not inert
+     * (pytorch with its garbage collection) and that asked nothing. The
+     * first of its followers then leads the others in the next phase
+     * (their policies may well be inert there); where the lead asked, the
+     * followers' runs come to the same ask, and all run at once. */
+    for (int phase = 0;; phase++) {
         size_t k = 0;
+        int more = 0;
         for (size_t i = 0; i < total; i++) {
-            int follows = lead[i] >= 0 && lead[i] != (long)i;
-            if (phase == 0 ? follows : !follows) continue;
-            if (phase == 1 && c->e[lead[i]].rc == GM_OK &&
-                gm_same_run(c->e[lead[i]].r, c->e[i].spec)) {
+            long l = lead[i];
+            int follows = l >= 0 && l != (long)i;
+            if (phase == 0 ? follows : !follows || c->e[i].r || c->e[i].rc) continue;
+            if (phase > 0 && c->e[l].rc == GM_OK && gm_same_run(c->e[l].r, c->e[i].spec)) {
                 gm_compare_entry *e = &c->e[i];
                 double t0 = gm_monotonic_s();
-                e->rc = gm_same_run_copy(c->e[lead[i]].r, e->spec, &e->r, &e->err);
-                done_line(x, e, gm_monotonic_s() - t0, &c->e[lead[i]]);
+                e->rc = gm_same_run_copy(c->e[l].r, e->spec, &e->r, &e->err);
+                done_line(x, e, gm_monotonic_s() - t0, &c->e[l]);
                 c->n_shared += e->rc == GM_OK;
                 continue;
+            }
+            if (phase > 0 && c->e[l].rc == GM_OK && relead(c->e[l].r)) {
+                if (next[l] >= 0) { /* l's first waiting follower leads the rest */
+                    lead[i] = next[l];
+                    more = 1;
+                    continue;
+                }
+                next[l] = (long)i;
+                lead[i] = (long)i; /* the new lead: runs now */
             }
             job[k] = i;
             jc[k++] = cost ? cost[i] : 1;
         }
+        if (phase > 0 && !k && !more) break;
         gm_parallel_for_cost(k, jc, c->threads, compare_job, x);
+        if (phase > 0 && !more) break;
     }
     free(lead);
+    free(next);
     free(job);
     free(jc);
     return GM_OK;
