@@ -1061,6 +1061,19 @@ static int same_str(const char *a, const char *b)
     return a == b || (a && b && !strcmp(a, b));
 }
 
+/* gm_same_run_leads' questions of the jobs: their configuration is the
+ * page's but the policy, the allocator and its settings. */
+static const char *job_spec(const void *ctx, size_t i)
+{
+    return ((const attach_job *)ctx)[i].c.policy;
+}
+
+static int job_same_config(const void *ctx, size_t j, size_t i)
+{
+    const attach_job *a = &((const attach_job *)ctx)[j], *b = &((const attach_job *)ctx)[i];
+    return same_str(a->c.allocator, b->c.allocator) && same_str(a->c.alloc_conf, b->c.alloc_conf);
+}
+
 /* Run the jobs, the maps of a follower taken from its lead's where they
  * are the same (maps_shared): the leads and the jobs that may not share
  * first, then the followers whose lead's maps are not theirs. */
@@ -1068,23 +1081,21 @@ static void attach_jobs(attach_job *job, size_t n, const double *est, int thread
 {
     size_t *pick = malloc((n ? n : 1) * sizeof *pick);
     double *pc = malloc((n ? n : 1) * sizeof *pc);
-    for (size_t i = 0; i < n; i++) {
-        job[i].jobs = job;
-        job[i].lead = -1;
-        if (!pick || !pc || !gm_same_run_may(job[i].c.policy)) continue;
-        for (size_t l = 0; l < i && job[i].lead < 0; l++)
-            if (job[l].lead == (long)l && same_str(job[l].c.allocator, job[i].c.allocator) &&
-                same_str(job[l].c.alloc_conf, job[i].c.alloc_conf))
-                job[i].lead = (long)l;
-        if (job[i].lead < 0) job[i].lead = (long)i;
-    }
-    if (!pick || !pc) { /* out of memory: each its own, in order */
+    long *lead = malloc((n ? n : 1) * sizeof *lead);
+    if (!pick || !pc || !lead) { /* out of memory: each its own, in order */
         for (size_t i = 0; i < n; i++)
             job[i].rc = segmap_json(&job[i].c, &job[i].o, &job[i].m, NULL, &job[i].err);
         free(pick);
         free(pc);
+        free(lead);
         return;
     }
+    gm_same_run_leads(n, job_spec, job_same_config, job, lead);
+    for (size_t i = 0; i < n; i++) {
+        job[i].jobs = job;
+        job[i].lead = lead[i];
+    }
+    free(lead);
     attach_ctx ctx = {job, pick};
     for (int phase = 0; phase < 2; phase++) {
         size_t k = 0;

@@ -71,10 +71,19 @@ static int same_config(const gm_compare_entry *a, const gm_compare_entry *b)
  * it was never asked. */
 static int relead(const gm_sim_result *r)
 {
-    if (!r || r->policy_inert) return 0;
-    for (size_t i = 0; i < r->n_tenants; i++)
-        if (r->t[i].policy_asks) return 0;
-    return 1;
+    return r && !r->policy_inert && !gm_same_run_asked(r);
+}
+
+/* gm_same_run_leads' questions of a comparison's entries. */
+static const char *entry_spec(const void *ctx, size_t i)
+{
+    return ((const gm_compare *)ctx)->e[i].spec;
+}
+
+static int entry_same_config(const void *ctx, size_t j, size_t i)
+{
+    const gm_compare *c = ctx;
+    return same_config(&c->e[j], &c->e[i]);
 }
 
 /*
@@ -99,18 +108,9 @@ static int run_shared(compare_ctx *x, size_t total, const double *cost, gm_err *
     }
     for (size_t i = 0; i < total; i++)
         next[i] = -1;
-    /* a lead: the first entry that may share, of its allocator and
-     * configuration (everything else is the comparison's, the same) */
-    for (size_t i = 0; i < total; i++) {
-        lead[i] = -1;
-        if (!gm_same_run_may(c->e[i].spec)) continue;
-        for (size_t j = 0; j < i; j++)
-            if (lead[j] == (long)j && same_config(&c->e[j], &c->e[i])) {
-                lead[i] = (long)j;
-                break;
-            }
-        if (lead[i] < 0) lead[i] = (long)i;
-    }
+    /* the configuration is the comparison's but the allocator and its
+     * settings */
+    gm_same_run_leads(total, entry_spec, entry_same_config, c, lead);
     x->job = job;
     /* phase 0: the leads and the entries that may not share; then each
      * phase, a follower takes its lead's run where it is its own, and the

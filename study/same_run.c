@@ -16,16 +16,36 @@ int gm_same_run_may(const char *spec)
     return spec && gm_policy_lookup(spec, &ops, &params, &err) == GM_OK && ops->inert;
 }
 
+void gm_same_run_leads(size_t n, const char *(*spec)(const void *ctx, size_t i),
+                       int (*same_config)(const void *ctx, size_t j, size_t i), const void *ctx,
+                       long *lead)
+{
+    for (size_t i = 0; i < n; i++) {
+        lead[i] = -1;
+        if (!gm_same_run_may(spec(ctx, i))) continue;
+        for (size_t j = 0; j < i && lead[i] < 0; j++)
+            if (lead[j] == (long)j && same_config(ctx, j, i)) lead[i] = (long)j;
+        if (lead[i] < 0) lead[i] = (long)i;
+    }
+}
+
+int gm_same_run_asked(const gm_sim_result *r)
+{
+    for (size_t i = 0; i < r->n_tenants; i++)
+        if (r->t[i].policy_asks) return 1;
+    return 0;
+}
+
 int gm_same_run(const gm_sim_result *r, const char *spec)
 {
     const gm_policy_ops *ops;
     const char *params;
     gm_err err = {0};
-    if (!r || !r->policy_inert || !r->n_tenants) return 0;
+    if (!r || !r->policy_inert || !r->n_tenants || gm_same_run_asked(r)) return 0;
     if (gm_policy_lookup(spec ? spec : "pytorch", &ops, &params, &err) != GM_OK || !ops->inert)
         return 0;
     for (size_t i = 0; i < r->n_tenants; i++)
-        if (r->t[i].policy_asks || !ops->inert(params, &r->t[i].limits)) return 0;
+        if (!ops->inert(params, &r->t[i].limits)) return 0;
     return 1;
 }
 

@@ -25,6 +25,19 @@
  * (gm_policy_ops.inert); the lead of a group of runs that may be one. */
 int gm_same_run_may(const char *spec);
 
+/* The leads of n entries (a comparison's, a sweep's, a page's maps):
+ * lead[i] is -1 where entry i's policy (spec(ctx, i)) may not share a run
+ * (gm_same_run_may), else the first entry j <= i whose policy may and that
+ * has i's configuration but the policy (same_config(ctx, j, i)): the run
+ * that may be i's. */
+void gm_same_run_leads(size_t n, const char *(*spec)(const void *ctx, size_t i),
+                       int (*same_config)(const void *ctx, size_t j, size_t i), const void *ctx,
+                       long *lead);
+
+/* 1 when r's run asked some tenant's policy (gm_tenant_result.policy_asks):
+ * no other policy's run is then known to be the same. */
+int gm_same_run_asked(const gm_sim_result *r);
+
 /* 1 when policy spec inert in r's configuration and r a run that asked its
  * inert policy nothing: r is spec's run too. 0 otherwise (also for a spec
  * that does not resolve). The caller ran r with the same configuration but

@@ -550,6 +550,20 @@ static void run_one(void *arg, size_t j)
     report(x, i, gm_monotonic_s() - t0);
 }
 
+/* gm_same_run_leads' questions of the cases todo[0..n). */
+static const char *case_spec(const void *ctx, size_t k)
+{
+    const run_ctx *x = ctx;
+    return x->p->policies[gm_sweep_case_at(x->p, x->todo[k]).policy];
+}
+
+static int case_same_config(const void *ctx, size_t l, size_t k)
+{
+    const run_ctx *x = ctx;
+    gm_sweep_case c = gm_sweep_case_at(x->p, x->todo[k]), d = gm_sweep_case_at(x->p, x->todo[l]);
+    return d.mix == c.mix && d.device == c.device && d.alloc == c.alloc;
+}
+
 /* A follower (same mix, device and allocator as its lead, a policy that
  * may share a run) whose lead's run is its: the lead's row, as its own. */
 static void copy_row(run_ctx *x, size_t k)
@@ -586,17 +600,7 @@ void gm_sweep_run(const gm_sweep_plan *p, const size_t *todo, size_t n, int thre
     /* of the cases of one mix, device and allocator here, the first whose
      * policy may share a run (study/same_run.h) leads the later ones: they
      * take its row where its run is theirs, and run after it otherwise */
-    for (size_t k = 0; k < n; k++) {
-        gm_sweep_case c = gm_sweep_case_at(p, todo[k]);
-        lead[k] = -1;
-        if (!gm_same_run_may(p->policies[c.policy])) continue;
-        for (size_t l = 0; l < k && lead[k] < 0; l++) {
-            gm_sweep_case d = gm_sweep_case_at(p, todo[l]);
-            if (lead[l] == (long)l && d.mix == c.mix && d.device == c.device && d.alloc == c.alloc)
-                lead[k] = (long)l;
-        }
-        if (lead[k] < 0) lead[k] = (long)k;
-    }
+    gm_same_run_leads(n, case_spec, case_same_config, &x, lead);
     x.lead = lead;
     x.same = same;
     x.job = job;

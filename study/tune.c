@@ -7,6 +7,7 @@
 
 #include "fit.h"
 #include "pool.h"
+#include "same_run.h"
 #include "simulate.h"
 #include "base/clock.h"
 #include "traces/alloc_conf.h"
@@ -181,9 +182,9 @@ typedef struct run_facts {
 
 static run_facts facts_of(const gm_sim_result *r)
 {
-    run_facts f = {r->device.n_oom == 0 && gm_sim_completed(r) == r->n_tenants, 1, 0};
+    run_facts f = {
+        r->device.n_oom == 0 && gm_sim_completed(r) == r->n_tenants && !gm_same_run_asked(r), 1, 0};
     for (size_t k = 0; k < r->n_tenants; k++) {
-        f.refused_none &= r->t[k].policy_asks == 0;
         f.released_none &= r->t[k].c.released_bytes == 0;
         if (r->t[k].c.largest_segment > f.largest_segment)
             f.largest_segment = r->t[k].c.largest_segment;
