@@ -563,13 +563,16 @@ static void hint_of_run(const gm_sim_config *cfg, gm_segmap_opts *o)
 }
 
 /* The hint tests' trace: peak_trace's 40 000 events, an OOM's request
- * before the peak and two after it; NULL when out of memory. */
-static gm_event *hint_trace(size_t *n)
+ * before the peak and two after it, as tenant *t (meta *m); the caller
+ * frees the events and m. */
+static gm_event *hint_trace(size_t *n, gm_trace_meta *m, gm_tenant_spec *t)
 {
     enum { N = 40000 };
     static const size_t oom_at[] = {500, 3000, 4000};
     gm_event *ev = calloc(N, sizeof *ev);
-    *n = ev ? peak_trace(ev, N, oom_at, 3) : 0;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
+    *n = peak_trace(ev, N, oom_at, 3);
+    *t = mem_tenant(ev, *n, m);
     return ev;
 }
 
@@ -599,10 +602,9 @@ static void hint_case(gm_sim_config *cfg, gm_tenant_spec *t, int tight, int zoom
 static void test_hint_ends_pass(void)
 {
     size_t n;
-    gm_event *ev = hint_trace(&n);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
     gm_trace_meta m;
-    gm_tenant_spec t = mem_tenant(ev, n, &m);
+    gm_tenant_spec t;
+    gm_event *ev = hint_trace(&n, &m, &t);
     gm_sim_config cfg;
     gm_err err = {0};
     for (int tight = 1; tight >= 0; tight--) {
@@ -642,10 +644,9 @@ static void test_hint_ends_pass(void)
 static void test_hint_ends_first_pass(void)
 {
     size_t n;
-    gm_event *ev = hint_trace(&n);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
     gm_trace_meta m;
-    gm_tenant_spec t = mem_tenant(ev, n, &m);
+    gm_tenant_spec t;
+    gm_event *ev = hint_trace(&n, &m, &t);
     gm_sim_config cfg;
     gm_err err = {0};
     for (int tight = 1; tight >= 0; tight--) {
