@@ -63,14 +63,16 @@ enum { LEAD_NONE = 0, LEAD_GC = 1, LEAD_SPLIT = 2 };
 typedef struct grid {
     gm_tune *t;
     size_t cap;
-    long *lead;    /* per entry: the entry whose run may be its, -1 */
-    uint8_t *rule; /* per entry: LEAD_* */
+    long *lead;          /* per entry: the entry whose run may be its, -1 */
+    uint8_t *rule;       /* per entry: LEAD_* */
+    uint64_t *max_split; /* per entry: its max_split_size in bytes, as build read it */
 } grid;
 
 static void grid_free(grid *g)
 {
     free(g->lead);
     free(g->rule);
+    free(g->max_split);
 }
 
 static gm_tune_entry *add(grid *g, const char *conf, double fraction)
@@ -93,7 +95,8 @@ static int build(grid *g, const gm_sim_config *base, const char *recorded)
     int fraction_key = t->torch_version >= GM_TORCH_2_10; /* per_process_memory_fraction */
     g->lead = malloc(g->cap * sizeof *g->lead);
     g->rule = calloc(g->cap, 1);
-    if (!g->lead || !g->rule) return GM_ENOMEM;
+    g->max_split = calloc(g->cap, sizeof *g->max_split);
+    if (!g->lead || !g->rule || !g->max_split) return GM_ENOMEM;
     for (size_t i = 0; i < g->cap; i++)
         g->lead[i] = -1;
     for (size_t x = 0; x < N_OF(expandable); x++)
@@ -142,6 +145,8 @@ static int build(grid *g, const gm_sim_config *base, const char *recorded)
         if (gm_pt_conf_parse_for(e->conf, t->torch_version, &pc, &e->err) != GM_OK) {
             e->skipped = 1;
             t->n_skipped++;
+        } else {
+            g->max_split[i] = pc.max_split_size;
         }
     }
     return GM_OK;
@@ -310,7 +315,7 @@ int gm_tune_run(const gm_sim_config *base, int threads, gm_tune **out, gm_err *e
     if (!t) return gm_errf(err, GM_ENOMEM, "out of memory");
     char recorded[256];
     t->torch_version = torch_version_of(base, recorded, sizeof recorded);
-    grid g = {t, 0, NULL, NULL};
+    grid g = {t, 0, NULL, NULL, NULL};
     if (build(&g, base, recorded) != GM_OK || !(t->rank = calloc(t->n, sizeof *t->rank))) {
         grid_free(&g);
         gm_tune_free(t);
@@ -340,13 +345,7 @@ int gm_tune_run(const gm_sim_config *base, int threads, gm_tune **out, gm_err *e
         for (size_t i = 0; i < t->n; i++) {
             int depth = g.rule[i] == LEAD_GC ? 2 : g.rule[i] == LEAD_SPLIT ? 1 : 0;
             if (t->e[i].skipped || depth != round) continue;
-            gm_pt_conf pc;
-            gm_err ignored;
-            uint64_t ms =
-                gm_pt_conf_parse_for(t->e[i].conf, t->torch_version, &pc, &ignored) == GM_OK
-                    ? pc.max_split_size
-                    : 0;
-            if (round && shared(base, t, facts, g.lead[i], g.rule[i], ms)) {
+            if (round && shared(base, t, facts, g.lead[i], g.rule[i], g.max_split[i])) {
                 long l = g.lead[i];
                 gm_tune_entry *e = &t->e[i];
                 const gm_tune_entry *le = &t->e[l];
