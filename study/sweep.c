@@ -537,11 +537,8 @@ static void run_one(void *arg, size_t j)
     run_ctx *x = arg;
     size_t k = x->job[j], i = x->todo[k];
     double t0 = gm_monotonic_s();
-    int leads = 0; /* cases follow this one */
-    for (size_t f = k + 1; f < x->n && !leads; f++)
-        leads = x->lead[f] == (long)k;
-    gm_sim_result *r = NULL;
-    run_case(x->p, i, &x->rows[i], leads ? &r : NULL);
+    gm_sim_result *r = NULL; /* a lead's run, for its followers */
+    run_case(x->p, i, &x->rows[i], x->lead[k] == (long)k ? &r : NULL);
     for (size_t f = k + 1; r && f < x->n; f++) /* which followers' runs this is */
         if (x->lead[f] == (long)k)
             x->same[f] =
