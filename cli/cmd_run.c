@@ -203,9 +203,9 @@ int cmd_run(int argc, char **argv)
         rc = gm_errf(&err, GM_ENOMEM, "out of host memory tallying call sites");
     }
     if (rc != GM_OK) {
+        gm_trace_stats_finish(bg, NULL, &cfg, NULL); /* before the paths it reads go */
         gm_top_sites_free(&ts);
         gm_run_opts_free(&o);
-        gm_trace_stats_finish(bg, NULL, &cfg, NULL);
         return gm_cmd_fail("run", rc, err.msg);
     }
     if (!quiet) gm_table_run(text, &cfg, r);
@@ -221,10 +221,10 @@ int cmd_run(int argc, char **argv)
         rc = gm_live_at(&cfg, first->tenant, first->event_index, &at, &peak, &err);
         if (rc == GM_OK) rc = gm_oom_fixes(&cfg, r, 0, &fixes, &err);
         if (rc != GM_OK) {
+            gm_trace_stats_finish(bg, NULL, &cfg, NULL); /* before the paths it reads go */
             gm_top_sites_free(&ts);
             gm_sim_result_free(r);
             gm_run_opts_free(&o);
-            gm_trace_stats_finish(bg, NULL, &cfg, NULL);
             return gm_cmd_fail("run", rc, err.msg);
         }
         explained = 1;
@@ -248,7 +248,6 @@ int cmd_run(int argc, char **argv)
             gm_top_sites_free(&ts);
             gm_sim_result_free(r);
             gm_run_opts_free(&o);
-            gm_trace_stats_finish(bg, NULL, &cfg, NULL);
             return gm_cmd_fail("run", rc, err.msg);
         }
     }
