@@ -39,7 +39,7 @@ static void usage(FILE *f)
             "compare:\n"
             "  --policies LIST        policies to run, comma-separated, each NAME[:k=v,...]\n"
             "                         (a piece with '=' and no ':' continues the previous\n"
-            "                         one's parameters); default: all of\n"
+            "                         one's parameters); default:\n"
             "                         %s\n"
             "  --allocators LIST      rank allocators (and their settings) too: entries\n"
             "                         NAME[:SETTINGS] separated by commas, a piece that is\n"
@@ -51,7 +51,7 @@ static void usage(FILE *f)
             "                         %s\n"
             "  --threads N            simulations at a time (default: one per core)\n"
             "\n",
-            gm_policy_names(), gm_alloc_names());
+            gm_policy_default_names(), gm_alloc_names());
     gm_run_opts_help(f, 0);
     fprintf(f, "\n"
                "output:\n"

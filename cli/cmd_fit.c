@@ -39,8 +39,8 @@ static void usage(FILE *f)
             "OOM, their slowdown and the memory utilization.\n"
             "\n"
             "fit:\n"
-            "  --policies LIST        policies, comma-separated NAME[:k=v,...] (default: all\n"
-            "                         of %s)\n"
+            "  --policies LIST        policies, comma-separated NAME[:k=v,...] (default:\n"
+            "                         %s)\n"
             "  --threads N            policies searched at a time (default: one per core)\n"
             "  --max-capacity SIZE    search no higher (default: 16 x the start capacity:\n"
             "                         --capacity or the trace's device)\n"
@@ -51,7 +51,7 @@ static void usage(FILE *f)
             "                         from recordings REC=VALUE at two or three values (see\n"
             "                         gmsim scale); policies: --policies (default pytorch)\n"
             "\n",
-            gm_policy_names());
+            gm_policy_default_names());
     gm_run_opts_help(f, 0);
     fprintf(f,
             "\n"

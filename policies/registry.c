@@ -28,6 +28,7 @@ static const gm_policy_ops *const policies[] = {GM_POLICIES(ENTRY) GM_POLICIES_N
 static const size_t n_default = 0 GM_POLICIES(COUNT);
 #define NAME(n) ", " #n
 static const char names[] = GM_POLICIES(NAME) GM_POLICIES_NAMED(NAME); /* ", pytorch, lru, ..." */
+static const char default_names[] = GM_POLICIES(NAME);
 #define NPOLICIES (sizeof policies / sizeof policies[0])
 
 const gm_policy_ops *gm_policy_find(const char *name)
@@ -50,6 +51,11 @@ const gm_policy_ops *gm_policy_at(size_t i)
 size_t gm_policy_n_default(void)
 {
     return n_default;
+}
+
+const char *gm_policy_default_names(void)
+{
+    return default_names + 2;
 }
 
 int gm_policy_lookup(const char *spec, const gm_policy_ops **ops, const char **params, gm_err *err)

@@ -16,6 +16,7 @@ const gm_policy_ops *gm_policy_at(size_t i); /* i-th registered policy, NULL pas
 /* The first gm_policy_n_default() policies are the default set (compare and
  * fit without --policies); the rest run only when named (tiered, defrag). */
 size_t gm_policy_n_default(void);
+const char *gm_policy_default_names(void); /* the default set: "pytorch, lru, ..." */
 
 /* Split "NAME[:k=v,...]" into the policy's ops and its parameters (*params
  * points into spec, "" when there are none). GM_EINVAL naming the choices

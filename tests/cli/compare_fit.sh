@@ -56,6 +56,14 @@ grep -q '"winner": "oracle"' "$tmp/c1.json" && fail "the oracle won"
 [ "$(grep -c '"schema": "gmsim-result/1"' "$tmp/c1.json")" -eq 5 ] ||
     fail "compare JSON should hold 5 results"
 grep -q '"policy_report"' "$tmp/c1.json" || fail "no policy_report in the results"
+# the help names the default set: the policies compare runs without --policies
+ran=$(sed -n '/"policies": \[/,/\]/p' "$tmp/c1.json" | grep -o '^ *"[a-z]*",\{0,1\}$' | tr -d '", ' |
+    paste -sd, -)
+for cmd in compare fit; do
+    said=$("$gmsim" $cmd --help | awk '/--policies LIST/ { on = 1; print; next } on && /^  --/ { exit } on' |
+        tr '\n' ' ' | grep -o 'default: *[a-z, ]*' | sed 's/default: *//; s/ //g; s/,$//')
+    [ "$said" = "$ran" ] || fail "$cmd --help says the default policies are '$said'; compare ran '$ran'"
+done
 grep -q '"precision"' "$tmp/c1.json" || fail "predictive reports no precision"
 
 # --- fit: C has no OOM, C - 2 MiB has one ---
