@@ -30,6 +30,10 @@
  *                                 processed, in full-run equivalents
  *   gmbench read TRACE            read every event and nothing else: the
  *                                 reader's own events/s
+ *   gmbench packed TRACE          the trace kept packed in memory, as a
+ *                                 study keeps a larger one (study/preload.h):
+ *                                 bytes an event, ns an event to pack and to
+ *                                 decode it
  *   gmbench unpickle SNAPSHOT     a PyTorch memory snapshot's two steps
  *                                 before a trace is written: parsing the
  *                                 pickle (traces/unpickle.h: MB/s, the
@@ -75,6 +79,7 @@
 #include "traces/event_ids.h"
 #include "traces/gen_bert.h"
 #include "traces/import_torch.h"
+#include "traces/packed.h"
 #include "traces/unpickle.h"
 
 typedef struct vec {
@@ -214,6 +219,66 @@ static int read_only(const char *path)
     return 0;
 }
 
+/* The trace kept packed (traces/packed.h, what study/preload.h keeps of a
+ * larger trace): its bytes an event, and the thread's CPU per event to
+ * pack it and to decode it in a run's chunks, best of 3. */
+static int bench_packed(const char *path)
+{
+    gm_err err = {0};
+    gm_trace_reader *r;
+    if (gm_trace_open(path, &r, &err) != GM_OK) {
+        fprintf(stderr, "gmbench: %s\n", err.msg);
+        return 1;
+    }
+    uint64_t n = gm_trace_nevents(r), done = 0;
+    gm_event *ev = malloc((n ? n : 1) * sizeof *ev);
+    static gm_event buf[GM_TRACE_CHUNK_EVENTS];
+    int64_t k = 1;
+    while (ev && done < n && (k = gm_trace_read(r, ev + done, n - done, &err)) > 0)
+        done += (uint64_t)k;
+    gm_trace_close(r);
+    if (!ev || k <= 0) {
+        fprintf(stderr, "gmbench: %s\n", ev ? err.msg : "out of memory");
+        free(ev);
+        return 1;
+    }
+    double enc = 0, dec = 0;
+    uint64_t bytes = 0, check = 0;
+    for (int i = 0; i < 3; i++) {
+        double t0 = thread_cpu_s();
+        gm_packed *p = gm_packed_new(UINT64_MAX);
+        for (uint64_t at = 0; p && at < n; at += GM_TRACE_CHUNK_EVENTS)
+            if (gm_packed_append(p, ev + at,
+                                 n - at < GM_TRACE_CHUNK_EVENTS ? n - at : GM_TRACE_CHUNK_EVENTS)) {
+                gm_packed_free(p);
+                p = NULL;
+            }
+        if (!p) {
+            fprintf(stderr, "gmbench: out of memory\n");
+            free(ev);
+            return 1;
+        }
+        gm_packed_finish(p);
+        double t1 = thread_cpu_s();
+        gm_packed_cursor *c = gm_packed_cursor_new(p);
+        size_t got;
+        while (c && (got = gm_packed_read(c, buf, GM_TRACE_CHUNK_EVENTS)) > 0)
+            check += buf[got - 1].t_ns; /* (read: the loop is not dropped) */
+        double t2 = thread_cpu_s();
+        gm_packed_cursor_free(c);
+        bytes = gm_packed_bytes(p);
+        gm_packed_free(p);
+        if (!i || t1 - t0 < enc) enc = t1 - t0;
+        if (!i || t2 - t1 < dec) dec = t2 - t1;
+    }
+    free(ev);
+    printf("mode packed: %llu events, %.2f bytes an event; best of 3: packing %.1f ns an event, "
+           "decoding %.1f ns an event (%llu)\n",
+           (unsigned long long)n, n ? (double)bytes / (double)n : 0, n ? enc * 1e9 / (double)n : 0,
+           n ? dec * 1e9 / (double)n : 0, (unsigned long long)(check % 1000));
+    return 0;
+}
+
 /* A BERT trace of about `want` events, appended to ev. */
 static int bert(vec *ev, double want, int fixed)
 {
@@ -289,7 +354,8 @@ static int bench_compare(const char *path)
     gm_err perr = {0};
     const char *np = getenv("GMBENCH_NO_PRELOAD");
     int preload = !(np && *np && strcmp(np, "0"));
-    if (preload && gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, &perr) != GM_OK) {
+    /* as gmsim compare: a larger trace stays on disk (cli/cmd_compare.c) */
+    if (preload && gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, 0, &perr) != GM_OK) {
         fprintf(stderr, "gmbench: %s\n", perr.msg);
         return 1;
     }
@@ -418,7 +484,7 @@ static int usage(void)
             "usage: gmbench mem|fixed EVENTS [POLICY] | gmbench file TRACE [POLICY] |\n"
             "       gmbench tenants K EVENTS [POLICY] | gmbench cached N EVENTS [POLICY] |\n"
             "       gmbench compare TRACE | gmbench fit TRACE | gmbench read TRACE |\n"
-            "       gmbench unpickle SNAPSHOT\n");
+            "       gmbench packed TRACE | gmbench unpickle SNAPSHOT\n");
     return 2;
 }
 
@@ -429,6 +495,7 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "compare")) return bench_compare(argv[2]);
     if (!strcmp(mode, "fit")) return bench_fit(argv[2]);
     if (!strcmp(mode, "read")) return read_only(argv[2]);
+    if (!strcmp(mode, "packed")) return bench_packed(argv[2]);
     if (!strcmp(mode, "unpickle")) return bench_unpickle(argv[2]);
     int two = !strcmp(mode, "tenants") || !strcmp(mode, "cached");
     int fixed = !strcmp(mode, "fixed");

@@ -194,8 +194,14 @@ int cmd_compare(int argc, char **argv)
         return gm_cmd_fail("compare", GM_ENOMEM, "out of memory");
     }
     gm_cli_progress_begin("compare", quiet, &cfg, 0);
-    gm_preload pre; /* every run replays the traces from memory (study/preload.h) */
-    if (gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, &err) != GM_OK) {
+    /* every run replays the traces from memory (study/preload.h); a larger
+     * trace is packed only for the many runs of --allocators: for a few,
+     * packing it first (a read of the file before any run starts) takes
+     * longer than each run reading the file beside the others (gm_compare_fit
+     * packs it for its searches) */
+    gm_preload pre;
+    if (gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS,
+                          allocs ? GM_PRELOAD_MAX_PACKED_BYTES : 0, &err) != GM_OK) {
         gm_trace_stats_finish(bg, NULL, &cfg, NULL);
         gm_run_opts_free(&o);
         return gm_cmd_fail("compare", GM_ENOMEM, err.msg);

@@ -202,7 +202,8 @@ int cmd_fit(int argc, char **argv)
     gm_fit *f = NULL;
     gm_cli_progress_begin("fit", quiet, &cfg, 0);
     gm_preload pre; /* every run replays the traces from memory (study/preload.h) */
-    if (gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, &err) != GM_OK) {
+    if (gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, GM_PRELOAD_MAX_PACKED_BYTES, &err) !=
+        GM_OK) {
         gm_run_opts_free(&o);
         return gm_cmd_fail("fit", GM_ENOMEM, err.msg);
     }

@@ -133,7 +133,8 @@ int cmd_tune(int argc, char **argv)
     gm_tune *t = NULL;
     gm_cli_progress_begin("tune", a.quiet, &cfg, 1);
     gm_preload pre; /* every run replays the traces from memory (study/preload.h) */
-    if (gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, &err) != GM_OK) {
+    if (gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, GM_PRELOAD_MAX_PACKED_BYTES, &err) !=
+        GM_OK) {
         gm_run_opts_free(&o);
         return gm_cmd_fail("tune", GM_ENOMEM, err.msg);
     }

@@ -43,6 +43,7 @@
 #include "future.h"
 #include "pressure.h"
 #include "sim/policy.h"
+#include "traces/packed.h"
 #include "traces/trace.h"
 
 /* a large segment serves requests up to this much smaller than itself
@@ -237,6 +238,15 @@ static int attach(void *state, gm_alloc *a, const gm_policy_env *env, gm_err *er
     if (rc) return rc;
     if (env->events) {
         note_events(p, a, env->events, env->n_events, &index, &rc, err);
+    } else if (env->packed) { /* kept packed (traces/packed.h): decoded a chunk at a time */
+        gm_packed_cursor *c = gm_packed_cursor_new(env->packed);
+        gm_event *buf = c ? malloc(GM_TRACE_CHUNK_EVENTS * sizeof *buf) : NULL;
+        size_t n;
+        if (!buf) rc = gm_errf(err, GM_ENOMEM, "out of memory");
+        while (rc == GM_OK && buf && (n = gm_packed_read(c, buf, GM_TRACE_CHUNK_EVENTS)) > 0)
+            note_events(p, a, buf, n, &index, &rc, err);
+        free(buf);
+        gm_packed_cursor_free(c);
     } else {
         gm_trace_reader *r;
         if ((rc = gm_trace_open(env->trace_path, &r, err))) return rc;

@@ -13,6 +13,7 @@
 #include "base/addrmap.h"
 #include "base/hash.h"
 #include "traces/alloc_conf.h"
+#include "traces/packed.h"
 #include "traces/trace.h"
 
 #define CHUNK_EVENTS GM_TRACE_CHUNK_EVENTS
@@ -63,6 +64,7 @@ typedef struct tenant {
     /* the rest */
     const gm_tenant_spec *spec;
     gm_trace_reader *r;
+    gm_packed_cursor *pk; /* a packed in-memory trace's reading position (spec->packed) */
     gm_event *own;
     int own_carry;  /* own has room for GM_FF_CARRY more events (refill_keep) */
     size_t mem_pos; /* in-memory source: next event to hand out */
@@ -160,7 +162,9 @@ static const char *tname(const tenant *t)
     return t->spec->name ? t->spec->name : t->spec->path;
 }
 
-/* ---------------- event source: a trace file or memory ---------------- */
+/* ---------------- event source: a trace file, memory or packed memory ----------------
+ * A file (t->r) and a packed trace (t->pk, traces/packed.h) are read a chunk
+ * at a time into t->own; an in-memory trace is read where it is. */
 
 static const gm_trace_meta *src_meta(const tenant *t)
 {
@@ -177,7 +181,7 @@ static const gm_trace_meta *src_meta(const tenant *t)
  * what the trace hash covers at a time, are the same either way. */
 static int64_t src_read(tenant *t, size_t keep, gm_err *err)
 {
-    if (t->r) {
+    if (t->r || t->pk) {
         if (keep && !t->own_carry) {
             gm_event *v = realloc(t->own, (CHUNK_EVENTS + GM_FF_CARRY) * sizeof *v);
             if (!v) return gm_errf(err, GM_ENOMEM, "out of memory");
@@ -185,7 +189,8 @@ static int64_t src_read(tenant *t, size_t keep, gm_err *err)
             t->own_carry = 1;
         }
         if (keep) memmove(t->own, t->buf + t->nbuf - keep, keep * sizeof *t->own);
-        int64_t n = gm_trace_read(t->r, t->own + keep, CHUNK_EVENTS, err);
+        int64_t n = t->r ? gm_trace_read(t->r, t->own + keep, CHUNK_EVENTS, err)
+                         : (int64_t)gm_packed_read(t->pk, t->own + keep, CHUNK_EVENTS);
         t->buf = t->own;
         return n;
     }
@@ -199,6 +204,7 @@ static int64_t src_read(tenant *t, size_t keep, gm_err *err)
 static int src_rewind(tenant *t)
 {
     t->mem_pos = 0;
+    if (t->pk) gm_packed_rewind(t->pk);
     return t->r ? gm_trace_rewind(t->r) : GM_OK;
 }
 
@@ -342,7 +348,7 @@ static void hash_events(gm_hash *h, const gm_event *buf, size_t n)
 static void hash_read(tenant *t, const gm_event *ev, size_t n)
 {
     if (!t->hashing) return;
-    if (t->r) {
+    if (t->r || t->pk) {
         hash_events(&t->hash, ev, n);
         return;
     }
@@ -365,6 +371,21 @@ static void hash_hex(const gm_hash *h, char out[17])
     snprintf(out, 17, "%016" PRIx64, gm_hash_final(h));
 }
 
+void gm_trace_hash_start(gm_hash *h, const char *source)
+{
+    hash_start(h, source ? source : "");
+}
+
+void gm_trace_hash_chunk(gm_hash *h, const gm_event *ev, size_t n)
+{
+    hash_events(h, ev, n); /* as a run hashes a chunk it read (hash_read) */
+}
+
+void gm_trace_hash_end(const gm_hash *h, char out[17])
+{
+    hash_hex(h, out);
+}
+
 void gm_trace_hash_events(const char *source, const gm_event *ev, size_t n, char out[17])
 {
     gm_hash h;
@@ -380,8 +401,12 @@ void gm_trace_hash_events(const char *source, const gm_event *ev, size_t n, char
 static int tenant_open(sim *s, tenant *t, gm_err *err)
 {
     const gm_sim_config *cfg = s->cfg;
-    int rc = t->spec->events || t->r ? GM_OK : gm_trace_open(t->spec->path, &t->r, err);
+    int rc = t->spec->events || t->spec->packed || t->r ? GM_OK
+                                                        : gm_trace_open(t->spec->path, &t->r, err);
     if (rc) return rc;
+    if (!t->spec->events && t->spec->packed && !t->pk &&
+        !(t->pk = gm_packed_cursor_new(t->spec->packed)))
+        return gm_errf(err, GM_ENOMEM, "out of memory");
     const gm_trace_meta *meta = src_meta(t);
     gm_tenant_result *res = t->res;
     snprintf(res->path, sizeof res->path, "%s", tname(t));
@@ -390,7 +415,8 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
     t->ids = meta->dense_ids; /* allocations by id, not by address (trace.h) */
     hash_start(&t->hash, res->source);
     t->hashing = !cfg->no_hash;
-    if (t->hashing && t->spec->events && t->spec->trace_hash) { /* in memory, and known */
+    if (t->hashing && (t->spec->events || t->spec->packed) &&
+        t->spec->trace_hash) { /* in memory, and known */
         snprintf(res->trace_hash, sizeof res->trace_hash, "%s", t->spec->trace_hash);
         t->hashing = 0;
     }
@@ -446,6 +472,7 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
     if (t->pol->ops->attach) { /* policies/policy.h: the tenant's inputs (oracle: its future) */
         gm_policy_env env = {.trace_path = t->spec->path,
                              .events = t->spec->events,
+                             .packed = t->spec->events ? NULL : t->spec->packed,
                              .n_events = t->spec->n_events,
                              .tenant = t->idx,
                              .offset_ns = t->spec->offset_ns,
@@ -472,8 +499,8 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
     if (gm_addrmap_init(&t->live, 1024) || gm_addrmap_init(&t->pass_new, 16) ||
         gm_addrmap_init(&t->pending, 16))
         return gm_errf(err, GM_ENOMEM, "out of memory");
-    t->own = t->r ? malloc(CHUNK_EVENTS * sizeof *t->own) : NULL;
-    if (t->r && !t->own) return gm_errf(err, GM_ENOMEM, "out of memory");
+    t->own = t->r || t->pk ? malloc(CHUNK_EVENTS * sizeof *t->own) : NULL;
+    if ((t->r || t->pk) && !t->own) return gm_errf(err, GM_ENOMEM, "out of memory");
     const gm_policy_ops *po = t->pol->ops;
     t->timer_period = po->timer_period_ns ? po->timer_period_ns(t->pol->state) : 0;
     return s->has_tier || cfg->on_oom_chain ? x_open(s, t, err) : GM_OK;
@@ -777,6 +804,8 @@ static void tenant_close(tenant *t, const gm_sim_config *cfg)
     t->pol = NULL;
     gm_trace_close(t->r);
     t->r = NULL;
+    gm_packed_cursor_free(t->pk);
+    t->pk = NULL;
     gm_addrmap_free(&t->live);
     gm_addrmap_free(&t->pass_new);
     free(t->slot);

@@ -21,6 +21,7 @@
 #include "metrics.h"
 #include "report.h"
 #include "base/err.h"
+#include "base/hash.h"
 #include "traces/trace.h"
 
 typedef struct gm_tenant_spec {
@@ -30,6 +31,10 @@ typedef struct gm_tenant_spec {
     /* optional in-memory trace instead of a file (benchmarks, tests): the
      * events must already be valid (the file reader's checks are skipped) */
     const gm_event *events;
+    /* ... or, without `events`, the same kept packed (traces/packed.h: a
+     * study's preload of a larger trace, study/preload.h); meta, initial
+     * and trace_hash as with `events` */
+    const struct gm_packed *packed;
     size_t n_events;
     const gm_trace_meta *meta;  /* with `events`: metadata (may be NULL)  */
     const gm_init_row *initial; /* with `events`: its /initial_state rows (may be NULL) */
@@ -300,6 +305,12 @@ void gm_sim_result_free(gm_sim_result *r);
  * events and metadata source (meta->source; NULL: ""): for a spec's
  * trace_hash. */
 void gm_trace_hash_events(const char *source, const gm_event *ev, size_t n, char out[17]);
+/* The same a chunk at a time, for events that are never all in memory at
+ * once: start, then every chunk in order, each GM_TRACE_CHUNK_EVENTS events
+ * but the last (the pieces a run reads), then the hex into out. */
+void gm_trace_hash_start(gm_hash *h, const char *source);
+void gm_trace_hash_chunk(gm_hash *h, const gm_event *ev, size_t n);
+void gm_trace_hash_end(const gm_hash *h, char out[17]);
 /* 1 (the default): the trace hash uses the CPU's vector instructions where
  * it has them (x86-64 with AVX-512); 0: the portable loop. The value is the
  * same either way (tests hold both to it; benchmarks compare them). */

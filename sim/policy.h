@@ -44,8 +44,10 @@ typedef struct gm_pressure {
  * Realizable policies use only the clock and what they observe; the oracle
  * reads the trace's future from trace_path and follows the replay position. */
 typedef struct gm_policy_env {
-    const char *trace_path; /* the tenant's trace file ...                   */
-    const gm_event *events; /* ... or, when not NULL, its in-memory events   */
+    const char *trace_path;         /* the tenant's trace file ...                   */
+    const gm_event *events;         /* ... or, when not NULL, its in-memory events   */
+    const struct gm_packed *packed; /* ... or, when not NULL, them packed
+                                       (traces/packed.h: read with a cursor) */
     size_t n_events;
     int tenant;         /* index within the run                          */
     uint64_t offset_ns; /* start time on the device                      */

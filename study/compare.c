@@ -8,6 +8,7 @@
 #include "fit.h"
 
 #include "policy_list.h"
+#include "preload.h"
 #include "pool.h"
 #include "same_run.h"
 #include "simulate.h"
@@ -199,6 +200,12 @@ int gm_compare_fit(const gm_sim_config *base, gm_compare *c, int threads, uint64
                    gm_err *err)
 {
     if (c->winner < 0 || !c->e[c->winner].r || !c->e[c->winner].r->device.n_oom) return GM_OK;
+    /* the searches' many runs replay a trace still on disk packed (study/preload.h) */
+    gm_sim_config packed = *base;
+    gm_preload pre;
+    if (gm_preload_config(&packed, &pre, GM_PRELOAD_MAX_EVENTS, GM_PRELOAD_MAX_PACKED_BYTES, err))
+        return err->code;
+    base = &packed;
     /* one fit per allocator and settings, of its ranked entries' policies
      * together: its searches run on the threads side by side, and share
      * runs where they are one (study/fit.c); each answer is that of a fit
@@ -233,6 +240,7 @@ int gm_compare_fit(const gm_sim_config *base, gm_compare *c, int threads, uint64
     free(group);
     free(specs);
     free(done);
+    gm_preload_free(&pre);
     if (rc != GM_OK) return rc;
     c->fitted = 1;
     return GM_OK;

@@ -313,7 +313,7 @@ static int base_capacity(const gm_sim_config *base, uint64_t *cap, gm_err *err)
     *cap = base->capacity_bytes;
     if (*cap || base->n_tenants == 0) return GM_OK;
     const gm_tenant_spec *t = &base->tenants[0];
-    if (t->events) {
+    if (t->events || t->packed) { /* preloaded: its meta is there */
         *cap = t->meta ? t->meta->device_total_bytes : 0;
     } else {
         gm_trace_reader *r;

@@ -222,7 +222,9 @@ static void test_fit_shared(void)
     gm_tenant_spec spec = {.path = path, .repeat = 1};
     gm_sim_config cfg = bert_config(&spec, 1, 80 * GM_GiB);
     gm_preload pre; /* the runs replay it from memory, as fit's command does */
-    CU_ASSERT_EQUAL_FATAL(gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, GM_PRELOAD_MAX_PACKED_BYTES, &err),
+        GM_OK);
     static const char *const pol[] = {"pytorch", "lru", "predictive", "priority",
                                       "lru:threshold=0.5"};
     enum { NP = sizeof pol / sizeof pol[0] };

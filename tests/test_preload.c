@@ -1,9 +1,10 @@
 /*
  * test_preload.c - a study's runs replay their traces from memory
- * (study/preload.h); that must be the same run as from the file: same trace
- * hash, events, peaks, driver calls and OOMs, with the initial state rebuilt
- * as live tensors or as recorded, under a policy that reads the future
- * (oracle) and one that does not; the trace hash is the preload's.
+ * (study/preload.h), as they are or packed (traces/packed.h); that must be
+ * the same run as from the file: same trace hash, events, peaks, driver
+ * calls and OOMs, with the initial state rebuilt as live tensors or as
+ * recorded, under a policy that reads the future (oracle) and one that does
+ * not, and over --repeat passes; the trace hash is the preload's.
  */
 #include <CUnit/CUnit.h>
 #include <stdio.h>
@@ -35,23 +36,24 @@ static gm_sim_result *simulate(const gm_tenant_spec *spec, const char *policy, i
     return r;
 }
 
-static void same_run(const char *snapshot, uint64_t cap)
+static void same_runs(const char *path, uint64_t cap, int packed)
 {
-    char rel[256];
-    snprintf(rel, sizeof rel, "tests/data/%s", snapshot);
-    gm_torch_import *imp;
     gm_err err = {0};
-    CU_ASSERT_EQUAL_FATAL(gm_torch_import_file(gm_test_path(rel), NULL, &imp, &err), GM_OK);
-    const char *path = gm_test_tmp("preload.h5");
-    CU_ASSERT_EQUAL_FATAL(gm_import_trace_write(&imp->dev[0], path, NULL, &err), GM_OK);
-    gm_torch_import_free(imp);
-
     gm_tenant_spec file = {.path = path, .repeat = 2};
     gm_sim_config cfg = {.tenants = &file, .n_tenants = 1};
     gm_preload pre;
-    CU_ASSERT_EQUAL_FATAL(gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, &err), GM_OK);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(cfg.tenants[0].events); /* it was loaded */
-    CU_ASSERT_STRING_EQUAL(cfg.tenants[0].path, path);   /* and keeps its name */
+    /* packed: above max_events (0) */
+    CU_ASSERT_EQUAL_FATAL(gm_preload_config(&cfg, &pre, packed ? 0 : GM_PRELOAD_MAX_EVENTS,
+                                            GM_PRELOAD_MAX_PACKED_BYTES, &err),
+                          GM_OK);
+    if (packed) { /* it was loaded packed */
+        CU_ASSERT_PTR_NULL(cfg.tenants[0].events);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(cfg.tenants[0].packed);
+    } else { /* it was loaded */
+        CU_ASSERT_PTR_NOT_NULL_FATAL(cfg.tenants[0].events);
+        CU_ASSERT_PTR_NULL(cfg.tenants[0].packed);
+    }
+    CU_ASSERT_STRING_EQUAL(cfg.tenants[0].path, path); /* and keeps its name */
 
     static const char *const policies[] = {"pytorch", "oracle"};
     for (int initial = GM_INITIAL_LIVE; initial <= GM_INITIAL_RECORDED; initial++)
@@ -93,6 +95,21 @@ static void same_run(const char *snapshot, uint64_t cap)
     gm_sim_result_free(a);
     gm_sim_result_free(b);
     gm_preload_free(&pre);
+}
+
+static void same_run(const char *snapshot, uint64_t cap)
+{
+    char rel[256];
+    snprintf(rel, sizeof rel, "tests/data/%s", snapshot);
+    gm_torch_import *imp;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(gm_torch_import_file(gm_test_path(rel), NULL, &imp, &err), GM_OK);
+    const char *path = gm_test_tmp("preload.h5");
+    CU_ASSERT_EQUAL_FATAL(gm_import_trace_write(&imp->dev[0], path, NULL, &err), GM_OK);
+    gm_torch_import_free(imp);
+
+    for (int packed = 0; packed < 2; packed++)
+        same_runs(path, cap, packed);
     unlink(path);
 }
 
@@ -127,21 +144,35 @@ static void test_hash_of_a_long_source(void)
     }
 }
 
-/* Above the limit a trace stays on disk; the runs read the file. */
+/* Above the limit a trace is kept packed where that fits, else it stays on
+ * disk and the runs read the file. */
 static void test_large_stays_on_disk(void)
 {
     gm_tenant_spec file = {.path = gm_test_path("traces/bert.h5"), .repeat = 1};
-    gm_sim_config cfg = {.tenants = &file, .n_tenants = 1};
     gm_preload pre;
     gm_err err = {0};
-    CU_ASSERT_EQUAL_FATAL(gm_preload_config(&cfg, &pre, 1000, &err), GM_OK);
-    CU_ASSERT_PTR_NULL(cfg.tenants[0].events);
-    gm_preload_free(&pre);
+    static const uint64_t budgets[] = {0, 1000, 64ull << 20}; /* never; too small; enough */
+    for (size_t i = 0; i < 3; i++) {
+        gm_sim_config cfg = {.tenants = &file, .n_tenants = 1};
+        CU_ASSERT_EQUAL_FATAL(gm_preload_config(&cfg, &pre, 1000, budgets[i], &err), GM_OK);
+        CU_ASSERT_PTR_NULL(cfg.tenants[0].events);
+        if (i < 2) {
+            CU_ASSERT_PTR_NULL(cfg.tenants[0].packed);
+            CU_ASSERT_PTR_NULL(cfg.tenants[0].trace_hash); /* a run on disk hashes its own */
+        } else {
+            CU_ASSERT_PTR_NOT_NULL(cfg.tenants[0].packed);
+            CU_ASSERT_EQUAL(cfg.tenants[0].n_events, 21164);
+        }
+        gm_preload_free(&pre);
+    }
     /* a file that cannot be read stays a path: the run reports its error */
     gm_tenant_spec missing = {.path = "/nonexistent/x.h5", .repeat = 1};
-    cfg = (gm_sim_config){.tenants = &missing, .n_tenants = 1};
-    CU_ASSERT_EQUAL_FATAL(gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, &err), GM_OK);
+    gm_sim_config cfg = {.tenants = &missing, .n_tenants = 1};
+    CU_ASSERT_EQUAL_FATAL(
+        gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, GM_PRELOAD_MAX_PACKED_BYTES, &err),
+        GM_OK);
     CU_ASSERT_PTR_NULL(cfg.tenants[0].events);
+    CU_ASSERT_PTR_NULL(cfg.tenants[0].packed);
     gm_preload_free(&pre);
 }
 

@@ -51,7 +51,9 @@ static void test_tune_shared(void)
     cfg.on_oom_skip = 1;
     gm_preload pre;
     gm_err err = {0};
-    CU_ASSERT_EQUAL_FATAL(gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, &err), GM_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, GM_PRELOAD_MAX_PACKED_BYTES, &err),
+        GM_OK);
     /* a device where nothing presses, one where the collection acts and
      * calls are refused */
     const uint64_t caps[] = {80 * GM_GiB, st.peak_live_bytes + st.peak_live_bytes / 5 + GM_GiB / 2};
