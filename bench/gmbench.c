@@ -27,7 +27,9 @@
  *                                 (CPU), with the speed-up those allow
  *   gmbench fit TRACE             `gmsim fit` of the five policies: per
  *                                 policy the simulations and the events they
- *                                 processed, in full-run equivalents
+ *                                 processed, in full-run equivalents; the
+ *                                 CPU of this process (not the trace
+ *                                 reader's, GMBENCH_NO_PRELOAD=1)
  *   gmbench read TRACE            read every event and nothing else: the
  *                                 reader's own events/s
  *   gmbench packed TRACE          the trace kept packed in memory, as a
@@ -415,11 +417,21 @@ static int bench_fit(const char *path)
     gm_fit *f = NULL;
     gm_err err = {0};
     double t0 = thread_cpu_s();
+    /* as gmsim fit: the trace in memory, packed when large (study/preload.h);
+     * GMBENCH_NO_PRELOAD=1 reads it from the file for each run */
+    gm_preload pre = {0};
+    const char *np = getenv("GMBENCH_NO_PRELOAD");
+    if (!(np && *np && strcmp(np, "0")) &&
+        gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, GM_PRELOAD_MAX_PACKED_BYTES, &err)) {
+        fprintf(stderr, "gmbench: %s\n", err.msg);
+        return 1;
+    }
     if (gm_fit_capacity(&cfg, (char *const *)policies, N_POLICIES, 1, 0, &f, &err)) {
         fprintf(stderr, "gmbench: %s\n", err.msg);
         return 1;
     }
     double s = thread_cpu_s() - t0;
+    gm_preload_free(&pre);
     gm_sim_result *r = NULL;
     double one;
     gm_tenant_spec probe = spec;
