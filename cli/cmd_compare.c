@@ -195,13 +195,12 @@ int cmd_compare(int argc, char **argv)
     }
     gm_cli_progress_begin("compare", quiet, &cfg, 0);
     /* every run replays the traces from memory (study/preload.h); a larger
-     * trace is packed only for the many runs of --allocators: for a few,
-     * packing it first (a read of the file before any run starts) takes
-     * longer than each run reading the file beside the others (gm_compare_fit
-     * packs it for its searches) */
+     * trace stays on disk: for compare's few runs (--allocators' too,
+     * measured) packing it first, a read of the file before any run starts,
+     * takes as long as each run reading the file beside the others
+     * (gm_compare_fit packs it for its searches' many runs) */
     gm_preload pre;
-    if (gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS,
-                          allocs ? GM_PRELOAD_MAX_PACKED_BYTES : 0, &err) != GM_OK) {
+    if (gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, 0, &err) != GM_OK) {
         gm_trace_stats_finish(bg, NULL, &cfg, NULL);
         gm_run_opts_free(&o);
         return gm_cmd_fail("compare", GM_ENOMEM, err.msg);

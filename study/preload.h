@@ -13,7 +13,7 @@
  * (traces/packed.h: ~11 B an event, each run decoding it in ~5 ns an
  * event) when that fits in max_packed_bytes: read from the file, each of
  * its runs cost the reader process ~15-18 ns an event of decoding and this
- * one ~5 of copying and checking, about half of `gmsim fit`'s CPU on 5 M
+ * one ~5 of copying and checking: ~30 % of `gmsim fit`'s CPU on 5 M
  * events (bench/README.md, "Twenty-third round"). A larger one stays on
  * disk: memory stays bounded (DESIGN §8: 256 MiB at 100 M events).
  */

@@ -2,14 +2,13 @@
  * packed.h - a trace's events kept in memory in a few bytes each, for the
  * studies that replay one trace many times (study/preload.h).
  *
- * Why. A study (fit's searches, compare's policies, tune's grid) replays
- * its trace in every run. A trace of up to GM_PRELOAD_MAX_EVENTS is kept
- * as it is (48 bytes an event); a larger one was read from its file again
- * for each run: its reader process decodes every event again and the run
- * copies and checks it, about half of `gmsim fit`'s CPU on 5 M events. Here
- * such a trace is kept in the bytes it needs, decoded by each run as it
- * goes (several runs at once: the store is read-only, each run has its own
- * cursor).
+ * Why. A study (fit's searches, tune's grid) replays its trace in every
+ * run. A trace of up to GM_PRELOAD_MAX_EVENTS is kept as it is (48 bytes an
+ * event); a larger one was read from its file again for each run: its
+ * reader process decodes every event again and the run copies and checks
+ * it, ~30 % of `gmsim fit`'s CPU on 5 M events. Here such a trace is kept
+ * in the bytes it needs, decoded by each run as it goes (several runs at
+ * once: the store is read-only, each run has its own cursor).
  *
  * The encoding (lossless; this process's own, never written to a file).
  * Per event four bytes: its length in bytes (so that finding the next event
