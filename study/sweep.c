@@ -8,6 +8,7 @@
 
 #include "policy_list.h"
 #include "pool.h"
+#include "preload.h"
 #include "same_run.h"
 #include "simulate.h"
 #include "base/clock.h"
@@ -436,7 +437,10 @@ void gm_sweep_case_key(const gm_sweep_plan *p, size_t i, char *buf, size_t len)
 
 /* gm_sweep_run_case, the run's result to *keep when keep is given (the
  * caller frees it; NULL when the run failed). */
-static void run_case(const gm_sweep_plan *p, size_t i, gm_sweep_row *row, gm_sim_result **keep)
+/* Case i into *row; pre: its mix's tenants preloaded (study/preload.h), or
+ * NULL (each run reads its traces). */
+static void run_case(const gm_sweep_plan *p, size_t i, const gm_tenant_spec *pre, gm_sweep_row *row,
+                     gm_sim_result **keep)
 {
     if (keep) *keep = NULL;
     memset(row, 0, sizeof *row);
@@ -453,10 +457,11 @@ static void run_case(const gm_sweep_plan *p, size_t i, gm_sweep_row *row, gm_sim
         return;
     }
     for (size_t k = 0; k < m->n; k++)
-        ts[k] = (gm_tenant_spec){.path = m->t[k].path,
-                                 .offset_ns = m->t[k].offset_ns,
-                                 .repeat = m->t[k].repeat,
-                                 .quota_bytes = m->t[k].quota_bytes};
+        ts[k] = pre ? pre[k]
+                    : (gm_tenant_spec){.path = m->t[k].path,
+                                       .offset_ns = m->t[k].offset_ns,
+                                       .repeat = m->t[k].repeat,
+                                       .quota_bytes = m->t[k].quota_bytes};
     static const gm_latency lat = GM_LATENCY_DEFAULT;
     gm_sim_config cfg = {.tenants = ts,
                          .n_tenants = m->n,
@@ -506,7 +511,7 @@ static void run_case(const gm_sweep_plan *p, size_t i, gm_sweep_row *row, gm_sim
 
 void gm_sweep_run_case(const gm_sweep_plan *p, size_t i, gm_sweep_row *row)
 {
-    run_case(p, i, row, NULL);
+    run_case(p, i, NULL, row, NULL);
 }
 
 /* ---------------- the pool ---------------- */
@@ -522,6 +527,7 @@ typedef struct run_ctx {
     const long *lead;  /* per todo index: the case whose run may be its (study/same_run.h), -1 */
     uint8_t *same;     /* per todo index: its lead's run is its (set when the lead ran) */
     const size_t *job; /* this round's todo indices */
+    const gm_tenant_spec *pre; /* the mix's tenants preloaded, or NULL */
 } run_ctx;
 
 static void report(run_ctx *x, size_t i, double dt)
@@ -538,7 +544,7 @@ static void run_one(void *arg, size_t j)
     size_t k = x->job[j], i = x->todo[k];
     double t0 = gm_monotonic_s();
     gm_sim_result *r = NULL; /* a lead's run, for its followers */
-    run_case(x->p, i, &x->rows[i], x->lead[k] == (long)k ? &r : NULL);
+    run_case(x->p, i, x->pre, &x->rows[i], x->lead[k] == (long)k ? &r : NULL);
     for (size_t f = k + 1; r && f < x->n; f++) /* which followers' runs this is */
         if (x->lead[f] == (long)k)
             x->same[f] =
@@ -574,10 +580,13 @@ static void copy_row(run_ctx *x, size_t k)
     report(x, i, 0);
 }
 
-void gm_sweep_run(const gm_sweep_plan *p, const size_t *todo, size_t n, int threads,
-                  gm_sweep_row *rows, gm_sweep_progress progress, void *ctx)
+/* The cases todo[0..n), of one mix, whose tenants pre holds (or NULL). */
+static void run_group(const gm_sweep_plan *p, const size_t *todo, size_t n, int threads,
+                      const gm_tenant_spec *pre, gm_sweep_row *rows, gm_sweep_progress progress,
+                      void *ctx)
 {
-    run_ctx x = {.p = p, .todo = todo, .rows = rows, .progress = progress, .pctx = ctx, .n = n};
+    run_ctx x = {
+        .p = p, .todo = todo, .rows = rows, .progress = progress, .pctx = ctx, .n = n, .pre = pre};
     long *lead = malloc((n ? n : 1) * sizeof *lead);
     uint8_t *same = calloc(n ? n : 1, 1);
     size_t *job = malloc((n ? n : 1) * sizeof *job);
@@ -588,7 +597,7 @@ void gm_sweep_run(const gm_sweep_plan *p, const size_t *todo, size_t n, int thre
         free(job);
         for (size_t k = 0; k < n; k++) {
             double t0 = gm_monotonic_s();
-            gm_sweep_run_case(p, todo[k], &rows[todo[k]]);
+            run_case(p, todo[k], pre, &rows[todo[k]], NULL);
             report(&x, todo[k], gm_monotonic_s() - t0);
         }
         pthread_mutex_destroy(&x.mu);
@@ -618,6 +627,38 @@ void gm_sweep_run(const gm_sweep_plan *p, const size_t *todo, size_t n, int thre
     free(same);
     free(job);
     pthread_mutex_destroy(&x.mu);
+}
+
+/* The cases a mix at a time (consecutive todo entries of one mix), its
+ * traces read once for all its cases (study/preload.h: in memory, a large
+ * one packed; the runs of a case read the file where that does not fit):
+ * a sweep's cases are mostly the same few traces run many times, and each
+ * run opened and read them from the file (80 cases of two traces: 68
+ * opens). One mix's traces at a time, so memory stays that of a mix. */
+void gm_sweep_run(const gm_sweep_plan *p, const size_t *todo, size_t n, int threads,
+                  gm_sweep_row *rows, gm_sweep_progress progress, void *ctx)
+{
+    for (size_t a = 0, b; a < n; a = b) {
+        const gm_sweep_mix *m = &p->mixes[gm_sweep_case_at(p, todo[a]).mix];
+        for (b = a + 1; b < n && &p->mixes[gm_sweep_case_at(p, todo[b]).mix] == m; b++)
+            ;
+        gm_tenant_spec *ts = calloc(m->n ? m->n : 1, sizeof *ts);
+        gm_preload pre = {0};
+        gm_err err = {0};
+        const gm_tenant_spec *loaded = NULL;
+        for (size_t k = 0; ts && k < m->n; k++)
+            ts[k] = (gm_tenant_spec){.path = m->t[k].path,
+                                     .offset_ns = m->t[k].offset_ns,
+                                     .repeat = m->t[k].repeat,
+                                     .quota_bytes = m->t[k].quota_bytes};
+        gm_sim_config cfg = {.tenants = ts, .n_tenants = m->n};
+        if (ts && gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, GM_PRELOAD_MAX_PACKED_BYTES,
+                                    &err) == GM_OK)
+            loaded = cfg.tenants; /* out of memory: each run reads its own */
+        run_group(p, todo + a, b - a, threads, loaded, rows, progress, ctx);
+        gm_preload_free(&pre);
+        free(ts);
+    }
 }
 
 /* ---------------- ranking ---------------- */
