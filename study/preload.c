@@ -102,8 +102,25 @@ int gm_preload_config(gm_sim_config *cfg, gm_preload *p, size_t max_events,
         return gm_errf(err, GM_ENOMEM, "out of memory");
     }
     for (size_t i = 0; i < p->n; i++) {
-        p->tenants[i] = cfg->tenants[i];
-        load_one(&cfg->tenants[i], &p->own[i], &p->tenants[i], max_events, max_packed_bytes);
+        gm_tenant_spec *t = &p->tenants[i];
+        *t = cfg->tenants[i];
+        /* a trace named again (tenants of one trace at offsets, a sweep's
+         * mix of copies) takes what its first tenant holds */
+        size_t j = 0;
+        while (j < i && !(p->own[j].r && !strcmp(p->tenants[j].path, t->path)))
+            j++;
+        if (j < i && !t->events && !t->packed) {
+            const gm_tenant_spec *u = &p->tenants[j];
+            t->events = u->events;
+            t->packed = u->packed;
+            t->n_events = u->n_events;
+            t->meta = u->meta;
+            t->trace_hash = u->trace_hash;
+            t->initial = u->initial;
+            t->n_initial = u->n_initial;
+            continue;
+        }
+        load_one(&cfg->tenants[i], &p->own[i], t, max_events, max_packed_bytes);
     }
     cfg->tenants = p->tenants;
     return GM_OK;

@@ -37,7 +37,8 @@ typedef struct gm_preload {
 
 /* Fill p from cfg's tenants and point cfg->tenants at p->tenants: a
  * trace of up to max_events as it is, a larger one packed when that takes
- * at most max_packed_bytes (0: never). A trace that cannot be read is left
+ * at most max_packed_bytes (0: never); a path given again shares what the
+ * first of its tenants holds. A trace that cannot be read is left
  * on disk: the run then reports its error as before. GM_ENOMEM only when
  * the copies cannot be made. */
 int gm_preload_config(gm_sim_config *cfg, gm_preload *p, size_t max_events,

@@ -176,6 +176,49 @@ static void test_large_stays_on_disk(void)
     gm_preload_free(&pre);
 }
 
+/* Tenants of one trace share its preload, and run as from the files. */
+static void test_copies_share(void)
+{
+    const char *bert = gm_test_path("traces/bert.h5");
+    for (int packed = 0; packed < 2; packed++) {
+        gm_tenant_spec two[2] = {{.path = bert, .repeat = 1},
+                                 {.path = bert, .repeat = 1, .offset_ns = 20000000}};
+        gm_sim_config cfg = {.tenants = two, .n_tenants = 2};
+        gm_preload pre;
+        gm_err err = {0};
+        CU_ASSERT_EQUAL_FATAL(gm_preload_config(&cfg, &pre, packed ? 0 : GM_PRELOAD_MAX_EVENTS,
+                                                GM_PRELOAD_MAX_PACKED_BYTES, &err),
+                              GM_OK);
+        const gm_tenant_spec *t = cfg.tenants;
+        CU_ASSERT_PTR_NOT_NULL(packed ? (const void *)t[0].packed : (const void *)t[0].events);
+        CU_ASSERT_PTR_EQUAL(t[0].events, t[1].events);
+        CU_ASSERT_PTR_EQUAL(t[0].packed, t[1].packed);
+        CU_ASSERT_EQUAL(t[1].offset_ns, 20000000); /* its own options stay */
+        static const gm_latency lat = GM_LATENCY_DEFAULT;
+        gm_sim_config a = {.tenants = two,
+                           .n_tenants = 2,
+                           .policy = "pytorch",
+                           .capacity_bytes = 8 * GM_GiB,
+                           .overhead_bytes = GM_DEFAULT_OVERHEAD,
+                           .latency = lat},
+                      b = a;
+        b.tenants = t;
+        gm_sim_result *ra = NULL, *rb = NULL;
+        CU_ASSERT_EQUAL(gm_simulate(&a, &ra, &err), GM_OK);
+        CU_ASSERT_EQUAL(gm_simulate(&b, &rb, &err), GM_OK);
+        if (ra && rb) {
+            CU_ASSERT_EQUAL(ra->events, rb->events);
+            CU_ASSERT_EQUAL(ra->device.peak_r, rb->device.peak_r);
+            CU_ASSERT_EQUAL(ra->device.int_r, rb->device.int_r);
+            CU_ASSERT_EQUAL(ra->device.n_oom, rb->device.n_oom);
+            CU_ASSERT_STRING_EQUAL(ra->t[1].trace_hash, rb->t[1].trace_hash);
+        }
+        gm_sim_result_free(ra);
+        gm_sim_result_free(rb);
+        gm_preload_free(&pre);
+    }
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("preload", NULL, NULL);
@@ -183,5 +226,6 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_same_as_file);
     GM_ADD_TEST(s, test_hash_of_a_long_source);
     GM_ADD_TEST(s, test_large_stays_on_disk);
+    GM_ADD_TEST(s, test_copies_share);
     return CUE_SUCCESS;
 }
