@@ -47,7 +47,7 @@ static inline uint64_t zigzag(uint64_t d) /* d: a difference, modulo 2^64 */
 
 static inline uint64_t unzigzag(uint64_t v)
 {
-    return v >> 1 ^ (uint64_t) - (int64_t)(v & 1);
+    return v >> 1 ^ (0 - (v & 1)); /* all ones for a negative difference */
 }
 
 /* A field of 1, 2, 4 or 8 bytes (length code 0..3), little-endian: the
