@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/table.h"
 
 int gm_live_init(gm_live *l, int dense_ids)
 {
@@ -89,16 +90,9 @@ int gm_live_del(gm_live *l, uint32_t id, uint64_t addr, uint64_t *val)
 int gm_live_put(gm_live *l, uint32_t id, uint64_t addr, uint64_t val)
 {
     if (l->ids && id && id <= l->bound) {
-        if (id >= l->cap) { /* room for it (bounded: ids past the bound go by address) */
-            size_t cap = l->cap ? 2 * l->cap : 1024;
-            while (cap <= id)
-                cap *= 2;
-            gm_live_slot *v = realloc(l->s, cap * sizeof *v);
-            if (!v) return GM_ENOMEM;
-            memset(v + l->cap, 0, (cap - l->cap) * sizeof *v);
-            l->s = v;
-            l->cap = cap;
-        }
+        /* room for it (bounded: ids past the bound go by address) */
+        if (id >= l->cap && gm_table_room((void **)&l->s, &l->cap, id, sizeof *l->s))
+            return GM_ENOMEM;
         gm_live_slot *s = &l->s[id];
         if (!s->val) { /* else taken for another address (a damaged id): by address */
             s->addr = addr;

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/table.h"
+
 enum {
     OP_MASK = 0x0f,
     SAME_AS_ID = 0x10, /* size and addr: the last ones this id carried */
@@ -23,7 +25,7 @@ typedef struct context {
     uint64_t t, stream, addr;
     uint32_t site;
     by_id *ids;
-    uint64_t n_ids; /* room in ids */
+    size_t n_ids; /* room in ids */
 } context;
 
 struct gm_packed {
@@ -102,7 +104,7 @@ static inline uint64_t get(const unsigned char **in)
 static void context_reset(context *c)
 {
     by_id *ids = c->ids;
-    uint64_t n = c->n_ids;
+    size_t n = c->n_ids;
     memset(c, 0, sizeof *c);
     c->ids = ids;
     c->n_ids = n;
@@ -113,16 +115,7 @@ static void context_reset(context *c)
  * they are live slots: as many as the most allocations live at once). */
 static int ids_room(context *c, uint32_t id)
 {
-    if (id < c->n_ids) return GM_OK;
-    uint64_t n = c->n_ids ? c->n_ids : 1024;
-    while (n <= id)
-        n *= 2;
-    by_id *v = realloc(c->ids, n * sizeof *v);
-    if (!v) return GM_ENOMEM;
-    memset(v + c->n_ids, 0, (n - c->n_ids) * sizeof *v);
-    c->ids = v;
-    c->n_ids = n;
-    return GM_OK;
+    return id < c->n_ids ? GM_OK : gm_table_room((void **)&c->ids, &c->n_ids, id, sizeof *c->ids);
 }
 
 gm_packed *gm_packed_new(uint64_t max_bytes)
@@ -230,7 +223,7 @@ gm_packed_cursor *gm_packed_cursor_new(const gm_packed *p)
     gm_packed_cursor *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->p = p;
-    c->dec.n_ids = (uint64_t)p->max_id + 1;
+    c->dec.n_ids = (size_t)p->max_id + 1;
     c->dec.ids = calloc(c->dec.n_ids, sizeof *c->dec.ids);
     if (!c->dec.ids) {
         free(c);
