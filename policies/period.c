@@ -2,6 +2,9 @@
 #include "period.h"
 
 #include <fftw3.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
@@ -70,7 +73,33 @@ static int lag_correlations(gm_period_work *w, const double *x, size_t n, double
         s1[i + 1] = s1[i] + v;
         s2[i + 1] = s2[i] + v * v;
     }
-    for (size_t L = 1; L <= n / 2; L++) {
+    size_t L = 1;
+#ifdef __SSE2__
+    /* Two lags at a time (SSE2, which every x86-64 has): the same
+     * operations in the same order as the loop below, and IEEE division
+     * and square root round the same in a vector register, so r is the
+     * same to the bit (test_period holds the two to each other). A lag
+     * whose variance is not positive takes the root of a product that may
+     * be negative (a NaN, no trap) and is masked to 0, as below. The
+     * predictive policy's time 0.995x (bench/README, "Twenty-third
+     * round"). */
+    const __m128d zero = _mm_setzero_pd(), t1 = _mm_set1_pd(s1[n]), t2 = _mm_set1_pd(s2[n]);
+    for (; L + 1 <= n / 2; L += 2) {
+        __m128d k = _mm_set_pd((double)(n - L - 1), (double)(n - L));
+        __m128d a1 = _mm_loadu_pd(&s1[n - L - 1]), a2 = _mm_loadu_pd(&s2[n - L - 1]);
+        a1 = _mm_shuffle_pd(a1, a1, 1); /* lane 0: lag L, lane 1: L + 1 */
+        a2 = _mm_shuffle_pd(a2, a2, 1);
+        __m128d b1 = _mm_sub_pd(t1, _mm_loadu_pd(&s1[L])),
+                b2 = _mm_sub_pd(t2, _mm_loadu_pd(&s2[L]));
+        __m128d cov = _mm_sub_pd(_mm_loadu_pd(&w->fft[L]), _mm_div_pd(_mm_mul_pd(a1, b1), k));
+        __m128d va = _mm_sub_pd(a2, _mm_div_pd(_mm_mul_pd(a1, a1), k));
+        __m128d vb = _mm_sub_pd(b2, _mm_div_pd(_mm_mul_pd(b1, b1), k));
+        __m128d ok = _mm_and_pd(_mm_cmpgt_pd(va, zero), _mm_cmpgt_pd(vb, zero));
+        __m128d r = _mm_div_pd(cov, _mm_sqrt_pd(_mm_mul_pd(va, vb)));
+        _mm_storeu_pd(&w->r[L], _mm_and_pd(ok, r));
+    }
+#endif
+    for (; L <= n / 2; L++) {
         double k = (double)(n - L);
         double a1 = s1[n - L], a2 = s2[n - L];         /* v[0..n-L) */
         double b1 = s1[n] - s1[L], b2 = s2[n] - s2[L]; /* v[L..n)   */

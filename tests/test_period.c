@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cu.h"
 #include "policies/period.h"
@@ -48,6 +49,39 @@ static void test_correlations_match_gsl(void)
             worst = d > worst ? d : worst;
         }
         CU_ASSERT(worst < 1e-9);
+    }
+    free(w);
+}
+
+/* Every lag's correlation as the scalar formula gives it, to the bit (the
+ * library computes two lags at a time where it can: period.c), from the
+ * cross sums and prefix sums it leaves in its scratch; with lags whose
+ * variance is 0 (a series constant at its end) among them. */
+static void test_lags_to_the_bit(void)
+{
+    gm_period_work *w = malloc(sizeof *w);
+    CU_ASSERT_FATAL(w != NULL);
+    static double x[GM_PERIOD_WIN];
+    const size_t sizes[] = {16, 17, 18, 19, 101, 517, 1000, 1023, GM_PERIOD_WIN};
+    for (size_t t = 0; t < 2 * sizeof sizes / sizeof *sizes; t++) {
+        size_t n = sizes[t / 2];
+        sawtooth(x, n, 11.0 + (double)t, 0.2, 3 + t);
+        if (t % 2) /* constant over the last third: v[L..n) has no variance for the largest lags */
+            for (size_t i = n - n / 3; i < n; i++)
+                x[i] = 5e9;
+        double conf;
+        gm_period_lag(w, x, n, &conf);
+        size_t off = 0;
+        for (size_t L = 1; L <= n / 2; L++) {
+            const double *s1 = w->ps1, *s2 = w->ps2;
+            double k = (double)(n - L);
+            double a1 = s1[n - L], a2 = s2[n - L], b1 = s1[n] - s1[L], b2 = s2[n] - s2[L];
+            double cov = w->fft[L] - a1 * b1 / k;
+            double va = a2 - a1 * a1 / k, vb = b2 - b1 * b1 / k;
+            double want = va > 0 && vb > 0 ? cov / sqrt(va * vb) : 0;
+            off += memcmp(&want, &w->r[L], sizeof want) != 0;
+        }
+        CU_ASSERT_EQUAL(off, 0);
     }
     free(w);
 }
@@ -95,6 +129,7 @@ int gm_test_register(void)
     CU_pSuite s = CU_add_suite("period", NULL, NULL);
     if (!s) return CU_get_error();
     GM_ADD_TEST(s, test_correlations_match_gsl);
+    GM_ADD_TEST(s, test_lags_to_the_bit);
     GM_ADD_TEST(s, test_finds_the_period);
     GM_ADD_TEST(s, test_no_period);
     return CUE_SUCCESS;
