@@ -13,6 +13,7 @@
 
 #include "cu.h"
 #include "base/units.h"
+#include "study/fit.h"
 #include "study/preload.h"
 #include "study/simulate.h"
 #include "traces/import_torch.h"
@@ -219,6 +220,42 @@ static void test_copies_share(void)
     }
 }
 
+/* Searches on three threads read one packed trace at once (a cursor
+ * each): the fit is the one of the trace as it is. */
+static void test_packed_fit_threads(void)
+{
+    const char *bert = gm_test_path("traces/bert.h5");
+    static char *const pol[] = {"pytorch", "lru", "predictive", "oracle"};
+    gm_fit *f[2] = {NULL, NULL};
+    for (int packed = 0; packed < 2; packed++) {
+        gm_tenant_spec one = {.path = bert, .repeat = 1};
+        static const gm_latency lat = GM_LATENCY_DEFAULT;
+        gm_sim_config cfg = {.tenants = &one,
+                             .n_tenants = 1,
+                             .capacity_bytes = 8 * GM_GiB,
+                             .overhead_bytes = GM_DEFAULT_OVERHEAD,
+                             .latency = lat};
+        gm_preload pre;
+        gm_err err = {0};
+        CU_ASSERT_EQUAL_FATAL(gm_preload_config(&cfg, &pre, packed ? 0 : GM_PRELOAD_MAX_EVENTS,
+                                                GM_PRELOAD_MAX_PACKED_BYTES, &err),
+                              GM_OK);
+        CU_ASSERT_PTR_NOT_NULL(packed ? (const void *)cfg.tenants[0].packed
+                                      : (const void *)cfg.tenants[0].events);
+        CU_ASSERT_EQUAL(gm_fit_capacity(&cfg, pol, 4, 3, 0, &f[packed], &err), GM_OK);
+        gm_preload_free(&pre);
+    }
+    for (size_t i = 0; f[0] && f[1] && i < 4; i++) {
+        CU_ASSERT_EQUAL(f[0]->e[i].found, f[1]->e[i].found);
+        CU_ASSERT_EQUAL(f[0]->e[i].capacity, f[1]->e[i].capacity);
+        CU_ASSERT_EQUAL(f[0]->e[i].peak_reserved, f[1]->e[i].peak_reserved);
+        CU_ASSERT_EQUAL(f[0]->e[i].runs, f[1]->e[i].runs);
+        CU_ASSERT_EQUAL(f[0]->e[i].events_simulated, f[1]->e[i].events_simulated);
+    }
+    gm_fit_free(f[0]);
+    gm_fit_free(f[1]);
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("preload", NULL, NULL);
@@ -227,5 +264,6 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_hash_of_a_long_source);
     GM_ADD_TEST(s, test_large_stays_on_disk);
     GM_ADD_TEST(s, test_copies_share);
+    GM_ADD_TEST(s, test_packed_fit_threads);
     return CUE_SUCCESS;
 }
