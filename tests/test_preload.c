@@ -250,7 +250,8 @@ static void test_packed_fit_threads(void)
         CU_ASSERT_EQUAL(f[0]->e[i].capacity, f[1]->e[i].capacity);
         CU_ASSERT_EQUAL(f[0]->e[i].peak_reserved, f[1]->e[i].peak_reserved);
         CU_ASSERT_EQUAL(f[0]->e[i].runs, f[1]->e[i].runs);
-        CU_ASSERT_EQUAL(f[0]->e[i].events_simulated, f[1]->e[i].events_simulated);
+        /* (not events_simulated: whether a follower takes its lead's run or
+         * makes it first depends on the threads' timing, study/fit.c) */
     }
     gm_fit_free(f[0]);
     gm_fit_free(f[1]);
