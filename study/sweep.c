@@ -436,9 +436,8 @@ void gm_sweep_case_key(const gm_sweep_plan *p, size_t i, char *buf, size_t len)
 }
 
 /* gm_sweep_run_case, the run's result to *keep when keep is given (the
- * caller frees it; NULL when the run failed). */
-/* Case i into *row; pre: its mix's tenants preloaded (study/preload.h), or
- * NULL (each run reads its traces). */
+ * caller frees it; NULL when the run failed); pre: the mix's tenants
+ * preloaded (study/preload.h), or NULL (the run reads its traces). */
 static void run_case(const gm_sweep_plan *p, size_t i, const gm_tenant_spec *pre, gm_sweep_row *row,
                      gm_sim_result **keep)
 {
