@@ -150,6 +150,14 @@ static int try_run(const gm_sim_config *cfg, gm_fit_entry *e, gm_sim_result **ke
     return ok;
 }
 
+/* try_run of a capacity search at capacity c (its key there). */
+static int try_capacity(gm_sim_config *cfg, uint64_t c, gm_fit_entry *e, gm_sim_result **best,
+                        const fit_share *sh)
+{
+    cfg->capacity_bytes = c;
+    return try_run(cfg, e, best, 0, sh, c);
+}
+
 typedef struct fit_ctx {
     const gm_sim_config *base;
     gm_fit *f;
@@ -194,8 +202,7 @@ static void fit_capacity_one(void *arg, size_t i)
     uint64_t start = x->base_capacity, max_capacity = x->max_capacity;
     const fit_share *sh = x->share ? &x->share[i] : NULL;
     if (!start) { /* no device known: start from what the run uses on one that never runs out */
-        cfg.capacity_bytes = GM_FIT_PROBE_BYTES;
-        if ((ok = try_run(&cfg, e, &best, 0, sh, cfg.capacity_bytes)) < 0) goto out;
+        if ((ok = try_capacity(&cfg, GM_FIT_PROBE_BYTES, e, &best, sh)) < 0) goto out;
         if (!ok) {
             e->max_capacity = GM_FIT_PROBE_BYTES;
             goto out; /* not even the probe fits */
@@ -214,9 +221,8 @@ static void fit_capacity_one(void *arg, size_t i)
     uint64_t hi = step_up(start), lo = 0;
     if (!best)
         for (;;) {
-            cfg.capacity_bytes = hi;
             e->max_capacity = hi;
-            if ((ok = try_run(&cfg, e, &best, 0, sh, cfg.capacity_bytes)) < 0) goto out;
+            if ((ok = try_capacity(&cfg, hi, e, &best, sh)) < 0) goto out;
             if (ok) {
                 hi = fitted(hi, best);
                 break;
@@ -230,8 +236,7 @@ static void fit_capacity_one(void *arg, size_t i)
      * reaches when nothing presses it, and this one run (which fails late)
      * settles it; else a lower end, and the bisection */
     if (lo == 0 && hi > GM_FIT_STEP) {
-        cfg.capacity_bytes = hi - GM_FIT_STEP;
-        if ((ok = try_run(&cfg, e, &best, 0, sh, cfg.capacity_bytes)) < 0) goto out;
+        if ((ok = try_capacity(&cfg, hi - GM_FIT_STEP, e, &best, sh)) < 0) goto out;
         if (!ok)
             lo = hi - GM_FIT_STEP;
         else
@@ -244,8 +249,7 @@ static void fit_capacity_one(void *arg, size_t i)
         lo = floor >= hi ? hi - GM_FIT_STEP : floor;
         for (;;) {
             if (lo == 0) break; /* 0 bytes never fit */
-            cfg.capacity_bytes = lo;
-            if ((ok = try_run(&cfg, e, &best, 0, sh, cfg.capacity_bytes)) < 0) goto out;
+            if ((ok = try_capacity(&cfg, lo, e, &best, sh)) < 0) goto out;
             if (!ok) break;
             hi = fitted(lo, best); /* fits lower than expected: keep going down */
             lo = step_down(lo / 2);
@@ -253,8 +257,7 @@ static void fit_capacity_one(void *arg, size_t i)
     }
     while (hi > lo && hi - lo > GM_FIT_STEP) {
         uint64_t mid = lo + step_down((hi - lo) / 2);
-        cfg.capacity_bytes = mid;
-        if ((ok = try_run(&cfg, e, &best, 0, sh, cfg.capacity_bytes)) < 0) goto out;
+        if ((ok = try_capacity(&cfg, mid, e, &best, sh)) < 0) goto out;
         if (ok) {
             uint64_t f = fitted(mid, best);
             /* never at or below a capacity that did not fit: a model that
