@@ -1018,8 +1018,7 @@ int gm_segmap_json(const gm_sim_config *cfg, const gm_segmap_opts *opts, json_t 
 }
 
 /* One result's maps, simulated with its own policy and allocator. */
-typedef struct attach_job attach_job;
-struct attach_job {
+typedef struct attach_job {
     gm_sim_config c;
     gm_segmap_opts o; /* with what its result reached (hinted) */
     json_t *m;
@@ -1027,8 +1026,7 @@ struct attach_job {
     int rc;
     long lead;              /* -1, or the job whose maps these may be (study/same_run.h) */
     gm_sim_result *kept[2]; /* a lead's passes' results */
-    const attach_job *jobs; /* every job, for a follower's lead */
-};
+} attach_job;
 
 typedef struct attach_ctx {
     attach_job *job;
@@ -1038,18 +1036,19 @@ typedef struct attach_ctx {
 static void attach_run(void *ctx, size_t k)
 {
     attach_ctx *x = ctx;
-    attach_job *j = &x->job[x->pick[k]];
-    int lead = j->lead == (long)(j - j->jobs);
-    j->rc = segmap_json(&j->c, &j->o, &j->m, lead ? j->kept : NULL, &j->err);
+    size_t i = x->pick[k];
+    attach_job *j = &x->job[i];
+    j->rc = segmap_json(&j->c, &j->o, &j->m, j->lead == (long)i ? j->kept : NULL, &j->err);
 }
 
-/* Whether job j's maps are its lead's: the lead's passes (each as far as
- * it went) are j's policy's too (study/same_run.h), made with the same
+/* Whether job i's maps are its lead's: the lead's passes (each as far as
+ * it went) are i's policy's too (study/same_run.h), made with the same
  * options (the hints of the same run's result are the same). */
-static int maps_shared(const attach_job *j)
+static int maps_shared(const attach_job *job, size_t i)
 {
-    if (j->lead < 0 || j->lead == (long)(j - j->jobs)) return 0;
-    const attach_job *l = &j->jobs[j->lead];
+    const attach_job *j = &job[i];
+    if (j->lead < 0 || j->lead == (long)i) return 0;
+    const attach_job *l = &job[j->lead];
     if (l->rc != GM_OK || !l->m || !l->kept[1] || memcmp(&l->o, &j->o, sizeof j->o)) return 0;
     for (int p = 0; p < 2; p++)
         if (l->kept[p] && !gm_same_run(l->kept[p], j->c.policy)) return 0;
@@ -1091,10 +1090,8 @@ static void attach_jobs(attach_job *job, size_t n, const double *est, int thread
         return;
     }
     gm_same_run_leads(n, job_spec, job_same_config, job, lead);
-    for (size_t i = 0; i < n; i++) {
-        job[i].jobs = job;
+    for (size_t i = 0; i < n; i++)
         job[i].lead = lead[i];
-    }
     free(lead);
     attach_ctx ctx = {job, pick};
     for (int phase = 0; phase < 2; phase++) {
@@ -1102,7 +1099,7 @@ static void attach_jobs(attach_job *job, size_t n, const double *est, int thread
         for (size_t i = 0; i < n; i++) {
             int follows = job[i].lead >= 0 && job[i].lead != (long)i;
             if (phase == 0 ? follows : !follows) continue;
-            if (phase == 1 && maps_shared(&job[i])) {
+            if (phase == 1 && maps_shared(job, i)) {
                 job[i].m = json_deep_copy(job[job[i].lead].m);
                 job[i].rc = job[i].m ? GM_OK : gm_errf(&job[i].err, GM_ENOMEM, "out of memory");
                 continue;
