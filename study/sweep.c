@@ -435,6 +435,15 @@ void gm_sweep_case_key(const gm_sweep_plan *p, size_t i, char *buf, size_t len)
              p->policies[c.policy]);
 }
 
+/* Tenant k of mix m as a run's spec (its trace read from the file). */
+static gm_tenant_spec mix_tenant(const gm_sweep_mix *m, size_t k)
+{
+    return (gm_tenant_spec){.path = m->t[k].path,
+                            .offset_ns = m->t[k].offset_ns,
+                            .repeat = m->t[k].repeat,
+                            .quota_bytes = m->t[k].quota_bytes};
+}
+
 /* gm_sweep_run_case, the run's result to *keep when keep is given (the
  * caller frees it; NULL when the run failed); pre: the mix's tenants
  * preloaded (study/preload.h), or NULL (the run reads its traces). */
@@ -456,11 +465,7 @@ static void run_case(const gm_sweep_plan *p, size_t i, const gm_tenant_spec *pre
         return;
     }
     for (size_t k = 0; k < m->n; k++)
-        ts[k] = pre ? pre[k]
-                    : (gm_tenant_spec){.path = m->t[k].path,
-                                       .offset_ns = m->t[k].offset_ns,
-                                       .repeat = m->t[k].repeat,
-                                       .quota_bytes = m->t[k].quota_bytes};
+        ts[k] = pre ? pre[k] : mix_tenant(m, k);
     static const gm_latency lat = GM_LATENCY_DEFAULT;
     gm_sim_config cfg = {.tenants = ts,
                          .n_tenants = m->n,
@@ -638,18 +643,16 @@ void gm_sweep_run(const gm_sweep_plan *p, const size_t *todo, size_t n, int thre
                   gm_sweep_row *rows, gm_sweep_progress progress, void *ctx)
 {
     for (size_t a = 0, b; a < n; a = b) {
-        const gm_sweep_mix *m = &p->mixes[gm_sweep_case_at(p, todo[a]).mix];
-        for (b = a + 1; b < n && &p->mixes[gm_sweep_case_at(p, todo[b]).mix] == m; b++)
+        size_t mix = gm_sweep_case_at(p, todo[a]).mix;
+        for (b = a + 1; b < n && gm_sweep_case_at(p, todo[b]).mix == mix; b++)
             ;
+        const gm_sweep_mix *m = &p->mixes[mix];
         gm_tenant_spec *ts = calloc(m->n ? m->n : 1, sizeof *ts);
         gm_preload pre = {0};
         gm_err err = {0};
         const gm_tenant_spec *loaded = NULL;
         for (size_t k = 0; ts && k < m->n; k++)
-            ts[k] = (gm_tenant_spec){.path = m->t[k].path,
-                                     .offset_ns = m->t[k].offset_ns,
-                                     .repeat = m->t[k].repeat,
-                                     .quota_bytes = m->t[k].quota_bytes};
+            ts[k] = mix_tenant(m, k);
         gm_sim_config cfg = {.tenants = ts, .n_tenants = m->n};
         if (ts && gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, GM_PRELOAD_MAX_PACKED_BYTES,
                                     &err) == GM_OK)
