@@ -221,6 +221,14 @@ static int read_only(const char *path)
     return 0;
 }
 
+/* 0 when GMBENCH_NO_PRELOAD is set (and not "0"): a study's runs then read
+ * the trace from the file each, as before study/preload.h. */
+static int preload_wanted(void)
+{
+    const char *np = getenv("GMBENCH_NO_PRELOAD");
+    return !(np && *np && strcmp(np, "0"));
+}
+
 /* The trace kept packed (traces/packed.h, what study/preload.h keeps of a
  * larger trace): its bytes an event, and the thread's CPU per event to
  * pack it and to decode it in a run's chunks, best of 3. */
@@ -354,10 +362,9 @@ static int bench_compare(const char *path)
     cfg.capacity_bytes = 80 * GM_GiB;
     gm_preload pre = {0}; /* (all zero: nothing to free) */
     gm_err perr = {0};
-    const char *np = getenv("GMBENCH_NO_PRELOAD");
-    int preload = !(np && *np && strcmp(np, "0"));
     /* as gmsim compare: a larger trace stays on disk (cli/cmd_compare.c) */
-    if (preload && gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, 0, &perr) != GM_OK) {
+    if (preload_wanted() &&
+        gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, 0, &perr) != GM_OK) {
         fprintf(stderr, "gmbench: %s\n", perr.msg);
         return 1;
     }
@@ -420,8 +427,7 @@ static int bench_fit(const char *path)
     /* as gmsim fit: the trace in memory, packed when large (study/preload.h);
      * GMBENCH_NO_PRELOAD=1 reads it from the file for each run */
     gm_preload pre = {0};
-    const char *np = getenv("GMBENCH_NO_PRELOAD");
-    if (!(np && *np && strcmp(np, "0")) &&
+    if (preload_wanted() &&
         gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, GM_PRELOAD_MAX_PACKED_BYTES, &err)) {
         fprintf(stderr, "gmbench: %s\n", err.msg);
         return 1;

@@ -201,11 +201,11 @@ int gm_compare_fit(const gm_sim_config *base, gm_compare *c, int threads, uint64
 {
     if (c->winner < 0 || !c->e[c->winner].r || !c->e[c->winner].r->device.n_oom) return GM_OK;
     /* the searches' many runs replay a trace still on disk packed (study/preload.h) */
-    gm_sim_config packed = *base;
+    gm_sim_config loaded = *base;
     gm_preload pre;
-    if (gm_preload_config(&packed, &pre, GM_PRELOAD_MAX_EVENTS, GM_PRELOAD_MAX_PACKED_BYTES, err))
+    if (gm_preload_config(&loaded, &pre, GM_PRELOAD_MAX_EVENTS, GM_PRELOAD_MAX_PACKED_BYTES, err))
         return err->code;
-    base = &packed;
+    base = &loaded;
     /* one fit per allocator and settings, of its ranked entries' policies
      * together: its searches run on the threads side by side, and share
      * runs where they are one (study/fit.c); each answer is that of a fit
