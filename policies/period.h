@@ -19,11 +19,18 @@
 /* Most samples one call looks at. */
 #define GM_PERIOD_WIN 1024
 
-/* Scratch space (about 40 KiB): keep one per user, never shared between threads. */
+/* The zero-padded FFT's length: the cross sums of lags 0..n/2 of n <= WIN
+ * samples wrap around no sample when it is at least n + n/2 (2^9 * 3 for
+ * WIN 1024, which FFTW transforms in 0.54x the time of 2 * WIN: period.c). */
+#define GM_PERIOD_FFT_N (3 * GM_PERIOD_WIN / 2)
+
+/* Scratch space (about 48 KiB): keep one per user, never shared between threads. */
 typedef struct gm_period_work {
-    /* zero-padded FFT buffer; 16-byte aligned (what malloc gives) so that
-     * FFTW's SIMD-aligned plan runs on it in place (period.c) */
-    _Alignas(16) double fft[2 * GM_PERIOD_WIN];
+    /* the zero-padded series, then its lagged cross sums; and its transform
+     * (GM_PERIOD_FFT_N / 2 + 1 complex numbers). 16-byte aligned, as
+     * malloc gives and FFTW's plans were made for (period.c) */
+    _Alignas(16) double fft[GM_PERIOD_FFT_N];
+    _Alignas(16) double spec[GM_PERIOD_FFT_N + 2];
     double r[GM_PERIOD_WIN / 2 + 1]; /* r[L], L = 1..n/2              */
     double ps1[GM_PERIOD_WIN + 1];   /* prefix sums of x - mean       */
     double ps2[GM_PERIOD_WIN + 1];   /* ... and of its square         */
@@ -35,5 +42,11 @@ typedef struct gm_period_work {
  * the chosen lag (0 when none). Thread-safe: the plans are made once per
  * process (period.c). */
 double gm_period_lag(gm_period_work *w, const double *x, size_t n, double *conf);
+
+/* The widest vectors the correlations may use: 0 scalar, 1 SSE2, 2 AVX
+ * where the CPU has it (the default). Every choice gives the same bits
+ * (period.c); tests hold each to the others. Not thread-safe: set it
+ * before any gm_period_lag. */
+void gm_period_vectors(int max);
 
 #endif

@@ -53,35 +53,46 @@ static void test_correlations_match_gsl(void)
     free(w);
 }
 
-/* Every lag's correlation as the scalar formula gives it, to the bit (the
- * library computes two lags at a time where it can: period.c), from the
- * cross sums and prefix sums it leaves in its scratch; with lags whose
- * variance is 0 (a series constant at its end) among them. */
+/* Every lag's correlation as the scalar formula gives it, to the bit, from
+ * the cross sums and prefix sums the library leaves in its scratch,
+ * whichever vectors it may use (gm_period_vectors: scalar, SSE2 two lags
+ * at a time, AVX four where this CPU has it; n's below cover every
+ * remainder of the lanes); with lags whose variance is 0 (a series
+ * constant at its end) among them. The period and its confidence are the
+ * same at every width too. */
 static void test_lags_to_the_bit(void)
 {
     gm_period_work *w = malloc(sizeof *w);
     CU_ASSERT_FATAL(w != NULL);
     static double x[GM_PERIOD_WIN];
-    const size_t sizes[] = {16, 17, 18, 19, 101, 517, 1000, 1023, GM_PERIOD_WIN};
+    const size_t sizes[] = {16, 17, 18, 19, 20, 21, 22, 23, 101, 517, 1000, 1023, GM_PERIOD_WIN};
     for (size_t t = 0; t < 2 * sizeof sizes / sizeof *sizes; t++) {
         size_t n = sizes[t / 2];
         sawtooth(x, n, 11.0 + (double)t, 0.2, 3 + t);
         if (t % 2) /* constant over the last third: v[L..n) has no variance for the largest lags */
             for (size_t i = n - n / 3; i < n; i++)
                 x[i] = 5e9;
-        double conf;
-        gm_period_lag(w, x, n, &conf);
-        size_t off = 0;
-        for (size_t L = 1; L <= n / 2; L++) {
-            const double *s1 = w->ps1, *s2 = w->ps2;
-            double k = (double)(n - L);
-            double a1 = s1[n - L], a2 = s2[n - L], b1 = s1[n] - s1[L], b2 = s2[n] - s2[L];
-            double cov = w->fft[L] - a1 * b1 / k;
-            double va = a2 - a1 * a1 / k, vb = b2 - b1 * b1 / k;
-            double want = va > 0 && vb > 0 ? cov / sqrt(va * vb) : 0;
-            off += memcmp(&want, &w->r[L], sizeof want) != 0;
+        double lag[3], conf[3];
+        for (int vec = 0; vec <= 2; vec++) {
+            gm_period_vectors(vec);
+            lag[vec] = gm_period_lag(w, x, n, &conf[vec]);
+            size_t off = 0;
+            for (size_t L = 1; L <= n / 2; L++) {
+                const double *s1 = w->ps1, *s2 = w->ps2;
+                double k = (double)(n - L);
+                double a1 = s1[n - L], a2 = s2[n - L], b1 = s1[n] - s1[L], b2 = s2[n] - s2[L];
+                double cov = w->fft[L] - a1 * b1 / k;
+                double va = a2 - a1 * a1 / k, vb = b2 - b1 * b1 / k;
+                double want = va > 0 && vb > 0 ? cov / sqrt(va * vb) : 0;
+                off += memcmp(&want, &w->r[L], sizeof want) != 0;
+            }
+            CU_ASSERT_EQUAL(off, 0);
         }
-        CU_ASSERT_EQUAL(off, 0);
+        gm_period_vectors(2);
+        CU_ASSERT(memcmp(&lag[0], &lag[1], sizeof *lag) == 0 &&
+                  memcmp(&lag[0], &lag[2], sizeof *lag) == 0);
+        CU_ASSERT(memcmp(&conf[0], &conf[1], sizeof *conf) == 0 &&
+                  memcmp(&conf[0], &conf[2], sizeof *conf) == 0);
     }
     free(w);
 }
