@@ -711,7 +711,7 @@ static void resolve(pd_policy *p, gm_alloc *a, uint64_t now, int view_fresh)
         size_t n = p->bv.n, moved = 0;
         for (size_t i = 0; i < p->npend;) {
             pd_pending *q = &p->pend[i];
-            int done = 0, reused = 0, at = 0;
+            int done = 0, reused = 0, at = 0, elsewhere = 0;
             if (!q->released) {
                 uint64_t last_use;
                 gm_seg_brief one;
@@ -720,7 +720,8 @@ static void resolve(pd_policy *p, gm_alloc *a, uint64_t now, int view_fresh)
                     last_use = p->bv.v[q->hint].last_use_ns;
                 } else if (a->ops->segment_at(a, q->addr, &one)) {
                     last_use = one.last_use_ns;
-                } else { /* gone without our knowing: no truth */
+                    elsewhere = one.releasable != 0; /* in the view, moved */
+                } else {                             /* gone without our knowing: no truth */
                     pending_drop(p, i);
                     continue;
                 }
@@ -736,11 +737,14 @@ static void resolve(pd_policy *p, gm_alloc *a, uint64_t now, int view_fresh)
                 continue;
             }
             if (marks && at) p->open_at[q->hint] = 1;
-            moved += !q->released && !at;
+            moved += elsewhere;
             i++;
         }
-        /* the view entries of kept predictions not at their hint (a busy
-         * one has none: then every unmarked entry is looked up) */
+        /* the view entries of kept predictions not at their hint: the view
+         * holds exactly the releasable segments, so those whose segment is
+         * releasable (a busy one is not in it, and is not looked for: with
+         * one among them every unmarked entry was looked up, 1.3 M look-ups
+         * a run of gmbench mem 5e6) */
         for (size_t i = 0; i < n && moved && marks; i++) {
             if (p->open_at[i]) continue;
             const uint64_t *x = gm_addrmap_get(&p->open, gm_addrmap_key(p->bv.v[i].addr));
