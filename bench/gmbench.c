@@ -41,6 +41,10 @@
  *                                 pickle (traces/unpickle.h: MB/s, the
  *                                 tree's size) and importing its tree
  *                                 (traces/import_torch.h: entries/s)
+ *   gmbench period CALLS          the predictive policy's period estimate
+ *                                 (policies/period.h) on a full window: ns
+ *                                 a call with scalar, SSE2 and AVX
+ *                                 correlations (the same period each)
  *
  * The trace reader runs in its child process (traces/trace_isolate.c)
  * unless GMSIM_TRACE_INPROCESS=1: run both to see what isolation costs.
@@ -63,6 +67,7 @@
  * (CLOCK_THREAD_CPUTIME_ID): the machines are shared and noisy, and CPU
  * time does not count the time other processes take.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +76,7 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "policies/period.h"
 #include "sim/engine.h"
 #include "study/compare.h"
 #include "study/fit.h"
@@ -496,13 +502,57 @@ static int bench_unpickle(const char *path)
     return 0;
 }
 
+static int usage(void);
+
+/* period: gm_period_lag (policies/period.h), as the predictive policy
+ * calls it every 16 or 256 samples, on a full window of 1024 samples shaped
+ * like allocated bytes (a sawtooth of 37.5 samples around 4 GB, with
+ * noise): best of 3 rounds of `calls` calls, in ns a call, for each width
+ * the correlations may use (gm_period_vectors); every width must find the
+ * same period. */
+static int bench_period(long calls)
+{
+    if (calls < 1) return usage();
+    gm_period_work *w = malloc(sizeof *w);
+    static double x[GM_PERIOD_WIN];
+    if (!w) return 1;
+    uint64_t seed = 42;
+    for (size_t i = 0; i < GM_PERIOD_WIN; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = 4e9 + 1e9 * fmod((double)i, 37.5) / 37.5 + 1e8 * (double)(seed >> 40) / 16777216.0;
+    }
+    static const char *const names[] = {"scalar", "SSE2", "AVX where the CPU has it"};
+    double lag0 = 0;
+    int rc = 0;
+    for (int vec = 0; vec <= 2; vec++) {
+        gm_period_vectors(vec);
+        double best = 0, conf = 0, lag = 0;
+        for (int r = 0; r < 3; r++) {
+            double t0 = thread_cpu_s();
+            for (long c = 0; c < calls; c++)
+                lag = gm_period_lag(w, x, GM_PERIOD_WIN, &conf);
+            double s = thread_cpu_s() - t0;
+            if (!r || s < best) best = s;
+        }
+        if (!vec) lag0 = lag;
+        if (lag != lag0) rc = 1;
+        printf("mode period, %s: %ld calls of %d samples, best of 3: %.0f ns a call (period %.3f, "
+               "correlation %.3f)\n",
+               names[vec], calls, GM_PERIOD_WIN, best / (double)calls * 1e9, lag, conf);
+    }
+    gm_period_vectors(2);
+    free(w);
+    if (rc) fprintf(stderr, "gmbench: the widths found different periods\n");
+    return rc;
+}
+
 static int usage(void)
 {
     fprintf(stderr,
             "usage: gmbench mem|fixed EVENTS [POLICY] | gmbench file TRACE [POLICY] |\n"
             "       gmbench tenants K EVENTS [POLICY] | gmbench cached N EVENTS [POLICY] |\n"
             "       gmbench compare TRACE | gmbench fit TRACE | gmbench read TRACE |\n"
-            "       gmbench packed TRACE | gmbench unpickle SNAPSHOT\n");
+            "       gmbench packed TRACE | gmbench unpickle SNAPSHOT | gmbench period CALLS\n");
     return 2;
 }
 
@@ -515,6 +565,7 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "read")) return read_only(argv[2]);
     if (!strcmp(mode, "packed")) return bench_packed(argv[2]);
     if (!strcmp(mode, "unpickle")) return bench_unpickle(argv[2]);
+    if (!strcmp(mode, "period")) return bench_period(atol(argv[2]));
     int two = !strcmp(mode, "tenants") || !strcmp(mode, "cached");
     int fixed = !strcmp(mode, "fixed");
     if (strcmp(mode, "mem") && strcmp(mode, "file") && !fixed && !two) return usage();
