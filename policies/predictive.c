@@ -8,7 +8,7 @@
  * allocated bytes. The period is the lag of the autocorrelation peak of that
  * series (period.h, shared with study/leak.c): for each lag, the Pearson correlation of the series
  * with itself shifted (what gsl_stats_correlation gives, computed for all lags at once from an
- * FFT, FFTW's real-to-half-complex transform, and prefix sums). Past the first lag where it falls
+ * FFT, FFTW's real-to-complex transform, and prefix sums). Past the first lag where it falls
  * below 0.2, the smallest local maximum within 70 % of the highest one, refined by a parabola
  * through its neighbours, is the period; accepted when that highest correlation is >= 0.5. The
  * series keeps 1024 samples; while no period is found, a full series is halved (pairs averaged), so
