@@ -13,6 +13,8 @@ echo "== generating a ${millions}M-event BERT trace (uncompressed)"
 ls -l "$tmp/big.h5"
 echo "== in memory (engine + pytorch allocator + policy + metrics, no I/O)"
 "$build/bench/gmbench" mem 5e6 pytorch
+echo "== the predictive policy's period estimate (policies/period.h), at each width"
+"$build/bench/gmbench" period 2000
 echo "== end to end from HDF5 (the reader in its child process, the default)"
 "$build/bench/gmbench" file "$tmp/big.h5" pytorch
 echo "== end to end from HDF5, the reader in this process (what isolation costs)"
