@@ -721,7 +721,8 @@ static void resolve(pd_policy *p, gm_alloc *a, uint64_t now, int view_fresh)
                 } else if (a->ops->segment_at(a, q->addr, &one)) {
                     last_use = one.last_use_ns;
                     elsewhere = one.releasable != 0; /* in the view, moved */
-                } else {                             /* gone without our knowing: no truth */
+                } else {
+                    /* gone without our knowing: no truth */
                     pending_drop(p, i);
                     continue;
                 }
