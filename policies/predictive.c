@@ -165,6 +165,8 @@ typedef struct pd_policy {
      * class k, and the view holds only those (count_busy_partial) */
     uint8_t *open_at;
     size_t cap_open_at;
+    uint32_t *mfree, *msince; /* count_free's scratch: the model's counts per class */
+    size_t cap_mfree;
     int marks_ok, free_ok;
     /* the bins ahead within the horizon (all_reused), for dh_period, dh_h */
     uint64_t dh_period, dh_h;
@@ -222,6 +224,8 @@ static void destroy(void *state)
     free(p->sc);
     free(p->cc);
     free(p->open_at);
+    free(p->mfree);
+    free(p->msince);
     free(p);
 }
 
@@ -576,17 +580,43 @@ static void count_busy(pd_policy *p)
     }
 }
 
-/* count_busy from a view of the releasable segments only, with the
- * classes' segment counts of sc_build (no driver call since): a classic
- * segment is busy now unless it is releasable (the model's promise), and
- * busy this tick also when releasable and used since the last tick. */
-static void count_busy_partial(pd_policy *p)
+/* The classes' releasable segments (p->sc[k].free), and of those the ones
+ * used since the last tick (.since), as the model counts them
+ * (gm_alloc_ops.class_free: the same classes as sc_fetch's, no driver
+ * call since; it knows each one's class), with free_ok: the view holds
+ * nothing else (no expandable segment) when its entries are as many. 1, or
+ * 0 when the model cannot (count_free_view counts them). */
+static int count_free_model(pd_policy *p, gm_alloc *a)
 {
-    for (size_t i = 0; i < p->ncls; i++)
-        p->busy_now[i] = p->busy_tick[i] = 0;
+    if (!a->ops->class_free || !p->nsc) return 0;
+    if (p->cap_mfree < p->nsc) {
+        size_t cap = 2 * p->nsc;
+        uint32_t *f = realloc(p->mfree, cap * sizeof *f);
+        if (f) p->mfree = f;
+        uint32_t *g = f ? realloc(p->msince, cap * sizeof *g) : NULL;
+        if (!g) return 0;
+        p->msince = g;
+        p->cap_mfree = cap;
+    }
+    size_t n = a->ops->class_free(a, p->last_tick_ns, p->mfree, p->msince, p->cap_mfree);
+    if (n != p->nsc) return 0;
+    size_t sum = 0;
+    for (size_t k = 0; k < n; k++) {
+        p->sc[k].free = p->mfree[k];
+        p->sc[k].since = p->msince[k];
+        sum += p->mfree[k];
+    }
+    p->free_ok = sum == p->bv.n;
+    return 1;
+}
+
+/* The same from the view of the releasable segments (every entry
+ * releasable, classic and in the counts: free_ok). */
+static void count_free_view(pd_policy *p)
+{
     for (size_t k = 0; k < p->nsc; k++)
         p->sc[k].free = p->sc[k].since = 0;
-    int all = 1; /* every entry releasable, classic and counted: free_ok */
+    int all = 1;
     uint64_t last = p->last_tick_ns;
     for (size_t i = 0; i < p->bv.n; i++) {
         const gm_seg_brief *s = &p->bv.v[i];
@@ -603,6 +633,17 @@ static void count_busy_partial(pd_policy *p)
         p->sc[k].since += s->last_use_ns > last;
     }
     p->free_ok = all;
+}
+
+/* count_busy from a view of the releasable segments only, with the
+ * classes' segment counts of sc_build (no driver call since): a classic
+ * segment is busy now unless it is releasable (the model's promise), and
+ * busy this tick also when releasable and used since the last tick. */
+static void count_busy_partial(pd_policy *p, gm_alloc *a)
+{
+    for (size_t i = 0; i < p->ncls; i++)
+        p->busy_now[i] = p->busy_tick[i] = 0;
+    if (!count_free_model(p, a)) count_free_view(p);
     for (size_t k = 0; k < p->nsc; k++) {
         const pd_segclass *x = &p->sc[k];
         uint32_t now = x->total - x->free, since = now + x->since;
@@ -1198,7 +1239,7 @@ static void on_timer(void *state, gm_alloc *a, uint64_t now)
     if (!(p->sc_ok && p->sc_gen == driver_calls(a))) sc_fetch(p, a); /* a driver call since */
     if (p->sc_ok && p->sc_gen == driver_calls(a)) {
         if (view_fetch_releasable(p, a) != GM_OK) return;
-        count_busy_partial(p);
+        count_busy_partial(p, a);
     } else {
         if (view_fetch(p, a) != GM_OK) return;
         count_busy(p);

@@ -345,6 +345,15 @@ typedef struct gm_alloc_ops {
      * every segment. SIZE_MAX when the model could not keep them (out of
      * memory). A model that has it has segment_at. */
     size_t (*class_counts)(gm_alloc *a, gm_seg_class *buf, size_t cap);
+    /* Optional, with class_counts: of each of its classes (the same, in its
+     * order), how many segments are one free block now (releasable: in
+     * releasable()), into free[k], and of those how many were last used
+     * after since_ns (last_use_ns > since_ns), into since[k]; returns how
+     * many classes there are (filling up to cap), or SIZE_MAX when the model
+     * cannot say: then a policy counts them from releasable() (predictive,
+     * every timer tick), looking each one's class up. */
+    size_t (*class_free)(gm_alloc *a, uint64_t since_ns, uint32_t *free, uint32_t *since,
+                         size_t cap);
     /* Optional: the segments of segments() that are one free block and not
      * expandable (PyTorch's free blocks that are not split, all that its
      * garbage collection and release_available_cached_blocks look at), as

@@ -116,6 +116,7 @@ struct pt_segment {
     uint64_t alloc_bytes;
     uint32_t cat_mask;
     uint8_t classed; /* counted in pt_state.cls (a classic segment of the policy view) */
+    uint32_t cls_id; /* while classed: its class's record, pt_state.rec */
     uint32_t fb_at;  /* its brief's place in pt_state.fb + 1 (0: none) */
     pt_block *first; /* lowest-address block */
     uint64_t stream;
@@ -397,12 +398,20 @@ typedef struct pt_state {
     size_t n_cls, cap_cls;
     int cls_lost; /* a segment could not be counted (out of memory) */
     uint8_t cls_on;
+    /* with them, a stable record per class (cls[i]'s is rec[cls_rec[i]],
+     * and a segment keeps its class's, cls_id): class_free's counts */
+    uint32_t *cls_rec;
+    struct pt_clsfree {
+        uint32_t free, since;
+    } * rec;
+    size_t n_rec, cap_rec;
     /* while fb_on, the briefs of free_segs (a whole free segment's brief
      * stays as it is until it leaves the set), in no order: what the
      * policies' ticks read (pt_briefs), with no walk of the list. Made on
      * the first such read (a run nobody asks pays one test a change of
      * the set); fb_lost when a brief could not be kept (out of memory) */
     gm_seg_brief *fb;
+    uint32_t *fb_cls; /* while cls_on, fb[i]'s segment's class record (cls_id) */
     uint32_t n_fb, cap_fb;
     uint8_t fb_on, fb_lost;
 } pt_state;
@@ -682,6 +691,7 @@ __attribute__((noinline)) static void fb_set(pt_state *s, pt_segment *g, int who
         gm_seg_brief last = s->fb[--s->n_fb];
         if (g->fb_at - 1 < s->n_fb) {
             s->fb[g->fb_at - 1] = last;
+            s->fb_cls[g->fb_at - 1] = s->fb_cls[s->n_fb];
             ((pt_segment *)(uintptr_t)last.id)->fb_at = g->fb_at;
         }
         g->fb_at = 0;
@@ -690,13 +700,16 @@ __attribute__((noinline)) static void fb_set(pt_state *s, pt_segment *g, int who
     if (s->n_fb == s->cap_fb) {
         uint32_t cap = s->cap_fb ? 2 * s->cap_fb : 64;
         gm_seg_brief *v = realloc(s->fb, cap * sizeof *v);
-        if (!v) {
+        uint32_t *c = v ? realloc(s->fb_cls, cap * sizeof *c) : NULL;
+        if (v) s->fb = v;
+        if (!c) {
             s->fb_lost = 1;
             return;
         }
-        s->fb = v;
+        s->fb_cls = c;
         s->cap_fb = cap;
     }
+    s->fb_cls[s->n_fb] = g->cls_id; /* a classed one's (class_track) */
     s->fb[s->n_fb++] = whole_brief(g);
     g->fb_at = s->n_fb;
 }
@@ -772,19 +785,35 @@ static void class_track(pt_state *s, pt_segment *g, int on)
         if (s->n_cls == s->cap_cls) {
             size_t cap = s->cap_cls ? 2 * s->cap_cls : 16;
             gm_seg_class *v = realloc(s->cls, cap * sizeof *v);
+            uint32_t *r = v ? realloc(s->cls_rec, cap * sizeof *r) : NULL;
+            if (v) s->cls = v;
+            if (!r) {
+                s->cls_lost = 1;
+                return;
+            }
+            s->cls_rec = r;
+            s->cap_cls = cap;
+        }
+        if (s->n_rec == s->cap_rec) {
+            size_t cap = s->cap_rec ? 2 * s->cap_rec : 16;
+            struct pt_clsfree *v = realloc(s->rec, cap * sizeof *v);
             if (!v) {
                 s->cls_lost = 1;
                 return;
             }
-            s->cls = v;
-            s->cap_cls = cap;
+            s->rec = v;
+            s->cap_rec = cap;
         }
         memmove(&s->cls[i + 1], &s->cls[i], (s->n_cls - i) * sizeof *s->cls);
+        memmove(&s->cls_rec[i + 1], &s->cls_rec[i], (s->n_cls - i) * sizeof *s->cls_rec);
         s->n_cls++;
         s->cls[i] = (gm_seg_class){.size = g->size, .count = 0, .small_pool = g->small};
+        s->cls_rec[i] = (uint32_t)s->n_rec++;
     }
     s->cls[i].count++;
     g->classed = 1;
+    g->cls_id = s->cls_rec[i];
+    if (g->fb_at) s->fb_cls[g->fb_at - 1] = g->cls_id;
 }
 
 static void segment_unlink(pt_state *s, pt_segment *g)
@@ -1437,6 +1466,32 @@ static size_t pt_class_counts(gm_alloc *a, gm_seg_class *buf, size_t cap)
     return n;
 }
 
+/* gm_alloc_ops.class_free: of pt_class_counts' classes, in its order,
+ * from the whole free segments' briefs (fb) and their classes' records
+ * (fb_cls): no look-up of a class, as a policy walking its view needs. */
+static size_t pt_class_free(gm_alloc *a, uint64_t mark_ns, uint32_t *free, uint32_t *since,
+                            size_t cap)
+{
+    pt_state *s = a->impl;
+    if (!s->cls_on || s->cls_lost || !s->fb_on || s->fb_lost) return SIZE_MAX;
+    struct pt_clsfree *c = s->rec;
+    if (s->n_rec) memset(c, 0, s->n_rec * sizeof *c); /* none yet: rec is NULL */
+    for (uint32_t i = 0; i < s->n_fb; i++) {
+        c[s->fb_cls[i]].free++;
+        c[s->fb_cls[i]].since += s->fb[i].last_use_ns > mark_ns;
+    }
+    size_t n = 0;
+    for (size_t k = 0; k < s->n_cls; k++)
+        if (s->cls[k].count) {
+            if (n < cap) {
+                free[n] = c[s->cls_rec[k]].free;
+                since[n] = c[s->cls_rec[k]].since;
+            }
+            n++;
+        }
+    return n;
+}
+
 /* pt_segments or pt_releasable in short. */
 static size_t pt_briefs(gm_alloc *a, int releasable_only, gm_seg_brief *buf, size_t cap)
 {
@@ -1833,7 +1888,10 @@ static void pt_destroy(gm_alloc *a)
     free(s->arr);
     free(s->exp);
     free(s->cls);
+    free(s->cls_rec);
+    free(s->rec);
     free(s->fb);
+    free(s->fb_cls);
     if (s->by_base_on) gm_addrmap_free(&s->by_base);
     pool_free(&s->small);
     pool_free(&s->large);
@@ -2100,6 +2158,7 @@ const gm_alloc_ops gm_alloc_pytorch = {
     .segment_at = pt_segment_at,
     .briefs = pt_briefs,
     .class_counts = pt_class_counts,
+    .class_free = pt_class_free,
     .ff_state = pt_ff_state,
     .ff_segment = pt_ff_segment,
     .ff_touch = pt_ff_touch,

@@ -8,7 +8,8 @@
  * view lists, an OOM changes nothing; segment_at, where a model has it,
  * shows each segment as its brief, and briefs the segments and the
  * releasable ones as segments() and releasable() do; class_counts counts
- * the classic segments of the view by pool and size); everything returns
+ * the classic segments of the view by pool and size, class_free the
+ * releasable ones and those used after a mark); everything returns
  * at the end; and
  * the engine runs each pair to completion (timers, the oracle's future).
  */
@@ -167,6 +168,40 @@ static void check_classes(fx *f, const gm_seg_info *v, size_t n)
     if (ng) CU_ASSERT_EQUAL(f->a->ops->class_counts(f->a, got, ng - 1), ng); /* cap short */
 }
 
+/* class_free: of class_counts' classes, the releasable segments of
+ * v[0..n) and of those the ones last used after a mark, for marks before,
+ * among and after the last uses there are. */
+static void check_class_free(fx *f, const gm_seg_info *v, size_t n)
+{
+    gm_seg_class cls[64];
+    size_t nc = f->a->ops->class_counts(f->a, cls, 64);
+    CU_ASSERT_FATAL(nc <= 64);
+    uint64_t top = 0;
+    for (size_t i = 0; i < n; i++)
+        top = v[i].last_use_ns > top ? v[i].last_use_ns : top;
+    const uint64_t marks[] = {0, top / 3, top / 2, top ? top - 1 : 0, top, top + 1};
+    for (size_t m = 0; m < sizeof marks / sizeof *marks; m++) {
+        uint32_t free_got[64], since_got[64], free_want[64] = {0}, since_want[64] = {0};
+        for (size_t i = 0; i < n; i++) {
+            if (v[i].expandable || !v[i].releasable) continue;
+            size_t k = 0;
+            while (k < nc && (cls[k].small_pool != v[i].small_pool || cls[k].size != v[i].size))
+                k++;
+            CU_ASSERT_FATAL(k < nc); /* a classic segment's class is counted */
+            free_want[k]++;
+            since_want[k] += v[i].last_use_ns > marks[m];
+        }
+        size_t ng = f->a->ops->class_free(f->a, marks[m], free_got, since_got, 64);
+        CU_ASSERT_EQUAL_FATAL(ng, nc); /* the model keeps them (briefs and class_counts asked) */
+        for (size_t k = 0; k < nc; k++) {
+            CU_ASSERT_EQUAL(free_got[k], free_want[k]);
+            CU_ASSERT_EQUAL(since_got[k], since_want[k]);
+        }
+        if (nc)
+            CU_ASSERT_EQUAL(f->a->ops->class_free(f->a, marks[m], free_got, since_got, nc - 1), nc);
+    }
+}
+
 /* The counters and the view after a call. */
 static void check_state(fx *f, const uint64_t *live, size_t nlive, int deep)
 {
@@ -205,6 +240,7 @@ static void check_state(fx *f, const uint64_t *live, size_t nlive, int deep)
     }
     if (f->a->ops->briefs) check_briefs(f, v, n < cap ? n : cap, cap);
     if (f->a->ops->class_counts) check_classes(f, v, n < cap ? n : cap);
+    if (f->a->ops->class_free) check_class_free(f, v, n < cap ? n : cap);
     if (f->a->ops->whole_free) check_whole_free(f, v, n < cap ? n : cap, cap);
     CU_ASSERT(total <= c->reserved_bytes);
     if (strcmp(f->a->ops->name, "direct")) CU_ASSERT_EQUAL(n_alloc, nlive);
