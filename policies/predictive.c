@@ -81,6 +81,7 @@ typedef struct pd_segclass {
     uint8_t small;
     uint64_t size;
     uint32_t total, free, since; /* segments; releasable ones; of those, used since the last tick */
+    int32_t cls;                 /* its index in p->cls once found (sc_cls), else -1 */
 } pd_segclass;
 
 /* A prediction: what every tick reads (32 bytes, two to a cache line: a
@@ -350,6 +351,8 @@ static long cls_find_slow(pd_policy *p, int small, uint64_t size, int add)
     }
     if (!add || p->ncls == MAX_CLASSES) return -1;
     memset(p->memo_cls, 0, sizeof p->memo_cls); /* indices above i move up */
+    for (size_t k = 0; k < p->nsc; k++)         /* ... and sc_cls' too */
+        p->sc[k].cls = -1;
     if (p->ncls == p->capcls) {
         size_t cap = p->capcls ? p->capcls * 2 : 32;
         pd_class *c = realloc(p->cls, cap * sizeof *c);
@@ -381,6 +384,17 @@ static inline long cls_find(pd_policy *p, int small, uint64_t size, int add)
     size_t slot = memo_slot(key);
     if (p->memo_cls[slot] && p->memo_size[slot] == key) return (long)p->memo_cls[slot] - 1;
     return cls_find_slow(p, small, size, add);
+}
+
+/* The class index (cls_find) of segment class k of p->sc, kept in it: a
+ * tick asks it of every class twice (count_busy_partial, all_reused_free),
+ * and it changes only as classes are made (cls_find_slow forgets them). */
+static inline long sc_cls(pd_policy *p, size_t k, int add)
+{
+    if (p->sc[k].cls >= 0) return p->sc[k].cls;
+    long c = cls_find(p, p->sc[k].small, p->sc[k].size, add);
+    if (c >= 0) p->sc[k].cls = (int32_t)c; /* after any forgetting cls_find did */
+    return c;
 }
 
 /* ---------------- the view ---------------- */
@@ -492,7 +506,7 @@ static void sc_build(pd_policy *p, gm_alloc *a)
                 k++;
             memmove(&p->sc[k + 1], &p->sc[k], (p->nsc - k) * sizeof *p->sc);
             p->nsc++;
-            p->sc[k] = (pd_segclass){s->small_pool, s->size, 0, 0, 0};
+            p->sc[k] = (pd_segclass){s->small_pool, s->size, 0, 0, 0, -1};
         }
         p->sc[k].total++;
     }
@@ -522,7 +536,7 @@ static int sc_fetch(pd_policy *p, gm_alloc *a)
         p->capsc = 2 * n;
     }
     for (size_t k = 0; k < n; k++) /* in (pool, size) order, as sc_build's */
-        p->sc[k] = (pd_segclass){p->cc[k].small_pool, p->cc[k].size, p->cc[k].count, 0, 0};
+        p->sc[k] = (pd_segclass){p->cc[k].small_pool, p->cc[k].size, p->cc[k].count, 0, 0, -1};
     p->nsc = n;
     memset(p->sc_memo, 0, sizeof p->sc_memo);
     p->sc_gen = driver_calls(a);
@@ -648,7 +662,7 @@ static void count_busy_partial(pd_policy *p, gm_alloc *a)
         const pd_segclass *x = &p->sc[k];
         uint32_t now = x->total - x->free, since = now + x->since;
         if (!since) continue;
-        long c = cls_find(p, x->small, x->size, 1);
+        long c = sc_cls(p, k, 1);
         if (c < 0) continue;
         p->busy_now[c] += now;
         p->busy_tick[c] += since;
@@ -986,13 +1000,11 @@ static unsigned bins_ahead(pd_policy *p, uint64_t h)
     return p->dh;
 }
 
-/* Whether the last of cnt free segments of class (small, size), j = cnt -
- * 1, is predicted reused: the highest demand of the bins 1..dh ahead of b0
- * exceeds busy + j (see all_reused). */
-static int class_reused(pd_policy *p, int small, uint64_t size, uint32_t cnt, unsigned b0,
-                        unsigned dh)
+/* Whether the last of cnt free segments of class c (cls_find's; < 0:
+ * unknown), or of (small, size) below, j = cnt - 1, is predicted reused: the highest demand of the
+ * bins 1..dh ahead of b0 exceeds busy + j (see all_reused). */
+static int class_reused_at(pd_policy *p, long c, uint32_t cnt, unsigned b0, unsigned dh)
 {
-    long c = cls_find(p, small, size, 0);
     if (c < 0) return 1; /* unknown class: kept (walk_next) */
     const pd_class *x = &p->cls[c];
     uint32_t need = p->busy_now[c] + cnt - 1, highest = 0;
@@ -1004,6 +1016,12 @@ static int class_reused(pd_policy *p, int small, uint64_t size, uint32_t cnt, un
         if (demand > highest) highest = demand;
     }
     return highest > need;
+}
+
+static int class_reused(pd_policy *p, int small, uint64_t size, uint32_t cnt, unsigned b0,
+                        unsigned dh)
+{
+    return class_reused_at(p, cls_find(p, small, size, 0), cnt, b0, dh);
 }
 
 /*
@@ -1050,8 +1068,7 @@ static int all_reused_free(pd_policy *p, uint64_t now, uint64_t h)
     if (h == NEVER) return 0;
     unsigned b0 = bin_of(p, now), dh = bins_ahead(p, h);
     for (size_t k = 0; k < p->nsc; k++)
-        if (p->sc[k].free && !class_reused(p, p->sc[k].small, p->sc[k].size, p->sc[k].free, b0, dh))
-            return 0;
+        if (p->sc[k].free && !class_reused_at(p, sc_cls(p, k, 0), p->sc[k].free, b0, dh)) return 0;
     return 1;
 }
 
