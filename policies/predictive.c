@@ -1000,9 +1000,10 @@ static unsigned bins_ahead(pd_policy *p, uint64_t h)
     return p->dh;
 }
 
-/* Whether the last of cnt free segments of class c (cls_find's; < 0:
- * unknown), or of (small, size) below, j = cnt - 1, is predicted reused: the highest demand of the
- * bins 1..dh ahead of b0 exceeds busy + j (see all_reused). */
+/* Whether the last of cnt free segments of class c (cls_find's index; < 0:
+ * unknown), j = cnt - 1, is predicted reused: the highest demand of the
+ * bins 1..dh ahead of b0 exceeds busy + j (see all_reused). class_reused:
+ * the same for the class of (small, size). */
 static int class_reused_at(pd_policy *p, long c, uint32_t cnt, unsigned b0, unsigned dh)
 {
     if (c < 0) return 1; /* unknown class: kept (walk_next) */
