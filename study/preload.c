@@ -106,10 +106,11 @@ int gm_preload_config(gm_sim_config *cfg, gm_preload *p, size_t max_events,
         *t = cfg->tenants[i];
         /* a trace named again (tenants of one trace at offsets, a sweep's
          * mix of copies) takes what its first tenant holds */
-        size_t j = 0;
-        while (j < i && !(p->own[j].r && !strcmp(p->tenants[j].path, t->path)))
-            j++;
-        if (j < i && !t->events && !t->packed) {
+        size_t j = i;
+        if (!t->events && !t->packed && t->path) /* an in-memory tenant may have no path */
+            for (j = 0; j < i && !(p->own[j].r && !strcmp(p->tenants[j].path, t->path)); j++)
+                ;
+        if (j < i) {
             const gm_tenant_spec *u = &p->tenants[j];
             t->events = u->events;
             t->packed = u->packed;

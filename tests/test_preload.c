@@ -222,6 +222,28 @@ static void test_copies_share(void)
 
 /* Searches on three threads read one packed trace at once (a cursor
  * each): the fit is the one of the trace as it is. */
+/* A tenant already in memory with no path (a benchmark's, a test's)
+ * beside one read from a file: it keeps its events, and the file's is
+ * loaded (the search for a path named again skips it; it compared its
+ * NULL path before). */
+static void test_in_memory_beside_a_file(void)
+{
+    static const gm_event ev[2] = {{.t_ns = 1, .size = 512, .addr = 0x1000, .op = GM_OP_ALLOC},
+                                   {.t_ns = 2, .size = 512, .addr = 0x1000, .op = GM_OP_FREE}};
+    gm_tenant_spec two[2] = {{.path = gm_test_path("traces/bert.h5"), .repeat = 1},
+                             {.events = ev, .n_events = 2, .repeat = 1}};
+    gm_sim_config cfg = {.tenants = two, .n_tenants = 2};
+    gm_preload pre;
+    gm_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(
+        gm_preload_config(&cfg, &pre, GM_PRELOAD_MAX_EVENTS, GM_PRELOAD_MAX_PACKED_BYTES, &err),
+        GM_OK);
+    CU_ASSERT_PTR_NOT_NULL(cfg.tenants[0].events);
+    CU_ASSERT_PTR_EQUAL(cfg.tenants[1].events, ev);
+    CU_ASSERT_EQUAL(cfg.tenants[1].n_events, 2);
+    gm_preload_free(&pre);
+}
+
 static void test_packed_fit_threads(void)
 {
     const char *bert = gm_test_path("traces/bert.h5");
@@ -265,6 +287,7 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_hash_of_a_long_source);
     GM_ADD_TEST(s, test_large_stays_on_disk);
     GM_ADD_TEST(s, test_copies_share);
+    GM_ADD_TEST(s, test_in_memory_beside_a_file);
     GM_ADD_TEST(s, test_packed_fit_threads);
     return CUE_SUCCESS;
 }
