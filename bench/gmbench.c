@@ -440,6 +440,7 @@ static int bench_fit(const char *path)
     }
     if (gm_fit_capacity(&cfg, (char *const *)policies, N_POLICIES, 1, 0, &f, &err)) {
         fprintf(stderr, "gmbench: %s\n", err.msg);
+        gm_preload_free(&pre);
         return 1;
     }
     double s = thread_cpu_s() - t0;
@@ -502,7 +503,15 @@ static int bench_unpickle(const char *path)
     return 0;
 }
 
-static int usage(void);
+static int usage(void)
+{
+    fprintf(stderr,
+            "usage: gmbench mem|fixed EVENTS [POLICY] | gmbench file TRACE [POLICY] |\n"
+            "       gmbench tenants K EVENTS [POLICY] | gmbench cached N EVENTS [POLICY] |\n"
+            "       gmbench compare TRACE | gmbench fit TRACE | gmbench read TRACE |\n"
+            "       gmbench packed TRACE | gmbench unpickle SNAPSHOT | gmbench period CALLS\n");
+    return 2;
+}
 
 /* period: gm_period_lag (policies/period.h), as the predictive policy
  * calls it every 16 or 256 samples, on a full window of 1024 samples shaped
@@ -544,16 +553,6 @@ static int bench_period(long calls)
     free(w);
     if (rc) fprintf(stderr, "gmbench: the widths found different periods\n");
     return rc;
-}
-
-static int usage(void)
-{
-    fprintf(stderr,
-            "usage: gmbench mem|fixed EVENTS [POLICY] | gmbench file TRACE [POLICY] |\n"
-            "       gmbench tenants K EVENTS [POLICY] | gmbench cached N EVENTS [POLICY] |\n"
-            "       gmbench compare TRACE | gmbench fit TRACE | gmbench read TRACE |\n"
-            "       gmbench packed TRACE | gmbench unpickle SNAPSHOT | gmbench period CALLS\n");
-    return 2;
 }
 
 int main(int argc, char **argv)
