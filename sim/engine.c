@@ -1624,6 +1624,10 @@ static uint32_t stretch_events(size_t n_tenants)
  * distances were measured (bench/README, "Fifteenth round"). */
 #define PF_FAR 12
 #define PF_NEAR 5
+/* With fewer tenants their models stay in the cache and the look-ahead
+ * only costs: without it 2 tenants take 0.94x the time, 8 0.97x, 16 the
+ * same, 32 1.02x and 64 1.06-1.10x (bench/README, "Twenty-fifth round"). */
+#define PF_TENANTS 16
 
 /* The free at e, if its id slot holds a live block now: its hint, deep or not. */
 static inline void prefetch_if_free(gm_alloc *a, const gm_event *e, const uint64_t *slot,
@@ -1694,7 +1698,7 @@ static size_t stretch(sim *s, tenant *t)
     stretch_ent *log = t->log;
     stretch_lf *lfs = t->lfs;
     size_t pos = t->pos, n = 0, nl = 0;
-    const int pf = a->ops->prefetch_free != NULL;
+    const int pf = a->ops->prefetch_free != NULL && s->n >= PF_TENANTS;
     for (; pos < last && n < cap; pos++) {
         const gm_event *e = &buf[pos];
         uint64_t now = e->t_ns + shift;
