@@ -1625,8 +1625,9 @@ static uint32_t stretch_events(size_t n_tenants)
 #define PF_FAR 12
 #define PF_NEAR 5
 /* With fewer tenants their models stay in the cache and the look-ahead
- * only costs: without it 2 tenants take 0.94x the time, 8 0.97x, 16 the
- * same, 32 1.02x and 64 1.06-1.10x (bench/README, "Twenty-fifth round"). */
+ * only costs: without it 2 tenants took 0.93-0.94x the time, 8 0.96-0.97x,
+ * 16 about the same, 32 1.02x and 64 1.03-1.11x in six rounds of seven
+ * (bench/README, "Twenty-fifth round"). */
 #define PF_TENANTS 16
 
 /* The free at e, if its id slot holds a live block now: its hint, deep or not. */
