@@ -69,6 +69,7 @@
 #define MAX_CLASSES 4096  /* tracked segment classes                  */
 #define LARGE_BUFFER (20ull * GM_MiB)
 #define NEVER UINT64_MAX
+#define MOVED_FEW 8 /* resolve's moved predictions looked for one by one (find_moved) */
 
 typedef struct pd_class {
     uint8_t small;
@@ -134,7 +135,7 @@ typedef struct pd_policy {
     pd_pending *pend;
     pd_pend_cold *pendc; /* pend[i]'s size and time of decision */
     size_t npend, cappend;
-    gm_addrmap open; /* addresses of the predictions not yet released (one each), to their index */
+    gm_addrmap moved; /* resolve's scratch: many moved predictions' addresses, to their index */
     uint64_t tp, fp, fn, tn, predictions;
     uint64_t released_bytes, released_needed_bytes;
     uint64_t proactive_bytes, fail_bytes, foreign_bytes, flushes;
@@ -160,11 +161,13 @@ typedef struct pd_policy {
     gm_addr_list order;
     struct pd_key *keys, *keys_tmp; /* the ranking's sort keys */
     size_t cap_keys, nkeys;
-    /* what the tick found in its view, for the ranking that follows: while
-     * marks_ok, open[i] != 0 when view entry i has an open prediction
-     * (resolve); while free_ok, p->sc[k].free counts the view's entries of
-     * class k, and the view holds only those (count_busy_partial) */
-    uint8_t *open_at;
+    /* what the tick found in its view, for the ranking and the releases
+     * that follow: while marks_ok, open_at[i] is 1 + the index in pend of
+     * view entry i's open prediction, 0 when it has none (resolve, then
+     * pending_add; marks_build for a view resolve did not read); while
+     * free_ok, p->sc[k].free counts the view's entries of class k, and the
+     * view holds only those (count_busy_partial) */
+    uint32_t *open_at;
     size_t cap_open_at;
     uint32_t *mfree, *msince; /* count_free's scratch: the model's counts per class */
     size_t cap_mfree;
@@ -200,7 +203,7 @@ static int create(const char *params, void **state, gm_err *err)
         rc = gm_parse_double(v, "--policy predictive:proactive", 0, 1, &d, err);
         p->proactive = d != 0;
     }
-    if (!rc && gm_addrmap_init(&p->open, 64)) rc = gm_errf(err, GM_ENOMEM, "out of memory");
+    if (!rc && gm_addrmap_init(&p->moved, 64)) rc = gm_errf(err, GM_ENOMEM, "out of memory");
     if (rc) {
         free(p);
         return rc;
@@ -217,7 +220,7 @@ static void destroy(void *state)
     free(p->busy_tick);
     free(p->pend);
     free(p->pendc);
-    gm_addrmap_free(&p->open);
+    gm_addrmap_free(&p->moved);
     gm_brieflist_free(&p->bv);
     gm_addr_list_free(&p->order);
     free(p->keys);
@@ -423,8 +426,8 @@ static int view_fetch(pd_policy *p, gm_alloc *a)
 }
 
 /* The view of the releasable segments only, in the model's order: nothing
- * reads it by address (resolve finds predictions through p->open; the
- * ranking's keys end with the address). */
+ * reads it by address (resolve finds a prediction where it was, else asks
+ * the model; the ranking's keys end with the address). */
 static int view_fetch_releasable(pd_policy *p, gm_alloc *a)
 {
     if (gm_brieflist_fetch_releasable(&p->bv, a) != GM_OK) return GM_ENOMEM;
@@ -681,25 +684,29 @@ static void outcome(pd_policy *p, size_t i, int reused)
     if (q->released && reused) p->released_needed_bytes += p->pendc[i].size;
 }
 
-/* Whether the segment at addr has a prediction that is not yet released. */
-static int pending_open(const pd_policy *p, uint64_t addr)
+/* 1 + the index of the prediction not yet released of the segment at
+ * addr, 0 if it has none: a walk of the predictions, for when there is no
+ * room for the marks (open_marks) to say it. */
+static size_t pending_scan(const pd_policy *p, uint64_t addr)
 {
-    return gm_addrmap_get(&p->open, gm_addrmap_key(addr)) != NULL;
+    for (size_t i = 0; i < p->npend; i++)
+        if (p->pend[i].addr == addr && !p->pend[i].released) return i + 1;
+    return 0;
 }
 
-static void pending_released(pd_policy *p, pd_pending *q)
+static void pending_released(pd_pending *q)
 {
     q->released = 1;
-    gm_addrmap_del(&p->open, gm_addrmap_key(q->addr), NULL);
 }
 
+/* The last prediction moves to i, so the marks no longer hold (resolve,
+ * which drops them as it walks and visits the moved one there, makes them
+ * after). */
 static void pending_drop(pd_policy *p, size_t i)
 {
-    if (!p->pend[i].released) gm_addrmap_del(&p->open, gm_addrmap_key(p->pend[i].addr), NULL);
     p->pend[i] = p->pend[--p->npend];
     p->pendc[i] = p->pendc[p->npend];
-    if (i < p->npend && !p->pend[i].released) /* the last one moved to i */
-        *gm_addrmap_get(&p->open, gm_addrmap_key(p->pend[i].addr)) = i;
+    p->marks_ok = 0;
 }
 
 static void pending_add(pd_policy *p, const gm_seg_brief *s, int predicted, uint64_t now)
@@ -713,7 +720,8 @@ static void pending_add(pd_policy *p, const gm_seg_brief *s, int predicted, uint
         p->pendc = c;
         p->cappend = cap;
     }
-    if (gm_addrmap_put(&p->open, gm_addrmap_key(s->addr), p->npend)) return;
+    size_t at = (size_t)(s - p->bv.v);
+    if (p->marks_ok) p->open_at[at] = (uint32_t)p->npend + 1;
     p->pendc[p->npend] = (pd_pend_cold){s->size, now};
     pd_pending *q = &p->pend[p->npend++];
     q->addr = s->addr;
@@ -722,32 +730,94 @@ static void pending_add(pd_policy *p, const gm_seg_brief *s, int predicted, uint
     q->released = 0;
     q->deadline = now + horizon(p);
     q->last_use = s->last_use_ns;
-    q->hint = (uint32_t)(s - p->bv.v);
+    q->hint = (uint32_t)at;
     p->predictions++;
 }
 
 /* Room in p->open_at for the fresh view (cleared when `clear`); 0 when
- * out of memory (then the ranking looks predictions up: pending_open).
- * resolve leaves open_at[i] set for each view entry i with a prediction it
- * keeps open (found in the view, at its hint), so that the ranking needs
- * no look-up per segment. */
+ * out of memory (then the ranking walks the predictions: pending_scan).
+ * resolve leaves open_at[i] at 1 + the index of the prediction it keeps
+ * open on view entry i, and pending_add marks the ones it opens, so that
+ * neither the ranking nor the releases after it look a segment up. */
 static int open_marks(pd_policy *p, int clear)
 {
     size_t n = p->bv.n;
     if (p->cap_open_at < n) {
-        uint8_t *v = realloc(p->open_at, 2 * n);
+        uint32_t *v = realloc(p->open_at, 2 * n * sizeof *v);
         if (!v) return 0;
         p->open_at = v;
         p->cap_open_at = 2 * n;
     }
-    if (clear && n) memset(p->open_at, 0, n);
+    if (clear && n) memset(p->open_at, 0, n * sizeof *p->open_at);
     return 1;
 }
 
-/* Whether view entry i (segment addr) has an open prediction. */
-static inline int open_at(const pd_policy *p, size_t i, uint64_t addr)
+/* The marks of a view that resolve did not read (a pressure's, in
+ * address order): each open prediction's segment found by address. */
+static void marks_build(pd_policy *p)
 {
-    return p->marks_ok ? p->open_at[i] : pending_open(p, addr);
+    if (p->view_partial || !open_marks(p, 1)) return;
+    for (size_t i = 0; i < p->npend; i++) {
+        const pd_pending *q = &p->pend[i];
+        uint32_t at = q->hint; /* the hint stays the last tick's */
+        if (!q->released && view_find_at(p, q->addr, &at)) p->open_at[at] = (uint32_t)i + 1;
+    }
+    p->marks_ok = 1;
+}
+
+/* 1 + the index of view entry i's (segment addr's) open prediction, 0 if
+ * it has none. */
+static inline size_t open_at(const pd_policy *p, size_t i, uint64_t addr)
+{
+    return p->marks_ok ? p->open_at[i] : pending_scan(p, addr);
+}
+
+/* resolve's kept predictions whose segment moved in the (partial) view,
+ * `moved` of them, the first MOVED_FEW at mv[]: each one's view entry
+ * marked and its hint set. A few (~1 a tick, 0 on most) are each looked
+ * for along the view; more (a release or a driver call reorders the
+ * model's list) through a scratch map of the kept predictions not marked,
+ * as the view is walked once. Their segments are in the view (the model
+ * said them releasable), but one that is not is left unmarked. */
+static void find_moved(pd_policy *p, const uint32_t *mv, size_t moved)
+{
+    const gm_seg_brief *v = p->bv.v;
+    size_t n = p->bv.n;
+    if (moved <= MOVED_FEW) {
+        for (size_t k = 0; k < moved; k++) {
+            pd_pending *q = &p->pend[mv[k]];
+            for (size_t i = 0; i < n; i++)
+                if (v[i].addr == q->addr) {
+                    p->open_at[i] = mv[k] + 1;
+                    q->hint = (uint32_t)i;
+                    break;
+                }
+        }
+        return;
+    }
+    gm_addrmap_clear(&p->moved);
+    int mapped = 1;
+    for (size_t j = 0; j < p->npend && mapped; j++) {
+        const pd_pending *q = &p->pend[j];
+        if (!q->released && !(q->hint < n && p->open_at[q->hint] == j + 1))
+            mapped = gm_addrmap_put(&p->moved, gm_addrmap_key(q->addr), j) == GM_OK;
+    }
+    for (size_t i = 0; i < n && moved; i++) {
+        if (p->open_at[i]) continue;
+        size_t j;
+        if (mapped) {
+            const uint64_t *x = gm_addrmap_get(&p->moved, gm_addrmap_key(v[i].addr));
+            if (!x) continue;
+            j = (size_t)*x;
+        } else if ((j = pending_scan(p, v[i].addr)) != 0) { /* no memory for the map */
+            j--;
+        } else {
+            continue;
+        }
+        p->open_at[i] = (uint32_t)j + 1;
+        p->pend[j].hint = (uint32_t)i;
+        moved--;
+    }
 }
 
 /* Resolve outstanding predictions from a fresh view at time now (a
@@ -764,6 +834,7 @@ static void resolve(pd_policy *p, gm_alloc *a, uint64_t now, int view_fresh)
          * and its last use (segment_at: the brief the view would show). The
          * view entries of the kept ones that moved are found after. */
         size_t n = p->bv.n, moved = 0;
+        uint32_t mv[MOVED_FEW];
         for (size_t i = 0; i < p->npend;) {
             pd_pending *q = &p->pend[i];
             int done = 0, reused = 0, at = 0, elsewhere = 0;
@@ -792,23 +863,15 @@ static void resolve(pd_policy *p, gm_alloc *a, uint64_t now, int view_fresh)
                 pending_drop(p, i);
                 continue;
             }
-            if (marks && at) p->open_at[q->hint] = 1;
+            if (marks && at) p->open_at[q->hint] = (uint32_t)i + 1;
+            if (elsewhere && moved < MOVED_FEW) mv[moved] = (uint32_t)i;
             moved += elsewhere;
             i++;
         }
         /* the view entries of kept predictions not at their hint: the view
          * holds exactly the releasable segments, so those whose segment is
-         * releasable (a busy one is not in it, and is not looked for: with
-         * one among them every unmarked entry was looked up, 1.3 M look-ups
-         * a run of gmbench mem 5e6) */
-        for (size_t i = 0; i < n && moved && marks; i++) {
-            if (p->open_at[i]) continue;
-            const uint64_t *x = gm_addrmap_get(&p->open, gm_addrmap_key(p->bv.v[i].addr));
-            if (!x) continue;
-            p->open_at[i] = 1;
-            p->pend[*x].hint = (uint32_t)i;
-            moved--;
-        }
+         * releasable (a busy one is not in it, and is not looked for) */
+        if (moved && marks) find_moved(p, mv, moved);
         p->marks_ok = marks;
         return;
     }
@@ -831,7 +894,7 @@ static void resolve(pd_policy *p, gm_alloc *a, uint64_t now, int view_fresh)
             outcome(p, i, reused);
             pending_drop(p, i);
         } else {
-            if (marks && !q->released) p->open_at[q->hint] = 1; /* found in the view */
+            if (marks && !q->released) p->open_at[q->hint] = (uint32_t)i + 1; /* in the view */
             i++;
         }
     }
@@ -845,7 +908,7 @@ static void note_released(pd_policy *p)
     for (size_t i = 0; i < p->npend; i++) {
         pd_pending *q = &p->pend[i];
         if (!q->released && !view_find(p, q->addr)) {
-            pending_released(p, q);
+            pending_released(q);
             p->released_bytes += p->pendc[i].size;
         }
     }
@@ -1120,6 +1183,7 @@ static size_t rank_segments(pd_policy *p, uint64_t now, int all)
     size_t n = 0;
     int pred = predicting(p), counted = pred && !all && p->free_ok && p->marks_ok;
     p->nkeys = p->order.n = 0;
+    if (!p->marks_ok) marks_build(p);
     if (counted && all_reused_free(p, now, horizon(p))) {
         /* nothing to release, known from the classes' counts (the view
          * holds only releasable classic segments): keys only for the
@@ -1128,7 +1192,6 @@ static size_t rank_segments(pd_policy *p, uint64_t now, int all)
         for (size_t i = 0; i < p->bv.n; i++)
             if (!p->open_at[i]) p->keys[n++] = class_key(&v[i], i);
         predict_reused(p, p->keys, n, now);
-        p->marks_ok = 0; /* pending_add opened some */
         return 0;
     }
     for (size_t i = 0; i < p->bv.n; i++)
@@ -1153,7 +1216,6 @@ static size_t rank_segments(pd_policy *p, uint64_t now, int all)
         for (size_t r = 0; r < n; r++)
             if (!open_at(p, key[r].i, v[key[r].i].addr)) key[k++] = key[r];
         predict_reused(p, key, k, now);
-        p->marks_ok = 0;
         return 0;
     }
     if (pred) key_group(key, p->keys_tmp, n);
@@ -1183,7 +1245,6 @@ static size_t rank_segments(pd_policy *p, uint64_t now, int all)
         n = kept;
         key_sort(key, p->keys_tmp, n);
     }
-    p->marks_ok = 0; /* pending_add opened some */
     gm_addr_list *o = &p->order;
     o->n = 0;
     if (o->cap < n) {
@@ -1214,16 +1275,15 @@ static uint64_t release_ranked(pd_policy *p, gm_alloc *a, size_t n, uint64_t nee
     int marks = after_resolve && a->ops->class_counts;
     uint64_t got = 0;
     for (size_t r = 0; r < n && r < p->nkeys && got < need; r++) {
-        const gm_seg_brief *s = &p->bv.v[p->keys[r].i];
+        uint32_t i = p->keys[r].i;
+        const gm_seg_brief *s = &p->bv.v[i];
         if (!s->releasable) continue;
         uint64_t one = gm_alloc_release(a, s->id, now);
         got += one;
-        const uint64_t *x = marks && one && !s->expandable
-                                ? gm_addrmap_get(&p->open, gm_addrmap_key(s->addr))
-                                : NULL;
+        size_t x = marks && one && !s->expandable ? open_at(p, i, s->addr) : 0;
         if (x) { /* note_released's, for this one */
-            p->released_bytes += p->pendc[*x].size;
-            pending_released(p, &p->pend[*x]);
+            p->released_bytes += p->pendc[x - 1].size;
+            pending_released(&p->pend[x - 1]);
         }
     }
     if (!got || (marks && sc_fetch(p, a)) || view_fetch(p, a) != GM_OK) return got;
