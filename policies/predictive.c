@@ -412,7 +412,7 @@ static int cmp_addr(const void *x, const void *y)
 static int view_fetch(pd_policy *p, gm_alloc *a)
 {
     if (gm_brieflist_fetch(&p->bv, a) != GM_OK) return GM_ENOMEM;
-    gm_seg_brief *v = p->bv.v;
+    gm_seg_brief *v = p->bv.buf; /* every segment: the list's own */
     size_t n = p->bv.n, i = 1;
     /* segments() lists the newest first, and addresses mostly grow: often
      * in descending order already, kept as it is (view_desc) */
@@ -427,7 +427,9 @@ static int view_fetch(pd_policy *p, gm_alloc *a)
 
 /* The view of the releasable segments only, in the model's order: nothing
  * reads it by address (resolve finds a prediction where it was, else asks
- * the model; the ranking's keys end with the address). */
+ * the model; the ranking's keys end with the address). Read in place
+ * where the model has it at hand (releasable_briefs): until the tick's
+ * first release (release_ranked copies it) or its end (forgotten). */
 static int view_fetch_releasable(pd_policy *p, gm_alloc *a)
 {
     if (gm_brieflist_fetch_releasable(&p->bv, a) != GM_OK) return GM_ENOMEM;
@@ -1274,6 +1276,7 @@ static uint64_t release_ranked(pd_policy *p, gm_alloc *a, size_t n, uint64_t nee
 {
     int marks = after_resolve && a->ops->class_counts;
     uint64_t got = 0;
+    if (gm_brieflist_own(&p->bv) != GM_OK) return 0; /* a release moves the model's briefs */
     for (size_t r = 0; r < n && r < p->nkeys && got < need; r++) {
         uint32_t i = p->keys[r].i;
         const gm_seg_brief *s = &p->bv.v[i];
@@ -1352,6 +1355,10 @@ static void on_timer(void *state, gm_alloc *a, uint64_t now)
             size_t n = rank_segments(p, now, 0);
             if (n) p->proactive_bytes += release_ranked(p, a, n, over, now, 1);
         }
+    }
+    if (p->bv.borrowed) { /* the model moves on: a later reader fetches again */
+        gm_brieflist_forget(&p->bv);
+        p->marks_ok = p->free_ok = 0;
     }
     p->last_tick_ns = now;
 }

@@ -2,6 +2,7 @@
 #include "seglist.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static int fetch(gm_seglist *l, gm_alloc *a, size_t (*get)(gm_alloc *, gm_seg_info *, size_t))
 {
@@ -57,23 +58,35 @@ int gm_seglist_fetch_whole_free(gm_seglist *l, gm_alloc *a)
     return rc;
 }
 
+/* Room in buf for n entries; the list becomes buf's (not borrowed). */
 static int brief_room(gm_brieflist *l, size_t n)
 {
-    if (l->v && l->cap >= n) return GM_OK;
+    l->v = l->buf;
+    l->borrowed = 0;
+    if (l->buf && l->cap >= n) return GM_OK;
     size_t cap = n > 8 ? 2 * n : 16;
-    gm_seg_brief *v = realloc(l->v, cap * sizeof *v);
+    gm_seg_brief *v = realloc(l->buf, cap * sizeof *v);
     if (!v) return GM_ENOMEM;
-    l->v = v;
+    l->v = l->buf = v;
     l->cap = cap;
     return GM_OK;
 }
 
 static int brief_fetch(gm_brieflist *l, gm_alloc *a, int releasable_only)
 {
+    size_t n;
+    const gm_seg_brief *own;
+    if (releasable_only && a->ops->releasable_briefs &&
+        (own = a->ops->releasable_briefs(a, &n)) != NULL) {
+        l->v = own;
+        l->n = n;
+        l->borrowed = 1;
+        return GM_OK;
+    }
     if (a->ops->briefs) {
         if (brief_room(l, 0) != GM_OK) return GM_ENOMEM;
         for (;;) {
-            size_t n = a->ops->briefs(a, releasable_only, l->v, l->cap);
+            n = a->ops->briefs(a, releasable_only, l->buf, l->cap);
             if (n <= l->cap) {
                 l->n = n;
                 return GM_OK;
@@ -101,15 +114,40 @@ int gm_brieflist_of(gm_brieflist *l, const gm_seg_info *v, size_t n)
 {
     if (brief_room(l, n) != GM_OK) return GM_ENOMEM;
     for (size_t i = 0; i < n; i++)
-        l->v[i] = gm_seg_brief_of(&v[i]);
+        l->buf[i] = gm_seg_brief_of(&v[i]);
     l->n = n;
     return GM_OK;
 }
 
+int gm_brieflist_own(gm_brieflist *l)
+{
+    if (!l->borrowed) return GM_OK;
+    if (!l->buf || l->cap < l->n) { /* still borrowed if there is no room */
+        size_t cap = l->n > 8 ? 2 * l->n : 16;
+        gm_seg_brief *v = realloc(l->buf, cap * sizeof *v);
+        if (!v) return GM_ENOMEM;
+        l->buf = v;
+        l->cap = cap;
+    }
+    if (l->n) memcpy(l->buf, l->v, l->n * sizeof *l->v);
+    l->v = l->buf;
+    l->borrowed = 0;
+    return GM_OK;
+}
+
+void gm_brieflist_forget(gm_brieflist *l)
+{
+    if (!l->borrowed) return;
+    l->v = l->buf;
+    l->n = 0;
+    l->borrowed = 0;
+}
+
 void gm_brieflist_free(gm_brieflist *l)
 {
-    free(l->v);
-    l->v = NULL;
+    free(l->buf);
+    l->v = l->buf = NULL;
+    l->borrowed = 0;
     l->n = l->cap = 0;
     gm_seglist_free(&l->full);
 }

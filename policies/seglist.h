@@ -34,15 +34,27 @@ int gm_seg_cmp_pool_order(const void *a, const void *b);
  * gm_seglist_fetch_releasable list them: the model's briefs, else the
  * full views (in full) cut short. */
 typedef struct gm_brieflist {
-    gm_seg_brief *v;
-    size_t n, cap;
+    const gm_seg_brief *v; /* the list: buf, or the model's own (borrowed) */
+    size_t n;
+    gm_seg_brief *buf; /* the list's own room, cap entries */
+    size_t cap;
+    /* 1: v is the model's array (gm_alloc_ops.releasable_briefs), read in
+     * place: it holds only until the model's next change (gm_brieflist_own
+     * copies it before one) */
+    int borrowed;
     gm_seglist full; /* the views, for a model without briefs */
 } gm_brieflist;
 
-/* Refresh the list with every segment, or only the releasable ones;
- * GM_OK or GM_ENOMEM. */
+/* Refresh the list with every segment (into buf), or only the releasable
+ * ones (borrowed where the model has them at hand); GM_OK or GM_ENOMEM. */
 int gm_brieflist_fetch(gm_brieflist *l, gm_alloc *a);
 int gm_brieflist_fetch_releasable(gm_brieflist *l, gm_alloc *a);
+/* A borrowed list copied into buf, the same entries in the same order,
+ * before the model changes; GM_OK (also when not borrowed) or GM_ENOMEM. */
+int gm_brieflist_own(gm_brieflist *l);
+/* A borrowed list emptied, so that nothing reads it once the model has
+ * moved on; an own one is left as it is. */
+void gm_brieflist_forget(gm_brieflist *l);
 void gm_brieflist_free(gm_brieflist *l);
 /* The list of v[0..n) cut short, in that order; GM_OK or GM_ENOMEM. */
 int gm_brieflist_of(gm_brieflist *l, const gm_seg_info *v, size_t n);

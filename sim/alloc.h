@@ -153,7 +153,7 @@ typedef struct gm_alloc gm_alloc;
  * against another layout of this struct is refused (gm_alloc_create) instead of being called
  * through the wrong pointers.
  */
-#define GM_ALLOC_VERSION 12
+#define GM_ALLOC_VERSION 13
 
 typedef struct gm_alloc_ops {
     /* GM_ALLOC_VERSION: the interface this model implements. */
@@ -362,6 +362,13 @@ typedef struct gm_alloc_ops {
      * model that keeps them at hand need not build the views of its
      * expandable segments, thousands of blocks each, on every grow. */
     size_t (*whole_free)(gm_alloc *a, gm_seg_info *buf, size_t cap);
+    /* Optional, with briefs: the model's own array of what briefs(a, 1,
+     * ...) would copy, the same briefs in the same order, *n of them; it
+     * holds until the model's next change (a malloc, free, release, grow
+     * or empty_cache) and is read only. NULL when the model has no such
+     * array now (then briefs() copies): a policy that reads the releasable
+     * segments on every timer tick (predictive) reads them in place. */
+    const gm_seg_brief *(*releasable_briefs)(gm_alloc *a, size_t *n);
 } gm_alloc_ops;
 
 /* ff_part_state's parts (and ff_clock's clocks: one each). */

@@ -1493,6 +1493,20 @@ static size_t pt_class_free(gm_alloc *a, uint64_t mark_ns, uint32_t *free, uint3
 }
 
 /* pt_segments or pt_releasable in short. */
+/* The whole free segments' briefs kept from now on (again, after one
+ * could not be kept). */
+static void fb_start(pt_state *s)
+{
+    if (s->fb_on && !s->fb_lost) return;
+    for (size_t k = 0; k < s->n_segs; k++)
+        s->arr[k]->fb_at = 0;
+    s->n_fb = 0;
+    s->fb_on = 1;
+    s->fb_lost = 0;
+    for (pt_segment *g = s->free_segs; g; g = g->fnext)
+        fb_set(s, g, 1);
+}
+
 static size_t pt_briefs(gm_alloc *a, int releasable_only, gm_seg_brief *buf, size_t cap)
 {
     pt_state *s = a->impl;
@@ -1506,15 +1520,7 @@ static size_t pt_briefs(gm_alloc *a, int releasable_only, gm_seg_brief *buf, siz
         }
         return i;
     }
-    if (!s->fb_on || s->fb_lost) { /* from now on (again) */
-        for (size_t k = 0; k < s->n_segs; k++)
-            s->arr[k]->fb_at = 0;
-        s->n_fb = 0;
-        s->fb_on = 1;
-        s->fb_lost = 0;
-        for (pt_segment *g = s->free_segs; g; g = g->fnext)
-            fb_set(s, g, 1);
-    }
+    fb_start(s);
     if (!s->fb_lost) { /* classic, whole free */
         i = s->n_fb;
         if (i && cap) memcpy(buf, s->fb, (i < cap ? i : cap) * sizeof *buf);
@@ -1529,6 +1535,18 @@ static size_t pt_briefs(gm_alloc *a, int releasable_only, gm_seg_brief *buf, siz
         i++;
     }
     return i;
+}
+
+/* briefs(a, 1, ...) in place: the whole free briefs' array, while it is
+ * all of them (no expandable segment, whose briefs briefs() appends). */
+static const gm_seg_brief *pt_releasable_briefs(gm_alloc *a, size_t *n)
+{
+    static const gm_seg_brief none[1]; /* before the first whole free segment */
+    pt_state *s = a->impl;
+    fb_start(s);
+    if (s->fb_lost || s->n_exp) return NULL;
+    *n = s->n_fb;
+    return s->fb ? s->fb : none;
 }
 
 /* A classic segment with no allocated block has one free block (free
@@ -2156,6 +2174,7 @@ const gm_alloc_ops gm_alloc_pytorch = {
     .stats = pt_stats,
     .free_requested = pt_free_requested,
     .segment_at = pt_segment_at,
+    .releasable_briefs = pt_releasable_briefs,
     .briefs = pt_briefs,
     .class_counts = pt_class_counts,
     .class_free = pt_class_free,

@@ -7,7 +7,8 @@
  * largest free <= reserved - allocated, live blocks inside the segments the
  * view lists, an OOM changes nothing; segment_at, where a model has it,
  * shows each segment as its brief, and briefs the segments and the
- * releasable ones as segments() and releasable() do; class_counts counts
+ * releasable ones as segments() and releasable() do, releasable_briefs
+ * the latter in place; class_counts counts
  * the classic segments of the view by pool and size, class_free the
  * releasable ones and those used after a mark); everything returns
  * at the end; and
@@ -15,6 +16,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "alloc_fx.h"
 #include "study/simulate.h"
@@ -110,6 +112,36 @@ static void check_briefs(fx *f, const gm_seg_info *v, size_t n, size_t cap)
         if (nb) CU_ASSERT_EQUAL(f->a->ops->briefs(f->a, only, b, nb - 1), nb); /* cap short */
     }
     free(r);
+    free(b);
+}
+
+/* releasable_briefs: what briefs(a, 1, ...) copies, the same briefs in
+ * the same order, read in place; NULL only where the model has no such
+ * array (pytorch: with an expandable segment, whose briefs briefs()
+ * appends). */
+static void check_releasable_briefs(fx *f, const gm_seg_info *v, size_t n, size_t cap)
+{
+    gm_seg_brief *b = malloc(cap * sizeof *b);
+    CU_ASSERT_FATAL(b != NULL);
+    size_t nb = f->a->ops->briefs(f->a, 1, b, cap), no = SIZE_MAX;
+    const gm_seg_brief *own = f->a->ops->releasable_briefs(f->a, &no);
+    int expandable = 0;
+    for (size_t i = 0; i < n; i++)
+        expandable |= v[i].expandable;
+    if (!strcmp(f->a->ops->name, "pytorch")) CU_ASSERT_EQUAL(own == NULL, expandable);
+    if (own) {
+        CU_ASSERT_EQUAL_FATAL(no, nb);
+        for (size_t i = 0; i < nb && i < cap; i++) {
+            CU_ASSERT_EQUAL(own[i].id, b[i].id);
+            CU_ASSERT_EQUAL(own[i].addr, b[i].addr);
+            CU_ASSERT_EQUAL(own[i].size, b[i].size);
+            CU_ASSERT_EQUAL(own[i].last_use_ns, b[i].last_use_ns);
+            CU_ASSERT_EQUAL(own[i].releasable, b[i].releasable);
+            CU_ASSERT_EQUAL(own[i].n_allocated, b[i].n_allocated);
+            CU_ASSERT_EQUAL(own[i].small_pool, b[i].small_pool);
+            CU_ASSERT_EQUAL(own[i].expandable, b[i].expandable);
+        }
+    }
     free(b);
 }
 
@@ -241,6 +273,7 @@ static void check_state(fx *f, const uint64_t *live, size_t nlive, int deep)
     if (f->a->ops->briefs) check_briefs(f, v, n < cap ? n : cap, cap);
     if (f->a->ops->class_counts) check_classes(f, v, n < cap ? n : cap);
     if (f->a->ops->class_free) check_class_free(f, v, n < cap ? n : cap);
+    if (f->a->ops->releasable_briefs) check_releasable_briefs(f, v, n < cap ? n : cap, cap);
     if (f->a->ops->whole_free) check_whole_free(f, v, n < cap ? n : cap, cap);
     CU_ASSERT(total <= c->reserved_bytes);
     if (strcmp(f->a->ops->name, "direct")) CU_ASSERT_EQUAL(n_alloc, nlive);

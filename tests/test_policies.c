@@ -432,16 +432,16 @@ static void test_predictive_period3(void)
  * What predictive reads on a tick between driver calls: the model's counts
  * of its segments by pool and size (gm_alloc_ops.class_counts), of the
  * releasable ones among them (class_free), and its releasable segments in
- * the model's order; or, with none of these, a view of every segment after
- * each driver call and the releasable segments in another order, counted
- * by the policy. The decisions are the same either way
- * (bench/policy_diff.sh holds it on real traces too): a workload of 8 ms
- * iterations whose sizes change every iteration, the timer ticked every
- * 1 ms, on the pytorch model and on a copy of it without class_counts and
- * class_free whose briefs come reversed.
+ * the model's order, read in place (releasable_briefs); or, with none of these, a view of every
+ * segment after each driver call and the releasable segments in another order, counted by the
+ * policy. The decisions are the same either way (bench/policy_diff.sh holds it on real traces too):
+ * a workload of 8 ms iterations whose sizes change every iteration, the timer ticked every 1 ms, on
+ * the pytorch model and on a copy of it without class_counts and class_free whose briefs come
+ * reversed.
  */
 static const gm_alloc_ops *pt_ops;
-static gm_alloc_ops views_ops; /* pt_ops without class_counts, class_free; briefs reversed */
+static gm_alloc_ops views_ops; /* pt_ops without class_counts, class_free, releasable_briefs;
+                                  briefs reversed */
 
 static size_t briefs_reversed(gm_alloc *a, int releasable_only, gm_seg_brief *buf, size_t cap)
 {
@@ -506,10 +506,12 @@ static int64_t report_int(const gm_report *r, const char *key)
 static void test_predictive_counts_or_views(void)
 {
     pt_ops = gm_alloc_find("pytorch");
-    CU_ASSERT_FATAL(pt_ops && pt_ops->class_counts && pt_ops->class_free && pt_ops->briefs);
+    CU_ASSERT_FATAL(pt_ops && pt_ops->class_counts && pt_ops->class_free && pt_ops->briefs &&
+                    pt_ops->releasable_briefs);
     views_ops = *pt_ops;
     views_ops.class_counts = NULL;
     views_ops.class_free = NULL;
+    views_ops.releasable_briefs = NULL; /* copied, reversed */
     views_ops.briefs = briefs_reversed;
     gm_alloc_counters c1, c2;
     gm_report *r1 = run_ticked(pt_ops, &c1), *r2 = run_ticked(&views_ops, &c2);
