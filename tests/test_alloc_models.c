@@ -77,6 +77,19 @@ static int brief_by_addr(const void *x, const void *y)
 
 /* briefs: segments()' segments (v[0..n)) in their order, and releasable()'s
  * in any (alloc.h), each cut short to its gm_seg_brief. */
+/* Every field of a brief. */
+static void check_brief(const gm_seg_brief *got, const gm_seg_brief *want)
+{
+    CU_ASSERT_EQUAL(got->id, want->id);
+    CU_ASSERT_EQUAL(got->addr, want->addr);
+    CU_ASSERT_EQUAL(got->size, want->size);
+    CU_ASSERT_EQUAL(got->last_use_ns, want->last_use_ns);
+    CU_ASSERT_EQUAL(got->releasable, want->releasable);
+    CU_ASSERT_EQUAL(got->n_allocated, want->n_allocated);
+    CU_ASSERT_EQUAL(got->small_pool, want->small_pool);
+    CU_ASSERT_EQUAL(got->expandable, want->expandable);
+}
+
 static void check_briefs(fx *f, const gm_seg_info *v, size_t n, size_t cap)
 {
     gm_seg_info *r = malloc(cap * sizeof *r);
@@ -99,14 +112,8 @@ static void check_briefs(fx *f, const gm_seg_info *v, size_t n, size_t cap)
             qsort(b, nb, sizeof *b, brief_by_addr);
         }
         for (size_t i = 0; i < nb && i < nr && i < cap; i++) {
-            CU_ASSERT_EQUAL(b[i].id, r[i].id);
-            CU_ASSERT_EQUAL(b[i].addr, r[i].addr);
-            CU_ASSERT_EQUAL(b[i].size, r[i].size);
-            CU_ASSERT_EQUAL(b[i].last_use_ns, r[i].last_use_ns);
-            CU_ASSERT_EQUAL(b[i].releasable, r[i].releasable);
-            CU_ASSERT_EQUAL(b[i].n_allocated, r[i].n_allocated);
-            CU_ASSERT_EQUAL(b[i].small_pool, r[i].small_pool);
-            CU_ASSERT_EQUAL(b[i].expandable, r[i].expandable);
+            gm_seg_brief want = gm_seg_brief_of(&r[i]);
+            check_brief(&b[i], &want);
             if (only) CU_ASSERT(b[i].releasable != 0);
         }
         if (nb) CU_ASSERT_EQUAL(f->a->ops->briefs(f->a, only, b, nb - 1), nb); /* cap short */
@@ -131,16 +138,8 @@ static void check_releasable_briefs(fx *f, const gm_seg_info *v, size_t n, size_
     if (!strcmp(f->a->ops->name, "pytorch")) CU_ASSERT_EQUAL(own == NULL, expandable);
     if (own) {
         CU_ASSERT_EQUAL_FATAL(no, nb);
-        for (size_t i = 0; i < nb && i < cap; i++) {
-            CU_ASSERT_EQUAL(own[i].id, b[i].id);
-            CU_ASSERT_EQUAL(own[i].addr, b[i].addr);
-            CU_ASSERT_EQUAL(own[i].size, b[i].size);
-            CU_ASSERT_EQUAL(own[i].last_use_ns, b[i].last_use_ns);
-            CU_ASSERT_EQUAL(own[i].releasable, b[i].releasable);
-            CU_ASSERT_EQUAL(own[i].n_allocated, b[i].n_allocated);
-            CU_ASSERT_EQUAL(own[i].small_pool, b[i].small_pool);
-            CU_ASSERT_EQUAL(own[i].expandable, b[i].expandable);
-        }
+        for (size_t i = 0; i < nb && i < cap; i++)
+            check_brief(&own[i], &b[i]);
     }
     free(b);
 }
@@ -259,14 +258,8 @@ static void check_state(fx *f, const uint64_t *live, size_t nlive, int deep)
         CU_ASSERT_PTR_NOT_NULL(f->a->ops->briefs);
         gm_seg_brief one;
         CU_ASSERT_FATAL(f->a->ops->segment_at(f->a, v[i].addr, &one) == 1);
-        CU_ASSERT_EQUAL(one.id, v[i].id);
-        CU_ASSERT_EQUAL(one.addr, v[i].addr);
-        CU_ASSERT_EQUAL(one.size, v[i].size);
-        CU_ASSERT_EQUAL(one.n_allocated, v[i].n_allocated);
-        CU_ASSERT_EQUAL(one.releasable, v[i].releasable);
-        CU_ASSERT_EQUAL(one.last_use_ns, v[i].last_use_ns);
-        CU_ASSERT_EQUAL(one.small_pool, v[i].small_pool);
-        CU_ASSERT_EQUAL(one.expandable, v[i].expandable);
+        gm_seg_brief want = gm_seg_brief_of(&v[i]);
+        check_brief(&one, &want);
         CU_ASSERT_EQUAL(f->a->ops->segment_at(f->a, v[i].addr + 1, &one), 0);
         if (!v[i].expandable) CU_ASSERT_EQUAL(v[i].n_allocated == 0, v[i].releasable != 0);
     }
