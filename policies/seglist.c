@@ -58,18 +58,25 @@ int gm_seglist_fetch_whole_free(gm_seglist *l, gm_alloc *a)
     return rc;
 }
 
-/* Room in buf for n entries; the list becomes buf's (not borrowed). */
-static int brief_room(gm_brieflist *l, size_t n)
+/* Room in buf for n entries (v left as it is). */
+static int buf_room(gm_brieflist *l, size_t n)
 {
-    l->v = l->buf;
-    l->borrowed = 0;
     if (l->buf && l->cap >= n) return GM_OK;
     size_t cap = n > 8 ? 2 * n : 16;
     gm_seg_brief *v = realloc(l->buf, cap * sizeof *v);
     if (!v) return GM_ENOMEM;
-    l->v = l->buf = v;
+    l->buf = v;
     l->cap = cap;
     return GM_OK;
+}
+
+/* Room in buf for n entries; the list becomes buf's (not borrowed). */
+static int brief_room(gm_brieflist *l, size_t n)
+{
+    int rc = buf_room(l, n);
+    l->v = l->buf;
+    l->borrowed = 0;
+    return rc;
 }
 
 static int brief_fetch(gm_brieflist *l, gm_alloc *a, int releasable_only)
@@ -122,13 +129,7 @@ int gm_brieflist_of(gm_brieflist *l, const gm_seg_info *v, size_t n)
 int gm_brieflist_own(gm_brieflist *l)
 {
     if (!l->borrowed) return GM_OK;
-    if (!l->buf || l->cap < l->n) { /* still borrowed if there is no room */
-        size_t cap = l->n > 8 ? 2 * l->n : 16;
-        gm_seg_brief *v = realloc(l->buf, cap * sizeof *v);
-        if (!v) return GM_ENOMEM;
-        l->buf = v;
-        l->cap = cap;
-    }
+    if (buf_room(l, l->n) != GM_OK) return GM_ENOMEM; /* still borrowed */
     if (l->n) memcpy(l->buf, l->v, l->n * sizeof *l->v);
     l->v = l->buf;
     l->borrowed = 0;

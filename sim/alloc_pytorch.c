@@ -1492,7 +1492,6 @@ static size_t pt_class_free(gm_alloc *a, uint64_t mark_ns, uint32_t *free, uint3
     return n;
 }
 
-/* pt_segments or pt_releasable in short. */
 /* The whole free segments' briefs kept from now on (again, after one
  * could not be kept). */
 static void fb_start(pt_state *s)
@@ -1506,6 +1505,8 @@ static void fb_start(pt_state *s)
     for (pt_segment *g = s->free_segs; g; g = g->fnext)
         fb_set(s, g, 1);
 }
+
+/* pt_segments or pt_releasable in short. */
 
 static size_t pt_briefs(gm_alloc *a, int releasable_only, gm_seg_brief *buf, size_t cap)
 {

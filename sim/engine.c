@@ -897,12 +897,11 @@ static int refill(sim *s, tenant *t, gm_err *err)
     return GM_OK;
 }
 
-/* Tenant t's Q, A and R at t_ns into the device totals, and the device's
- * series stepped with them. A new bucket samples the largest free block of
+/* A new bucket of the device's series samples the largest free block of
  * every tenant as it is now in the order of events: a tenant ahead in a
  * stretch gives the one its next logged event kept from before it; t, when
  * its event came from its stretch, the one after it (lf_self; NO_LF: t is
- * not ahead, its model says). */
+ * not ahead, its model says). Out of line: rare. */
 static __attribute__((noinline)) void device_lf_sample(sim *s, const tenant *t, uint64_t lf_self)
 {
     uint64_t lf = 0;
@@ -917,7 +916,9 @@ static __attribute__((noinline)) void device_lf_sample(sim *s, const tenant *t, 
     gm_metrics_ext_sample(&s->res->device, lf);
 }
 
-/* Inline: once per merged event; the bucket's sample is rare. */
+/* Tenant t's Q, A and R at t_ns into the device totals, and the device's
+ * series stepped with them (device_lf_sample where a bucket begins).
+ * Inline: once per merged event. */
 static inline void device_fold(sim *s, tenant *t, uint64_t t_ns, uint64_t q, uint64_t a, uint64_t r,
                                uint64_t lf_self)
 {
