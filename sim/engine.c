@@ -167,11 +167,13 @@ static const char *tname(const tenant *t)
  * A file (t->r) and a packed trace (t->pk, traces/packed.h) are read a chunk
  * at a time into t->own; an in-memory trace is read where it is. */
 
+/* The metadata of an in-memory trace given none. */
+static const gm_trace_meta meta_none = {.version = GM_TRACE_VERSION, .source = "memory"};
+
 static const gm_trace_meta *src_meta(const tenant *t)
 {
-    static const gm_trace_meta none = {.version = GM_TRACE_VERSION, .source = "memory"};
     if (t->r) return gm_trace_meta_get(t->r);
-    return t->spec->meta ? t->spec->meta : &none;
+    return t->spec->meta ? t->spec->meta : &meta_none;
 }
 
 /* The next chunk into t->buf, after the last `keep` events of the one
@@ -213,6 +215,23 @@ static const char *conf_for(const gm_sim_config *cfg, const gm_trace_meta *meta)
 {
     if (cfg->alloc_conf) return cfg->alloc_conf;
     return meta->alloc_conf ? meta->alloc_conf : "";
+}
+
+/* The allocator model a tenant gets: --allocator, else what its settings
+ * choose (backend:cudaMallocAsync is cuda-async), else pytorch's; NULL
+ * when --allocator names none (*name: the name looked up). */
+static const gm_alloc_ops *model_ops(const gm_sim_config *cfg, const char *conf, const char **name)
+{
+    *name = cfg->allocator                   ? cfg->allocator
+            : gm_pt_conf_selects_async(conf) ? "cuda-async"
+                                             : "pytorch";
+    return gm_alloc_find(*name);
+}
+
+/* The PyTorch version whose settings rules apply (0: the newest). */
+static int model_torch(const gm_sim_config *cfg, const gm_trace_meta *meta)
+{
+    return cfg->torch_version ? cfg->torch_version : gm_torch_version_parse(meta->torch_version);
 }
 
 /* The cap sharing puts on a tenant's reserved bytes: its limit under
@@ -436,15 +455,12 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
 
     rc = gm_policy_new(s->pol_ops, s->pol_params, &t->pol, err);
     if (rc) return rc;
-    /* no --allocator: the settings choose (backend:cudaMallocAsync is cuda-async) */
-    const char *name = cfg->allocator                   ? cfg->allocator
-                       : gm_pt_conf_selects_async(conf) ? "cuda-async"
-                                                        : "pytorch";
-    const gm_alloc_ops *ops = gm_alloc_find(name);
+    const char *name;
+    const gm_alloc_ops *ops = model_ops(cfg, conf, &name);
     if (!ops)
         return gm_errf(err, GM_EINVAL, "--allocator '%s': unknown allocator; choose one of: %s",
-                       cfg->allocator, gm_alloc_names());
-    int tv = cfg->torch_version ? cfg->torch_version : gm_torch_version_parse(meta->torch_version);
+                       name, gm_alloc_names());
+    int tv = model_torch(cfg, meta);
     res->torch_version = tv ? tv : GM_TORCH_NEWEST;
     rc = gm_alloc_create_for(ops, s->dev, conf, tv, cfg->memory_fraction, t->pol, &t->a, err);
     gm_pt_conf pc; /* what of the settings the model does nothing with, for the results */
@@ -481,6 +497,8 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
                              .event_index = &t->index,
                              .pass = &t->pass,
                              .time_shift_ns = &t->shift};
+        gm_policy_prep *prep = cfg->policy_prep ? cfg->policy_prep[t->idx] : NULL;
+        env.prepared = prep ? prep->take(prep) : NULL;
         if ((rc = t->pol->ops->attach(t->pol->state, t->a, &env, err))) return rc;
     }
     if (cfg->seg_hook) {
@@ -2040,6 +2058,50 @@ static int setup(sim *s, gm_err *err)
         t->next_timer = t->next_t + t->timer_period;
     }
     return GM_OK;
+}
+
+int gm_engine_prepare(const gm_sim_config *cfg, const gm_policy_ops *policy, const char *params,
+                      size_t i, gm_policy **out, gm_err *err)
+{
+    *out = NULL;
+    const gm_tenant_spec *ts = i < cfg->n_tenants ? &cfg->tenants[i] : NULL;
+    if (!policy->prepare || !ts || (!ts->events && !ts->packed) || cfg->device) return GM_OK;
+    const gm_trace_meta *meta = ts->meta ? ts->meta : &meta_none;
+    const char *conf = conf_for(cfg, meta), *name;
+    const gm_alloc_ops *ops = model_ops(cfg, conf, &name);
+    uint64_t overhead = cfg->overhead_bytes, cap = cfg->capacity_bytes;
+    char why[64];
+    /* the run's device is the first trace's card when cfg gives none;
+     * here the tenant's own (what prepare() reads does not depend on it) */
+    if (!cap) cap = gm_engine_default_capacity(cfg, meta, &overhead, why, sizeof why);
+    gm_device *dev = NULL;
+    gm_policy *pol = NULL;
+    gm_alloc *a = NULL;
+    gm_err ignore; /* what the run will refuse, it says itself */
+    if (!ops || !cap || gm_device_model_create(cap, &cfg->latency, &dev, &ignore) != GM_OK)
+        return GM_OK;
+    int rc = gm_policy_new(policy, params, &pol, &ignore);
+    if (rc == GM_OK && gm_alloc_create_for(ops, dev, conf, model_torch(cfg, meta),
+                                           cfg->memory_fraction, pol, &a, &ignore) == GM_OK) {
+        gm_policy_env env = {.trace_path = ts->path,
+                             .events = ts->events,
+                             .packed = ts->events ? NULL : ts->packed,
+                             .n_events = ts->n_events,
+                             .tenant = (int)i,
+                             .offset_ns = ts->offset_ns,
+                             .repeat = ts->repeat};
+        rc = policy->prepare(pol->state, a, &env, err);
+        gm_alloc_destroy(a);
+        if (rc == GM_OK) {
+            *out = pol;
+            pol = NULL;
+        }
+    } else {
+        rc = GM_OK;
+    }
+    gm_policy_destroy(pol);
+    gm_device_destroy(dev);
+    return rc;
 }
 
 int gm_engine_run(const gm_sim_config *cfg, const gm_policy_ops *policy, const char *params,

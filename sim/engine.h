@@ -196,7 +196,20 @@ typedef struct gm_sim_config {
      * the tenants still running): the result is of the events run so far.
      * reports/segmap.c ends a replay once it has what it came for. */
     const int *halt;
+    /* optional, per tenant (entries may be NULL): what its policy makes
+     * from its trace alone, made ahead (gm_engine_prepare), which its
+     * attach is given instead of making it (gm_policy_env.prepared) */
+    struct gm_policy_prep *const *policy_prep;
 } gm_sim_config;
+
+/* A policy's preparation for one run (gm_policy_ops.prepare), which a
+ * study makes beside its other runs (study/prep.h). take(), called once
+ * by the run before its policy attaches, returns the prepared instance's
+ * state, or NULL (attach then makes its own); it may wait while another
+ * thread makes it. */
+typedef struct gm_policy_prep {
+    void *(*take)(struct gm_policy_prep *self);
+} gm_policy_prep;
 
 enum gm_tenant_status { GM_TENANT_COMPLETED = 0, GM_TENANT_ABORTED = 1 };
 
@@ -300,6 +313,17 @@ struct gm_policy_ops;
 int gm_engine_run(const gm_sim_config *cfg, const struct gm_policy_ops *policy, const char *params,
                   gm_sim_result **out, gm_err *err);
 void gm_sim_result_free(gm_sim_result *r);
+
+struct gm_policy;
+/* What policy's prepare() (sim/policy.h) makes for tenant i of a run of
+ * cfg, made as the run's attach would make it: an instance of its own with
+ * params, a model of the tenant's allocator and settings, the tenant's
+ * in-memory trace. *out: that instance (gm_policy_destroy), or NULL when
+ * there is nothing to prepare (no prepare(), a trace on disk, or settings
+ * the run will refuse: the run says why). Errors: out of memory, and
+ * prepare()'s own. */
+int gm_engine_prepare(const gm_sim_config *cfg, const struct gm_policy_ops *policy,
+                      const char *params, size_t i, struct gm_policy **out, gm_err *err);
 
 /* The trace hash a run reports (gm_tenant_result.trace_hash) for these
  * events and metadata source (meta->source; NULL: ""): for a spec's

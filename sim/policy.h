@@ -23,7 +23,9 @@
 #include "report.h"
 #include "base/err.h"
 
-#define GM_POLICY_VERSION 2 /* 2: report() fills a typed gm_report (report.h) */
+#define GM_POLICY_VERSION                                                                          \
+    3 /* 2: report() fills a typed gm_report (report.h);                                           \
+         3: prepare(), gm_policy_env.prepared */
 
 /* What the allocator is trying to do when it asks the policy. */
 typedef struct gm_pressure {
@@ -58,6 +60,12 @@ typedef struct gm_policy_env {
     const uint64_t *event_index;
     const uint32_t *pass;
     const uint64_t *time_shift_ns; /* live: device time = trace time + this */
+    /* Not NULL: what prepare() made ahead of this run from the same
+     * trace, the same model settings and the same parameters, on an
+     * instance of its own (that instance's state). attach takes what it
+     * needs from it instead of making it; the instance is destroyed after
+     * the run. */
+    void *prepared;
 } gm_policy_env;
 
 typedef struct gm_policy_ops {
@@ -90,6 +98,15 @@ typedef struct gm_policy_ops {
     /* Optional: called once after the allocator exists, before the first
      * event (the oracle reads its trace's future here). */
     int (*attach)(void *state, gm_alloc *a, const gm_policy_env *env, gm_err *err);
+    /* Optional: the part of attach that reads only the trace (the oracle's
+     * future), made on an instance that will never run, with a model of
+     * the run's settings that nothing else uses, from env's trace (env's
+     * live pointers are NULL). A study makes it beside its other runs and
+     * gives it to the run's attach (env->prepared; study/prep.h), which
+     * then does not make it again. prepare_share: the part of the run's
+     * time it takes (the study's plan splits the cost by it). */
+    int (*prepare)(void *state, gm_alloc *a, const gm_policy_env *env, gm_err *err);
+    double prepare_share;
     /* Optional, --scope device: another tenant's allocation failed even after
      * its own policy gave up. Release cached memory, at least need_bytes if
      * there is that much (the policy picks what); return the bytes released.

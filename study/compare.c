@@ -10,6 +10,7 @@
 #include "policy_list.h"
 #include "preload.h"
 #include "pool.h"
+#include "prep.h"
 #include "same_run.h"
 #include "simulate.h"
 #include "base/clock.h"
@@ -19,7 +20,12 @@
 typedef struct compare_ctx {
     const gm_sim_config *base;
     gm_compare *c;
-    const size_t *job; /* run_shared: the entry of each job it starts */
+    const size_t *job; /* run_shared: the entry of each job it starts, or of each
+                          preparation (entry * tenants + tenant) past `runs` */
+    size_t runs;
+    gm_prep **prep;           /* per entry and tenant: its policy's (study/prep.h), or NULL */
+    gm_policy_prep **handles; /* the same, as the runs' configurations point at them */
+    uint8_t *has_prep;        /* per entry: 1 when it has one */
 } compare_ctx;
 
 /* The progress line of entry e, done in secs (lead: the entry whose run
@@ -40,15 +46,24 @@ static void done_line(const compare_ctx *x, const gm_compare_entry *e, double se
     x->base->step_done(x->base->step_ctx, line);
 }
 
-static void compare_one(void *arg, size_t i)
+/* Entry e's run's configuration: the comparison's, with its policy,
+ * allocator and settings. */
+static gm_sim_config entry_config(const compare_ctx *x, const gm_compare_entry *e)
 {
-    compare_ctx *x = arg;
-    gm_compare_entry *e = &x->c->e[i];
     gm_sim_config cfg = *x->base;
     cfg.policy = e->spec;
     if (e->allocator[0]) cfg.allocator = e->allocator;
     if (e->conf_given) cfg.alloc_conf = e->alloc_conf;
     cfg.progress = NULL;
+    return cfg;
+}
+
+static void compare_one(void *arg, size_t i)
+{
+    compare_ctx *x = arg;
+    gm_compare_entry *e = &x->c->e[i];
+    gm_sim_config cfg = entry_config(x, e);
+    if (x->has_prep && x->has_prep[i]) cfg.policy_prep = &x->handles[i * x->base->n_tenants];
     double t0 = gm_monotonic_s();
     e->rc = gm_simulate(&cfg, &e->r, &e->err);
     done_line(x, e, gm_monotonic_s() - t0, NULL);
@@ -57,7 +72,54 @@ static void compare_one(void *arg, size_t i)
 static void compare_job(void *arg, size_t k)
 {
     compare_ctx *x = arg;
-    compare_one(arg, x->job[k]);
+    if (k < x->runs)
+        compare_one(arg, x->job[k]);
+    else
+        gm_prep_make(x->prep[x->job[k]]);
+}
+
+/* With more than one thread, the preparations of the k runs job[0..k)
+ * (study/prep.h) as jobs of their own after them (job, jc and rank have
+ * room for k * (1 + tenants)), each with its part of its run's cost:
+ * ranked first, before the runs (1), and the runs that take one after
+ * them (2). Returns the jobs in all. Out of memory: fewer preparations
+ * (their runs make their own). */
+static size_t add_preps(compare_ctx *x, size_t k, size_t *job, double *jc, int *rank)
+{
+    size_t nt = x->base->n_tenants, m = k;
+    for (size_t r = 0; r < k; r++)
+        rank[r] = 1;
+    if (x->c->threads < 2 || k < 2 || !x->prep) return k;
+    for (size_t r = 0; r < k; r++) {
+        size_t i = job[r];
+        gm_sim_config cfg = entry_config(x, &x->c->e[i]);
+        double cost = jc[r], share;
+        for (size_t j = 0; j < nt; j++) {
+            gm_prep *p = gm_prep_wanted(&cfg, j, &share) ? gm_prep_new(&cfg, j) : NULL;
+            if (!p) continue;
+            x->prep[i * nt + j] = p;
+            x->handles[i * nt + j] = gm_prep_handle(p);
+            x->has_prep[i] = 1;
+            job[m] = i * nt + j;
+            jc[m] = share * cost;
+            rank[m++] = 0;
+            jc[r] -= share * cost;
+            rank[r] = 2;
+        }
+    }
+    return m;
+}
+
+/* The preparations no longer needed (after the runs that took them). */
+static void free_preps(compare_ctx *x, size_t total)
+{
+    size_t nt = x->base->n_tenants;
+    for (size_t i = 0; x->prep && i < total * nt; i++) {
+        gm_prep_free(x->prep[i]);
+        x->prep[i] = NULL;
+        x->handles[i] = NULL;
+    }
+    if (x->has_prep) memset(x->has_prep, 0, total);
 }
 
 /* The same allocator and settings: the same configuration but the policy. */
@@ -96,15 +158,33 @@ static int entry_same_config(const void *ctx, size_t j, size_t i)
 static int run_shared(compare_ctx *x, size_t total, const double *cost, gm_err *err)
 {
     gm_compare *c = x->c;
+    size_t nt = x->base->n_tenants, room = (total ? total : 1) * (1 + nt);
     long *lead = malloc((total ? total : 1) * sizeof *lead);
     long *next = malloc((total ? total : 1) * sizeof *next); /* per lead: its successor */
-    size_t *job = malloc((total ? total : 1) * sizeof *job);
-    double *jc = malloc((total ? total : 1) * sizeof *jc);
-    if (!lead || !next || !job || !jc) {
+    size_t *job = malloc(room * sizeof *job);
+    double *jc = malloc(room * sizeof *jc);
+    int *rank = malloc(room * sizeof *rank);
+    /* the preparations: none without memory for them */
+    x->prep = calloc(room, sizeof *x->prep);
+    x->handles = calloc(room, sizeof *x->handles);
+    x->has_prep = calloc(total ? total : 1, 1);
+    if (!x->prep || !x->handles || !x->has_prep) {
+        free(x->prep);
+        free(x->handles);
+        free(x->has_prep);
+        x->prep = NULL;
+        x->handles = NULL;
+        x->has_prep = NULL;
+    }
+    if (!lead || !next || !job || !jc || !rank) {
         free(lead);
         free(next);
         free(job);
         free(jc);
+        free(rank);
+        free(x->prep);
+        free(x->handles);
+        free(x->has_prep);
         return gm_errf(err, GM_ENOMEM, "out of memory");
     }
     for (size_t i = 0; i < total; i++)
@@ -148,13 +228,28 @@ static int run_shared(compare_ctx *x, size_t total, const double *cost, gm_err *
             jc[k++] = cost ? cost[i] : 1;
         }
         if (phase > 0 && !k && !more) break;
-        gm_parallel_for_cost(k, jc, c->threads, compare_job, x);
+        x->runs = k;
+        /* the first phase's runs are the most: their preparations run
+         * beside them (study/prep.h) */
+        size_t jobs = phase == 0 && cost ? add_preps(x, k, job, jc, rank) : k;
+        if (jobs > k)
+            gm_parallel_for_ranked(jobs, jc, rank, c->threads, compare_job, x);
+        else
+            gm_parallel_for_cost(k, jc, c->threads, compare_job, x);
+        free_preps(x, total);
         if (phase > 0 && !more) break;
     }
     free(lead);
     free(next);
     free(job);
     free(jc);
+    free(rank);
+    free(x->prep);
+    free(x->handles);
+    free(x->has_prep);
+    x->prep = NULL;
+    x->handles = NULL;
+    x->has_prep = NULL;
     return GM_OK;
 }
 
@@ -290,7 +385,7 @@ int gm_compare_run_allocators(const gm_sim_config *base, const gm_alloc_choice *
             cost[a * n + i] *= o->cost;
     }
     double t0 = gm_monotonic_s();
-    compare_ctx x = {base, c, NULL};
+    compare_ctx x = {.base = base, .c = c};
     int rc = run_shared(&x, total, cost, err);
     c->wall_s = gm_monotonic_s() - t0;
     free(cost);

@@ -1,6 +1,7 @@
 /* pool.c - see pool.h. */
 #include "pool.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -241,11 +242,32 @@ static void *planned_worker(void *arg)
     }
 }
 
+/* The lowest rank above r among the n jobs (INT_MAX: none). */
+static int rank_after(const int *rank, size_t n, int r)
+{
+    int m = INT_MAX;
+    for (size_t i = 0; i < n; i++)
+        if (rank[i] > r && rank[i] < m) m = rank[i];
+    return m;
+}
+
 void gm_parallel_for_cost(size_t n, const double *cost, int threads,
                           void (*fn)(void *ctx, size_t i), void *ctx)
 {
+    gm_parallel_for_ranked(n, cost, NULL, threads, fn, ctx);
+}
+
+void gm_parallel_for_ranked(size_t n, const double *cost, const int *rank, int threads,
+                            void (*fn)(void *ctx, size_t i), void *ctx)
+{
     if (threads <= 0) threads = gm_default_threads();
     if ((size_t)threads > n) threads = (int)n;
+    if (threads <= 1 && rank) { /* one thread: by rank, then by index */
+        for (int r = rank_after(rank, n, INT_MIN); r != INT_MAX; r = rank_after(rank, n, r))
+            for (size_t i = 0; i < n; i++)
+                if (rank[i] == r) fn(ctx, i);
+        return;
+    }
     if (threads <= 1 || !cost) { /* nothing to plan */
         gm_parallel_for(n, threads, fn, ctx);
         return;
@@ -261,13 +283,15 @@ void gm_parallel_for_cost(size_t n, const double *cost, int threads,
     } else {
         plan(n, cost, threads, share, order);
         size_t *head = idx, *end = idx + threads, k = 0;
-        for (int b = 0; b < threads; b++) { /* each thread's jobs, costliest first */
+        for (int b = 0; b < threads; b++) { /* each thread's jobs by rank, costliest first */
             head[b] = k;
-            for (size_t i = 0; i < n; i++)
-                if (share[order[i]] == b) {
-                    job[k++] = order[i];
-                    left[b] += cost[order[i]];
-                }
+            for (int r = rank ? rank_after(rank, n, INT_MIN) : 0; r != INT_MAX;
+                 r = rank ? rank_after(rank, n, r) : INT_MAX)
+                for (size_t i = 0; i < n; i++)
+                    if (share[order[i]] == b && (!rank || rank[order[i]] == r)) {
+                        job[k++] = order[i];
+                        left[b] += cost[order[i]];
+                    }
             end[b] = k;
         }
         planned p = {.cost = cost,

@@ -26,6 +26,14 @@ void gm_parallel_for(size_t n, int threads, void (*fn)(void *ctx, size_t i), voi
 void gm_parallel_for_cost(size_t n, const double *cost, int threads,
                           void (*fn)(void *ctx, size_t i), void *ctx);
 
+/* The same, each thread running its share in order of rank[i] (lower
+ * first; rank NULL: all 0), the costliest first within a rank; on one
+ * thread, in order of rank and then of i. compare ranks a policy's
+ * preparation (study/prep.h) before the runs and the run that takes it
+ * after them, so that the run seldom waits for it. */
+void gm_parallel_for_ranked(size_t n, const double *cost, const int *rank, int threads,
+                            void (*fn)(void *ctx, size_t i), void *ctx);
+
 /* The split gm_parallel_for_cost starts from: job i goes to thread
  * share[i] (of min(threads, n) threads; threads >= 1). Exact (the least
  * possible estimated makespan) for up to GM_POOL_EXACT_JOBS jobs, found by

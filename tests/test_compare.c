@@ -11,9 +11,12 @@
 #include "cu.h"
 #include "same_run.h"
 #include "base/units.h"
+#include "policies/registry.h"
+#include "sim/policy.h"
 #include "study/compare.h"
 #include "study/fit.h"
 #include "study/preload.h"
+#include "study/prep.h"
 #include "study/same_run.h"
 #include "study/simulate.h"
 
@@ -57,8 +60,81 @@ static void test_compare_threads(void)
     same_compare(one, three);
     for (size_t i = 0; i < one->n; i++)
         CU_ASSERT_EQUAL(one->e[i].r->events, st.events); /* every run to the end */
+    /* the trace in memory: on 3 threads the oracle's future is made by a
+     * job of its own beside the runs (study/prep.h), on 1 by its run */
+    gm_preload pre;
+    CU_ASSERT_EQUAL_FATAL(gm_preload_config(&cfg, &pre, 1u << 20, 0, &err), GM_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cfg.tenants[0].events);
+    double share;
+    gm_sim_config oc = cfg;
+    oc.policy = "oracle";
+    CU_ASSERT_TRUE(gm_prep_wanted(&oc, 0, &share));
+    CU_ASSERT(share > 0 && share < 1);
+    for (int threads = 1; threads <= 3; threads += 2) {
+        gm_compare *mem = NULL;
+        CU_ASSERT_EQUAL_FATAL(gm_compare_run(&cfg, (char *const *)pol, 5, threads, &mem, &err),
+                              GM_OK);
+        same_compare(one, mem);
+        gm_compare_free(mem);
+    }
+    gm_preload_free(&pre);
     gm_compare_free(one);
     gm_compare_free(three);
+    unlink(path);
+}
+
+static void same_result(const gm_sim_result *a, const gm_sim_result *b);
+
+/* A run given its oracle's future made ahead (study/prep.h) is the run
+ * that makes its own, whether the future was made before the run took
+ * it or the run took it first (then the run makes its own, and the job
+ * makes nothing); a policy that prepares nothing, or a trace on disk,
+ * has nothing to prepare. */
+static void test_prepared_run(void)
+{
+    gm_err err = {0};
+    gm_bert_stats st;
+    const char *path = bert_trace("prep.h5", 30, &st);
+    gm_tenant_spec spec = {.path = path, .repeat = 1};
+    gm_sim_config cfg = bert_config(&spec, 1, st.peak_live_bytes + st.peak_live_bytes / 10);
+    cfg.on_oom_skip = 1;
+    cfg.policy = "oracle";
+    double share;
+    CU_ASSERT_FALSE(gm_prep_wanted(&cfg, 0, &share)); /* on disk */
+    gm_preload pre;
+    CU_ASSERT_EQUAL_FATAL(gm_preload_config(&cfg, &pre, 1u << 20, 0, &err), GM_OK);
+    CU_ASSERT_TRUE(gm_prep_wanted(&cfg, 0, &share));
+    CU_ASSERT_FALSE(gm_prep_wanted(&cfg, 1, &share)); /* no such tenant */
+    gm_sim_result *own = NULL;
+    CU_ASSERT_EQUAL_FATAL(gm_simulate(&cfg, &own, &err), GM_OK);
+    CU_ASSERT(own->t[0].c.n_driver_free > 0); /* the future decided releases */
+    for (int made_first = 0; made_first < 2; made_first++) {
+        gm_prep *p = gm_prep_new(&cfg, 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        if (made_first) gm_prep_make(p);
+        gm_policy_prep *h = gm_prep_handle(p);
+        gm_sim_config c = cfg;
+        c.policy_prep = &h;
+        gm_sim_result *r = NULL;
+        CU_ASSERT_EQUAL_FATAL(gm_simulate(&c, &r, &err), GM_OK);
+        same_result(r, own);
+        gm_prep_make(p); /* taken: makes nothing */
+        gm_sim_result_free(r);
+        gm_prep_free(p);
+    }
+    /* made on a model that prepares nothing: nothing */
+    const gm_policy_ops *ops;
+    const char *params;
+    gm_policy *made = NULL;
+    CU_ASSERT_EQUAL_FATAL(gm_policy_lookup("predictive", &ops, &params, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_engine_prepare(&cfg, ops, params, 0, &made, &err), GM_OK);
+    CU_ASSERT_PTR_NULL(made);
+    CU_ASSERT_EQUAL_FATAL(gm_policy_lookup("oracle", &ops, &params, &err), GM_OK);
+    CU_ASSERT_EQUAL(gm_engine_prepare(&cfg, ops, params, 0, &made, &err), GM_OK);
+    CU_ASSERT_PTR_NOT_NULL(made);
+    gm_policy_destroy(made);
+    gm_sim_result_free(own);
+    gm_preload_free(&pre);
     unlink(path);
 }
 
@@ -308,6 +384,7 @@ int gm_test_register(void)
     if (!s) return CU_get_error();
     CU_add_test(s, "compare on 3 threads is the compare on 1", test_compare_threads);
     CU_add_test(s, "a run shared between policies is each one's run", test_shared_runs);
+    CU_add_test(s, "a run given its policy's preparation is its own run", test_prepared_run);
     CU_add_test(s, "fit's shared runs give each policy's own search", test_fit_shared);
     return CU_get_error();
 }

@@ -179,6 +179,33 @@ static void test_steal(void)
         CU_ASSERT_EQUAL(r.count[i], 1);
 }
 
+static void note_order(void *ctx, size_t i)
+{
+    ran *r = ctx;
+    pthread_mutex_lock(&r->mu);
+    r->count[r->done++] = (int)i;
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* Ranked jobs: on one thread by rank, then by index; on more, each once. */
+static void test_ranked(void)
+{
+    const double cost[6] = {1, 2, 3, 0.5, 4, 1};
+    const int rank[6] = {2, 0, 1, 0, 1, 2};
+    static const int order[6] = {1, 3, 2, 4, 0, 5};
+    ran r = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    gm_parallel_for_ranked(6, cost, rank, 1, note_order, &r);
+    CU_ASSERT_EQUAL_FATAL(r.done, 6);
+    for (size_t i = 0; i < 6; i++)
+        CU_ASSERT_EQUAL(r.count[i], order[i]);
+    for (int threads = 2; threads <= 7; threads++) {
+        ran c = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+        gm_parallel_for_ranked(6, cost, rank, threads, count_one, &c);
+        for (size_t i = 0; i < 6; i++)
+            CU_ASSERT_EQUAL(c.count[i], 1);
+    }
+}
+
 int gm_test_register(void)
 {
     CU_pSuite s = CU_add_suite("pool", NULL, NULL);
@@ -188,5 +215,6 @@ int gm_test_register(void)
     GM_ADD_TEST(s, test_plan_greedy);
     GM_ADD_TEST(s, test_every_job_once);
     GM_ADD_TEST(s, test_steal);
+    GM_ADD_TEST(s, test_ranked);
     return CU_get_error();
 }
