@@ -80,6 +80,7 @@
 #include "sim/engine.h"
 #include "study/compare.h"
 #include "study/prep.h"
+#include "study/same_run.h"
 #include "study/fit.h"
 #include "study/policy_list.h"
 #include "study/pool.h"
@@ -354,10 +355,12 @@ static void file_config(gm_sim_config *cfg, gm_tenant_spec *spec, const char *pa
     cfg->no_fast_forward = no_ff();
 }
 
-/* compare: wall time on 1 and 2 threads; each simulation's CPU time alone,
- * and the 2-thread wall time those give as compare splits the runs between
- * the threads (by the policies' cost estimates, study/pool.h), and with
- * the best split of the times measured. As the command
+/* compare: wall time on 1 and 2 threads; each simulation's CPU time alone
+ * (and its preparation's, study/prep.h), and the 2-thread wall time those
+ * give as compare splits its jobs between the threads (the runs it makes,
+ * not those it takes from pytorch's, and the preparations, by the
+ * policies' cost estimates, study/pool.h), and with the best split of the
+ * times measured. As the command
  * does, a trace of up to GM_PRELOAD_MAX_EVENTS events is read into memory
  * once (study/preload.h) and every run replays it from there;
  * GMBENCH_NO_PRELOAD=1 reads it from the file for each run. */
@@ -376,21 +379,34 @@ static int bench_compare(const char *path)
         return 1;
     }
     /* each run's CPU time alone, and of the part a job of its own makes
-     * ahead on two threads (study/prep.h: the oracle's future), best of 3 */
-    double cpu[2 * N_POLICIES], total = 0, share_of[N_POLICIES];
-    int n_jobs = N_POLICIES;
+     * ahead on two threads (study/prep.h: the oracle's future), best of
+     * 3; the jobs compare makes of them (a run it takes from pytorch's is
+     * none), with their estimated costs (study/pool.h: a preparation its
+     * share of its run's) */
+    double cpu[N_POLICIES], total = 0, cj[2 * N_POLICIES], ej[2 * N_POLICIES];
+    double *est = gm_policy_spec_costs((char *const *)policies, N_POLICIES, 1);
+    int jobs = 0;
+    gm_sim_result *lead = NULL; /* pytorch's: lru's and priority's where it is theirs */
+    if (!est) return 1;
     for (int i = 0; i < N_POLICIES; i++) {
         gm_sim_result *r = NULL;
         gm_tenant_spec one = cfg.tenants[0];
         if (simulate(&one, 1, cfg.capacity_bytes, policies[i], &cpu[i], &r)) return 1;
-        gm_sim_result_free(r);
-        total += cpu[i];
         printf("  %-10s %.3f s CPU alone", policies[i], cpu[i]);
+        if (i > 0 && lead && gm_same_run(lead, policies[i])) {
+            printf(" (compare takes pytorch's run)\n");
+            gm_sim_result_free(r);
+            continue;
+        }
+        if (i == 0)
+            lead = r;
+        else
+            gm_sim_result_free(r);
+        total += cpu[i];
         gm_sim_config pc = cfg;
         pc.policy = policies[i];
-        share_of[i] = 0;
-        if (gm_prep_wanted(&pc, 0, &share_of[i])) {
-            double best_prep = 0;
+        double share = 0, prep = 0;
+        if (gm_prep_wanted(&pc, 0, &share)) {
             for (int rep = 0; rep < 3; rep++) {
                 gm_prep *p = gm_prep_new(&pc, 0);
                 if (!p) return 1;
@@ -398,32 +414,28 @@ static int bench_compare(const char *path)
                 gm_prep_make(p);
                 double sp = thread_cpu_s() - t0;
                 gm_prep_free(p);
-                if (!rep || sp < best_prep) best_prep = sp;
+                if (!rep || sp < prep) prep = sp;
             }
-            cpu[i] -= best_prep;
-            cpu[n_jobs++] = best_prep;
-            printf(", %.3f s of it its preparation", best_prep);
+            printf(", %.3f s of it its preparation", prep);
+            cj[jobs] = prep;
+            ej[jobs++] = est[i] * share;
         }
         printf("\n");
-    }
-    /* compare's split of the jobs between 2 threads, planned by the
-     * policies' cost estimates (study/pool.h, a preparation its share of
-     * its run's), and the best split of the CPU times measured here: what
-     * the 2-thread wall time can be */
-    double *est = gm_policy_spec_costs((char *const *)policies, N_POLICIES, 1), busy[2] = {0, 0};
-    double ej[2 * N_POLICIES];
-    int share[2 * N_POLICIES];
-    if (!est) return 1;
-    for (int i = 0, j = N_POLICIES; i < N_POLICIES; i++) {
-        ej[i] = est[i] * (1 - share_of[i]);
-        if (share_of[i] > 0) ej[j++] = est[i] * share_of[i];
+        cj[jobs] = cpu[i] - prep;
+        ej[jobs++] = est[i] * (1 - share);
     }
     free(est);
-    gm_pool_plan((size_t)n_jobs, ej, 2, share);
-    for (int k = 0; k < n_jobs; k++)
-        busy[share[k]] += cpu[k];
+    gm_sim_result_free(lead);
+    /* compare's split of the jobs between 2 threads, planned by the
+     * estimates, and the best split of the CPU times measured here: what
+     * the 2-thread wall time can be */
+    double busy[2] = {0, 0};
+    int share[2 * N_POLICIES];
+    gm_pool_plan((size_t)jobs, ej, 2, share);
+    for (int k = 0; k < jobs; k++)
+        busy[share[k]] += cj[k];
     double span = busy[0] > busy[1] ? busy[0] : busy[1];
-    double best = gm_pool_plan((size_t)n_jobs, cpu, 2, share);
+    double best = gm_pool_plan((size_t)jobs, cj, 2, share);
     double wall[3] = {0, 0, 0};
     size_t shared = 0;
     for (int threads = 1; threads <= 2; threads++)
@@ -440,10 +452,9 @@ static int bench_compare(const char *path)
             shared = c->n_shared;
             gm_compare_free(c);
         }
-    /* the CPU times above are each policy's run alone; compare simulates
-     * fewer where runs are shared (study/same_run.h) */
     printf("mode compare: 5 policies, %s, %zu of them another's run; best of 3 wall: 1 thread "
-           "%.3f s, 2 threads %.3f s: %.2fx; each run alone, from the CPU times: %.3f s in all, "
+           "%.3f s, 2 threads %.3f s: %.2fx; the runs it makes, from their CPU times alone: "
+           "%.3f s in all, "
            "%.3f s on 2 threads as compare splits them: %.2fx (the best split: %.3f s, %.2fx)\n",
            cfg.tenants[0].events ? "from memory" : "from the file", shared, wall[1], wall[2],
            wall[1] / wall[2], total, span, total / span, best, total / best);
