@@ -2,6 +2,7 @@
 #include "pool.h"
 
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -10,6 +11,32 @@ int gm_default_threads(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
+}
+
+/* glibc gives the free memory at the top of a thread's malloc arena back
+ * to the kernel once it passes the trim threshold (128 KiB unless it has
+ * grown with large frees), and the next run faults those pages in again;
+ * in a process of several threads each such return (madvise) also flushes
+ * the TLB of every other core running one of them. The pool's runs free
+ * and allocate their models' megabytes over and over: keeping up to
+ * KEEP_BYTES at an arena's top made compare on 2 threads 0.95-0.97x the
+ * time (bench/README.md, "Twenty-sixth round"). Process-wide, once,
+ * when the pool is first used. */
+#define KEEP_BYTES (64 << 20)
+
+static void keep_arenas(void)
+{
+#ifdef M_TRIM_THRESHOLD
+    mallopt(M_TRIM_THRESHOLD, KEEP_BYTES);
+#endif
+}
+
+/* What every entry point does first (also on one thread, so that the
+ * runs are alike on any number). */
+static void pool_init(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, keep_arenas);
 }
 
 /* Start `threads` workers, worker i on arg + i * size (size 0: all on
@@ -54,6 +81,7 @@ static void *count_worker(void *arg)
 
 void gm_parallel_for(size_t n, int threads, void (*fn)(void *ctx, size_t i), void *ctx)
 {
+    pool_init();
     if (threads <= 0) threads = gm_default_threads();
     if ((size_t)threads > n) threads = (int)n;
     if (threads <= 1) {
@@ -260,6 +288,7 @@ void gm_parallel_for_cost(size_t n, const double *cost, int threads,
 void gm_parallel_for_ranked(size_t n, const double *cost, const int *rank, int threads,
                             void (*fn)(void *ctx, size_t i), void *ctx)
 {
+    pool_init();
     if (threads <= 0) threads = gm_default_threads();
     if ((size_t)threads > n) threads = (int)n;
     if (threads <= 1 && rank) { /* one thread: by rank, then by index */
