@@ -110,6 +110,17 @@ static size_t add_preps(compare_ctx *x, size_t k, size_t *job, double *jc, int *
     return m;
 }
 
+/* The preparations' arrays freed (then none are made). */
+static void drop_prep_arrays(compare_ctx *x)
+{
+    free(x->prep);
+    free(x->handles);
+    free(x->has_prep);
+    x->prep = NULL;
+    x->handles = NULL;
+    x->has_prep = NULL;
+}
+
 /* The preparations no longer needed (after the runs that took them). */
 static void free_preps(compare_ctx *x, size_t total)
 {
@@ -168,24 +179,11 @@ static int run_shared(compare_ctx *x, size_t total, const double *cost, gm_err *
     x->prep = calloc(room, sizeof *x->prep);
     x->handles = calloc(room, sizeof *x->handles);
     x->has_prep = calloc(total ? total : 1, 1);
-    if (!x->prep || !x->handles || !x->has_prep) {
-        free(x->prep);
-        free(x->handles);
-        free(x->has_prep);
-        x->prep = NULL;
-        x->handles = NULL;
-        x->has_prep = NULL;
-    }
+    if (!x->prep || !x->handles || !x->has_prep) drop_prep_arrays(x);
+    int rc = GM_OK;
     if (!lead || !next || !job || !jc || !rank) {
-        free(lead);
-        free(next);
-        free(job);
-        free(jc);
-        free(rank);
-        free(x->prep);
-        free(x->handles);
-        free(x->has_prep);
-        return gm_errf(err, GM_ENOMEM, "out of memory");
+        rc = gm_errf(err, GM_ENOMEM, "out of memory");
+        goto done;
     }
     for (size_t i = 0; i < total; i++)
         next[i] = -1;
@@ -239,18 +237,14 @@ static int run_shared(compare_ctx *x, size_t total, const double *cost, gm_err *
         free_preps(x, total);
         if (phase > 0 && !more) break;
     }
+done:
     free(lead);
     free(next);
     free(job);
     free(jc);
     free(rank);
-    free(x->prep);
-    free(x->handles);
-    free(x->has_prep);
-    x->prep = NULL;
-    x->handles = NULL;
-    x->has_prep = NULL;
-    return GM_OK;
+    drop_prep_arrays(x);
+    return rc;
 }
 
 static void rank_entries(gm_compare *c)
