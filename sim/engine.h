@@ -319,9 +319,9 @@ struct gm_policy;
  * cfg, made as the run's attach would make it: an instance of its own with
  * params, a model of the tenant's allocator and settings, the tenant's
  * in-memory trace. *out: that instance (gm_policy_destroy), or NULL when
- * there is nothing to prepare (no prepare(), a trace on disk, or settings
- * the run will refuse: the run says why). Errors: out of memory, and
- * prepare()'s own. */
+ * there is nothing to prepare (no prepare(), a trace on disk) or it could
+ * not be made (settings the run will refuse, out of memory: the run then
+ * makes its own, or says why it cannot). Errors: prepare()'s own. */
 int gm_engine_prepare(const gm_sim_config *cfg, const struct gm_policy_ops *policy,
                       const char *params, size_t i, struct gm_policy **out, gm_err *err);
 

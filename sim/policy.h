@@ -23,9 +23,9 @@
 #include "report.h"
 #include "base/err.h"
 
-#define GM_POLICY_VERSION                                                                          \
-    3 /* 2: report() fills a typed gm_report (report.h);                                           \
-         3: prepare(), gm_policy_env.prepared */
+/* 2: report() fills a typed gm_report (report.h); 3: prepare(),
+ * gm_policy_env.prepared */
+#define GM_POLICY_VERSION 3
 
 /* What the allocator is trying to do when it asks the policy. */
 typedef struct gm_pressure {
