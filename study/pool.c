@@ -19,9 +19,10 @@ int gm_default_threads(void)
  * in a process of several threads each such return (madvise) also flushes
  * the TLB of every other core running one of them. The pool's runs free
  * and allocate their models' megabytes over and over: keeping up to
- * KEEP_BYTES at an arena's top made compare on 2 threads 0.95-0.97x the
- * time (bench/README.md, "Twenty-sixth round"). Process-wide, once,
- * when the pool is first used. */
+ * KEEP_BYTES at an arena's top made compare on 2 threads 0.91-0.96x the
+ * time, and compare of 100 M events 0.85x (bench/README.md,
+ * "Twenty-sixth round"). Process-wide, once, when the pool is first
+ * used. */
 #define KEEP_BYTES (64 << 20)
 
 static void keep_arenas(void)
