@@ -1507,7 +1507,6 @@ static void fb_start(pt_state *s)
 }
 
 /* pt_segments or pt_releasable in short. */
-
 static size_t pt_briefs(gm_alloc *a, int releasable_only, gm_seg_brief *buf, size_t cap)
 {
     pt_state *s = a->impl;

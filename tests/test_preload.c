@@ -220,8 +220,6 @@ static void test_copies_share(void)
     }
 }
 
-/* Searches on three threads read one packed trace at once (a cursor
- * each): the fit is the one of the trace as it is. */
 /* A tenant already in memory with no path (a benchmark's, a test's)
  * beside one read from a file: it keeps its events, and the file's is
  * loaded (the search for a path named again skips it; it compared its
@@ -244,6 +242,8 @@ static void test_in_memory_beside_a_file(void)
     gm_preload_free(&pre);
 }
 
+/* Searches on three threads read one packed trace at once (a cursor
+ * each): the fit is the one of the trace as it is. */
 static void test_packed_fit_threads(void)
 {
     const char *bert = gm_test_path("traces/bert.h5");
