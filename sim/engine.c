@@ -234,6 +234,19 @@ static int model_torch(const gm_sim_config *cfg, const gm_trace_meta *meta)
     return cfg->torch_version ? cfg->torch_version : gm_torch_version_parse(meta->torch_version);
 }
 
+/* What tenant `idx` (spec ts) tells its policy before the first event
+ * (attach, prepare), but the engine's live position. */
+static gm_policy_env policy_env(const gm_tenant_spec *ts, int idx)
+{
+    return (gm_policy_env){.trace_path = ts->path,
+                           .events = ts->events,
+                           .packed = ts->events ? NULL : ts->packed,
+                           .n_events = ts->n_events,
+                           .tenant = idx,
+                           .offset_ns = ts->offset_ns,
+                           .repeat = ts->repeat};
+}
+
 /* The cap sharing puts on a tenant's reserved bytes: its limit under
  * --share requests; under hard-cap and --mps the one size it was given
  * (the limit, else the request: HAMi's and MPS's single figure); 0 = none. */
@@ -487,16 +500,10 @@ static int tenant_open(sim *s, tenant *t, gm_err *err)
     t->a->tenant = t->idx;
     t->a->no_stats = cfg->no_device_stats; /* no one reads them: the model may skip them */
     if (t->pol->ops->attach) { /* policies/policy.h: the tenant's inputs (oracle: its future) */
-        gm_policy_env env = {.trace_path = t->spec->path,
-                             .events = t->spec->events,
-                             .packed = t->spec->events ? NULL : t->spec->packed,
-                             .n_events = t->spec->n_events,
-                             .tenant = t->idx,
-                             .offset_ns = t->spec->offset_ns,
-                             .repeat = t->spec->repeat,
-                             .event_index = &t->index,
-                             .pass = &t->pass,
-                             .time_shift_ns = &t->shift};
+        gm_policy_env env = policy_env(t->spec, t->idx);
+        env.event_index = &t->index;
+        env.pass = &t->pass;
+        env.time_shift_ns = &t->shift;
         gm_policy_prep *prep = cfg->policy_prep ? cfg->policy_prep[t->idx] : NULL;
         env.prepared = prep ? prep->take(prep) : NULL;
         if ((rc = t->pol->ops->attach(t->pol->state, t->a, &env, err))) return rc;
@@ -2060,12 +2067,18 @@ static int setup(sim *s, gm_err *err)
     return GM_OK;
 }
 
+int gm_engine_prepares(const gm_sim_config *cfg, const gm_policy_ops *policy, size_t i)
+{
+    const gm_tenant_spec *ts = i < cfg->n_tenants ? &cfg->tenants[i] : NULL;
+    return policy->prepare && ts && (ts->events || ts->packed) && !cfg->device;
+}
+
 int gm_engine_prepare(const gm_sim_config *cfg, const gm_policy_ops *policy, const char *params,
                       size_t i, gm_policy **out, gm_err *err)
 {
     *out = NULL;
-    const gm_tenant_spec *ts = i < cfg->n_tenants ? &cfg->tenants[i] : NULL;
-    if (!policy->prepare || !ts || (!ts->events && !ts->packed) || cfg->device) return GM_OK;
+    if (!gm_engine_prepares(cfg, policy, i)) return GM_OK;
+    const gm_tenant_spec *ts = &cfg->tenants[i];
     const gm_trace_meta *meta = ts->meta ? ts->meta : &meta_none;
     const char *conf = conf_for(cfg, meta), *name;
     const gm_alloc_ops *ops = model_ops(cfg, conf, &name);
@@ -2080,24 +2093,17 @@ int gm_engine_prepare(const gm_sim_config *cfg, const gm_policy_ops *policy, con
     gm_err ignore; /* what the run will refuse, it says itself */
     if (!ops || !cap || gm_device_model_create(cap, &cfg->latency, &dev, &ignore) != GM_OK)
         return GM_OK;
-    int rc = gm_policy_new(policy, params, &pol, &ignore);
-    if (rc == GM_OK && gm_alloc_create_for(ops, dev, conf, model_torch(cfg, meta),
-                                           cfg->memory_fraction, pol, &a, &ignore) == GM_OK) {
-        gm_policy_env env = {.trace_path = ts->path,
-                             .events = ts->events,
-                             .packed = ts->events ? NULL : ts->packed,
-                             .n_events = ts->n_events,
-                             .tenant = (int)i,
-                             .offset_ns = ts->offset_ns,
-                             .repeat = ts->repeat};
+    int rc = GM_OK;
+    if (gm_policy_new(policy, params, &pol, &ignore) == GM_OK &&
+        gm_alloc_create_for(ops, dev, conf, model_torch(cfg, meta), cfg->memory_fraction, pol, &a,
+                            &ignore) == GM_OK) {
+        gm_policy_env env = policy_env(ts, (int)i);
         rc = policy->prepare(pol->state, a, &env, err);
         gm_alloc_destroy(a);
         if (rc == GM_OK) {
             *out = pol;
             pol = NULL;
         }
-    } else {
-        rc = GM_OK;
     }
     gm_policy_destroy(pol);
     gm_device_destroy(dev);

@@ -324,6 +324,9 @@ struct gm_policy;
  * makes its own, or says why it cannot). Errors: prepare()'s own. */
 int gm_engine_prepare(const gm_sim_config *cfg, const struct gm_policy_ops *policy,
                       const char *params, size_t i, struct gm_policy **out, gm_err *err);
+/* 1 when gm_engine_prepare has something to make for tenant i: policy
+ * prepares, the tenant's trace is in memory, the device is simulated. */
+int gm_engine_prepares(const gm_sim_config *cfg, const struct gm_policy_ops *policy, size_t i);
 
 /* The trace hash a run reports (gm_tenant_result.trace_hash) for these
  * events and metadata source (meta->source; NULL: ""): for a spec's

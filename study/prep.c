@@ -24,10 +24,8 @@ int gm_prep_wanted(const gm_sim_config *cfg, size_t i, double *share)
     const gm_policy_ops *ops;
     const char *params;
     gm_err err = {0};
-    const gm_tenant_spec *t = i < cfg->n_tenants ? &cfg->tenants[i] : NULL;
-    if (!t || (!t->events && !t->packed) || cfg->device ||
-        gm_policy_lookup(cfg->policy ? cfg->policy : "pytorch", &ops, &params, &err) != GM_OK ||
-        !ops->prepare)
+    if (gm_policy_lookup(cfg->policy ? cfg->policy : "pytorch", &ops, &params, &err) != GM_OK ||
+        !gm_engine_prepares(cfg, ops, i))
         return 0;
     *share = ops->prepare_share;
     return 1;
